@@ -1,0 +1,147 @@
+# Makefile -- builds every c4 part into $(BUILD) (default build/).
+#
+#   make            libraries and programs
+#   make test       ASan+UBSan build, then unit, conformance and fuzz-smoke suites
+#   make bench      c4perf against iperf3 and a plain TCP ping-pong (needs root for the netns half)
+#   make demo       the README's first command
+#   make install PREFIX=/usr/local
+#   make deps       installs the Debian packages the build and the tests need
+#   SAN=1           builds with -fsanitize=address,undefined into build/san
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+SAN       ?= 0
+ifeq ($(SAN),1)
+BUILD     ?= build/san
+SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD     ?= build
+SANFLAGS  :=
+endif
+
+CC        ?= cc
+PKGS      := jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+
+OPT       ?= -O2 -g
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin $(PKG_CFLAGS) $(SANFLAGS) \
+             -DC4_VERSION=\"$(VERSION)\"
+LDFLAGS   += -pthread $(SANFLAGS)
+LDLIBS    += $(PKG_LIBS) -ldl -lm
+
+COMMON_SRC := $(wildcard common/*.c)
+NET_SRC    := $(wildcard nccl_net_plugin/*.c)
+PERF_SRC   := $(wildcard tools/c4perf/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+CONF_SRC   := $(wildcard tests/conformance/*.c)
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBCOMMON  := $(BUILD)/lib/libc4common.a
+LIBNETCORE := $(BUILD)/lib/libc4netcore.a
+PLUGIN     := $(BUILD)/lib/libnccl-net-c4.so
+PROFLINK   := $(BUILD)/lib/libnccl-profiler-c4.so
+C4PERF     := $(BUILD)/bin/c4perf
+TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+CONF_BIN   := $(BUILD)/tests/conformance
+FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
+
+.PHONY: all test unit conformance fuzz-smoke fuzz bench demo install deps clean format-check
+all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(BUILD)/lib/c4.pc
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIBCOMMON): $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# Every plugin object except the exported ABI tables, for the unit tests to link directly.
+$(LIBNETCORE): $(call obj,$(filter-out nccl_net_plugin/net_plugin_api.c,$(NET_SRC)))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(PLUGIN): $(call obj,nccl_net_plugin/net_plugin_api.c) $(LIBNETCORE) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libnccl-net-c4.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# One .so is both plugins: NCCL_PROFILER_PLUGIN=c4 finds this name.
+$(PROFLINK): $(PLUGIN)
+	ln -sf libnccl-net-c4.so $@
+
+$(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TCPPINGPONG): $(call obj,tools/bench/tcp_pingpong.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBNETCORE) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+$(CONF_BIN): $(call obj,$(CONF_SRC)) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+# Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
+# and, with clang, libFuzzer (`make fuzz`).
+$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBNETCORE) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/lib/c4.pc: Makefile
+	@mkdir -p $(dir $@)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include/c4\n\nName: c4\nDescription: c4 NCCL net plugin and telemetry\nVersion: %s\nLibs: -L$${libdir} -lc4common\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+
+test: 
+	$(MAKE) SAN=1 all unit-bins
+	bash tests/run.sh build/san
+
+unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE)
+
+fuzz:
+	bash tests/fuzz/run_libfuzzer.sh
+
+bench: all
+	bash tools/bench/run.sh $(BUILD)
+
+demo: all
+	bash tools/demo.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/c4
+	install -m 755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
+	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(C4PERF) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
+	install -m 644 $(BUILD)/lib/c4.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+deps:
+	bash .ci/deps.sh
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+.SECONDARY:

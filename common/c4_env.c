@@ -1,0 +1,41 @@
+/* c4_env.c -- environment variables, parsed strictly. */
+#include "c4_env.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "c4_log.h"
+
+long c4_env_long(const char *name, long def, long min, long max) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end = NULL;
+  errno = 0;
+  long x = strtol(v, &end, 0);
+  if (errno || *end || x < min || x > max) {
+    C4_WARN("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, min, max, def);
+    return def;
+  }
+  return x;
+}
+
+const char *c4_env_first(const char *const *names) {
+  for (; *names; names++) {
+    const char *v = getenv(*names);
+    if (v && *v) return v;
+  }
+  return NULL;
+}
+
+int c4_env_rank(void) {
+  static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
+                                      NULL};
+  const char *v = c4_env_first(names);
+  if (!v) return -1;
+  char *end = NULL;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || *end || x < 0 || x > INT_MAX) return -1;
+  return (int)x;
+}

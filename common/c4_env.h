@@ -1,0 +1,18 @@
+/* c4_env.h -- reading c4's environment variables with range checks and clear warnings. */
+#ifndef C4_ENV_H
+#define C4_ENV_H
+
+#include <stdint.h>
+
+/* Returns the integer in variable `name`, or `def` when unset. A value that is not an integer
+ * or lies outside [min, max] is reported with a warning naming the variable and `def` is used. */
+long c4_env_long(const char *name, long def, long min, long max);
+
+/* Returns the first set variable of `names` (NULL-terminated), or NULL. */
+const char *c4_env_first(const char *const *names);
+
+/* This process's rank as the launcher gave it (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
+ * PMI_RANK, in that order), or -1 when none is set or it is not a non-negative integer. */
+int c4_env_rank(void);
+
+#endif

@@ -1,0 +1,196 @@
+/* c4_hostcoll.c -- ring allreduce over a net plugin: each step sends one segment to the next rank
+ * and receives one from the previous, sliced into up to `inflight` outstanding requests per
+ * direction, reducing each slice as it lands. */
+#include "c4_hostcoll.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_clock.h"
+#include "c4_env.h"
+#include "c4_err.h"
+#include "c4_log.h"
+
+#define MAX_INFLIGHT 8
+#define HANDLE_BYTES NCCL_NET_HANDLE_MAXSIZE
+
+int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
+                          struct c4_bootstrap *bs) {
+  memset(h, 0, sizeof *h);
+  h->api = api;
+  h->rank = bs->rank;
+  h->world = bs->world;
+  h->inflight = (int)c4_env_long("C4_COLL_INFLIGHT", 4, 1, MAX_INFLIGHT);
+  h->slice_bytes = (size_t)c4_env_long("C4_COLL_SLICE_BYTES", 1 << 20, 4096, 1 << 30);
+  h->timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
+  if (h->world == 1) return 0;
+  char mine[HANDLE_BYTES] = {0};
+  char *all = calloc((size_t)h->world, HANDLE_BYTES);
+  if (!all) return C4_ENOMEM;
+  void *lcomm = NULL;
+  int rc = 0;
+  if (c4_netapi_listen(api, dev, mine, &lcomm) != ncclSuccess) {
+    C4_WARN("hostcoll: listen on device %d failed", dev);
+    rc = C4_EREMOTE;
+  }
+  if (!rc) rc = c4_bootstrap_allgather(bs, mine, all, HANDLE_BYTES);
+  char *next = all + (size_t)((h->rank + 1) % h->world) * HANDLE_BYTES;
+  uint64_t deadline = c4_now_ns() + (uint64_t)h->timeout_ms * 1000000ull;
+  while (!rc && (!h->send_comm || !h->recv_comm)) {
+    if (!h->send_comm && c4_netapi_connect(api, dev, next, &h->send_comm) != ncclSuccess)
+      rc = C4_EREMOTE;
+    if (!rc && !h->recv_comm && c4_netapi_accept(api, lcomm, &h->recv_comm) != ncclSuccess)
+      rc = C4_EREMOTE;
+    if (!rc && c4_now_ns() > deadline) {
+      C4_WARN("hostcoll: rank %d could not connect its ring neighbours within %d ms", h->rank,
+              h->timeout_ms);
+      rc = C4_EREMOTE;
+    }
+    if (!rc && (!h->send_comm || !h->recv_comm)) sched_yield();
+  }
+  if (lcomm) c4_netapi_close_listen(api, lcomm);
+  free(all);
+  if (!rc && (c4_netapi_reg_mr(api, h->send_comm, NULL, 0, &h->send_mh) != ncclSuccess ||
+              c4_netapi_reg_mr(api, h->recv_comm, NULL, 0, &h->recv_mh) != ncclSuccess))
+    rc = C4_EREMOTE;
+  if (rc) c4_hostcoll_ring_close(h);
+  return rc;
+}
+
+typedef void (*slice_done_fn)(void *arg, size_t offset, size_t len);
+
+/* The pipelined exchange; on_recv (may be NULL) runs on every received slice in order. */
+static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *rbuf,
+                 size_t rbytes, slice_done_fn on_recv, void *arg) {
+  size_t ns = (sbytes + h->slice_bytes - 1) / h->slice_bytes;
+  size_t nr = (rbytes + h->slice_bytes - 1) / h->slice_bytes;
+  void *sreq[MAX_INFLIGHT], *rreq[MAX_INFLIGHT];
+  size_t ps = 0, pr = 0, ds = 0, dr = 0;
+  int stag = h->rank, rtag = (h->rank + h->world - 1) % h->world;
+  uint64_t last = c4_now_ns();
+  while (ds < ns || dr < nr) {
+    int moved = 0;
+    while (pr < nr && pr - dr < (size_t)h->inflight) {
+      size_t off = pr * h->slice_bytes;
+      size_t len = rbytes - off < h->slice_bytes ? rbytes - off : h->slice_bytes;
+      void *req = NULL;
+      if (c4_netapi_irecv(h->api, h->recv_comm, rbuf + off, len, rtag, h->recv_mh, &req) != ncclSuccess)
+        return C4_EREMOTE;
+      if (!req) break;
+      rreq[pr++ % MAX_INFLIGHT] = req;
+      moved = 1;
+    }
+    while (ps < ns && ps - ds < (size_t)h->inflight) {
+      size_t off = ps * h->slice_bytes;
+      size_t len = sbytes - off < h->slice_bytes ? sbytes - off : h->slice_bytes;
+      void *req = NULL;
+      if (c4_netapi_isend(h->api, h->send_comm, (void *)(sbuf + off), len, stag, h->send_mh, &req) !=
+          ncclSuccess)
+        return C4_EREMOTE;
+      if (!req) break;
+      sreq[ps++ % MAX_INFLIGHT] = req;
+      moved = 1;
+    }
+    int done = 0, size = 0;
+    if (dr < pr) {
+      if (c4_netapi_test(h->api, rreq[dr % MAX_INFLIGHT], &done, &size) != ncclSuccess)
+        return C4_EREMOTE;
+      if (done) {
+        size_t off = dr * h->slice_bytes;
+        if (on_recv) on_recv(arg, off, (size_t)size);
+        dr++;
+        moved = 1;
+      }
+    }
+    if (ds < ps) {
+      if (c4_netapi_test(h->api, sreq[ds % MAX_INFLIGHT], &done, &size) != ncclSuccess)
+        return C4_EREMOTE;
+      if (done) {
+        ds++;
+        moved = 1;
+      }
+    }
+    if (moved) {
+      last = c4_now_ns();
+    } else {
+      if (c4_now_ns() - last > (uint64_t)h->timeout_ms * 1000000ull) {
+        C4_WARN("hostcoll: rank %d made no progress for %d ms (peer stalled or gone)", h->rank,
+                h->timeout_ms);
+        return C4_EREMOTE;
+      }
+      sched_yield(); /* as NCCL's proxy does when nothing progressed */
+    }
+  }
+  return 0;
+}
+
+int c4_hostcoll_shift(struct c4_hostcoll *h, const void *sbuf, void *rbuf, size_t bytes) {
+  if (h->world == 1) {
+    memmove(rbuf, sbuf, bytes);
+    return 0;
+  }
+  return shift(h, sbuf, bytes, rbuf, bytes, NULL, NULL);
+}
+
+struct reduce_arg {
+  float *dst;
+  const float *src;
+};
+
+static void add_slice(void *p, size_t offset, size_t len) {
+  struct reduce_arg *a = p;
+  size_t first = offset / sizeof(float), cnt = len / sizeof(float);
+  for (size_t i = first; i < first + cnt; i++) a->dst[i] += a->src[i];
+}
+
+static void segment(size_t count, int world, int idx, size_t *off, size_t *len) {
+  size_t base = count / (size_t)world, extra = count % (size_t)world;
+  *off = (size_t)idx * base + ((size_t)idx < extra ? (size_t)idx : extra);
+  *len = base + ((size_t)idx < extra ? 1 : 0);
+}
+
+int c4_hostcoll_allreduce_f32(struct c4_hostcoll *h, float *buf, size_t count) {
+  int W = h->world;
+  if (W == 1 || count == 0) return 0;
+  size_t maxseg = count / (size_t)W + 1;
+  if (h->tmp_count < maxseg) {
+    float *t = realloc(h->tmp, maxseg * sizeof(float));
+    if (!t) return C4_ENOMEM;
+    h->tmp = t;
+    h->tmp_count = maxseg;
+  }
+  for (int s = 0; s < W - 1; s++) { /* reduce-scatter */
+    size_t soff, slen, roff, rlen;
+    segment(count, W, (h->rank - s + W) % W, &soff, &slen);
+    segment(count, W, (h->rank - s - 1 + 2 * W) % W, &roff, &rlen);
+    struct reduce_arg arg = {buf + roff, h->tmp};
+    if (slen + rlen == 0) continue;
+    int rc = shift(h, (const char *)(buf + soff), slen * sizeof(float), (char *)h->tmp,
+                   rlen * sizeof(float), add_slice, &arg);
+    if (rc) return rc;
+  }
+  for (int s = 0; s < W - 1; s++) { /* allgather */
+    size_t soff, slen, roff, rlen;
+    segment(count, W, (h->rank + 1 - s + W) % W, &soff, &slen);
+    segment(count, W, (h->rank - s + W) % W, &roff, &rlen);
+    if (slen + rlen == 0) continue;
+    int rc = shift(h, (const char *)(buf + soff), slen * sizeof(float), (char *)(buf + roff),
+                   rlen * sizeof(float), NULL, NULL);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+void c4_hostcoll_ring_close(struct c4_hostcoll *h) {
+  if (h->send_comm) {
+    if (h->send_mh) c4_netapi_dereg_mr(h->api, h->send_comm, h->send_mh);
+    c4_netapi_close_send(h->api, h->send_comm);
+  }
+  if (h->recv_comm) {
+    if (h->recv_mh) c4_netapi_dereg_mr(h->api, h->recv_comm, h->recv_mh);
+    c4_netapi_close_recv(h->api, h->recv_comm);
+  }
+  free(h->tmp);
+  memset(h, 0, sizeof *h);
+}

@@ -1,0 +1,60 @@
+/* c4_log.c -- logging to NCCL's logger or stderr, with a level threshold from C4_DEBUG. */
+#include "c4_log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_err.h"
+
+#define C4_NCCL_SUBSYS_NET 0x10
+
+static _Atomic(c4_logger_fn) nccl_logger;
+static atomic_int stderr_level = -1;
+
+void c4_log_set_logger(c4_logger_fn fn) { atomic_store(&nccl_logger, fn); }
+
+static int stderr_threshold(void) {
+  int lvl = atomic_load_explicit(&stderr_level, memory_order_relaxed);
+  if (lvl >= 0) return lvl;
+  const char *v = getenv("C4_DEBUG");
+  lvl = C4_LOG_WARN;
+  if (v && strcasecmp(v, "INFO") == 0) lvl = C4_LOG_INFO;
+  if (v && strcasecmp(v, "TRACE") == 0) lvl = C4_LOG_TRACE;
+  if (v && strcasecmp(v, "NONE") == 0) lvl = 0;
+  atomic_store(&stderr_level, lvl);
+  return lvl;
+}
+
+void c4_log(int level, const char *file, int line, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c4_logger_fn fn = atomic_load(&nccl_logger);
+  if (fn) {
+    fn(level, C4_NCCL_SUBSYS_NET, file, line, "c4: %s", msg);
+    return;
+  }
+  if (level > stderr_threshold()) return;
+  const char *tag = level == C4_LOG_WARN ? "WARN" : level == C4_LOG_INFO ? "INFO" : "TRACE";
+  fprintf(stderr, "c4 %s %s:%d %s\n", tag, file, line, msg);
+}
+
+const char *c4_strerror(int code) {
+  switch (code) {
+  case C4_OK: return "ok";
+  case C4_EINVAL: return "invalid argument";
+  case C4_ENOMEM: return "out of memory";
+  case C4_ESYS: return "system call failed";
+  case C4_EPROTO: return "peer broke the c4 wire protocol";
+  case C4_EREMOTE: return "peer reported an error or went away";
+  case C4_EAGAIN: return "not ready";
+  case C4_ETRUNC: return "message larger than the posted receive buffer";
+  case C4_ENOTFOUND: return "not found";
+  default: return "unknown error";
+  }
+}

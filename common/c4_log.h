@@ -1,0 +1,23 @@
+/* c4_log.h -- logging: to NCCL's logger when running inside NCCL, to stderr otherwise. */
+#ifndef C4_LOG_H
+#define C4_LOG_H
+
+enum { C4_LOG_WARN = 2, C4_LOG_INFO = 3, C4_LOG_TRACE = 5 }; /* NCCL's level numbers */
+
+/* Same shape as NCCL's ncclDebugLogger_t (level and subsystem flags as plain integers). */
+typedef void (*c4_logger_fn)(int level, unsigned long flags, const char *file, int line,
+                             const char *fmt, ...);
+
+/* Routes further messages to fn (NULL: back to stderr). Thread-safe (atomic pointer swap). */
+void c4_log_set_logger(c4_logger_fn fn);
+
+/* Logs one message with the "c4: " prefix. stderr output honours C4_DEBUG=WARN|INFO|TRACE
+ * (default WARN). Never fails; never blocks on anything but the write itself. */
+void c4_log(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#define C4_WARN(...) c4_log(C4_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
+#define C4_INFO(...) c4_log(C4_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define C4_TRACE(...) c4_log(C4_LOG_TRACE, __FILE__, __LINE__, __VA_ARGS__)
+
+#endif

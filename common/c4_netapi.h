@@ -1,0 +1,44 @@
+/* c4_netapi.h -- loads an NCCL net plugin with dlopen and drives whichever table version it
+ * exports (v11, v10, v9, v8) through one set of calls, as NCCL's proxy would. */
+#ifndef C4_NETAPI_H
+#define C4_NETAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl_net_abi.h"
+
+struct c4_netapi {
+  void *dl;
+  int version; /* 11, 10, 9 or 8 */
+  const void *table;
+  const char *name;
+  void *ctx; /* v11 init context */
+};
+
+/* dlopens path (NULL: "libnccl-net-c4.so" on the library path) and takes the newest table it
+ * exports, or exactly `version` when version > 0; then calls init. Returns 0, C4_ENOTFOUND (with
+ * dlerror's text logged) or C4_EREMOTE when the plugin's init fails. */
+int c4_netapi_open(struct c4_netapi *api, const char *path, int version);
+void c4_netapi_close(struct c4_netapi *api);
+
+/* Each returns the plugin's ncclResult_t. Sizes are size_t; v8's int sizes are range-checked. */
+ncclResult_t c4_netapi_devices(struct c4_netapi *api, int *ndev);
+/* Fills the common properties (v8 fields, plus maxP2pBytes = 0 when the version has none). */
+ncclResult_t c4_netapi_properties(struct c4_netapi *api, int dev, ncclNetProperties_v11_t *p);
+ncclResult_t c4_netapi_listen(struct c4_netapi *api, int dev, void *handle, void **listen_comm);
+ncclResult_t c4_netapi_connect(struct c4_netapi *api, int dev, void *handle, void **send_comm);
+ncclResult_t c4_netapi_accept(struct c4_netapi *api, void *listen_comm, void **recv_comm);
+ncclResult_t c4_netapi_reg_mr(struct c4_netapi *api, void *comm, void *data, size_t size,
+                              void **mhandle);
+ncclResult_t c4_netapi_dereg_mr(struct c4_netapi *api, void *comm, void *mhandle);
+ncclResult_t c4_netapi_isend(struct c4_netapi *api, void *send_comm, void *data, size_t size,
+                             int tag, void *mhandle, void **request);
+ncclResult_t c4_netapi_irecv(struct c4_netapi *api, void *recv_comm, void *data, size_t size,
+                             int tag, void *mhandle, void **request);
+ncclResult_t c4_netapi_test(struct c4_netapi *api, void *request, int *done, int *size);
+ncclResult_t c4_netapi_close_send(struct c4_netapi *api, void *comm);
+ncclResult_t c4_netapi_close_recv(struct c4_netapi *api, void *comm);
+ncclResult_t c4_netapi_close_listen(struct c4_netapi *api, void *comm);
+
+#endif

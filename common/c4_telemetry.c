@@ -1,0 +1,193 @@
+/* c4_telemetry.c -- the process-wide record ring and the C4_TRACE JSON-lines writer thread. */
+#include "c4_telemetry.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_env.h"
+#include "c4_log.h"
+#include "c4_ring.h"
+
+#define DRAIN_PERIOD_MS 10
+
+static struct {
+  pthread_once_t ring_once;
+  struct c4_ring ring;
+  int ring_ok;
+  atomic_uint_fast64_t emitted;
+  atomic_uint_fast64_t lost_no_ring;
+  atomic_uint_fast64_t written;
+
+  pthread_mutex_t lock; /* writer start/stop only; never taken on the data path */
+  int started;
+  int stopping;
+  pthread_t thread;
+  pthread_cond_t wake;
+  FILE *out;
+} tel = {.ring_once = PTHREAD_ONCE_INIT,
+         .lock = PTHREAD_MUTEX_INITIALIZER,
+         .wake = PTHREAD_COND_INITIALIZER};
+
+static void ring_setup(void) {
+  long slots = c4_env_long("C4_RING_SLOTS", 16384, 2, 1 << 24);
+  if (slots & (slots - 1)) {
+    C4_WARN("C4_RING_SLOTS=%ld is not a power of two; using 16384", slots);
+    slots = 16384;
+  }
+  tel.ring_ok = c4_ring_init(&tel.ring, (size_t)slots, sizeof(struct c4_xfer_record)) == 0;
+  if (!tel.ring_ok) C4_WARN("cannot allocate the telemetry ring (%ld records); records dropped", slots);
+}
+
+struct c4_ring *c4_telemetry_ring(void) {
+  pthread_once(&tel.ring_once, ring_setup);
+  return tel.ring_ok ? &tel.ring : NULL;
+}
+
+void c4_telemetry_emit_xfer(const struct c4_xfer_record *r) {
+  struct c4_ring *ring = c4_telemetry_ring();
+  atomic_fetch_add_explicit(&tel.emitted, 1, memory_order_relaxed);
+  if (!ring) {
+    atomic_fetch_add_explicit(&tel.lost_no_ring, 1, memory_order_relaxed);
+    return;
+  }
+  c4_ring_push(ring, r);
+}
+
+void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written) {
+  struct c4_ring *ring = c4_telemetry_ring();
+  if (emitted) *emitted = atomic_load(&tel.emitted);
+  if (dropped) *dropped = atomic_load(&tel.lost_no_ring) + (ring ? c4_ring_dropped(ring) : 0);
+  if (written) *written = atomic_load(&tel.written);
+}
+
+static json_t *identity_json(const struct c4_identity *id) {
+  return json_pack("{s:s, s:I, s:i, s:i}", "host", id->host, "pid", (json_int_t)id->pid, "rank",
+                   id->rank, "dev", id->dev);
+}
+
+static void hex64(char out[17], uint64_t v) { snprintf(out, 17, "%016" PRIx64, v); }
+
+static void write_json_line(json_t *j) {
+  if (!j) return;
+  if (json_dumpf(j, tel.out, JSON_COMPACT) == 0) fputc('\n', tel.out);
+  json_decref(j);
+}
+
+static void write_xfer(const struct c4_xfer_record *r) {
+  char conn[17], comm[17];
+  hex64(conn, r->conn_id);
+  hex64(comm, r->nccl_comm);
+  write_json_line(json_pack(
+      "{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o}", "v",
+      C4_RECORD_VERSION, "type", "xfer", "conn", conn, "nccl_comm", comm, "seq",
+      (json_int_t)r->seq, "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "status",
+      r->status == C4_XFER_OK ? "ok" : "error", "tag", r->tag, "bytes", (json_int_t)r->bytes,
+      "t_posted", (json_int_t)r->t_posted, "t_first_byte", (json_int_t)r->t_first_byte, "t_done",
+      (json_int_t)r->t_done, "self", identity_json(&r->self), "peer", identity_json(&r->peer)));
+  atomic_fetch_add(&tel.written, 1);
+}
+
+static void write_clock_line(const char *type) {
+  char host[C4_HOST_MAX] = "unknown";
+  gethostname(host, sizeof host - 1);
+  uint64_t emitted, dropped, written;
+  c4_telemetry_counters(&emitted, &dropped, &written);
+  json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:i, s:I, s:I, s:s}", "v", C4_RECORD_VERSION,
+                        "type", type, "host", host, "pid", (json_int_t)getpid(), "rank",
+                        c4_env_rank(), "wall_ns", (json_int_t)c4_wall_ns(), "mono_ns",
+                        (json_int_t)c4_now_ns(), "c4", C4_VERSION);
+  if (j && strcmp(type, "summary") == 0) {
+    json_object_set_new(j, "emitted", json_integer((json_int_t)emitted));
+    json_object_set_new(j, "dropped", json_integer((json_int_t)dropped));
+    json_object_set_new(j, "written", json_integer((json_int_t)written));
+  }
+  write_json_line(j);
+}
+
+static void drain(void) {
+  struct c4_ring *ring = c4_telemetry_ring();
+  struct c4_xfer_record r;
+  int n = 0;
+  while (ring && c4_ring_pop(ring, &r)) {
+    write_xfer(&r);
+    n++;
+  }
+  if (n) fflush(tel.out);
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&tel.lock);
+  while (!tel.stopping) {
+    pthread_mutex_unlock(&tel.lock);
+    drain();
+    pthread_mutex_lock(&tel.lock);
+    if (tel.stopping) break;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += DRAIN_PERIOD_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&tel.wake, &tel.lock, &until);
+  }
+  pthread_mutex_unlock(&tel.lock);
+  return NULL;
+}
+
+int c4_telemetry_start(void) {
+  const char *path = getenv("C4_TRACE");
+  if (!path || !*path) return 0;
+  c4_telemetry_ring();
+  pthread_mutex_lock(&tel.lock);
+  if (tel.started) {
+    pthread_mutex_unlock(&tel.lock);
+    return 0;
+  }
+  tel.started = 1;
+  tel.out = fopen(path, "a");
+  if (!tel.out) {
+    C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,
+            strerror(errno));
+    pthread_mutex_unlock(&tel.lock);
+    return 0;
+  }
+  write_clock_line("header");
+  fflush(tel.out);
+  if (pthread_create(&tel.thread, NULL, writer_main, NULL) != 0) {
+    C4_WARN("C4_TRACE=%s: cannot start the writer thread; no trace", path);
+    fclose(tel.out);
+    tel.out = NULL;
+    pthread_mutex_unlock(&tel.lock);
+    return 0;
+  }
+  pthread_mutex_unlock(&tel.lock);
+  atexit(c4_telemetry_flush_and_stop);
+  return 0;
+}
+
+void c4_telemetry_flush_and_stop(void) {
+  pthread_mutex_lock(&tel.lock);
+  if (!tel.out || tel.stopping) {
+    pthread_mutex_unlock(&tel.lock);
+    return;
+  }
+  tel.stopping = 1;
+  pthread_cond_signal(&tel.wake);
+  pthread_mutex_unlock(&tel.lock);
+  pthread_join(tel.thread, NULL);
+  drain();
+  write_clock_line("summary");
+  fclose(tel.out);
+  tel.out = NULL;
+}

@@ -1,0 +1,30 @@
+/* c4_telemetry.h -- the per-process telemetry pipeline: one lock-free ring that every comm's
+ * completions go into, and (with C4_TRACE=FILE) a background thread writing it as JSON lines. */
+#ifndef C4_TELEMETRY_H
+#define C4_TELEMETRY_H
+
+#include <stdint.h>
+
+#include "c4_record.h"
+
+struct c4_ring;
+
+/* The process's ring (C4_RING_SLOTS records, default 16384), made on first use; NULL only if
+ * it could not be allocated (then every emit counts as a drop). */
+struct c4_ring *c4_telemetry_ring(void);
+
+/* Records one transfer. Never blocks or allocates: a full ring drops the record and counts it. */
+void c4_telemetry_emit_xfer(const struct c4_xfer_record *r);
+
+/* Starts the C4_TRACE writer once (no-op without C4_TRACE). A file that cannot be opened is a
+ * warning naming it; timing goes on without a trace. Registers an atexit flush. Returns 0. */
+int c4_telemetry_start(void);
+
+/* Drains what is left into the trace, writes the summary line and stops the writer. Safe to
+ * call more than once and when the writer never started. */
+void c4_telemetry_flush_and_stop(void);
+
+/* Records emitted, dropped (ring full) and written to the trace so far. */
+void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written);
+
+#endif

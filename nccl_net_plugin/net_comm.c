@@ -1,0 +1,410 @@
+/* net_comm.c -- a connected comm: posting sends and receives, the control socket, test, close. */
+#include "net_comm.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_err.h"
+#include "c4_log.h"
+#include "c4_telemetry.h"
+#include "net_sock.h"
+
+struct c4_transport_stats c4_transport_stats;
+
+void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&c->failed, &expected, code)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->failure, sizeof c->failure, fmt, ap);
+  va_end(ap);
+  atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
+  int in_flight = 0;
+  for (int i = 0; i < C4_MAX_REQUESTS; i++) in_flight += atomic_load(&c->reqs[i].state) == C4_REQ_POSTED;
+  /* A peer closing an idle comm is the normal end of a job, not worth a warning. */
+  c4_log(in_flight ? C4_LOG_WARN : C4_LOG_INFO, __FILE__, __LINE__, "%s comm %016llx: %s%s",
+         c->is_send ? "send" : "receive", (unsigned long long)c->conn_id, c->failure,
+         in_flight ? "" : " (no request in flight)");
+}
+
+void c4_request_complete(struct c4_request *r) {
+  if (r->comm->cfg.timing) atomic_store_explicit(&r->t_done, c4_now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&r->state, C4_REQ_DONE, memory_order_release);
+}
+
+int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
+                   uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
+                   int ctrl_fd, const int *data_fd, int nsocks, struct c4_comm **out) {
+  struct c4_comm *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(ctrl_fd);
+    for (int i = 0; i < nsocks; i++) close(data_fd[i]);
+    return C4_ENOMEM;
+  }
+  c->is_send = is_send;
+  c->dev = dev;
+  c->cfg = *cfg;
+  c->nccl_comm = nccl_comm;
+  c->conn_id = conn_id;
+  c->self = *self;
+  c->peer = *peer;
+  c->ctrl_fd = ctrl_fd;
+  c->nsocks = nsocks;
+  memcpy(c->data_fd, data_fd, sizeof(int) * (size_t)nsocks);
+  pthread_mutex_init(&c->claim_lock, NULL);
+  for (int i = 0; i < C4_MAX_REQUESTS; i++) {
+    c->reqs[i].comm = c;
+    atomic_store(&c->reqs[i].seq, UINT64_MAX);
+  }
+  int rc = c4_sock_tune(ctrl_fd);
+  for (int i = 0; i < nsocks && rc == 0; i++) rc = c4_sock_tune(data_fd[i]);
+  if (rc == 0) rc = c4_helpers_start(c);
+  if (rc != 0) {
+    close(ctrl_fd);
+    for (int i = 0; i < nsocks; i++) close(data_fd[i]);
+    pthread_mutex_destroy(&c->claim_lock);
+    free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* ---- control socket ---------------------------------------------------------------------- */
+
+static int ctrl_queue(struct c4_comm *c, const struct c4_wire_ctrl *f, const char *payload,
+                      size_t len, struct c4_request *req) {
+  if (c->out_tail - c->out_head >= C4_CTRL_QUEUE) return C4_EAGAIN;
+  struct c4_ctrl_out *o = &c->out[c->out_tail % C4_CTRL_QUEUE];
+  c4_wire_put_ctrl(o->hdr, f);
+  o->payload = payload;
+  o->payload_len = len;
+  o->sent = 0;
+  o->req = req;
+  c->out_tail++;
+  return 0;
+}
+
+/* Writes queued control frames (with their inline payloads) until the socket is full. */
+static void ctrl_flush(struct c4_comm *c) {
+  while (c->out_head != c->out_tail && !atomic_load(&c->failed)) {
+    struct c4_ctrl_out *o = &c->out[c->out_head % C4_CTRL_QUEUE];
+    struct iovec iov[2];
+    int n = 0;
+    if (o->sent < C4_CTRL_SIZE) iov[n++] = (struct iovec){o->hdr + o->sent, C4_CTRL_SIZE - o->sent};
+    size_t psent = o->sent > C4_CTRL_SIZE ? o->sent - C4_CTRL_SIZE : 0;
+    if (psent < o->payload_len)
+      iov[n++] = (struct iovec){(void *)(o->payload + psent), o->payload_len - psent};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t k = sendmsg(c->ctrl_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      c4_comm_fail(c, C4_EREMOTE, "control connection to %s (pid %u, rank %d) failed: %s",
+                   c->peer.host, c->peer.pid, c->peer.rank, strerror(errno));
+      return;
+    }
+    if (o->sent == 0 && k > 0 && o->req && c->cfg.timing)
+      atomic_store_explicit(&o->req->t_first_byte, c4_now_ns(), memory_order_relaxed);
+    o->sent += (size_t)k;
+    if (o->sent < C4_CTRL_SIZE + o->payload_len) return;
+    if (o->req) {
+      atomic_store(&o->req->done_bytes, o->payload_len);
+      c4_request_complete(o->req);
+    }
+    c->out_head++;
+  }
+}
+
+static void inline_done(struct c4_comm *c) {
+  struct c4_request *r = c->rx_inline;
+  atomic_store(&r->done_bytes, atomic_load(&r->total));
+  c4_request_complete(r);
+  c->rx_inline = NULL;
+}
+
+/* Receiver: a message that does not fit its posted receive. Tells the sender (ERR), fails the
+ * request with a message naming both sides, and fails the comm: the stream cannot go on. */
+static void reject_message(struct c4_comm *c, struct c4_request *r, const struct c4_wire_ctrl *f) {
+  int code = f->arg != r->tag ? C4_EPROTO : C4_ETRUNC;
+  struct c4_wire_ctrl err = {.type = C4_CTRL_ERR, .arg = code, .seq = f->seq, .size = r->size};
+  ctrl_queue(c, &err, NULL, 0, NULL);
+  ctrl_flush(c);
+  r->error = code;
+  atomic_store_explicit(&r->state, C4_REQ_ERROR, memory_order_release);
+  c4_comm_fail(c, code,
+               "message %llu from %s (pid %u, rank %d) has %llu bytes with tag %d; the receive "
+               "posted here has %llu bytes with tag %d (%s)",
+               (unsigned long long)f->seq, c->peer.host, c->peer.pid, c->peer.rank,
+               (unsigned long long)f->size, f->arg, (unsigned long long)r->size, r->tag,
+               c4_strerror(code));
+}
+
+/* Receiver: a DATA (eager, payload follows) or RTS (large, chunks follow once we answer CTS)
+ * frame for the next message. Returns 1 when consumed, 0 when its receive is not posted yet
+ * (the frame waits in the stage), or a negative code when the comm failed. */
+static int ctrl_on_frame_recv(struct c4_comm *c, const struct c4_wire_ctrl *f) {
+  if (f->type == C4_CTRL_ERR) {
+    c4_comm_fail(c, C4_EREMOTE, "sender %s (pid %u, rank %d) failed message %llu: %s",
+                 c->peer.host, c->peer.pid, c->peer.rank, (unsigned long long)f->seq,
+                 c4_strerror(f->arg < 0 && f->arg >= C4_ENOTFOUND ? f->arg : C4_EREMOTE));
+    return C4_EREMOTE;
+  }
+  if ((f->type != C4_CTRL_DATA && f->type != C4_CTRL_RTS) || f->seq != c->rx_expect) {
+    c4_comm_fail(c, C4_EPROTO, "peer %s (pid %u) sent control frame type %u for message %llu, "
+                 "expected message %llu", c->peer.host, c->peer.pid, f->type,
+                 (unsigned long long)f->seq, (unsigned long long)c->rx_expect);
+    return C4_EPROTO;
+  }
+  if (f->seq >= c->next_post) return 0;
+  struct c4_request *r = &c->reqs[f->seq % C4_MAX_REQUESTS];
+  c->rx_expect++;
+  if (f->arg != r->tag || f->size > r->size) {
+    reject_message(c, r, f);
+    return C4_EPROTO;
+  }
+  atomic_store(&r->total, f->size);
+  if (f->type == C4_CTRL_RTS) {
+    struct c4_wire_ctrl cts = {.type = C4_CTRL_CTS, .arg = r->tag, .seq = f->seq, .size = r->size};
+    ctrl_queue(c, &cts, NULL, 0, NULL);
+    return 1;
+  }
+  if (c->cfg.timing) atomic_store(&r->t_first_byte, c4_now_ns());
+  c->rx_inline = r;
+  c->rx_inline_left = f->size;
+  if (f->size == 0) inline_done(c);
+  return 1;
+}
+
+/* Sender: CTS for a large message (publish it to the helpers) or ERR (the receiver rejected a
+ * message: fail with its reason). Returns 1, or a negative code when the comm failed. */
+static int ctrl_on_frame_send(struct c4_comm *c, const struct c4_wire_ctrl *f) {
+  struct c4_request *r = &c->reqs[f->seq % C4_MAX_REQUESTS];
+  int ours = f->seq < c->next_post && atomic_load(&r->seq) == f->seq;
+  if (f->type == C4_CTRL_ERR) {
+    int code = f->arg < 0 && f->arg >= C4_ENOTFOUND ? f->arg : C4_EREMOTE;
+    c4_comm_fail(c, code,
+                 "receiver %s (pid %u, rank %d) rejected message %llu (%llu bytes, tag %d): its "
+                 "posted receive has %llu bytes (%s)",
+                 c->peer.host, c->peer.pid, c->peer.rank, (unsigned long long)f->seq,
+                 ours ? (unsigned long long)r->size : 0ull, ours ? r->tag : -1,
+                 (unsigned long long)f->size, c4_strerror(code));
+    return code;
+  }
+  if (f->type != C4_CTRL_CTS || !ours || r->is_inline || f->seq < atomic_load(&c->posted) ||
+      f->size < r->size) {
+    c4_comm_fail(c, C4_EPROTO, "peer %s (pid %u) sent control frame type %u for message %llu, "
+                 "which is not awaiting a clear-to-send", c->peer.host, c->peer.pid, f->type,
+                 (unsigned long long)f->seq);
+    return C4_EPROTO;
+  }
+  atomic_store(&c->posted, f->seq + 1);
+  c4_helpers_wake(c);
+  return 1;
+}
+
+/* Moves inline payload bytes from the stage into the receive being filled. */
+static size_t ctrl_fill_inline(struct c4_comm *c, const uint8_t *p, size_t n) {
+  size_t take = n < c->rx_inline_left ? n : (size_t)c->rx_inline_left;
+  struct c4_request *r = c->rx_inline;
+  uint64_t off = atomic_load(&r->total) - c->rx_inline_left;
+  memcpy(r->buf + off, p, take);
+  c->rx_inline_left -= take;
+  if (c->rx_inline_left == 0) inline_done(c);
+  return take;
+}
+
+/* Acts on every whole frame in the stage, stopping at a frame whose receive is not posted yet. */
+static void ctrl_parse(struct c4_comm *c) {
+  size_t pos = 0;
+  while (pos < c->stage_len && !atomic_load(&c->failed)) {
+    if (c->rx_inline) {
+      pos += ctrl_fill_inline(c, c->stage + pos, c->stage_len - pos);
+      continue;
+    }
+    if (c->stage_len - pos < C4_CTRL_SIZE) break;
+    struct c4_wire_ctrl f;
+    if (c4_wire_get_ctrl(c->stage + pos, &f) != 0) {
+      c4_comm_fail(c, C4_EPROTO, "peer %s (pid %u) sent a malformed control frame", c->peer.host,
+                   c->peer.pid);
+      return;
+    }
+    int rc = c->is_send ? ctrl_on_frame_send(c, &f) : ctrl_on_frame_recv(c, &f);
+    if (rc <= 0) break;
+    pos += C4_CTRL_SIZE;
+  }
+  memmove(c->stage, c->stage + pos, c->stage_len - pos);
+  c->stage_len -= pos;
+}
+
+/* Reads what the control socket holds (bounded by the stage, so an eager sender cannot make us
+ * buffer more than that) and acts on it. Large eager payloads go straight into the buffer. */
+static void ctrl_poll(struct c4_comm *c) {
+  for (int rounds = 0; rounds < 64 && !atomic_load(&c->failed); rounds++) {
+    ssize_t k;
+    int direct = c->rx_inline && c->stage_len == 0 && c->rx_inline_left >= C4_CTRL_STAGE;
+    if (direct) {
+      struct c4_request *r = c->rx_inline;
+      uint64_t off = atomic_load(&r->total) - c->rx_inline_left;
+      k = c4_sock_recv_some(c->ctrl_fd, r->buf + off, c->rx_inline_left);
+    } else if (c->stage_len < C4_CTRL_STAGE) {
+      k = c4_sock_recv_some(c->ctrl_fd, c->stage + c->stage_len, C4_CTRL_STAGE - c->stage_len);
+    } else {
+      return; /* stage full of frames whose receives are not posted yet */
+    }
+    if (k < 0) {
+      c4_comm_fail(c, C4_EREMOTE, "control connection closed by %s (pid %u, rank %d)",
+                   c->peer.host, c->peer.pid, c->peer.rank);
+      return;
+    }
+    if (k == 0) return;
+    if (direct) {
+      c->rx_inline_left -= (uint64_t)k;
+      if (c->rx_inline_left == 0) inline_done(c);
+      continue;
+    }
+    c->stage_len += (size_t)k;
+    size_t before = c->stage_len;
+    ctrl_parse(c);
+    if (c->stage_len == before && c->stage_len == C4_CTRL_STAGE) return;
+  }
+}
+
+static void comm_progress(struct c4_comm *c) {
+  ctrl_flush(c);
+  ctrl_poll(c);
+}
+
+/* ---- posting ----------------------------------------------------------------------------- */
+
+static struct c4_request *slot_take(struct c4_comm *c) {
+  struct c4_request *r = &c->reqs[c->next_post % C4_MAX_REQUESTS];
+  if (atomic_load_explicit(&r->state, memory_order_acquire) != C4_REQ_FREE) return NULL;
+  return r;
+}
+
+static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint64_t size,
+                      int tag) {
+  r->buf = data;
+  r->size = size;
+  r->tag = tag;
+  r->error = 0;
+  r->is_inline = size <= c->cfg.inline_bytes;
+  atomic_store_explicit(&r->total, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->done_bytes, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->t_first_byte, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->t_done, 0, memory_order_relaxed);
+  r->t_posted = c->cfg.timing ? c4_now_ns() : 0;
+  atomic_store_explicit(&r->state, C4_REQ_POSTED, memory_order_relaxed);
+  atomic_store_explicit(&r->seq, c->next_post, memory_order_release);
+}
+
+int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
+                       struct c4_request **req) {
+  *req = NULL;
+  if (atomic_load(&c->failed)) return atomic_load(&c->failed);
+  struct c4_request *r = slot_take(c);
+  if (!r || c->out_tail - c->out_head >= C4_CTRL_QUEUE) {
+    comm_progress(c);
+    return atomic_load(&c->failed);
+  }
+  uint64_t seq = c->next_post;
+  slot_fill(c, r, data, size, tag);
+  c->next_post++;
+  struct c4_wire_ctrl f = {.type = r->is_inline ? C4_CTRL_DATA : C4_CTRL_RTS, .arg = tag,
+                           .seq = seq, .size = size};
+  ctrl_queue(c, &f, r->is_inline ? data : NULL, r->is_inline ? size : 0, r->is_inline ? r : NULL);
+  ctrl_flush(c);
+  *req = r;
+  return 0;
+}
+
+int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,
+                       struct c4_request **req) {
+  *req = NULL;
+  if (atomic_load(&c->failed)) return atomic_load(&c->failed);
+  struct c4_request *r = slot_take(c);
+  if (!r || c->out_tail - c->out_head >= C4_CTRL_QUEUE) return 0;
+  slot_fill(c, r, data, size, tag);
+  c->next_post++;
+  if (c->stage_len) { /* a message may already be waiting for this receive */
+    ctrl_parse(c);
+    ctrl_flush(c);
+  }
+  *req = r;
+  return 0;
+}
+
+/* ---- completion -------------------------------------------------------------------------- */
+
+static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_t bytes) {
+  if (!c->cfg.timing) return;
+  struct c4_xfer_record rec = {
+      .version = C4_RECORD_VERSION,
+      .dir = c->is_send ? C4_DIR_SEND : C4_DIR_RECV,
+      .status = ok ? C4_XFER_OK : C4_XFER_ERROR,
+      .tag = r->tag,
+      .conn_id = c->conn_id,
+      .nccl_comm = c->nccl_comm,
+      .seq = atomic_load_explicit(&r->seq, memory_order_relaxed),
+      .bytes = bytes,
+      .t_posted = r->t_posted,
+      .t_first_byte = atomic_load_explicit(&r->t_first_byte, memory_order_relaxed),
+      .t_done = ok ? atomic_load_explicit(&r->t_done, memory_order_relaxed) : c4_now_ns(),
+      .self = c->self,
+      .peer = c->peer,
+  };
+  c4_telemetry_emit_xfer(&rec);
+}
+
+static void slot_release(struct c4_request *r) {
+  atomic_store_explicit(&r->state, C4_REQ_FREE, memory_order_release);
+}
+
+int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
+  struct c4_comm *c = r->comm;
+  *done = 0;
+  int st = atomic_load_explicit(&r->state, memory_order_acquire);
+  if (st == C4_REQ_POSTED) {
+    comm_progress(c);
+    st = atomic_load_explicit(&r->state, memory_order_acquire);
+  }
+  if (st == C4_REQ_DONE) {
+    uint64_t bytes = c->is_send ? r->size : atomic_load(&r->total);
+    emit_record(c, r, 1, bytes);
+    if (size) *size = (size_t)bytes;
+    *done = 1;
+    slot_release(r);
+    return 0;
+  }
+  if (st == C4_REQ_ERROR) {
+    emit_record(c, r, 0, 0);
+    int code = r->error;
+    slot_release(r);
+    return code ? code : C4_EREMOTE;
+  }
+  int failed = atomic_load(&c->failed);
+  if (failed) {
+    emit_record(c, r, 0, atomic_load(&r->done_bytes));
+    slot_release(r);
+    return failed;
+  }
+  return 0;
+}
+
+int c4_transport_close(struct c4_comm *c) {
+  if (!c) return 0;
+  c4_helpers_stop(c);
+  shutdown(c->ctrl_fd, SHUT_RDWR);
+  close(c->ctrl_fd);
+  for (int i = 0; i < c->nsocks; i++) close(c->data_fd[i]);
+  pthread_mutex_destroy(&c->claim_lock);
+  free(c);
+  return 0;
+}

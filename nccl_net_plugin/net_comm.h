@@ -1,0 +1,102 @@
+/* net_comm.h -- the inside of a socket-transport comm, shared by the files that build, drive
+ * and serve it (net_accept.c, net_connect.c, net_comm.c, net_helper.c). Not exported. */
+#ifndef C4_NET_COMM_H
+#define C4_NET_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "net_transport.h"
+
+enum { C4_REQ_FREE = 0, C4_REQ_POSTED, C4_REQ_DONE, C4_REQ_ERROR };
+
+/* One slot of a comm's 32; slot i carries requests seq with seq % 32 == i. Fields written by the
+ * caller before publication are read by helpers after an acquire of `seq` or `state`. */
+struct c4_request {
+  struct c4_comm *comm;
+  _Atomic uint64_t seq;
+  atomic_int state;
+  int is_inline; /* small send on the control socket; helpers skip it */
+  int tag;
+  int error;     /* C4_E* when state is ERROR */
+  char *buf;
+  uint64_t size; /* send: message size; receive: posted size */
+  _Atomic uint64_t total;      /* receive: message size once known */
+  _Atomic uint64_t done_bytes; /* bytes moved so far */
+  uint64_t t_posted;
+  _Atomic uint64_t t_first_byte;
+  _Atomic uint64_t t_done;
+};
+
+/* One item of the control socket's outgoing queue: a 24-byte frame, maybe with inline payload. */
+struct c4_ctrl_out {
+  uint8_t hdr[C4_CTRL_SIZE];
+  const char *payload;
+  size_t payload_len;
+  size_t sent; /* bytes of hdr + payload already written */
+  struct c4_request *req; /* inline send completed by this item, or NULL */
+};
+
+#define C4_CTRL_QUEUE 64 /* 32 requests + their error frames */
+#define C4_CTRL_STAGE 4096
+
+struct c4_helper;
+
+struct c4_comm {
+  int is_send;
+  int dev;
+  int ctrl_fd;
+  int nsocks;
+  int data_fd[C4_MAX_NSOCKS];
+  uint64_t conn_id;
+  uint64_t nccl_comm;
+  struct c4_identity self, peer;
+  struct c4_transport_config cfg;
+
+  struct c4_request reqs[C4_MAX_REQUESTS];
+  uint64_t next_post; /* caller thread only */
+
+  /* control socket, caller thread only */
+  struct c4_ctrl_out out[C4_CTRL_QUEUE];
+  unsigned out_head, out_tail;
+  uint8_t stage[C4_CTRL_STAGE];
+  size_t stage_len;
+  struct c4_request *rx_inline; /* receive: inline payload being read */
+  uint64_t rx_inline_left;
+  uint64_t rx_expect; /* receive: the message the next DATA or RTS frame must carry */
+
+  /* helpers */
+  _Atomic uint64_t posted; /* send: requests below this are cleared to go (helpers take them) */
+  pthread_mutex_t claim_lock; /* taken by helper threads only, never by the caller */
+  uint64_t claim_seq, claim_off;
+  int nhelpers;
+  struct c4_helper *helpers;
+  atomic_int stop;
+
+  atomic_int failed; /* C4_E* once the comm is broken */
+  char failure[256];
+};
+
+/* Builds a comm around connected sockets (handshake done) and starts its helpers. Takes
+ * ownership of the fds, also on failure. */
+int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
+                   uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
+                   int ctrl_fd, const int *data_fd, int nsocks, struct c4_comm **out);
+
+/* Marks the comm broken with a message (first failure wins) and logs it once. */
+void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A random 64-bit value (getrandom, with a time-based fallback) for nonces and connection ids. */
+uint64_t c4_random_u64(void);
+
+/* Helper threads (net_helper.c). */
+int c4_helpers_start(struct c4_comm *c);
+void c4_helpers_wake(struct c4_comm *c);
+void c4_helpers_stop(struct c4_comm *c);
+
+/* Completes a request that moved its last byte: stamps t_done and publishes DONE. */
+void c4_request_complete(struct c4_request *r);
+
+#endif

@@ -1,0 +1,284 @@
+/* net_helper.c -- helper threads that move large messages over a comm's data sockets.
+ *
+ * Senders: each helper owns the data sockets s with s % nhelpers == its index and takes chunks in
+ * posting order from one shared cursor (claim_seq, claim_off), so a socket that drains faster
+ * simply takes more chunks. Receivers: each helper reads chunk headers on its sockets and places
+ * the payload at its offset in the posted buffer. The caller's thread never waits for a helper:
+ * it publishes with atomics and wakes a helper only when that helper is asleep. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_err.h"
+#include "c4_log.h"
+#include "net_comm.h"
+#include "net_sock.h"
+
+#define MIN_CHUNK (16u << 10)
+#define IDLE_POLL_MS 100
+
+struct sock_state {
+  int fd;
+  int index;
+  uint8_t hdr[C4_CHUNK_HDR_SIZE];
+  size_t hdr_done;
+  struct c4_request *req; /* chunk in progress, or NULL */
+  char *payload;
+  uint32_t len;
+  uint32_t moved;
+  int want_out;
+};
+
+struct c4_helper {
+  pthread_t thread;
+  struct c4_comm *comm;
+  int efd;
+  atomic_int sleeping;
+  int nsock;
+  struct sock_state sock[C4_MAX_NSOCKS];
+};
+
+static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off) {
+  uint64_t even = (size + (uint64_t)c->nsocks - 1) / (uint64_t)c->nsocks;
+  uint64_t want = even < MIN_CHUNK ? MIN_CHUNK : even;
+  if (want > c->cfg.chunk_bytes) want = c->cfg.chunk_bytes;
+  uint64_t left = size - off;
+  return (uint32_t)(left < want ? left : want);
+}
+
+/* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
+static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
+  int got = 0;
+  pthread_mutex_lock(&c->claim_lock);
+  while (c->claim_seq < atomic_load(&c->posted)) {
+    struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
+    if (atomic_load_explicit(&r->seq, memory_order_acquire) != c->claim_seq || r->is_inline ||
+        c->claim_off >= r->size) {
+      c->claim_seq++;
+      c->claim_off = 0;
+      continue;
+    }
+    uint32_t len = chunk_len(c, r->size, c->claim_off);
+    struct c4_wire_chunk ch = {.seq = c->claim_seq, .offset = c->claim_off, .len = len,
+                               .total = r->size};
+    c4_wire_put_chunk(s->hdr, &ch);
+    s->hdr_done = 0;
+    s->req = r;
+    s->payload = r->buf + c->claim_off;
+    s->len = len;
+    s->moved = 0;
+    c->claim_off += len;
+    got = 1;
+    break;
+  }
+  pthread_mutex_unlock(&c->claim_lock);
+  return got;
+}
+
+static void note_first_byte(struct c4_request *r) {
+  if (!r->comm->cfg.timing) return;
+  uint64_t zero = 0;
+  if (atomic_load_explicit(&r->t_first_byte, memory_order_relaxed) == 0)
+    atomic_compare_exchange_strong(&r->t_first_byte, &zero, c4_now_ns());
+}
+
+static void chunk_moved(struct c4_request *r, uint32_t len, uint64_t total) {
+  uint64_t done = atomic_fetch_add(&r->done_bytes, len) + len;
+  if (done == total) c4_request_complete(r);
+}
+
+/* One non-blocking step on a sending socket. Returns 1 if bytes moved. */
+static int send_step(struct c4_comm *c, struct sock_state *s) {
+  if (!s->req && !claim_chunk(c, s)) return 0;
+  struct iovec iov[2];
+  int n = 0;
+  if (s->hdr_done < C4_CHUNK_HDR_SIZE)
+    iov[n++] = (struct iovec){s->hdr + s->hdr_done, C4_CHUNK_HDR_SIZE - s->hdr_done};
+  if (s->moved < s->len) iov[n++] = (struct iovec){s->payload + s->moved, s->len - s->moved};
+  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+  ssize_t k = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (k < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      s->want_out = 1;
+      return 0;
+    }
+    c4_comm_fail(c, C4_EREMOTE, "data socket %d to %s (pid %u): send failed: %s", s->index,
+                 c->peer.host, c->peer.pid, strerror(errno));
+    return 0;
+  }
+  s->want_out = 0;
+  if (s->hdr_done == 0 && k > 0) note_first_byte(s->req);
+  size_t h = C4_CHUNK_HDR_SIZE - s->hdr_done;
+  if ((size_t)k < h) {
+    s->hdr_done += (size_t)k;
+    return 1;
+  }
+  s->hdr_done = C4_CHUNK_HDR_SIZE;
+  s->moved += (uint32_t)((size_t)k - h);
+  if (s->moved == s->len) {
+    struct c4_request *r = s->req;
+    s->req = NULL;
+    chunk_moved(r, s->len, r->size);
+  }
+  return 1;
+}
+
+/* Checks a received chunk header against the posted request it names. */
+static int accept_chunk(struct c4_comm *c, struct sock_state *s) {
+  struct c4_wire_chunk ch;
+  if (c4_wire_get_chunk(s->hdr, &ch) != 0) {
+    c4_comm_fail(c, C4_EPROTO, "data socket %d from %s (pid %u): malformed chunk header",
+                 s->index, c->peer.host, c->peer.pid);
+    return C4_EPROTO;
+  }
+  struct c4_request *r = &c->reqs[ch.seq % C4_MAX_REQUESTS];
+  if (atomic_load_explicit(&r->state, memory_order_acquire) != C4_REQ_POSTED ||
+      atomic_load_explicit(&r->seq, memory_order_acquire) != ch.seq || ch.total > r->size) {
+    c4_comm_fail(c, C4_EPROTO,
+                 "data socket %d from %s (pid %u): chunk for message %llu (%llu bytes) matches no "
+                 "posted receive",
+                 s->index, c->peer.host, c->peer.pid, (unsigned long long)ch.seq,
+                 (unsigned long long)ch.total);
+    return C4_EPROTO;
+  }
+  uint64_t known = 0;
+  if (!atomic_compare_exchange_strong(&r->total, &known, ch.total) && known != ch.total) {
+    c4_comm_fail(c, C4_EPROTO, "data socket %d: chunks of message %llu disagree on its size",
+                 s->index, (unsigned long long)ch.seq);
+    return C4_EPROTO;
+  }
+  note_first_byte(r);
+  s->req = r;
+  s->payload = r->buf + ch.offset;
+  s->len = ch.len;
+  s->moved = 0;
+  if (ch.len == 0) {
+    s->req = NULL;
+    s->hdr_done = 0;
+    chunk_moved(r, 0, ch.total);
+  }
+  return 0;
+}
+
+/* One non-blocking step on a receiving socket. Returns 1 if bytes moved. */
+static int recv_step(struct c4_comm *c, struct sock_state *s) {
+  ssize_t k;
+  if (!s->req) {
+    k = c4_sock_recv_some(s->fd, s->hdr + s->hdr_done, C4_CHUNK_HDR_SIZE - s->hdr_done);
+    if (k < 0) goto gone;
+    if (k == 0) return 0;
+    s->hdr_done += (size_t)k;
+    if (s->hdr_done == C4_CHUNK_HDR_SIZE && accept_chunk(c, s) != 0) return 0;
+    return 1;
+  }
+  k = c4_sock_recv_some(s->fd, s->payload + s->moved, s->len - s->moved);
+  if (k < 0) goto gone;
+  if (k == 0) return 0;
+  s->moved += (uint32_t)k;
+  if (s->moved == s->len) {
+    struct c4_request *r = s->req;
+    s->req = NULL;
+    s->hdr_done = 0;
+    chunk_moved(r, s->len, atomic_load(&r->total));
+  }
+  return 1;
+gone:
+  if (!atomic_load(&c->stop))
+    c4_comm_fail(c, C4_EREMOTE, "data socket %d from %s (pid %u, rank %d) closed by the peer",
+                 s->index, c->peer.host, c->peer.pid, c->peer.rank);
+  return 0;
+}
+
+/* Sleeps until a socket is ready, a wake arrives, or IDLE_POLL_MS passes. */
+static void helper_wait(struct c4_helper *h) {
+  struct c4_comm *c = h->comm;
+  struct pollfd pfd[C4_MAX_NSOCKS + 1];
+  int n = 0;
+  pfd[n++] = (struct pollfd){.fd = h->efd, .events = POLLIN};
+  int broken = atomic_load(&c->failed) != 0;
+  for (int i = 0; i < h->nsock && !broken; i++) {
+    struct sock_state *s = &h->sock[i];
+    short ev = c->is_send ? (s->req && s->want_out ? POLLOUT : 0) : POLLIN;
+    if (ev) pfd[n++] = (struct pollfd){.fd = s->fd, .events = ev};
+  }
+  atomic_store(&h->sleeping, 1);
+  /* Dekker with c4_helpers_wake: re-check for posted work after announcing sleep. */
+  int work = c->is_send && !broken && c->claim_seq < atomic_load(&c->posted);
+  if (!work && !atomic_load(&c->stop)) poll(pfd, (nfds_t)n, IDLE_POLL_MS);
+  atomic_store(&h->sleeping, 0);
+  if (pfd[0].revents & POLLIN) {
+    uint64_t v;
+    if (read(h->efd, &v, sizeof v) < 0 && errno != EAGAIN)
+      C4_WARN("helper wake read failed: %s", strerror(errno));
+  }
+}
+
+static void *helper_main(void *arg) {
+  struct c4_helper *h = arg;
+  struct c4_comm *c = h->comm;
+  while (!atomic_load(&c->stop)) {
+    int moved = 0;
+    if (!atomic_load(&c->failed))
+      for (int i = 0; i < h->nsock; i++)
+        moved |= c->is_send ? send_step(c, &h->sock[i]) : recv_step(c, &h->sock[i]);
+    if (!moved) helper_wait(h);
+  }
+  return NULL;
+}
+
+int c4_helpers_start(struct c4_comm *c) {
+  int n = c->cfg.nthreads < c->nsocks ? c->cfg.nthreads : c->nsocks;
+  c->helpers = calloc((size_t)n, sizeof *c->helpers);
+  if (!c->helpers) return C4_ENOMEM;
+  for (int i = 0; i < c->nsocks; i++) {
+    struct c4_helper *h = &c->helpers[i % n];
+    h->sock[h->nsock++] = (struct sock_state){.fd = c->data_fd[i], .index = i};
+  }
+  for (int i = 0; i < n; i++) {
+    struct c4_helper *h = &c->helpers[i];
+    h->comm = c;
+    h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (h->efd < 0 || pthread_create(&h->thread, NULL, helper_main, h) != 0) {
+      C4_WARN("cannot start helper thread %d of %d: %s", i, n, strerror(errno));
+      if (h->efd >= 0) close(h->efd);
+      c->nhelpers = i;
+      c4_helpers_stop(c);
+      return C4_ESYS;
+    }
+    c->nhelpers = i + 1;
+  }
+  return 0;
+}
+
+void c4_helpers_wake(struct c4_comm *c) {
+  for (int i = 0; i < c->nhelpers; i++) {
+    struct c4_helper *h = &c->helpers[i];
+    if (atomic_load(&h->sleeping)) {
+      uint64_t one = 1;
+      if (write(h->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+        C4_WARN("helper wake failed: %s", strerror(errno));
+    }
+  }
+}
+
+void c4_helpers_stop(struct c4_comm *c) {
+  atomic_store(&c->stop, 1);
+  for (int i = 0; i < c->nhelpers; i++) {
+    uint64_t one = 1;
+    if (write(c->helpers[i].efd, &one, sizeof one) < 0 && errno != EAGAIN)
+      C4_WARN("helper stop wake failed: %s", strerror(errno));
+  }
+  for (int i = 0; i < c->nhelpers; i++) {
+    pthread_join(c->helpers[i].thread, NULL);
+    close(c->helpers[i].efd);
+  }
+  free(c->helpers);
+  c->helpers = NULL;
+  c->nhelpers = 0;
+}

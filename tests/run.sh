@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# run.sh -- runs every c4 test suite against one build directory and prints a closing
+# "N passed, N failed" line. Usage: tests/run.sh [BUILD_DIR] (default build/san, made by make test).
+set -u
+BUILD=${1:-build/san}
+export C4_PLUGIN_PATH="$PWD/$BUILD/lib/libnccl-net-c4.so"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60}
+export C4_DEBUG=${C4_DEBUG:-NONE}
+FUZZ_ITERS=${C4_FUZZ_ITERS:-3000}
+
+passed=0
+failed=0
+failed_names=()
+
+run() { # name, command...
+  local name=$1
+  shift
+  echo "== $name"
+  local start=$SECONDS
+  if timeout 600 "$@"; then
+    passed=$((passed + 1))
+    echo "-- $name: ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    echo "-- $name: FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+  [ -x "$t" ] && run "unit $(basename "$t")" "$t"
+done
+[ -x "$BUILD/tests/conformance" ] && run "conformance" "$BUILD/tests/conformance"
+for f in "$BUILD"/tests/fuzz_*_smoke; do
+  [ -x "$f" ] && run "fuzz-smoke $(basename "$f")" "$f" "$FUZZ_ITERS"
+done
+
+echo
+[ ${#failed_names[@]} -gt 0 ] && echo "failed: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,297 @@
+/* test_transport.c -- the socket transport core driven in one process over loopback: connect and
+ * accept polled together, every message size class, 32 in flight, tags, truncation, zero bytes,
+ * closing with requests in flight, and the timing record each request leaves. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_err.h"
+#include "c4_ring.h"
+#include "c4_telemetry.h"
+#include "net_transport.h"
+
+static struct c4_transport_config cfg;
+static struct c4_comm *tx, *rx;
+
+static void connect_pair(int nsocks, int nthreads) {
+  setenv("C4_DEBUG", "NONE", 1);
+  c4_transport_config_load(&cfg);
+  cfg.nsocks = nsocks;
+  cfg.nthreads = nthreads;
+  struct sockaddr_storage lo = {0};
+  struct sockaddr_in *s = (struct sockaddr_in *)&lo;
+  s->sin_family = AF_INET;
+  s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  uint8_t handle[128] = {0};
+  struct c4_listen_comm *l = NULL;
+  ck_assert_int_eq(c4_transport_listen(&cfg, 0, 0xfeed, &lo, handle, &l), 0);
+  tx = rx = NULL;
+  uint64_t deadline = c4_now_ns() + 10000000000ull;
+  while ((!tx || !rx) && c4_now_ns() < deadline) {
+    if (!tx) ck_assert_int_eq(c4_transport_connect(&cfg, 0, 0xbeef, handle, &tx), 0);
+    if (!rx) ck_assert_int_eq(c4_transport_accept(l, &rx), 0);
+  }
+  ck_assert_ptr_nonnull(tx);
+  ck_assert_ptr_nonnull(rx);
+  c4_transport_close_listen(l);
+}
+
+/* Polls both requests to completion (or failure); returns the two test() results. */
+static void wait_pair(struct c4_request *sr, struct c4_request *rr, int *src, int *rrc,
+                      size_t *got) {
+  int sd = sr == NULL, rd = rr == NULL;
+  *src = *rrc = 0;
+  uint64_t deadline = c4_now_ns() + 20000000000ull;
+  while ((!sd || !rd) && c4_now_ns() < deadline) {
+    if (!sd && (*src = c4_transport_test(sr, &sd, NULL)) != 0) sd = 1;
+    if (!rd && (*rrc = c4_transport_test(rr, &rd, got)) != 0) rd = 1;
+  }
+  ck_assert_msg(sd && rd, "requests did not finish within 20 s");
+}
+
+static struct c4_request *post_send(void *buf, size_t n, int tag) {
+  struct c4_request *r = NULL;
+  uint64_t deadline = c4_now_ns() + 10000000000ull;
+  while (!r && c4_now_ns() < deadline) {
+    int rc = c4_transport_isend(tx, buf, n, tag, &r);
+    if (rc != 0) return NULL;
+  }
+  return r;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)((i * 131u) ^ (seed * 7u) ^ (i >> 9));
+}
+
+START_TEST(every_size_class_arrives_intact) {
+  connect_pair(3, 2);
+  static const size_t sizes[] = {0, 1, 7, 4096, 65535, 65536, 65537, 100000, 1 << 20,
+                                 (3 << 20) + 11, 16 << 20};
+  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t n = sizes[i];
+    unsigned char *a = malloc(n + 1), *b = malloc(n + 64);
+    fill(a, n, i);
+    memset(b, 0xee, n + 64);
+    struct c4_request *rr = NULL;
+    ck_assert_int_eq(c4_transport_irecv(rx, b, n + 64, 5, &rr), 0);
+    ck_assert_ptr_nonnull(rr);
+    struct c4_request *sr = post_send(a, n, 5);
+    ck_assert_ptr_nonnull(sr);
+    int src, rrc;
+    size_t got = 999;
+    wait_pair(sr, rr, &src, &rrc, &got);
+    ck_assert_int_eq(src, 0);
+    ck_assert_int_eq(rrc, 0);
+    ck_assert_uint_eq(got, n);
+    ck_assert_msg(memcmp(a, b, n) == 0, "payload of %zu bytes differs", n);
+    ck_assert_int_eq(b[n], 0xee); /* nothing written past the message */
+    free(a);
+    free(b);
+  }
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+}
+END_TEST
+
+START_TEST(thirty_two_requests_in_flight_complete_in_posting_order) {
+  connect_pair(2, 2);
+  enum { N = 32 };
+  size_t n[N];
+  unsigned char *a[N], *b[N];
+  struct c4_request *rr[N], *sr[N];
+  for (int i = 0; i < N; i++) {
+    n[i] = (size_t)(i % 3 == 0 ? 300000 + i : 1000 * i);
+    a[i] = malloc(n[i] + 1);
+    b[i] = malloc(n[i] + 1);
+    fill(a[i], n[i], (unsigned)i);
+    ck_assert_int_eq(c4_transport_irecv(rx, b[i], n[i], i, &rr[i]), 0);
+    ck_assert_ptr_nonnull(rr[i]);
+  }
+  struct c4_request *extra = NULL;
+  ck_assert_int_eq(c4_transport_irecv(rx, b[0], 1, 0, &extra), 0);
+  ck_assert_ptr_null(extra); /* a 33rd receive is "not now", not an error */
+  for (int i = 0; i < N; i++) {
+    sr[i] = post_send(a[i], n[i], i);
+    ck_assert_ptr_nonnull(sr[i]);
+  }
+  for (int i = 0; i < N; i++) {
+    int src, rrc;
+    size_t got;
+    wait_pair(sr[i], rr[i], &src, &rrc, &got);
+    ck_assert_int_eq(src | rrc, 0);
+    ck_assert_uint_eq(got, n[i]);
+    ck_assert(memcmp(a[i], b[i], n[i]) == 0);
+    free(a[i]);
+    free(b[i]);
+  }
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+}
+END_TEST
+
+START_TEST(a_send_posted_before_its_receive_lands_in_the_receive_buffer) {
+  connect_pair(2, 2);
+  static const size_t sizes[] = {16, 2 << 20};
+  for (int i = 0; i < 2; i++) {
+    size_t n = sizes[i];
+    char *a = malloc(n), *b = calloc(1, n);
+    fill((unsigned char *)a, n, 3);
+    struct c4_request *sr = post_send(a, n, 1);
+    ck_assert_ptr_nonnull(sr);
+    for (int k = 0; k < 100; k++) { /* give it every chance to go somewhere it should not */
+      int done = 0;
+      ck_assert_int_eq(c4_transport_test(sr, &done, NULL), 0);
+      if (done) {
+        sr = NULL;
+        break;
+      }
+    }
+    struct c4_request *rr = NULL;
+    ck_assert_int_eq(c4_transport_irecv(rx, b, n, 1, &rr), 0);
+    int src, rrc;
+    size_t got;
+    wait_pair(sr, rr, &src, &rrc, &got);
+    ck_assert_int_eq(src | rrc, 0);
+    ck_assert_uint_eq(got, n);
+    ck_assert(memcmp(a, b, n) == 0);
+    free(a);
+    free(b);
+  }
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+}
+END_TEST
+
+/* The receiver fails the request; the sender fails its send or, when an eager send had already
+ * completed, its next call on the comm. */
+static void expect_both_fail(size_t send_size, int send_tag, size_t recv_size, int recv_tag,
+                             int want_code) {
+  connect_pair(2, 1);
+  char *a = calloc(1, send_size), *b = calloc(1, recv_size);
+  struct c4_request *rr = NULL, *sr = NULL;
+  ck_assert_int_eq(c4_transport_irecv(rx, b, recv_size, recv_tag, &rr), 0);
+  sr = post_send(a, send_size, send_tag);
+  ck_assert_ptr_nonnull(sr);
+  int src, rrc;
+  size_t got;
+  wait_pair(NULL, rr, &src, &rrc, &got);
+  ck_assert_int_eq(rrc, want_code);
+  int send_rc = 0, done = 0;
+  uint64_t deadline = c4_now_ns() + 5000000000ull;
+  while (send_rc == 0 && c4_now_ns() < deadline) {
+    if (!done) send_rc = c4_transport_test(sr, &done, NULL);
+    else {
+      struct c4_request *again = NULL;
+      send_rc = c4_transport_isend(tx, a, 1, send_tag, &again);
+      if (again) c4_transport_test(again, &done, NULL);
+    }
+  }
+  ck_assert_int_eq(send_rc, want_code);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+  free(a);
+  free(b);
+}
+
+START_TEST(message_larger_than_the_posted_buffer_fails_on_both_sides) {
+  expect_both_fail(200000, 3, 100000, 3, C4_ETRUNC);
+}
+END_TEST
+
+START_TEST(small_message_larger_than_the_posted_buffer_fails_on_both_sides) {
+  expect_both_fail(100, 3, 99, 3, C4_ETRUNC);
+}
+END_TEST
+
+START_TEST(mismatched_tag_fails_on_both_sides) { expect_both_fail(64, 3, 64, 4, C4_EPROTO); }
+END_TEST
+
+START_TEST(closing_the_sender_with_receives_posted_fails_them_without_a_hang) {
+  connect_pair(2, 2);
+  static char b[4][1 << 20];
+  struct c4_request *rr[4];
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(c4_transport_irecv(rx, b[i], sizeof b[i], 0, &rr[i]), 0);
+  static char a[1 << 20];
+  struct c4_request *sr = post_send(a, sizeof a, 0);
+  ck_assert_ptr_nonnull(sr);
+  c4_transport_close(tx); /* with the send possibly still in flight */
+  int failures = 0;
+  for (int i = 0; i < 4; i++) {
+    int src, rrc;
+    size_t got;
+    wait_pair(NULL, rr[i], &src, &rrc, &got);
+    failures += rrc != 0;
+  }
+  ck_assert_int_ge(failures, 3); /* the first may have arrived before the close */
+  c4_transport_close(rx);
+}
+END_TEST
+
+START_TEST(every_completed_request_leaves_a_timing_record) {
+  setenv("C4_TIMING", "1", 1);
+  connect_pair(2, 2);
+  struct c4_ring *ring = c4_telemetry_ring();
+  struct c4_xfer_record rec;
+  while (c4_ring_pop(ring, &rec)) {
+  }
+  static char a[300000], b[300000];
+  struct c4_request *rr;
+  ck_assert_int_eq(c4_transport_irecv(rx, b, sizeof b, 9, &rr), 0);
+  uint64_t before = c4_now_ns();
+  struct c4_request *sr = post_send(a, sizeof a, 9);
+  int src, rrc;
+  size_t got;
+  wait_pair(sr, rr, &src, &rrc, &got);
+  uint64_t after = c4_now_ns();
+  ck_assert_int_eq(src | rrc, 0);
+  struct c4_xfer_record got_rec[2];
+  int n = 0;
+  while (n < 2 && c4_ring_pop(ring, &got_rec[n])) n++;
+  ck_assert_int_eq(n, 2);
+  ck_assert(!c4_ring_pop(ring, &rec));
+  ck_assert_int_ne(got_rec[0].dir, got_rec[1].dir);
+  ck_assert_uint_eq(got_rec[0].conn_id, got_rec[1].conn_id); /* both ends name one connection */
+  for (int i = 0; i < 2; i++) {
+    struct c4_xfer_record *r = &got_rec[i];
+    ck_assert_int_eq(r->version, C4_RECORD_VERSION);
+    ck_assert_int_eq(r->status, C4_XFER_OK);
+    ck_assert_uint_eq(r->bytes, sizeof a);
+    ck_assert_int_eq(r->tag, 9);
+    ck_assert_uint_eq(r->seq, 0);
+    ck_assert_uint_eq(r->nccl_comm, r->dir == C4_DIR_SEND ? 0xbeef : 0xfeed);
+    ck_assert_int_eq(r->peer.pid, getpid());
+    ck_assert_int_eq(r->self.pid, getpid());
+    ck_assert_int_eq(r->peer.dev, 0);
+    ck_assert_uint_le(r->t_posted, r->t_first_byte);
+    ck_assert_uint_le(r->t_first_byte, r->t_done);
+    ck_assert_uint_le(r->t_done, after);
+    if (r->dir == C4_DIR_SEND) ck_assert_uint_ge(r->t_posted, before);
+  }
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("transport");
+  TCase *tc = tcase_create("loopback");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, every_size_class_arrives_intact);
+  tcase_add_test(tc, thirty_two_requests_in_flight_complete_in_posting_order);
+  tcase_add_test(tc, a_send_posted_before_its_receive_lands_in_the_receive_buffer);
+  tcase_add_test(tc, message_larger_than_the_posted_buffer_fails_on_both_sides);
+  tcase_add_test(tc, small_message_larger_than_the_posted_buffer_fails_on_both_sides);
+  tcase_add_test(tc, mismatched_tag_fails_on_both_sides);
+  tcase_add_test(tc, closing_the_sender_with_receives_posted_fails_them_without_a_hang);
+  tcase_add_test(tc, every_completed_request_leaves_a_timing_record);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+/* perf.h -- what c4perf's CLI (main.c) hands to its measurements (perf_p2p.c, perf_allreduce.c). */
+#ifndef C4_PERF_H
+#define C4_PERF_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "c4_bootstrap.h"
+#include "c4_netapi.h"
+
+enum perf_mode { MODE_BW, MODE_LAT, MODE_ALLREDUCE };
+
+struct perf_opts {
+  enum perf_mode mode;
+  size_t min_bytes, max_bytes;
+  double factor;
+  int iters;  /* 0: chosen per size */
+  int warmup;
+  int inflight;
+  int dev;
+  int json;
+  int check;
+  const char *plugin;
+};
+
+struct perf_ctx {
+  struct perf_opts *o;
+  struct c4_netapi api;
+  struct c4_bootstrap bs;
+  json_t *results; /* rank 0: one object per size */
+};
+
+/* Each returns 0, or 1 when a transfer failed or the data check found a mismatch. */
+int perf_p2p_bw(struct perf_ctx *p);
+int perf_p2p_lat(struct perf_ctx *p);
+int perf_allreduce(struct perf_ctx *p);
+
+/* Iterations for one size: the -n given, else enough to move ~256 MiB (20 to 2000). */
+int perf_iters_for(const struct perf_opts *o, size_t bytes);
+
+/* Waits for a request, yielding the CPU between tests like NCCL's proxy. Returns 0 or 1. */
+int perf_wait(struct c4_netapi *api, void *req, int *size);
+
+#endif

@@ -1,0 +1,60 @@
+/* perf_allreduce.c -- c4perf's allreduce: the host ring of c4_hostcoll over the plugin, timed
+ * per size and reported as nccl-tests does (algbw = bytes / time, busbw = algbw * 2(n-1)/n). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "c4_clock.h"
+#include "c4_hostcoll.h"
+#include "c4_log.h"
+#include "perf.h"
+
+/* Small integers times small integers: every partial sum is exact in float. */
+static float value(int rank, size_t i) { return (float)((rank + 1) * (int)(i % 13 + 1)); }
+
+int perf_allreduce(struct perf_ctx *p) {
+  struct perf_opts *o = p->o;
+  struct c4_hostcoll ring;
+  if (c4_hostcoll_ring_init(&ring, &p->api, o->dev, &p->bs) != 0) return 1;
+  int W = p->bs.world, r = p->bs.rank;
+  size_t maxcount = o->max_bytes / sizeof(float);
+  float *buf = malloc((maxcount ? maxcount : 1) * sizeof(float));
+  int failed = 0;
+  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
+       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
+    size_t count = size / sizeof(float);
+    for (size_t i = 0; i < count; i++) buf[i] = value(r, i);
+    if (c4_hostcoll_allreduce_f32(&ring, buf, count) != 0) failed = 1;
+    for (size_t i = 0; i < count && !failed && o->check; i++)
+      if (buf[i] != (float)((i % 13 + 1) * (size_t)(W * (W + 1) / 2))) {
+        C4_WARN("c4perf: allreduce of %zu floats wrong at %zu: %g", count, i, (double)buf[i]);
+        failed = 1;
+      }
+    int iters = perf_iters_for(o, size * 2);
+    for (int i = 0; i < o->warmup && !failed; i++) failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
+    c4_bootstrap_barrier(&p->bs);
+    uint64_t t0 = c4_now_ns();
+    for (int i = 0; i < iters && !failed; i++) failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
+    double t = (double)(c4_now_ns() - t0) / 1e3 / iters;
+    double rep[2] = {t, failed}, *all = malloc(sizeof rep * (size_t)W);
+    c4_bootstrap_allgather(&p->bs, rep, all, sizeof rep);
+    double worst = 0;
+    for (int k = 0; k < W; k++) {
+      worst = all[2 * k] > worst ? all[2 * k] : worst;
+      failed |= all[2 * k + 1] != 0;
+    }
+    free(all);
+    if (r == 0 && !failed) {
+      double algbw = (double)(count * sizeof(float)) / worst / 1e3;
+      double busbw = algbw * 2.0 * (W - 1) / W;
+      if (!o->json) printf("%12zu %8d %12.2f %10.3f %10.3f\n", count * sizeof(float), iters, worst, algbw, busbw);
+      json_array_append_new(p->results,
+                            json_pack("{s:I, s:i, s:f, s:f, s:f}", "bytes",
+                                      (json_int_t)(count * sizeof(float)), "iters", iters,
+                                      "time_us", worst, "algbw_GBps", algbw, "busbw_GBps", busbw));
+    }
+    if (size == o->max_bytes) break;
+  }
+  c4_hostcoll_ring_close(&ring);
+  free(buf);
+  return failed;
+}

@@ -1,0 +1,188 @@
+/* perf_p2p.c -- c4perf's point-to-point measurements between ranks 0 and 1: streaming bandwidth
+ * with several requests in flight, and ping-pong latency. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_clock.h"
+#include "c4_log.h"
+#include "perf.h"
+
+#define MAX_INFLIGHT 32
+#define SPIN_NS 50000 /* poll without yielding this long first: a reply is usually that close */
+
+int perf_iters_for(const struct perf_opts *o, size_t bytes) {
+  if (o->iters > 0) return o->iters;
+  size_t n = bytes ? (256u << 20) / bytes : 2000;
+  return n < 20 ? 20 : n > 2000 ? 2000 : (int)n;
+}
+
+int perf_wait(struct c4_netapi *api, void *req, int *size) {
+  int done = 0, sz = 0;
+  uint64_t spin_until = c4_now_ns() + SPIN_NS;
+  while (!done) {
+    if (c4_netapi_test(api, req, &done, &sz) != ncclSuccess) return 1;
+    if (!done && c4_now_ns() > spin_until) sched_yield();
+  }
+  if (size) *size = sz;
+  return 0;
+}
+
+static void *post(struct c4_netapi *api, int is_send, void *comm, void *buf, size_t n, void *mh) {
+  void *req = NULL;
+  while (!req) {
+    ncclResult_t rc = is_send ? c4_netapi_isend(api, comm, buf, n, 0, mh, &req)
+                              : c4_netapi_irecv(api, comm, buf, n, 0, mh, &req);
+    if (rc != ncclSuccess) return NULL;
+    if (!req) sched_yield();
+  }
+  return req;
+}
+
+/* Connects rank 0 -> rank 1 (and, with both_ways, rank 1 -> rank 0). */
+static int connect_pair(struct perf_ctx *p, int both_ways, void **scomm, void **rcomm) {
+  char mine[NCCL_NET_HANDLE_MAXSIZE] = {0}, all[2 * NCCL_NET_HANDLE_MAXSIZE];
+  void *lcomm = NULL;
+  int r = p->bs.rank;
+  int listens = r == 1 || both_ways;
+  if (listens && c4_netapi_listen(&p->api, p->o->dev, mine, &lcomm) != ncclSuccess) return 1;
+  if (c4_bootstrap_allgather(&p->bs, mine, all, sizeof mine) != 0) return 1;
+  int connects = r == 0 || both_ways;
+  *scomm = *rcomm = NULL;
+  uint64_t deadline = c4_now_ns() + 60000000000ull;
+  while ((connects && !*scomm) || (listens && !*rcomm)) {
+    if (connects && !*scomm &&
+        c4_netapi_connect(&p->api, p->o->dev, all + (1 - r) * NCCL_NET_HANDLE_MAXSIZE, scomm) !=
+            ncclSuccess)
+      return 1;
+    if (listens && !*rcomm && c4_netapi_accept(&p->api, lcomm, rcomm) != ncclSuccess) return 1;
+    if (c4_now_ns() > deadline) {
+      C4_WARN("c4perf: rank %d could not connect within 60 s", r);
+      return 1;
+    }
+    sched_yield();
+  }
+  if (lcomm) c4_netapi_close_listen(&p->api, lcomm);
+  return 0;
+}
+
+static void fill(char *b, size_t n, size_t salt) {
+  for (size_t i = 0; i < n; i++) b[i] = (char)((i * 2654435761u) >> 13 ^ salt);
+}
+
+static int verify(const char *b, size_t n, size_t salt) {
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != (char)((i * 2654435761u) >> 13 ^ salt)) return 1;
+  return 0;
+}
+
+int perf_p2p_bw(struct perf_ctx *p) {
+  struct perf_opts *o = p->o;
+  void *scomm, *rcomm, *mh = NULL;
+  if (connect_pair(p, 0, &scomm, &rcomm)) return 1;
+  int r = p->bs.rank;
+  void *comm = r == 0 ? scomm : rcomm;
+  char *buf = malloc(o->max_bytes ? o->max_bytes : 1);
+  if (!buf) return 1;
+  c4_netapi_reg_mr(&p->api, comm, buf, o->max_bytes, &mh);
+  int k = o->inflight > MAX_INFLIGHT ? MAX_INFLIGHT : o->inflight;
+  int failed = 0;
+  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
+       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
+    int iters = perf_iters_for(o, size);
+    if (r == 0) fill(buf, size, size);
+    else memset(buf, 0, size);
+    c4_bootstrap_barrier(&p->bs);
+    void *req[MAX_INFLIGHT];
+    uint64_t t0 = 0;
+    int total = o->warmup + iters, posted = 0, done = 0;
+    while (done < total && !failed) {
+      if (done == o->warmup && !t0) t0 = c4_now_ns();
+      while (posted < total && posted - done < k) {
+        req[posted % MAX_INFLIGHT] = post(&p->api, r == 0, comm, buf, size, mh);
+        if (!req[posted % MAX_INFLIGHT]) failed = 1;
+        if (failed) break;
+        posted++;
+      }
+      int got = 0;
+      if (!failed && perf_wait(&p->api, req[done % MAX_INFLIGHT], &got)) failed = 1;
+      if (!failed && r == 1 && (size_t)got != size) failed = 1;
+      done++;
+    }
+    double us = (double)(c4_now_ns() - t0) / 1e3;
+    if (r == 1 && !failed && o->check && verify(buf, size, size)) {
+      C4_WARN("c4perf: data check failed at %zu bytes", size);
+      failed = 1;
+    }
+    double rep[2] = {us, failed};
+    double both[4];
+    c4_bootstrap_allgather(&p->bs, rep, both, sizeof rep);
+    failed |= both[1] != 0 || both[3] != 0;
+    if (r == 0) {
+      double t = both[2] / iters; /* the receiver's clock: time until the data has landed */
+      double gbs = (double)size / t / 1e3;
+      if (!o->json) printf("%12zu %8d %12.2f %10.3f\n", size, iters, t, gbs);
+      json_array_append_new(p->results, json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size,
+                                                   "iters", iters, "time_us", t, "GBps", gbs));
+    }
+    if (size == o->max_bytes) break;
+  }
+  c4_netapi_dereg_mr(&p->api, comm, mh);
+  if (r == 0) c4_netapi_close_send(&p->api, scomm);
+  else c4_netapi_close_recv(&p->api, rcomm);
+  free(buf);
+  return failed;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int perf_p2p_lat(struct perf_ctx *p) {
+  struct perf_opts *o = p->o;
+  void *scomm, *rcomm, *smh = NULL, *rmh = NULL;
+  if (connect_pair(p, 1, &scomm, &rcomm)) return 1;
+  int r = p->bs.rank;
+  char *sbuf = malloc(o->max_bytes + 1), *rbuf = malloc(o->max_bytes + 1);
+  c4_netapi_reg_mr(&p->api, scomm, sbuf, o->max_bytes, &smh);
+  c4_netapi_reg_mr(&p->api, rcomm, rbuf, o->max_bytes, &rmh);
+  int failed = 0;
+  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
+       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
+    int iters = o->iters > 0 ? o->iters : 2000;
+    double *rtt = malloc(sizeof(double) * (size_t)iters);
+    fill(sbuf, size, 0);
+    c4_bootstrap_barrier(&p->bs);
+    for (int i = 0; i < o->warmup + iters && !failed; i++) {
+      uint64_t t0 = c4_now_ns();
+      void *rr = post(&p->api, 0, rcomm, rbuf, size, rmh);
+      if (!rr) failed = 1;
+      if (!failed && r == 1 && perf_wait(&p->api, rr, NULL)) failed = 1;
+      void *sr = failed ? NULL : post(&p->api, 1, scomm, sbuf, size, smh);
+      if (!sr) failed = 1;
+      if (!failed && perf_wait(&p->api, sr, NULL)) failed = 1;
+      if (!failed && r == 0 && perf_wait(&p->api, rr, NULL)) failed = 1;
+      if (i >= o->warmup) rtt[i - o->warmup] = (double)(c4_now_ns() - t0) / 1e3;
+    }
+    if (!failed && o->check && verify(rbuf, size, 0)) failed = 1;
+    if (r == 0 && !failed) {
+      qsort(rtt, (size_t)iters, sizeof *rtt, cmp_double);
+      double med = rtt[iters / 2], p99 = rtt[(int)(iters * 0.99)];
+      if (!o->json) printf("%12zu %8d %12.2f %12.2f\n", size, iters, med, p99);
+      json_array_append_new(p->results, json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size,
+                                                   "iters", iters, "rtt_us_median", med,
+                                                   "rtt_us_p99", p99));
+    }
+    free(rtt);
+    if (size == o->max_bytes) break;
+  }
+  c4_netapi_dereg_mr(&p->api, scomm, smh);
+  c4_netapi_dereg_mr(&p->api, rcomm, rmh);
+  c4_netapi_close_send(&p->api, scomm);
+  c4_netapi_close_recv(&p->api, rcomm);
+  free(sbuf);
+  free(rbuf);
+  return failed;
+}
