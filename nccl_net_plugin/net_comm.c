@@ -259,8 +259,13 @@ static void ctrl_poll(struct c4_comm *c) {
       return; /* stage full of frames whose receives are not posted yet */
     }
     if (k < 0) {
-      c4_comm_fail(c, C4_EREMOTE, "control connection closed by %s (pid %u, rank %d)",
-                   c->peer.host, c->peer.pid, c->peer.rank);
+      /* A sender that closed after its last message is normal: the receives it satisfied are
+       * in the stage or done. Only a message cut short, or a sender that is gone, fails now. */
+      if (c->is_send || c->rx_inline)
+        c4_comm_fail(c, C4_EREMOTE, "control connection closed by %s (pid %u, rank %d)%s",
+                     c->peer.host, c->peer.pid, c->peer.rank,
+                     c->rx_inline ? " in the middle of a message" : "");
+      c->ctrl_eof = 1;
       return;
     }
     if (k == 0) return;
@@ -389,6 +394,11 @@ int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
     slot_release(r);
     return code ? code : C4_EREMOTE;
   }
+  if (!c->is_send && c->ctrl_eof && atomic_load(&c->data_eof) == c->nsocks &&
+      atomic_load_explicit(&r->state, memory_order_acquire) == C4_REQ_POSTED)
+    c4_comm_fail(c, C4_EREMOTE, "%s (pid %u, rank %d) closed the connection before message %llu "
+                 "arrived", c->peer.host, c->peer.pid, c->peer.rank,
+                 (unsigned long long)atomic_load(&r->seq));
   int failed = atomic_load(&c->failed);
   if (failed) {
     emit_record(c, r, 0, atomic_load(&r->done_bytes));
@@ -398,12 +408,20 @@ int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
   return 0;
 }
 
+/* Reads and drops what the peer sent but we never read: closing a socket with unread data makes
+ * the kernel answer with a reset, which can destroy data still on its way to the peer. */
+static void drain_and_close(int fd) {
+  char sink[4096];
+  for (int i = 0; i < 256 && c4_sock_recv_some(fd, sink, sizeof sink) > 0; i++) {
+  }
+  close(fd);
+}
+
 int c4_transport_close(struct c4_comm *c) {
   if (!c) return 0;
   c4_helpers_stop(c);
-  shutdown(c->ctrl_fd, SHUT_RDWR);
-  close(c->ctrl_fd);
-  for (int i = 0; i < c->nsocks; i++) close(c->data_fd[i]);
+  drain_and_close(c->ctrl_fd);
+  for (int i = 0; i < c->nsocks; i++) drain_and_close(c->data_fd[i]);
   pthread_mutex_destroy(&c->claim_lock);
   free(c);
   return 0;

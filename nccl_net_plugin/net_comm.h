@@ -65,6 +65,8 @@ struct c4_comm {
   struct c4_request *rx_inline; /* receive: inline payload being read */
   uint64_t rx_inline_left;
   uint64_t rx_expect; /* receive: the message the next DATA or RTS frame must carry */
+  int ctrl_eof;       /* receive: the sender closed its control connection */
+  atomic_int data_eof; /* receive: data sockets the sender closed at a chunk boundary */
 
   /* helpers */
   _Atomic uint64_t posted; /* send: requests below this are cleared to go (helpers take them) */
