@@ -284,6 +284,7 @@ static void ctrl_poll(struct c4_comm *c) {
 static void comm_progress(struct c4_comm *c) {
   ctrl_flush(c);
   ctrl_poll(c);
+  c4_helpers_progress_inline(c);
 }
 
 /* ---- posting ----------------------------------------------------------------------------- */

@@ -96,6 +96,8 @@ uint64_t c4_random_u64(void);
 /* Helper threads (net_helper.c). */
 int c4_helpers_start(struct c4_comm *c);
 void c4_helpers_wake(struct c4_comm *c);
+/* C4_NTHREADS=0: moves data on every data socket from the caller's thread; 1 if bytes moved. */
+int c4_helpers_progress_inline(struct c4_comm *c);
 void c4_helpers_stop(struct c4_comm *c);
 
 /* Completes a request that moved its last byte: stamps t_done and publishes DONE. */

@@ -4,13 +4,13 @@
 
 /* Defaults measured with `make bench` on loopback and veth (see README, "Tuning"). */
 #define DEFAULT_NSOCKS 2
-#define DEFAULT_NTHREADS 2
+#define DEFAULT_NTHREADS 0
 #define DEFAULT_INLINE (64 << 10)
 #define DEFAULT_CHUNK (512 << 10)
 
 void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->nsocks = (int)c4_env_long("C4_NSOCKS", DEFAULT_NSOCKS, 1, C4_MAX_NSOCKS);
-  cfg->nthreads = (int)c4_env_long("C4_NTHREADS", DEFAULT_NTHREADS, 1, C4_MAX_NSOCKS);
+  cfg->nthreads = (int)c4_env_long("C4_NTHREADS", DEFAULT_NTHREADS, 0, C4_MAX_NSOCKS);
   if (cfg->nthreads > cfg->nsocks) cfg->nthreads = cfg->nsocks;
   cfg->inline_bytes = (size_t)c4_env_long("C4_INLINE_BYTES", DEFAULT_INLINE, 0, 1 << 20);
   cfg->chunk_bytes = (size_t)c4_env_long("C4_CHUNK_BYTES", DEFAULT_CHUNK, 16 << 10, 64 << 20);

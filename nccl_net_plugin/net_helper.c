@@ -4,7 +4,9 @@
  * posting order from one shared cursor (claim_seq, claim_off), so a socket that drains faster
  * simply takes more chunks. Receivers: each helper reads chunk headers on its sockets and places
  * the payload at its offset in the posted buffer. The caller's thread never waits for a helper:
- * it publishes with atomics and wakes a helper only when that helper is asleep. */
+ * it publishes with atomics and wakes a helper only when that helper is asleep. With
+ * C4_NTHREADS=0 there are no threads: the caller's thread runs the same steps inside test(), as
+ * NCCL's socket transport does without helper threads (best where cores are scarce). */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -244,11 +246,16 @@ static void *helper_main(void *arg) {
 
 int c4_helpers_start(struct c4_comm *c) {
   int n = c->cfg.nthreads < c->nsocks ? c->cfg.nthreads : c->nsocks;
-  c->helpers = calloc((size_t)n, sizeof *c->helpers);
+  c->helpers = calloc((size_t)(n ? n : 1), sizeof *c->helpers);
   if (!c->helpers) return C4_ENOMEM;
   for (int i = 0; i < c->nsocks; i++) {
-    struct c4_helper *h = &c->helpers[i % n];
+    struct c4_helper *h = &c->helpers[n ? i % n : 0];
     h->sock[h->nsock++] = (struct sock_state){.fd = c->data_fd[i], .index = i};
+  }
+  if (n == 0) { /* C4_NTHREADS=0: the caller's thread moves the data inside isend/test */
+    c->helpers[0].comm = c;
+    c->helpers[0].efd = -1;
+    return 0;
   }
   for (int i = 0; i < n; i++) {
     struct c4_helper *h = &c->helpers[i];
@@ -264,6 +271,20 @@ int c4_helpers_start(struct c4_comm *c) {
     c->nhelpers = i + 1;
   }
   return 0;
+}
+
+int c4_helpers_progress_inline(struct c4_comm *c) {
+  if (c->nhelpers || !c->helpers) return 0;
+  struct c4_helper *h = &c->helpers[0];
+  int any = 0;
+  for (int round = 0; round < 64 && !atomic_load(&c->failed); round++) {
+    int moved = 0;
+    for (int i = 0; i < h->nsock; i++)
+      moved |= c->is_send ? send_step(c, &h->sock[i]) : recv_step(c, &h->sock[i]);
+    if (!moved) break;
+    any = 1;
+  }
+  return any;
 }
 
 void c4_helpers_wake(struct c4_comm *c) {

@@ -16,7 +16,8 @@
 /* Tunables, read once from the environment by c4_transport_config_load(). */
 struct c4_transport_config {
   int nsocks;               /* C4_NSOCKS: data sockets per comm */
-  int nthreads;             /* C4_NTHREADS: helper threads per comm (<= nsocks) */
+  int nthreads;             /* C4_NTHREADS: helper threads per comm (<= nsocks); 0: the caller's
+                             * thread moves the data inside isend/test */
   size_t inline_bytes;      /* C4_INLINE_BYTES: messages up to this go on the control socket */
   size_t chunk_bytes;       /* C4_CHUNK_BYTES: minimum chunk on a data socket */
   int handshake_timeout_ms; /* C4_HANDSHAKE_TIMEOUT_MS */

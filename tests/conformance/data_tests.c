@@ -62,6 +62,8 @@ START_TEST(random_sizes_up_to_64MiB_arrive_intact_for_every_version) {
 }
 END_TEST
 
+
+
 /* ---- 32 outstanding, tested in posting order ----------------------------------------------- */
 
 #define NOUT 32
@@ -108,6 +110,16 @@ START_TEST(thirty_two_outstanding_requests_complete_in_posting_order_with_their_
     struct pair_opts o = {.version = versions[v]};
     ck_assert_msg(h_run_pair(&o, recv_32, send_32, NULL) == 0, "ncclNet v%d", versions[v]);
   }
+}
+END_TEST
+
+START_TEST(helper_threads_and_many_sockets_carry_the_same_data_intact) {
+  pick_sizes();
+  setenv("C4_NSOCKS", "4", 1); /* inherited by both forked sides */
+  setenv("C4_NTHREADS", "2", 1);
+  struct pair_opts o = {.version = 11};
+  ck_assert(h_run_pair(&o, recv_sizes, send_sizes, NULL) == 0);
+  ck_assert(h_run_pair(&o, recv_32, send_32, NULL) == 0);
 }
 END_TEST
 
@@ -334,6 +346,7 @@ void conformance_add_data_tests(Suite *s) {
   tcase_set_timeout(tc, 180);
   tcase_add_test(tc, random_sizes_up_to_64MiB_arrive_intact_for_every_version);
   tcase_add_test(tc, thirty_two_outstanding_requests_complete_in_posting_order_with_their_tags);
+  tcase_add_test(tc, helper_threads_and_many_sockets_carry_the_same_data_intact);
   tcase_add_test(tc, a_message_larger_than_the_posted_buffer_fails_on_both_sides);
   tcase_add_test(tc, mismatched_tags_fail_on_both_sides);
   tcase_add_test(tc, zero_byte_messages_and_receives_larger_than_the_message_report_the_sent_size);

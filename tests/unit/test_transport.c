@@ -67,8 +67,8 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)((i * 131u) ^ (seed * 7u) ^ (i >> 9));
 }
 
-START_TEST(every_size_class_arrives_intact) {
-  connect_pair(3, 2);
+static void every_size_class(int nsocks, int nthreads) {
+  connect_pair(nsocks, nthreads);
   static const size_t sizes[] = {0, 1, 7, 4096, 65535, 65536, 65537, 100000, 1 << 20,
                                  (3 << 20) + 11, 16 << 20};
   for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -95,6 +95,11 @@ START_TEST(every_size_class_arrives_intact) {
   c4_transport_close(tx);
   c4_transport_close(rx);
 }
+
+START_TEST(every_size_class_arrives_intact_with_helper_threads) { every_size_class(3, 2); }
+END_TEST
+
+START_TEST(every_size_class_arrives_intact_moved_by_the_callers_thread) { every_size_class(2, 0); }
 END_TEST
 
 START_TEST(thirty_two_requests_in_flight_complete_in_posting_order) {
@@ -280,7 +285,8 @@ int main(void) {
   Suite *s = suite_create("transport");
   TCase *tc = tcase_create("loopback");
   tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, every_size_class_arrives_intact);
+  tcase_add_test(tc, every_size_class_arrives_intact_with_helper_threads);
+  tcase_add_test(tc, every_size_class_arrives_intact_moved_by_the_callers_thread);
   tcase_add_test(tc, thirty_two_requests_in_flight_complete_in_posting_order);
   tcase_add_test(tc, a_send_posted_before_its_receive_lands_in_the_receive_buffer);
   tcase_add_test(tc, message_larger_than_the_posted_buffer_fails_on_both_sides);
