@@ -48,12 +48,13 @@ PLUGIN     := $(BUILD)/lib/libnccl-net-c4.so
 PROFLINK   := $(BUILD)/lib/libnccl-profiler-c4.so
 C4PERF     := $(BUILD)/bin/c4perf
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
+RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit conformance fuzz-smoke fuzz bench demo install deps clean format-check
-all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(BUILD)/lib/c4.pc
+all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH) $(BUILD)/lib/c4.pc
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -81,6 +82,10 @@ $(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TCPPINGPONG): $(call obj,tools/bench/tcp_pingpong.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

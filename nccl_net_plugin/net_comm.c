@@ -171,6 +171,8 @@ static int ctrl_on_frame_recv(struct c4_comm *c, const struct c4_wire_ctrl *f) {
   }
   atomic_store(&r->total, f->size);
   if (f->type == C4_CTRL_RTS) {
+    c->large_pending++;
+    r->large = 1;
     struct c4_wire_ctrl cts = {.type = C4_CTRL_CTS, .arg = r->tag, .seq = f->seq, .size = r->size};
     ctrl_queue(c, &cts, NULL, 0, NULL);
     return 1;
@@ -284,7 +286,7 @@ static void ctrl_poll(struct c4_comm *c) {
 static void comm_progress(struct c4_comm *c) {
   ctrl_flush(c);
   ctrl_poll(c);
-  c4_helpers_progress_inline(c);
+  if (c->large_pending) c4_helpers_progress_inline(c); /* data sockets idle otherwise */
 }
 
 /* ---- posting ----------------------------------------------------------------------------- */
@@ -302,6 +304,7 @@ static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint6
   r->tag = tag;
   r->error = 0;
   r->is_inline = size <= c->cfg.inline_bytes;
+  r->large = 0;
   atomic_store_explicit(&r->total, 0, memory_order_relaxed);
   atomic_store_explicit(&r->done_bytes, 0, memory_order_relaxed);
   atomic_store_explicit(&r->t_first_byte, 0, memory_order_relaxed);
@@ -323,6 +326,10 @@ int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
   uint64_t seq = c->next_post;
   slot_fill(c, r, data, size, tag);
   c->next_post++;
+  if (!r->is_inline) {
+    c->large_pending++;
+    r->large = 1;
+  }
   struct c4_wire_ctrl f = {.type = r->is_inline ? C4_CTRL_DATA : C4_CTRL_RTS, .arg = tag,
                            .seq = seq, .size = size};
   ctrl_queue(c, &f, r->is_inline ? data : NULL, r->is_inline ? size : 0, r->is_inline ? r : NULL);
@@ -370,6 +377,8 @@ static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_
 }
 
 static void slot_release(struct c4_request *r) {
+  struct c4_comm *c = r->comm;
+  if (r->large) c->large_pending--;
   atomic_store_explicit(&r->state, C4_REQ_FREE, memory_order_release);
 }
 
@@ -395,11 +404,13 @@ int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
     slot_release(r);
     return code ? code : C4_EREMOTE;
   }
-  if (!c->is_send && c->ctrl_eof && atomic_load(&c->data_eof) == c->nsocks &&
-      atomic_load_explicit(&r->state, memory_order_acquire) == C4_REQ_POSTED)
+  uint64_t seq = atomic_load(&r->seq);
+  if (!c->is_send && c->ctrl_eof &&
+      atomic_load_explicit(&r->state, memory_order_acquire) == C4_REQ_POSTED &&
+      (c->rx_expect <= seq || atomic_load(&c->data_eof) == c->nsocks))
     c4_comm_fail(c, C4_EREMOTE, "%s (pid %u, rank %d) closed the connection before message %llu "
                  "arrived", c->peer.host, c->peer.pid, c->peer.rank,
-                 (unsigned long long)atomic_load(&r->seq));
+                 (unsigned long long)seq);
   int failed = atomic_load(&c->failed);
   if (failed) {
     emit_record(c, r, 0, atomic_load(&r->done_bytes));

@@ -18,6 +18,7 @@ struct c4_request {
   _Atomic uint64_t seq;
   atomic_int state;
   int is_inline; /* small send on the control socket; helpers skip it */
+  int large;     /* moves on the data sockets (send: posted large; receive: RTS accepted) */
   int tag;
   int error;     /* C4_E* when state is ERROR */
   char *buf;
@@ -66,6 +67,7 @@ struct c4_comm {
   uint64_t rx_inline_left;
   uint64_t rx_expect; /* receive: the message the next DATA or RTS frame must carry */
   int ctrl_eof;       /* receive: the sender closed its control connection */
+  int large_pending;  /* requests moving on data sockets, not yet tested done (caller thread) */
   atomic_int data_eof; /* receive: data sockets the sender closed at a chunk boundary */
 
   /* helpers */
