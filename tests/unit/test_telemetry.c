@@ -1,0 +1,170 @@
+/* test_telemetry.c -- the C4_TRACE writer: header, one JSON line per record with every field,
+ * a summary that accounts for drops, and no crash when the trace cannot be opened. Each test runs
+ * in its own process (Check's fork mode), so the per-process singleton starts fresh. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_record.h"
+#include "c4_telemetry.h"
+
+static char path[64];
+
+static void use_trace_file(void) {
+  strcpy(path, "/tmp/c4-test-trace-XXXXXX");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  setenv("C4_TRACE", path, 1);
+  setenv("C4_DEBUG", "NONE", 1);
+}
+
+static struct c4_xfer_record record(uint64_t seq) {
+  struct c4_xfer_record r = {.version = C4_RECORD_VERSION, .dir = C4_DIR_RECV, .tag = 3,
+                             .conn_id = 0xabcdef0123456789ull, .nccl_comm = 0x42, .seq = seq,
+                             .bytes = 1000 + seq, .t_posted = 10, .t_first_byte = 20,
+                             .t_done = 30 + seq};
+  strcpy(r.self.host, "me");
+  r.self.pid = 1;
+  r.self.rank = 0;
+  strcpy(r.peer.host, "node-9");
+  r.peer.pid = 99;
+  r.peer.rank = 9;
+  r.peer.dev = 2;
+  return r;
+}
+
+/* Reads the trace back: returns the number of lines, fills the first, xfer count and summary. */
+static int read_back(json_t **header, int *xfers, json_t **summary, json_t **first_xfer) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int n = 0;
+  *xfers = 0;
+  *header = *summary = *first_xfer = NULL;
+  while (fgets(line, sizeof line, f)) {
+    json_error_t e;
+    json_t *j = json_loads(line, 0, &e);
+    ck_assert_msg(j != NULL, "line %d is not JSON: %s", n + 1, e.text);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "v")), 1);
+    const char *type = json_string_value(json_object_get(j, "type"));
+    ck_assert_ptr_nonnull(type);
+    if (!strcmp(type, "header")) *header = j;
+    else if (!strcmp(type, "summary")) *summary = j;
+    else if (!strcmp(type, "xfer") && (*xfers)++ == 0) *first_xfer = j;
+    else json_decref(j);
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+START_TEST(every_record_becomes_one_json_line_with_all_its_fields) {
+  use_trace_file();
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  for (uint64_t i = 0; i < 100; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  c4_telemetry_flush_and_stop();
+  json_t *h, *s, *x;
+  int xfers;
+  int lines = read_back(&h, &xfers, &s, &x);
+  ck_assert_int_eq(lines, 102);
+  ck_assert_int_eq(xfers, 100);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_int_eq(json_integer_value(json_object_get(h, "pid")), getpid());
+  ck_assert_str_eq(json_string_value(json_object_get(x, "conn")), "abcdef0123456789");
+  ck_assert_str_eq(json_string_value(json_object_get(x, "nccl_comm")), "0000000000000042");
+  ck_assert_str_eq(json_string_value(json_object_get(x, "dir")), "recv");
+  ck_assert_str_eq(json_string_value(json_object_get(x, "status")), "ok");
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "seq")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "bytes")), 1000);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "t_first_byte")), 20);
+  json_t *peer = json_object_get(x, "peer");
+  ck_assert_str_eq(json_string_value(json_object_get(peer, "host")), "node-9");
+  ck_assert_int_eq(json_integer_value(json_object_get(peer, "rank")), 9);
+  ck_assert_int_eq(json_integer_value(json_object_get(peer, "dev")), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 100);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "dropped")), 0);
+  ck_assert_int_gt(json_integer_value(json_object_get(s, "wall_ns")), 0);
+  json_decref(h);
+  json_decref(s);
+  json_decref(x);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(a_full_ring_drops_records_and_the_summary_says_how_many) {
+  use_trace_file();
+  setenv("C4_RING_SLOTS", "16", 1);
+  for (uint64_t i = 0; i < 100; i++) { /* before the writer runs: nothing drains */
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  uint64_t emitted, dropped, written;
+  c4_telemetry_counters(&emitted, &dropped, &written);
+  ck_assert_uint_eq(emitted, 100);
+  ck_assert_uint_eq(dropped, 84);
+  c4_telemetry_start();
+  c4_telemetry_flush_and_stop();
+  json_t *h, *s, *x;
+  int xfers;
+  read_back(&h, &xfers, &s, &x);
+  ck_assert_int_eq(xfers, 16);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "seq")), 0); /* the oldest are kept */
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "dropped")), 84);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "emitted")), 100);
+  json_decref(h);
+  json_decref(s);
+  json_decref(x);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job) {
+  setenv("C4_TRACE", "/proc/c4-no-such-dir/trace.jsonl", 1);
+  setenv("C4_DEBUG", "NONE", 1);
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  struct c4_xfer_record r = record(1);
+  c4_telemetry_emit_xfer(&r);
+  c4_telemetry_flush_and_stop();
+  c4_telemetry_flush_and_stop(); /* twice is fine */
+  uint64_t emitted, written;
+  c4_telemetry_counters(&emitted, NULL, &written);
+  ck_assert_uint_eq(emitted, 1);
+  ck_assert_uint_eq(written, 0);
+}
+END_TEST
+
+START_TEST(a_bad_ring_size_falls_back_to_the_default) {
+  setenv("C4_RING_SLOTS", "1000", 1); /* not a power of two */
+  setenv("C4_DEBUG", "NONE", 1);
+  ck_assert_ptr_nonnull(c4_telemetry_ring());
+  for (int i = 0; i < 1000; i++) {
+    struct c4_xfer_record r = record((uint64_t)i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  uint64_t dropped;
+  c4_telemetry_counters(NULL, &dropped, NULL);
+  ck_assert_uint_eq(dropped, 0); /* 16384 slots, not 1000 */
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("telemetry");
+  TCase *tc = tcase_create("trace");
+  tcase_add_test(tc, every_record_becomes_one_json_line_with_all_its_fields);
+  tcase_add_test(tc, a_full_ring_drops_records_and_the_summary_says_how_many);
+  tcase_add_test(tc, a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job);
+  tcase_add_test(tc, a_bad_ring_size_falls_back_to_the_default);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
