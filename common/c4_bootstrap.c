@@ -79,14 +79,15 @@ static int recv_frame(struct c4_bootstrap *bs, int fd, uint16_t kind, int want_r
   }
   if (f.magic != BS_MAGIC || f.version != BS_VERSION || f.kind != kind) {
     C4_WARN("bootstrap: rank %d got a frame that is not c4's bootstrap (magic 0x%08x version %u "
-            "kind %u)", bs->rank, f.magic, f.version, f.kind);
+            "kind %u)",
+            bs->rank, f.magic, f.version, f.kind);
     return C4_EPROTO;
   }
   if (f.world != (uint32_t)bs->world || f.round != bs->round || f.len != len ||
       f.rank >= (uint32_t)bs->world || (want_rank >= 0 && f.rank != (uint32_t)want_rank)) {
     C4_WARN("bootstrap: rank %d: peer says rank %u of %u, round %u, %u bytes; expected %d of %d, "
-            "round %u, %u bytes", bs->rank, f.rank, f.world, f.round, f.len, want_rank, bs->world,
-            bs->round, len);
+            "round %u, %u bytes",
+            bs->rank, f.rank, f.world, f.round, f.len, want_rank, bs->world, bs->round, len);
     return C4_EPROTO;
   }
   if (rank_out) *rank_out = f.rank;
@@ -153,7 +154,8 @@ int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *
   if (rank == 0) {
     bs->peer_fd = malloc(sizeof(int) * (size_t)world);
     if (!bs->peer_fd) return C4_ENOMEM;
-    for (int i = 0; i < world; i++) bs->peer_fd[i] = -1;
+    for (int i = 0; i < world; i++)
+      bs->peer_fd[i] = -1;
     int lfd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, salen) != 0 || listen(lfd, 512) != 0) {

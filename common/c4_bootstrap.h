@@ -9,10 +9,10 @@
 struct c4_bootstrap {
   int rank;
   int world;
-  int timeout_ms;   /* C4_BOOTSTRAP_TIMEOUT_MS, default 60000 */
-  int root_fd;      /* ranks > 0: connection to rank 0 */
-  int *peer_fd;     /* rank 0: connection to each rank (index = rank) */
-  unsigned round;   /* collective counter, checked in every frame */
+  int timeout_ms; /* C4_BOOTSTRAP_TIMEOUT_MS, default 60000 */
+  int root_fd;    /* ranks > 0: connection to rank 0 */
+  int *peer_fd;   /* rank 0: connection to each rank (index = rank) */
+  unsigned round; /* collective counter, checked in every frame */
 };
 
 /* Joins the rendezvous. Rank 0 listens on addr:port; the others connect, retrying until the

@@ -4,13 +4,13 @@
 
 enum {
   C4_OK = 0,
-  C4_EINVAL = -1,   /* bad argument or bad configuration */
-  C4_ENOMEM = -2,   /* allocation failed */
-  C4_ESYS = -3,     /* a system call failed; errno was logged */
-  C4_EPROTO = -4,   /* the peer broke the wire protocol (wrong magic, version, truncated, garbage) */
-  C4_EREMOTE = -5,  /* the peer reported an error or went away */
-  C4_EAGAIN = -6,   /* not ready yet; call again */
-  C4_ETRUNC = -7,   /* a message was larger than the posted receive buffer */
+  C4_EINVAL = -1,  /* bad argument or bad configuration */
+  C4_ENOMEM = -2,  /* allocation failed */
+  C4_ESYS = -3,    /* a system call failed; errno was logged */
+  C4_EPROTO = -4,  /* the peer broke the wire protocol (wrong magic, version, truncated, garbage) */
+  C4_EREMOTE = -5, /* the peer reported an error or went away */
+  C4_EAGAIN = -6,  /* not ready yet; call again */
+  C4_ETRUNC = -7,  /* a message was larger than the posted receive buffer */
   C4_ENOTFOUND = -8 /* no such device, interface, symbol or file */
 };
 

@@ -10,6 +10,7 @@
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "c4_err.h"
+#include "c4_idle.h"
 #include "c4_log.h"
 
 #define MAX_INFLIGHT 8
@@ -61,8 +62,8 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
 typedef void (*slice_done_fn)(void *arg, size_t offset, size_t len);
 
 /* The pipelined exchange; on_recv (may be NULL) runs on every received slice in order. */
-static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *rbuf,
-                 size_t rbytes, slice_done_fn on_recv, void *arg) {
+static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *rbuf, size_t rbytes,
+                 slice_done_fn on_recv, void *arg) {
   size_t ns = (sbytes + h->slice_bytes - 1) / h->slice_bytes;
   size_t nr = (rbytes + h->slice_bytes - 1) / h->slice_bytes;
   void *sreq[MAX_INFLIGHT], *rreq[MAX_INFLIGHT];
@@ -75,7 +76,8 @@ static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *r
       size_t off = pr * h->slice_bytes;
       size_t len = rbytes - off < h->slice_bytes ? rbytes - off : h->slice_bytes;
       void *req = NULL;
-      if (c4_netapi_irecv(h->api, h->recv_comm, rbuf + off, len, rtag, h->recv_mh, &req) != ncclSuccess)
+      if (c4_netapi_irecv(h->api, h->recv_comm, rbuf + off, len, rtag, h->recv_mh, &req) !=
+          ncclSuccess)
         return C4_EREMOTE;
       if (!req) break;
       rreq[pr++ % MAX_INFLIGHT] = req;
@@ -85,8 +87,8 @@ static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *r
       size_t off = ps * h->slice_bytes;
       size_t len = sbytes - off < h->slice_bytes ? sbytes - off : h->slice_bytes;
       void *req = NULL;
-      if (c4_netapi_isend(h->api, h->send_comm, (void *)(sbuf + off), len, stag, h->send_mh, &req) !=
-          ncclSuccess)
+      if (c4_netapi_isend(h->api, h->send_comm, (void *)(sbuf + off), len, stag, h->send_mh,
+                          &req) != ncclSuccess)
         return C4_EREMOTE;
       if (!req) break;
       sreq[ps++ % MAX_INFLIGHT] = req;
@@ -119,7 +121,7 @@ static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *r
                 h->timeout_ms);
         return C4_EREMOTE;
       }
-      sched_yield(); /* as NCCL's proxy does when nothing progressed */
+      c4_idle(c4_now_ns() - last);
     }
   }
   return 0;
@@ -141,7 +143,8 @@ struct reduce_arg {
 static void add_slice(void *p, size_t offset, size_t len) {
   struct reduce_arg *a = p;
   size_t first = offset / sizeof(float), cnt = len / sizeof(float);
-  for (size_t i = first; i < first + cnt; i++) a->dst[i] += a->src[i];
+  for (size_t i = first; i < first + cnt; i++)
+    a->dst[i] += a->src[i];
 }
 
 static void segment(size_t count, int world, int idx, size_t *off, size_t *len) {

@@ -1,5 +1,6 @@
 /* c4_hostcoll.h -- host-memory collectives over an NCCL net plugin, driven as NCCL's proxy
- * drives it: a ring of send/recv comms and a pipelined ring allreduce. c4perf and c4train use it. */
+ * drives it: a ring of send/recv comms and a pipelined ring allreduce. c4perf and c4train use it.
+ */
 #ifndef C4_HOSTCOLL_H
 #define C4_HOSTCOLL_H
 
@@ -16,9 +17,9 @@ struct c4_hostcoll {
   void *send_mh, *recv_mh;
   float *tmp;
   size_t tmp_count;
-  int inflight;      /* requests per direction, at most 8 (NCCL_STEPS) */
+  int inflight;       /* requests per direction, at most 8 (NCCL_STEPS) */
   size_t slice_bytes; /* message size the ring cuts a segment into */
-  int timeout_ms;    /* no progress for this long fails the collective */
+  int timeout_ms;     /* no progress for this long fails the collective */
 };
 
 /* Connects the ring on plugin device dev: each rank listens, the handles are allgathered through

@@ -2,8 +2,8 @@
 #include "c4_netapi.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,7 +52,7 @@ int c4_netapi_open(struct c4_netapi *api, const char *path, int version) {
   ncclResult_t rc;
   ncclDebugLogger_t logger = (ncclDebugLogger_t)quiet_logger;
   switch (api->version) {
-  case 11: rc = V11(api)->init(&api->ctx, 0x4c4c4c4cull, NULL, logger, NULL); break;
+  case 11: rc = V11(api)->init(&api->ctx, 0, NULL, logger, NULL); break;
   case 10: rc = V10(api)->init(logger, NULL); break;
   case 9: rc = V9(api)->init(logger); break;
   default: rc = V8(api)->init(logger); break;

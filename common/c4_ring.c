@@ -25,7 +25,8 @@ int c4_ring_init(struct c4_ring *r, size_t capacity, size_t elem_size) {
   r->slot_size = (sizeof(struct c4_ring_slot) + elem_size + 63) & ~(size_t)63;
   r->slots = aligned_alloc(64, capacity * r->slot_size);
   if (!r->slots) return C4_ENOMEM;
-  for (size_t i = 0; i < capacity; i++) atomic_init(&slot_at(r, i)->seq, i);
+  for (size_t i = 0; i < capacity; i++)
+    atomic_init(&slot_at(r, i)->seq, i);
   atomic_init(&r->head, 0);
   atomic_init(&r->tail, 0);
   atomic_init(&r->dropped, 0);

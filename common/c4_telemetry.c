@@ -44,7 +44,8 @@ static void ring_setup(void) {
     slots = 16384;
   }
   tel.ring_ok = c4_ring_init(&tel.ring, (size_t)slots, sizeof(struct c4_xfer_record)) == 0;
-  if (!tel.ring_ok) C4_WARN("cannot allocate the telemetry ring (%ld records); records dropped", slots);
+  if (!tel.ring_ok)
+    C4_WARN("cannot allocate the telemetry ring (%ld records); records dropped", slots);
 }
 
 struct c4_ring *c4_telemetry_ring(void) {
@@ -88,8 +89,8 @@ static void write_xfer(const struct c4_xfer_record *r) {
   hex64(comm, r->nccl_comm);
   write_json_line(json_pack(
       "{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o}", "v",
-      C4_RECORD_VERSION, "type", "xfer", "conn", conn, "nccl_comm", comm, "seq",
-      (json_int_t)r->seq, "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "status",
+      C4_RECORD_VERSION, "type", "xfer", "conn", conn, "nccl_comm", comm, "seq", (json_int_t)r->seq,
+      "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "status",
       r->status == C4_XFER_OK ? "ok" : "error", "tag", r->tag, "bytes", (json_int_t)r->bytes,
       "t_posted", (json_int_t)r->t_posted, "t_first_byte", (json_int_t)r->t_first_byte, "t_done",
       (json_int_t)r->t_done, "self", identity_json(&r->self), "peer", identity_json(&r->peer)));
@@ -101,10 +102,10 @@ static void write_clock_line(const char *type) {
   gethostname(host, sizeof host - 1);
   uint64_t emitted, dropped, written;
   c4_telemetry_counters(&emitted, &dropped, &written);
-  json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:i, s:I, s:I, s:s}", "v", C4_RECORD_VERSION,
-                        "type", type, "host", host, "pid", (json_int_t)getpid(), "rank",
-                        c4_env_rank(), "wall_ns", (json_int_t)c4_wall_ns(), "mono_ns",
-                        (json_int_t)c4_now_ns(), "c4", C4_VERSION);
+  json_t *j =
+      json_pack("{s:i, s:s, s:s, s:I, s:i, s:I, s:I, s:s}", "v", C4_RECORD_VERSION, "type", type,
+                "host", host, "pid", (json_int_t)getpid(), "rank", c4_env_rank(), "wall_ns",
+                (json_int_t)c4_wall_ns(), "mono_ns", (json_int_t)c4_now_ns(), "c4", C4_VERSION);
   if (j && strcmp(type, "summary") == 0) {
     json_object_set_new(j, "emitted", json_integer((json_int_t)emitted));
     json_object_set_new(j, "dropped", json_integer((json_int_t)dropped));

@@ -40,7 +40,8 @@ struct c4_listen_comm {
 
 uint64_t c4_random_u64(void) {
   uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v) v = c4_now_ns() ^ ((uint64_t)getpid() << 32);
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
+    v = c4_now_ns() ^ ((uint64_t)getpid() << 32);
   return v;
 }
 
@@ -86,7 +87,8 @@ static void take_new_connections(struct c4_listen_comm *l) {
         C4_WARN("accept on device %d failed: %s", l->dev, strerror(errno));
       return;
     }
-    if (l->npend == MAX_PENDING) reject(l, 0, "too many unfinished handshakes; dropping the oldest");
+    if (l->npend == MAX_PENDING)
+      reject(l, 0, "too many unfinished handshakes; dropping the oldest");
     struct pending *p = &l->pend[l->npend++];
     memset(p, 0, sizeof *p);
     p->fd = fd;
@@ -148,7 +150,8 @@ static int assemble(struct c4_listen_comm *l, struct c4_comm **out) {
     int n = ctl->hello.nsocks;
     int idx[C4_MAX_NSOCKS];
     int found = 0;
-    for (int k = 0; k < n; k++) idx[k] = -1;
+    for (int k = 0; k < n; k++)
+      idx[k] = -1;
     for (int j = 0; j < l->npend; j++) {
       struct pending *d = &l->pend[j];
       if (d->ready && d->hello.kind == C4_HELLO_DATA && d->hello.conn_id == ctl->hello.conn_id &&
@@ -167,10 +170,12 @@ static int assemble(struct c4_listen_comm *l, struct c4_comm **out) {
     int ctrl_fd = ctl->fd;
     int data_fd[C4_MAX_NSOCKS];
     struct c4_wire_hello hello = ctl->hello;
-    for (int k = 0; k < n; k++) data_fd[k] = l->pend[idx[k]].fd;
+    for (int k = 0; k < n; k++)
+      data_fd[k] = l->pend[idx[k]].fd;
     /* remove the n+1 pending entries, highest index first so swaps do not disturb the rest */
     int used[C4_MAX_NSOCKS + 1];
-    for (int k = 0; k < n; k++) used[k] = idx[k];
+    for (int k = 0; k < n; k++)
+      used[k] = idx[k];
     used[n] = i;
     for (int a = 0; a <= n; a++)
       for (int b = a + 1; b <= n; b++)
@@ -179,9 +184,10 @@ static int assemble(struct c4_listen_comm *l, struct c4_comm **out) {
           used[a] = used[b];
           used[b] = t;
         }
-    for (int k = 0; k <= n; k++) l->pend[used[k]] = l->pend[--l->npend];
-    return c4_comm_create(0, &l->cfg, l->dev, l->nccl_comm, hello.conn_id, &l->self, &hello.id, ctrl_fd,
-                          data_fd, n, out);
+    for (int k = 0; k <= n; k++)
+      l->pend[used[k]] = l->pend[--l->npend];
+    return c4_comm_create(0, &l->cfg, l->dev, l->nccl_comm, hello.conn_id, &l->self, &hello.id,
+                          ctrl_fd, data_fd, n, out);
   }
   return 0;
 }
@@ -195,7 +201,8 @@ int c4_transport_accept(struct c4_listen_comm *l, struct c4_comm **out) {
 
 int c4_transport_close_listen(struct c4_listen_comm *l) {
   if (!l) return 0;
-  for (int i = 0; i < l->npend; i++) close(l->pend[i].fd);
+  for (int i = 0; i < l->npend; i++)
+    close(l->pend[i].fd);
   close(l->fd);
   free(l);
   return 0;

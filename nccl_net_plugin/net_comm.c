@@ -27,7 +27,8 @@ void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
   va_end(ap);
   atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
   int in_flight = 0;
-  for (int i = 0; i < C4_MAX_REQUESTS; i++) in_flight += atomic_load(&c->reqs[i].state) == C4_REQ_POSTED;
+  for (int i = 0; i < C4_MAX_REQUESTS; i++)
+    in_flight += atomic_load(&c->reqs[i].state) == C4_REQ_POSTED;
   /* A peer closing an idle comm is the normal end of a job, not worth a warning. */
   c4_log(in_flight ? C4_LOG_WARN : C4_LOG_INFO, __FILE__, __LINE__, "%s comm %016llx: %s%s",
          c->is_send ? "send" : "receive", (unsigned long long)c->conn_id, c->failure,
@@ -45,7 +46,8 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   struct c4_comm *c = calloc(1, sizeof *c);
   if (!c) {
     close(ctrl_fd);
-    for (int i = 0; i < nsocks; i++) close(data_fd[i]);
+    for (int i = 0; i < nsocks; i++)
+      close(data_fd[i]);
     return C4_ENOMEM;
   }
   c->is_send = is_send;
@@ -64,11 +66,13 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
     atomic_store(&c->reqs[i].seq, UINT64_MAX);
   }
   int rc = c4_sock_tune(ctrl_fd);
-  for (int i = 0; i < nsocks && rc == 0; i++) rc = c4_sock_tune(data_fd[i]);
+  for (int i = 0; i < nsocks && rc == 0; i++)
+    rc = c4_sock_tune(data_fd[i]);
   if (rc == 0) rc = c4_helpers_start(c);
   if (rc != 0) {
     close(ctrl_fd);
-    for (int i = 0; i < nsocks; i++) close(data_fd[i]);
+    for (int i = 0; i < nsocks; i++)
+      close(data_fd[i]);
     pthread_mutex_destroy(&c->claim_lock);
     free(c);
     return rc;
@@ -151,15 +155,17 @@ static void reject_message(struct c4_comm *c, struct c4_request *r, const struct
  * (the frame waits in the stage), or a negative code when the comm failed. */
 static int ctrl_on_frame_recv(struct c4_comm *c, const struct c4_wire_ctrl *f) {
   if (f->type == C4_CTRL_ERR) {
-    c4_comm_fail(c, C4_EREMOTE, "sender %s (pid %u, rank %d) failed message %llu: %s",
-                 c->peer.host, c->peer.pid, c->peer.rank, (unsigned long long)f->seq,
+    c4_comm_fail(c, C4_EREMOTE, "sender %s (pid %u, rank %d) failed message %llu: %s", c->peer.host,
+                 c->peer.pid, c->peer.rank, (unsigned long long)f->seq,
                  c4_strerror(f->arg < 0 && f->arg >= C4_ENOTFOUND ? f->arg : C4_EREMOTE));
     return C4_EREMOTE;
   }
   if ((f->type != C4_CTRL_DATA && f->type != C4_CTRL_RTS) || f->seq != c->rx_expect) {
-    c4_comm_fail(c, C4_EPROTO, "peer %s (pid %u) sent control frame type %u for message %llu, "
-                 "expected message %llu", c->peer.host, c->peer.pid, f->type,
-                 (unsigned long long)f->seq, (unsigned long long)c->rx_expect);
+    c4_comm_fail(c, C4_EPROTO,
+                 "peer %s (pid %u) sent control frame type %u for message %llu, "
+                 "expected message %llu",
+                 c->peer.host, c->peer.pid, f->type, (unsigned long long)f->seq,
+                 (unsigned long long)c->rx_expect);
     return C4_EPROTO;
   }
   if (f->seq >= c->next_post) return 0;
@@ -201,9 +207,10 @@ static int ctrl_on_frame_send(struct c4_comm *c, const struct c4_wire_ctrl *f) {
   }
   if (f->type != C4_CTRL_CTS || !ours || r->is_inline || f->seq < atomic_load(&c->posted) ||
       f->size < r->size) {
-    c4_comm_fail(c, C4_EPROTO, "peer %s (pid %u) sent control frame type %u for message %llu, "
-                 "which is not awaiting a clear-to-send", c->peer.host, c->peer.pid, f->type,
-                 (unsigned long long)f->seq);
+    c4_comm_fail(c, C4_EPROTO,
+                 "peer %s (pid %u) sent control frame type %u for message %llu, "
+                 "which is not awaiting a clear-to-send",
+                 c->peer.host, c->peer.pid, f->type, (unsigned long long)f->seq);
     return C4_EPROTO;
   }
   atomic_store(&c->posted, f->seq + 1);
@@ -297,8 +304,7 @@ static struct c4_request *slot_take(struct c4_comm *c) {
   return r;
 }
 
-static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint64_t size,
-                      int tag) {
+static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint64_t size, int tag) {
   r->buf = data;
   r->size = size;
   r->tag = tag;
@@ -330,8 +336,8 @@ int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
     c->large_pending++;
     r->large = 1;
   }
-  struct c4_wire_ctrl f = {.type = r->is_inline ? C4_CTRL_DATA : C4_CTRL_RTS, .arg = tag,
-                           .seq = seq, .size = size};
+  struct c4_wire_ctrl f = {
+      .type = r->is_inline ? C4_CTRL_DATA : C4_CTRL_RTS, .arg = tag, .seq = seq, .size = size};
   ctrl_queue(c, &f, r->is_inline ? data : NULL, r->is_inline ? size : 0, r->is_inline ? r : NULL);
   ctrl_flush(c);
   *req = r;
@@ -408,9 +414,10 @@ int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
   if (!c->is_send && c->ctrl_eof &&
       atomic_load_explicit(&r->state, memory_order_acquire) == C4_REQ_POSTED &&
       (c->rx_expect <= seq || atomic_load(&c->data_eof) == c->nsocks))
-    c4_comm_fail(c, C4_EREMOTE, "%s (pid %u, rank %d) closed the connection before message %llu "
-                 "arrived", c->peer.host, c->peer.pid, c->peer.rank,
-                 (unsigned long long)seq);
+    c4_comm_fail(c, C4_EREMOTE,
+                 "%s (pid %u, rank %d) closed the connection before message %llu "
+                 "arrived",
+                 c->peer.host, c->peer.pid, c->peer.rank, (unsigned long long)seq);
   int failed = atomic_load(&c->failed);
   if (failed) {
     emit_record(c, r, 0, atomic_load(&r->done_bytes));
@@ -433,7 +440,8 @@ int c4_transport_close(struct c4_comm *c) {
   if (!c) return 0;
   c4_helpers_stop(c);
   drain_and_close(c->ctrl_fd);
-  for (int i = 0; i < c->nsocks; i++) drain_and_close(c->data_fd[i]);
+  for (int i = 0; i < c->nsocks; i++)
+    drain_and_close(c->data_fd[i]);
   pthread_mutex_destroy(&c->claim_lock);
   free(c);
   return 0;

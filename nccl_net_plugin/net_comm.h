@@ -20,9 +20,9 @@ struct c4_request {
   int is_inline; /* small send on the control socket; helpers skip it */
   int large;     /* moves on the data sockets (send: posted large; receive: RTS accepted) */
   int tag;
-  int error;     /* C4_E* when state is ERROR */
+  int error; /* C4_E* when state is ERROR */
   char *buf;
-  uint64_t size; /* send: message size; receive: posted size */
+  uint64_t size;               /* send: message size; receive: posted size */
   _Atomic uint64_t total;      /* receive: message size once known */
   _Atomic uint64_t done_bytes; /* bytes moved so far */
   uint64_t t_posted;
@@ -35,7 +35,7 @@ struct c4_ctrl_out {
   uint8_t hdr[C4_CTRL_SIZE];
   const char *payload;
   size_t payload_len;
-  size_t sent; /* bytes of hdr + payload already written */
+  size_t sent;            /* bytes of hdr + payload already written */
   struct c4_request *req; /* inline send completed by this item, or NULL */
 };
 
@@ -65,13 +65,13 @@ struct c4_comm {
   size_t stage_len;
   struct c4_request *rx_inline; /* receive: inline payload being read */
   uint64_t rx_inline_left;
-  uint64_t rx_expect; /* receive: the message the next DATA or RTS frame must carry */
-  int ctrl_eof;       /* receive: the sender closed its control connection */
-  int large_pending;  /* requests moving on data sockets, not yet tested done (caller thread) */
+  uint64_t rx_expect;  /* receive: the message the next DATA or RTS frame must carry */
+  int ctrl_eof;        /* receive: the sender closed its control connection */
+  int large_pending;   /* requests moving on data sockets, not yet tested done (caller thread) */
   atomic_int data_eof; /* receive: data sockets the sender closed at a chunk boundary */
 
   /* helpers */
-  _Atomic uint64_t posted; /* send: requests below this are cleared to go (helpers take them) */
+  _Atomic uint64_t posted;    /* send: requests below this are cleared to go (helpers take them) */
   pthread_mutex_t claim_lock; /* taken by helper threads only, never by the caller */
   uint64_t claim_seq, claim_off;
   int nhelpers;

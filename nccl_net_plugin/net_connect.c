@@ -109,7 +109,8 @@ static int sock_step(const struct c4_transport_config *cfg, struct connect_state
     cs->connected = 1;
   }
   if (cs->hello_sent < C4_HELLO_SIZE) {
-    ssize_t k = c4_sock_send_some(cs->fd, cs->hello + cs->hello_sent, C4_HELLO_SIZE - cs->hello_sent);
+    ssize_t k =
+        c4_sock_send_some(cs->fd, cs->hello + cs->hello_sent, C4_HELLO_SIZE - cs->hello_sent);
     if (k < 0) {
       C4_WARN("connect to %s: the listener closed the connection during the handshake", s->where);
       return C4_EREMOTE;
@@ -141,7 +142,8 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
       if (k < 0) {
         C4_WARN("connect to %s (pid %u, rank %d): the listener closed the connection instead of "
                 "acknowledging; it is not a c4 plugin of this version, or it rejected us (see its "
-                "log)", s->where, s->target.id.pid, s->target.id.rank);
+                "log)",
+                s->where, s->target.id.pid, s->target.id.rank);
         rc = C4_EREMOTE;
         goto fail;
       }
@@ -173,8 +175,8 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
   }
   int ctrl_fd = s->sock[0].fd;
   s->sock[0].fd = -1;
-  rc = c4_comm_create(1, cfg, dev, nccl_comm, s->conn_id, &s->self, &s->target.id, ctrl_fd,
-                      data_fd, s->nsocks, out);
+  rc = c4_comm_create(1, cfg, dev, nccl_comm, s->conn_id, &s->self, &s->target.id, ctrl_fd, data_fd,
+                      s->nsocks, out);
   state_free(handle, s);
   return rc;
 fail:

@@ -68,8 +68,8 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
       continue;
     }
     uint32_t len = chunk_len(c, r->size, c->claim_off);
-    struct c4_wire_chunk ch = {.seq = c->claim_seq, .offset = c->claim_off, .len = len,
-                               .total = r->size};
+    struct c4_wire_chunk ch = {
+        .seq = c->claim_seq, .offset = c->claim_off, .len = len, .total = r->size};
     c4_wire_put_chunk(s->hdr, &ch);
     s->hdr_done = 0;
     s->req = r;
@@ -136,8 +136,8 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
 static int accept_chunk(struct c4_comm *c, struct sock_state *s) {
   struct c4_wire_chunk ch;
   if (c4_wire_get_chunk(s->hdr, &ch) != 0) {
-    c4_comm_fail(c, C4_EPROTO, "data socket %d from %s (pid %u): malformed chunk header",
-                 s->index, c->peer.host, c->peer.pid);
+    c4_comm_fail(c, C4_EPROTO, "data socket %d from %s (pid %u): malformed chunk header", s->index,
+                 c->peer.host, c->peer.pid);
     return C4_EPROTO;
   }
   struct c4_request *r = &c->reqs[ch.seq % C4_MAX_REQUESTS];
@@ -198,8 +198,10 @@ gone:
    * message is cut short. */
   if (s->req || s->hdr_done) {
     if (!atomic_load(&c->stop))
-      c4_comm_fail(c, C4_EREMOTE, "data socket %d from %s (pid %u, rank %d) closed in the middle "
-                   "of a chunk", s->index, c->peer.host, c->peer.pid, c->peer.rank);
+      c4_comm_fail(c, C4_EREMOTE,
+                   "data socket %d from %s (pid %u, rank %d) closed in the middle "
+                   "of a chunk",
+                   s->index, c->peer.host, c->peer.pid, c->peer.rank);
   } else {
     s->eof = 1;
     atomic_fetch_add(&c->data_eof, 1);

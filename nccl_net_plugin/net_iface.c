@@ -30,8 +30,10 @@ bool c4_iface_name_matches(const char *list, const char *ifname) {
     size_t len = strcspn(list, ",");
     size_t name_len = strcspn(list, ":,");
     if (name_len > 0) {
-      if (exact) hit = strlen(ifname) == name_len && strncmp(ifname, list, name_len) == 0;
-      else hit = strncmp(ifname, list, name_len) == 0;
+      if (exact)
+        hit = strlen(ifname) == name_len && strncmp(ifname, list, name_len) == 0;
+      else
+        hit = strncmp(ifname, list, name_len) == 0;
     }
     list += len;
     if (*list == ',') list++;
@@ -73,11 +75,13 @@ uint64_t c4_iface_guid(const char *sysfs_root, const char *ifname) {
   if (read_line(path, buf, sizeof buf) == 0 &&
       sscanf(buf, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) == 6) {
     uint64_t mac = 0;
-    for (int i = 0; i < 6; i++) mac = (mac << 8) | (b[i] & 0xff);
+    for (int i = 0; i < 6; i++)
+      mac = (mac << 8) | (b[i] & 0xff);
     if (mac) return mac;
   }
   uint64_t h = 0xcbf29ce484222325ull;
-  for (const char *p = ifname; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+  for (const char *p = ifname; *p; p++)
+    h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
   return h;
 }
 
@@ -90,13 +94,15 @@ static bool usable_addr(const struct ifaddrs *a, int family) {
   return true;
 }
 
-static int collect(struct ifaddrs *all, const char *list, int family, struct c4_iface *out, int max) {
+static int collect(struct ifaddrs *all, const char *list, int family, struct c4_iface *out,
+                   int max) {
   int n = 0;
   for (struct ifaddrs *a = all; a && n < max; a = a->ifa_next) {
     if (!usable_addr(a, family) || !c4_iface_name_matches(list, a->ifa_name)) continue;
     if (strlen(a->ifa_name) >= sizeof out->name) continue;
     bool dup = false;
-    for (int i = 0; i < n; i++) dup |= strcmp(out[i].name, a->ifa_name) == 0;
+    for (int i = 0; i < n; i++)
+      dup |= strcmp(out[i].name, a->ifa_name) == 0;
     if (dup) continue;
     struct c4_iface *d = &out[n++];
     memset(d, 0, sizeof *d);

@@ -133,8 +133,8 @@ static ncclResult_t c4_reg_mr(void *comm, void *data, size_t size, int type, voi
   return ncclSuccess;
 }
 
-static ncclResult_t c4_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
-                                     uint64_t offset, int fd, void **mhandle) {
+static ncclResult_t c4_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+                                     int fd, void **mhandle) {
   (void)offset, (void)fd;
   return c4_reg_mr(comm, data, size, type, mhandle);
 }
@@ -355,11 +355,18 @@ static ncclResult_t c4_get_properties_v8(int dev, ncclNetProperties_v8_t *props)
   if (check_dev(dev)) return ncclInvalidArgument;
   ncclNetProperties_v9_t p;
   fill_props_common(dev, &p);
-  *props = (ncclNetProperties_v8_t){
-      .name = p.name, .pciPath = p.pciPath, .guid = p.guid, .ptrSupport = p.ptrSupport,
-      .regIsGlobal = p.regIsGlobal, .speed = p.speed, .port = p.port, .latency = p.latency,
-      .maxComms = p.maxComms, .maxRecvs = p.maxRecvs, .netDeviceType = p.netDeviceType,
-      .netDeviceVersion = p.netDeviceVersion};
+  *props = (ncclNetProperties_v8_t){.name = p.name,
+                                    .pciPath = p.pciPath,
+                                    .guid = p.guid,
+                                    .ptrSupport = p.ptrSupport,
+                                    .regIsGlobal = p.regIsGlobal,
+                                    .speed = p.speed,
+                                    .port = p.port,
+                                    .latency = p.latency,
+                                    .maxComms = p.maxComms,
+                                    .maxRecvs = p.maxRecvs,
+                                    .netDeviceType = p.netDeviceType,
+                                    .netDeviceVersion = p.netDeviceVersion};
   return ncclSuccess;
 }
 

@@ -33,8 +33,10 @@ int c4_sock_listen(const struct sockaddr_storage *addr, struct sockaddr_storage 
     return C4_ESYS;
   }
   struct sockaddr_storage a = *addr;
-  if (a.ss_family == AF_INET) ((struct sockaddr_in *)&a)->sin_port = 0;
-  else ((struct sockaddr_in6 *)&a)->sin6_port = 0;
+  if (a.ss_family == AF_INET)
+    ((struct sockaddr_in *)&a)->sin_port = 0;
+  else
+    ((struct sockaddr_in6 *)&a)->sin6_port = 0;
   socklen_t len = addr_len(&a);
   if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 1024) != 0) {
     C4_WARN("cannot listen on %s: %s", c4_sock_addr_str(&a, name, sizeof name), strerror(errno));

@@ -52,7 +52,8 @@ int c4_transport_accept(struct c4_listen_comm *l, struct c4_comm **out);
 int c4_transport_close_listen(struct c4_listen_comm *l);
 
 /* Posts a send. *req stays NULL when the receiver has not posted yet (call again). */
-int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag, struct c4_request **req);
+int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
+                       struct c4_request **req);
 
 /* Posts one receive (maxRecvs is 1). *req stays NULL when all 32 slots are busy. */
 int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,

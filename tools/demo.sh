@@ -14,13 +14,13 @@ export C4_TRACE="$TRACE_DIR/trace.jsonl"
 echo "c4 demo: 2 ranks on $(hostname), loopback, through $PLUGIN"
 echo
 echo "== bandwidth, 8 requests in flight (like NCCL's proxy), sizes 8 B .. 64 MiB"
-"$PERF" --plugin "$PLUGIN" --spawn 2 --mode bw -b 8 -e 64M -f 8 -n 20 -w 3
+"$PERF" --plugin "$PLUGIN" --spawn 2 --mode bw -b 8 -e 64M -f 8
 echo
 echo "== latency, ping-pong"
-"$PERF" --plugin "$PLUGIN" --spawn 2 --mode lat -b 8 -e 64K -f 8 -n 2000 -w 100
+"$PERF" --plugin "$PLUGIN" --spawn 2 --mode lat -b 8 -e 64K -f 8 -n 5000 -w 200
 echo
 echo "== allreduce over the plugin, 4 ranks (bus bandwidth as nccl-tests defines it)"
-"$PERF" --plugin "$PLUGIN" --spawn 4 --mode allreduce -b 1K -e 16M -f 16 -n 10 -w 2
+"$PERF" --plugin "$PLUGIN" --spawn 4 --mode allreduce -b 1K -e 16M -f 16
 echo
 n=$(wc -l <"$C4_TRACE")
 echo "== timing: the plugin wrote $n JSON lines to C4_TRACE (docs/telemetry.md); two of them:"

@@ -34,7 +34,8 @@ static int recv_sizes(struct c4_netapi *api, void *comm, void *arg) {
   for (int i = 0; i < NSIZES; i++) {
     int got = -1;
     void *r = h_irecv(api, comm, buf, sizes[i] + 1, 7);
-    if (!r || h_wait(api, r, &got) || (size_t)got != sizes[i] || h_check(buf, sizes[i], (unsigned)i))
+    if (!r || h_wait(api, r, &got) || (size_t)got != sizes[i] ||
+        h_check(buf, sizes[i], (unsigned)i))
       return 20 + i;
   }
   free(buf);
@@ -61,8 +62,6 @@ START_TEST(random_sizes_up_to_64MiB_arrive_intact_for_every_version) {
   }
 }
 END_TEST
-
-
 
 /* ---- 32 outstanding, tested in posting order ----------------------------------------------- */
 
@@ -158,8 +157,10 @@ START_TEST(a_message_larger_than_the_posted_buffer_fails_on_both_sides) {
   struct mismatch small = {100, 50, 1, 1}, large = {3 << 20, 1 << 20, 1, 1};
   for (int v = 0; v < NVERSIONS; v++) {
     struct pair_opts o = {.version = versions[v]};
-    ck_assert_msg(h_run_pair(&o, recv_expect_error, send_expect_error, &small) == 0, "v%d small", versions[v]);
-    ck_assert_msg(h_run_pair(&o, recv_expect_error, send_expect_error, &large) == 0, "v%d large", versions[v]);
+    ck_assert_msg(h_run_pair(&o, recv_expect_error, send_expect_error, &small) == 0, "v%d small",
+                  versions[v]);
+    ck_assert_msg(h_run_pair(&o, recv_expect_error, send_expect_error, &large) == 0, "v%d large",
+                  versions[v]);
   }
 }
 END_TEST
@@ -204,7 +205,8 @@ static int send_zero_and_short(struct c4_netapi *api, void *comm, void *arg) {
 START_TEST(zero_byte_messages_and_receives_larger_than_the_message_report_the_sent_size) {
   for (int v = 0; v < NVERSIONS; v++) {
     struct pair_opts o = {.version = versions[v]};
-    ck_assert_msg(h_run_pair(&o, recv_zero_and_short, send_zero_and_short, NULL) == 0, "v%d", versions[v]);
+    ck_assert_msg(h_run_pair(&o, recv_zero_and_short, send_zero_and_short, NULL) == 0, "v%d",
+                  versions[v]);
   }
 }
 END_TEST
@@ -278,11 +280,13 @@ static int recv_many(struct c4_netapi *api, void *comms, void *arg) {
     for (int i = 0; i < NCOMMS; i++) {
       int got;
       size_t want = (size_t)(1000 * (i + 1) * (round + 1) * 3);
-      if (h_wait(api, r[i], &got) || (size_t)got != want || h_check(buf[i], want, (unsigned)(i + 100 * round)))
+      if (h_wait(api, r[i], &got) || (size_t)got != want ||
+          h_check(buf[i], want, (unsigned)(i + 100 * round)))
         return 21;
     }
   }
-  for (int i = 0; i < NCOMMS; i++) c4_netapi_close_recv(api, c[i]);
+  for (int i = 0; i < NCOMMS; i++)
+    c4_netapi_close_recv(api, c[i]);
   return 0;
 }
 
@@ -300,7 +304,8 @@ static int send_many(struct c4_netapi *api, void *comms, void *arg) {
     for (int i = 0; i < NCOMMS; i++)
       if (h_wait(api, r[i], NULL)) return 21;
   }
-  for (int i = 0; i < NCOMMS; i++) c4_netapi_close_send(api, c[i]);
+  for (int i = 0; i < NCOMMS; i++)
+    c4_netapi_close_send(api, c[i]);
   return 0;
 }
 
@@ -323,12 +328,13 @@ START_TEST(data_crosses_a_veth_pair_between_two_network_namespaces) {
     return;
   }
   netns_down();
-  int rc = system("set -e; ip netns add c4t0; ip netns add c4t1;"
-                  "ip link add c4t0v type veth peer name c4t1v;"
-                  "ip link set c4t0v netns c4t0; ip link set c4t1v netns c4t1;"
-                  "ip -n c4t0 addr add 198.18.1.1/30 dev c4t0v; ip -n c4t1 addr add 198.18.1.2/30 dev c4t1v;"
-                  "ip -n c4t0 link set c4t0v up; ip -n c4t1 link set c4t1v up;"
-                  "ip -n c4t0 link set lo up; ip -n c4t1 link set lo up");
+  int rc = system(
+      "set -e; ip netns add c4t0; ip netns add c4t1;"
+      "ip link add c4t0v type veth peer name c4t1v;"
+      "ip link set c4t0v netns c4t0; ip link set c4t1v netns c4t1;"
+      "ip -n c4t0 addr add 198.18.1.1/30 dev c4t0v; ip -n c4t1 addr add 198.18.1.2/30 dev c4t1v;"
+      "ip -n c4t0 link set c4t0v up; ip -n c4t1 link set c4t1v up;"
+      "ip -n c4t0 link set lo up; ip -n c4t1 link set lo up");
   if (rc != 0) {
     netns_down();
     ck_abort_msg("could not build the namespaces");

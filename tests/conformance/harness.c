@@ -129,7 +129,8 @@ static int receiver(const struct pair_opts *o, int wfd, side_fn fn, void *arg) {
     if (c4_now_ns() > deadline) return 8;
     sched_yield();
   }
-  for (int i = 0; i < n; i++) c4_netapi_close_listen(&api, lcomm[i]);
+  for (int i = 0; i < n; i++)
+    c4_netapi_close_listen(&api, lcomm[i]);
   return fn(&api, n > 1 ? (void *)comm : comm[0], arg);
 }
 

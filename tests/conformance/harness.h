@@ -15,11 +15,11 @@
 typedef int (*side_fn)(struct c4_netapi *api, void *comm, void *arg);
 
 struct pair_opts {
-  int version;        /* ncclNet version to load */
+  int version;         /* ncclNet version to load */
   const char *recv_ns; /* network namespace for the receiver, or NULL */
   const char *send_ns;
-  const char *ifname;  /* C4_SOCKET_IFNAME for both, default "lo" */
-  int ncomms;          /* comms to open between the two processes (default 1) */
+  const char *ifname; /* C4_SOCKET_IFNAME for both, default "lo" */
+  int ncomms;         /* comms to open between the two processes (default 1) */
 };
 
 /* Forks a receiver (listen, accept) and a sender (connect), runs the two functions with each

@@ -67,11 +67,13 @@ static int dial(const struct sockaddr_in *a) {
 }
 
 static void put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
 }
 
 /* A hello as docs/wire.md lays it out, with the fields a test wants to spoil. */
-static void make_hello(unsigned char *b, uint32_t magic, uint16_t version, const unsigned char *handle) {
+static void make_hello(unsigned char *b, uint32_t magic, uint16_t version,
+                       const unsigned char *handle) {
   memset(b, 0, 112);
   put32(b, magic);
   b[4] = (unsigned char)version;
@@ -164,7 +166,8 @@ START_TEST(peers_that_are_not_c4_are_rejected_without_stalling_a_real_connector)
   enum { WRONG_MAGIC, WRONG_VERSION, TRUNCATED, RANDOM, WRONG_NONCE, SILENT, NBAD };
   int bad[NBAD];
   unsigned char b[112];
-  for (int k = 0; k < NBAD; k++) ck_assert_int_ge(bad[k] = dial(&a), 0);
+  for (int k = 0; k < NBAD; k++)
+    ck_assert_int_ge(bad[k] = dial(&a), 0);
   make_hello(b, 0xdeadbeef, 1, handle);
   ck_assert_int_eq(write(bad[WRONG_MAGIC], b, 112), 112);
   make_hello(b, 0x53483443, 99, handle);
@@ -184,7 +187,8 @@ START_TEST(peers_that_are_not_c4_are_rejected_without_stalling_a_real_connector)
   for (int k = 0; k < NBAD; k++)
     ck_assert_msg(closed_by_peer(bad[k], 3000), "bad peer %d was not closed by the listener", k);
   ck_assert_int_eq(exit_code(lpid), 0);
-  for (int k = 0; k < NBAD; k++) close(bad[k]);
+  for (int k = 0; k < NBAD; k++)
+    close(bad[k]);
 }
 END_TEST
 
@@ -207,7 +211,7 @@ static int connect_expect_failure(const unsigned char *handle) {
     uint64_t t0 = c4_now_ns();
     ncclResult_t rc = c4_netapi_connect(&api, 0, h, &comm);
     if (c4_now_ns() - t0 > 100000000ull) return 3; /* connect must never block */
-    if (rc != ncclSuccess) return 0;              /* the failure we want */
+    if (rc != ncclSuccess) return 0;               /* the failure we want */
     if (comm) return 4;                            /* a comm with a fake is wrong */
     usleep(1000);
   }
@@ -243,11 +247,14 @@ static void run_fake_listener(enum fake mode) {
       }
       if (mode == FAKE_GARBAGE_ACK && n == 0 && write(fd, "this is no ack..", 16) != 16) {
       }
-      if (mode == FAKE_CLOSES) close(fd);
-      else fds[n++] = fd;
+      if (mode == FAKE_CLOSES)
+        close(fd);
+      else
+        fds[n++] = fd;
     }
   }
-  for (int i = 0; i < n; i++) close(fds[i]);
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
   close(l);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fake listener mode %d: connector status %d",
                 mode, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));

@@ -2,7 +2,8 @@
  * input byte 0 picks the attack, the rest is what the peer writes.
  *   even: raw bytes to the listener as a would-be hello (no comm may come of it);
  *   odd:  a correct handshake, then the bytes split between the control and data connections
- *         (input byte 1 says how many go to control) while four receives are posted (the comm may fail, never crash or overrun a buffer). */
+ *         (input byte 1 says how many go to control) while four receives are posted (the comm may
+ * fail, never crash or overrun a buffer). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -38,7 +39,8 @@ static void setup(void) {
   if (c4_transport_listen(&cfg, 0, 0, &lo, handle, &listener) != 0 ||
       c4_wire_get_handle(handle, &target, err, sizeof err) != 0)
     abort();
-  for (int i = 0; i < 4; i++) bufs[i] = malloc(RECV_SIZE);
+  for (int i = 0; i < 4; i++)
+    bufs[i] = malloc(RECV_SIZE);
 }
 
 static int raw_connect(void) {
@@ -60,8 +62,11 @@ static void write_all(int fd, const uint8_t *p, size_t n) {
 }
 
 static void hello(int fd, int kind) {
-  struct c4_wire_hello h = {.version = C4_WIRE_VERSION, .kind = (uint16_t)kind,
-                            .nonce = target.nonce, .conn_id = 77, .nsocks = 1};
+  struct c4_wire_hello h = {.version = C4_WIRE_VERSION,
+                            .kind = (uint16_t)kind,
+                            .nonce = target.nonce,
+                            .conn_id = 77,
+                            .nsocks = 1};
   c4_wire_self_identity(&h.id, 0);
   uint8_t b[C4_HELLO_SIZE];
   c4_wire_put_hello(b, &h);
@@ -129,8 +134,11 @@ size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
   memset(buf, 0, 512);
   switch (i) {
   case 0: { /* a hello with the right nonce */
-    struct c4_wire_hello h = {.version = C4_WIRE_VERSION, .kind = C4_HELLO_CTRL,
-                              .nonce = target.nonce, .conn_id = 5, .nsocks = 1};
+    struct c4_wire_hello h = {.version = C4_WIRE_VERSION,
+                              .kind = C4_HELLO_CTRL,
+                              .nonce = target.nonce,
+                              .conn_id = 5,
+                              .nsocks = 1};
     buf[0] = 0;
     c4_wire_put_hello(buf + 1, &h);
     return 1 + C4_HELLO_SIZE;

@@ -82,8 +82,13 @@ size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
     return 1 + C4_HANDLE_SIZE;
   }
   case 1: {
-    struct c4_wire_hello h = {.version = C4_WIRE_VERSION, .kind = C4_HELLO_DATA, .nonce = 1,
-                              .conn_id = 2, .nsocks = 4, .index = 3, .id = id};
+    struct c4_wire_hello h = {.version = C4_WIRE_VERSION,
+                              .kind = C4_HELLO_DATA,
+                              .nonce = 1,
+                              .conn_id = 2,
+                              .nsocks = 4,
+                              .index = 3,
+                              .id = id};
     c4_wire_put_hello(buf + 1, &h);
     return 1 + C4_HELLO_SIZE;
   }

@@ -23,11 +23,16 @@ static size_t mutate(uint8_t *buf, size_t len) {
   int edits = 1 + (int)(rng() % 8);
   for (int e = 0; e < edits; e++) {
     switch (rng() % 4) {
-    case 0: if (len) buf[rng() % len] ^= (uint8_t)(1u << (rng() % 8)); break;
-    case 1: if (len) buf[rng() % len] = (uint8_t)rng(); break;
+    case 0:
+      if (len) buf[rng() % len] ^= (uint8_t)(1u << (rng() % 8));
+      break;
+    case 1:
+      if (len) buf[rng() % len] = (uint8_t)rng();
+      break;
     case 2: len = len ? (size_t)(rng() % len) : 0; break;
     default:
-      while (len < MAX_INPUT && rng() % 4) buf[len++] = (uint8_t)rng();
+      while (len < MAX_INPUT && rng() % 4)
+        buf[len++] = (uint8_t)rng();
     }
   }
   return len;
@@ -38,7 +43,8 @@ int main(int argc, char **argv) {
   rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x9E3779B97F4A7C15ull;
   int nseeds = 0;
   uint8_t buf[MAX_INPUT];
-  while (nseeds < 1000 && c4_fuzz_seed(nseeds, buf, sizeof buf) > 0) nseeds++;
+  while (nseeds < 1000 && c4_fuzz_seed(nseeds, buf, sizeof buf) > 0)
+    nseeds++;
   for (int i = 0; i < nseeds; i++) {
     size_t n = c4_fuzz_seed(i, buf, sizeof buf);
     LLVMFuzzerTestOneInput(buf, n);
@@ -50,7 +56,8 @@ int main(int argc, char **argv) {
       len = mutate(buf, len);
     } else {
       len = (size_t)(rng() % 300);
-      for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)rng();
+      for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)rng();
     }
     LLVMFuzzerTestOneInput(buf, len);
   }

@@ -46,7 +46,8 @@ static int rank_main(int rank, int world, int port) {
   float *buf = malloc(sizeof(float) * ((1 << 20) + 3));
   for (unsigned k = 0; k < sizeof counts / sizeof *counts; k++) {
     size_t n = counts[k];
-    for (size_t i = 0; i < n; i++) buf[i] = (float)((rank + 1) * (int)(i % 17) - 3);
+    for (size_t i = 0; i < n; i++)
+      buf[i] = (float)((rank + 1) * (int)(i % 17) - 3);
     if (c4_hostcoll_allreduce_f32(&ring, buf, n)) return 5;
     for (size_t i = 0; i < n; i++) {
       float want = (float)((int)(i % 17) * world * (world + 1) / 2 - 3 * world);
@@ -96,9 +97,11 @@ START_TEST(bootstrap_rejects_a_stranger_and_still_lets_the_real_rank_in) {
   if (stranger == 0) {
     usleep(100000);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    for (int i = 0; i < 100 && connect(fd, (struct sockaddr *)&a, sizeof a); i++) usleep(10000);
+    for (int i = 0; i < 100 && connect(fd, (struct sockaddr *)&a, sizeof a); i++)
+      usleep(10000);
     if (write(fd, "GET / HTTP/1.0\r\n\r\n", 18) != 18) _exit(1);
     usleep(500000);
     _exit(0);

@@ -122,7 +122,8 @@ START_TEST(nccl_socket_ifname_is_used_when_c4s_is_unset) {
   ck_assert_str_eq(d[0].name, "lo");
   setenv("NCCL_SOCKET_IFNAME", "^lo", 1);
   ck_assert_int_eq(c4_iface_discover(d, 8, &n), 0);
-  for (int i = 0; i < n; i++) ck_assert_str_ne(d[i].name, "lo");
+  for (int i = 0; i < n; i++)
+    ck_assert_str_ne(d[i].name, "lo");
 }
 END_TEST
 

@@ -11,7 +11,8 @@
 START_TEST(pops_come_out_in_push_order) {
   struct c4_ring r;
   ck_assert_int_eq(c4_ring_init(&r, 8, sizeof(uint64_t)), 0);
-  for (uint64_t i = 0; i < 5; i++) ck_assert(c4_ring_push(&r, &i));
+  for (uint64_t i = 0; i < 5; i++)
+    ck_assert(c4_ring_push(&r, &i));
   uint64_t v;
   for (uint64_t i = 0; i < 5; i++) {
     ck_assert(c4_ring_pop(&r, &v));
@@ -26,8 +27,10 @@ START_TEST(a_full_ring_drops_and_counts_without_waiting) {
   struct c4_ring r;
   ck_assert_int_eq(c4_ring_init(&r, 4, sizeof(uint64_t)), 0);
   uint64_t v = 7;
-  for (int i = 0; i < 4; i++) ck_assert(c4_ring_push(&r, &v));
-  for (int i = 0; i < 10; i++) ck_assert(!c4_ring_push(&r, &v));
+  for (int i = 0; i < 4; i++)
+    ck_assert(c4_ring_push(&r, &v));
+  for (int i = 0; i < 10; i++)
+    ck_assert(!c4_ring_push(&r, &v));
   ck_assert_uint_eq(c4_ring_dropped(&r), 10);
   ck_assert(c4_ring_pop(&r, &v));
   ck_assert(c4_ring_push(&r, &v)); /* room again after a pop */
@@ -50,9 +53,11 @@ START_TEST(positions_wrap_around_many_times) {
   for (uint64_t i = 0; i < 100000; i++) {
     ck_assert(c4_ring_push(&r, &i));
     if (i % 3 == 2)
-      while (c4_ring_pop(&r, &v)) ck_assert_uint_eq(v, next++);
+      while (c4_ring_pop(&r, &v))
+        ck_assert_uint_eq(v, next++);
   }
-  while (c4_ring_pop(&r, &v)) ck_assert_uint_eq(v, next++);
+  while (c4_ring_pop(&r, &v))
+    ck_assert_uint_eq(v, next++);
   ck_assert_uint_eq(next, 100000 - c4_ring_dropped(&r));
   c4_ring_free(&r);
 }
@@ -77,7 +82,8 @@ START_TEST(concurrent_producers_deliver_every_accepted_element_exactly_once) {
   ck_assert_int_eq(c4_ring_init(&shared, 1024, sizeof(uint64_t)), 0);
   static unsigned char seen[PRODUCERS][PER_PRODUCER];
   pthread_t t[PRODUCERS];
-  for (uintptr_t i = 0; i < PRODUCERS; i++) pthread_create(&t[i], NULL, producer, (void *)i);
+  for (uintptr_t i = 0; i < PRODUCERS; i++)
+    pthread_create(&t[i], NULL, producer, (void *)i);
   uint64_t popped = 0, v;
   int joined[PRODUCERS] = {0}, running = PRODUCERS;
   for (;;) {
@@ -97,7 +103,8 @@ START_TEST(concurrent_producers_deliver_every_accepted_element_exactly_once) {
       }
   }
   uint64_t accepted = 0;
-  for (int k = 0; k < PRODUCERS; k++) accepted += pushed_ok[k];
+  for (int k = 0; k < PRODUCERS; k++)
+    accepted += pushed_ok[k];
   ck_assert_uint_eq(popped, accepted);
   ck_assert_uint_eq(accepted + c4_ring_dropped(&shared), (uint64_t)PRODUCERS * PER_PRODUCER);
   c4_ring_free(&shared);

@@ -23,9 +23,15 @@ static void use_trace_file(void) {
 }
 
 static struct c4_xfer_record record(uint64_t seq) {
-  struct c4_xfer_record r = {.version = C4_RECORD_VERSION, .dir = C4_DIR_RECV, .tag = 3,
-                             .conn_id = 0xabcdef0123456789ull, .nccl_comm = 0x42, .seq = seq,
-                             .bytes = 1000 + seq, .t_posted = 10, .t_first_byte = 20,
+  struct c4_xfer_record r = {.version = C4_RECORD_VERSION,
+                             .dir = C4_DIR_RECV,
+                             .tag = 3,
+                             .conn_id = 0xabcdef0123456789ull,
+                             .nccl_comm = 0x42,
+                             .seq = seq,
+                             .bytes = 1000 + seq,
+                             .t_posted = 10,
+                             .t_first_byte = 20,
                              .t_done = 30 + seq};
   strcpy(r.self.host, "me");
   r.self.pid = 1;
@@ -52,10 +58,14 @@ static int read_back(json_t **header, int *xfers, json_t **summary, json_t **fir
     ck_assert_int_eq(json_integer_value(json_object_get(j, "v")), 1);
     const char *type = json_string_value(json_object_get(j, "type"));
     ck_assert_ptr_nonnull(type);
-    if (!strcmp(type, "header")) *header = j;
-    else if (!strcmp(type, "summary")) *summary = j;
-    else if (!strcmp(type, "xfer") && (*xfers)++ == 0) *first_xfer = j;
-    else json_decref(j);
+    if (!strcmp(type, "header"))
+      *header = j;
+    else if (!strcmp(type, "summary"))
+      *summary = j;
+    else if (!strcmp(type, "xfer") && (*xfers)++ == 0)
+      *first_xfer = j;
+    else
+      json_decref(j);
     n++;
   }
   fclose(f);

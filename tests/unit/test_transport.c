@@ -64,13 +64,14 @@ static struct c4_request *post_send(void *buf, size_t n, int tag) {
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)((i * 131u) ^ (seed * 7u) ^ (i >> 9));
+  for (size_t i = 0; i < n; i++)
+    p[i] = (unsigned char)((i * 131u) ^ (seed * 7u) ^ (i >> 9));
 }
 
 static void every_size_class(int nsocks, int nthreads) {
   connect_pair(nsocks, nthreads);
-  static const size_t sizes[] = {0, 1, 7, 4096, 65535, 65536, 65537, 100000, 1 << 20,
-                                 (3 << 20) + 11, 16 << 20};
+  static const size_t sizes[] = {0,     1,      7,       4096,           65535,   65536,
+                                 65537, 100000, 1 << 20, (3 << 20) + 11, 16 << 20};
   for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
     size_t n = sizes[i];
     unsigned char *a = malloc(n + 1), *b = malloc(n + 64);
@@ -188,7 +189,8 @@ static void expect_both_fail(size_t send_size, int send_tag, size_t recv_size, i
   int send_rc = 0, done = 0;
   uint64_t deadline = c4_now_ns() + 5000000000ull;
   while (send_rc == 0 && c4_now_ns() < deadline) {
-    if (!done) send_rc = c4_transport_test(sr, &done, NULL);
+    if (!done)
+      send_rc = c4_transport_test(sr, &done, NULL);
     else {
       struct c4_request *again = NULL;
       send_rc = c4_transport_isend(tx, a, 1, send_tag, &again);
@@ -219,7 +221,8 @@ START_TEST(closing_the_sender_with_receives_posted_fails_them_without_a_hang) {
   connect_pair(2, 2);
   static char b[4][1 << 20];
   struct c4_request *rr[4];
-  for (int i = 0; i < 4; i++) ck_assert_int_eq(c4_transport_irecv(rx, b[i], sizeof b[i], 0, &rr[i]), 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(c4_transport_irecv(rx, b[i], sizeof b[i], 0, &rr[i]), 0);
   static char a[1 << 20];
   struct c4_request *sr = post_send(a, sizeof a, 0);
   ck_assert_ptr_nonnull(sr);
@@ -255,7 +258,8 @@ START_TEST(every_completed_request_leaves_a_timing_record) {
   ck_assert_int_eq(src | rrc, 0);
   struct c4_xfer_record got_rec[2];
   int n = 0;
-  while (n < 2 && c4_ring_pop(ring, &got_rec[n])) n++;
+  while (n < 2 && c4_ring_pop(ring, &got_rec[n]))
+    n++;
   ck_assert_int_eq(n, 2);
   ck_assert(!c4_ring_pop(ring, &rec));
   ck_assert_int_ne(got_rec[0].dir, got_rec[1].dir);

@@ -33,7 +33,8 @@ START_TEST(handle_round_trips_ipv4_and_identity) {
   ck_assert_int_eq(g.id.pid, 4242);
   ck_assert_int_eq(g.id.rank, 7);
   ck_assert_int_eq(g.id.dev, 1);
-  for (int i = 112; i < C4_HANDLE_SIZE; i++) ck_assert_int_eq(buf[i], 0);
+  for (int i = 112; i < C4_HANDLE_SIZE; i++)
+    ck_assert_int_eq(buf[i], 0);
 }
 END_TEST
 
@@ -66,8 +67,13 @@ START_TEST(handle_with_wrong_magic_version_or_family_is_rejected_with_a_reason) 
 END_TEST
 
 START_TEST(hello_round_trips_and_checks_every_field) {
-  struct c4_wire_hello h = {.version = C4_WIRE_VERSION, .kind = C4_HELLO_DATA, .nonce = 9,
-                            .conn_id = 0xabcdef, .nsocks = 4, .index = 3, .id = some_identity()};
+  struct c4_wire_hello h = {.version = C4_WIRE_VERSION,
+                            .kind = C4_HELLO_DATA,
+                            .nonce = 9,
+                            .conn_id = 0xabcdef,
+                            .nsocks = 4,
+                            .index = 3,
+                            .id = some_identity()};
   uint8_t buf[C4_HELLO_SIZE], bad[C4_HELLO_SIZE];
   c4_wire_put_hello(buf, &h);
   struct c4_wire_hello g;
@@ -109,8 +115,7 @@ START_TEST(ack_and_ctrl_frames_reject_garbage) {
   ack[2] ^= 0xff;
   ck_assert_int_eq(c4_wire_get_ack(ack), C4_EPROTO);
 
-  struct c4_wire_ctrl f = {.type = C4_CTRL_CTS, .arg = -3, .seq = 1ull << 40, .size = 12345},
-                      g;
+  struct c4_wire_ctrl f = {.type = C4_CTRL_CTS, .arg = -3, .seq = 1ull << 40, .size = 12345}, g;
   uint8_t buf[C4_CTRL_SIZE];
   c4_wire_put_ctrl(buf, &f);
   ck_assert_int_eq(c4_wire_get_ctrl(buf, &g), 0);

@@ -38,8 +38,10 @@ static int cmp(const void *a, const void *b) {
 int main(int argc, char **argv) {
   int one = 1;
   while (argc > 1 && (!strcmp(argv[1], "--spin") || !strcmp(argv[1], "--two"))) {
-    if (!strcmp(argv[1], "--spin")) spin = 1;
-    else two = 1;
+    if (!strcmp(argv[1], "--spin"))
+      spin = 1;
+    else
+      two = 1;
     argc--;
     argv++;
   }
@@ -48,7 +50,8 @@ int main(int argc, char **argv) {
     int zero = 0;
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)atoi(argv[2])),
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+                             .sin6_port = htons((uint16_t)atoi(argv[2])),
                              .sin6_addr = in6addr_any};
     if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1)) {
       perror("c4-tcp-pingpong: listen");
@@ -100,6 +103,7 @@ int main(int argc, char **argv) {
     printf("rtt_us_median %.2f\nrtt_us_p99 %.2f\n", rtt[iters / 2], rtt[(int)(iters * 0.99)]);
     return 0;
   }
-  fprintf(stderr, "usage: c4-tcp-pingpong [--spin] [--two] server PORT | [--spin] [--two] client HOST PORT [SIZE] [ITERS]\n");
+  fprintf(stderr, "usage: c4-tcp-pingpong [--spin] [--two] server PORT | [--spin] [--two] client "
+                  "HOST PORT [SIZE] [ITERS]\n");
   return 2;
 }

@@ -1,4 +1,5 @@
-/* main.c -- c4perf: bandwidth, latency and allreduce through an NCCL net plugin between processes. */
+/* main.c -- c4perf: bandwidth, latency and allreduce through an NCCL net plugin between processes.
+ */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,26 +16,25 @@
 #include "perf.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: c4perf [options]\n"
-          "Measures an NCCL net plugin (default: c4's) between processes, driving it as NCCL's\n"
-          "proxy does.\n\n"
-          "  --mode bw|lat|allreduce  bw: rank 0 streams to rank 1 (default); lat: ping-pong\n"
-          "                           round trip; allreduce: ring allreduce over all ranks\n"
-          "  -b, --min-bytes N        smallest size (K, M, G suffixes), default 8\n"
-          "  -e, --max-bytes N        largest size, default 64M\n"
-          "  -f, --factor F           size multiplier between steps, default 2\n"
-          "  -n, --iters N            iterations per size (default: ~256 MiB worth, 20..2000)\n"
-          "  -w, --warmup N           warm-up iterations per size, default 5\n"
-          "      --inflight K         requests in flight for bw (default 8, like NCCL_STEPS)\n"
-          "      --dev D              plugin device, default 0\n"
-          "      --plugin PATH        net plugin library, default libnccl-net-c4.so\n"
-          "      --no-check           skip the data check\n"
-          "      --json               one JSON document on stdout instead of the table\n"
-          "  ranks: --rank R --world N --master ADDR:PORT, or RANK, WORLD_SIZE, MASTER_ADDR,\n"
-          "         MASTER_PORT (torchrun-style), or --spawn N to fork N ranks on 127.0.0.1\n"
-          "  -h, --help   -V, --version\n"
-          "exit: 0 ok, 1 a transfer or data check failed, 2 bad usage\n");
+  fprintf(f, "usage: c4perf [options]\n"
+             "Measures an NCCL net plugin (default: c4's) between processes, driving it as NCCL's\n"
+             "proxy does.\n\n"
+             "  --mode bw|lat|allreduce  bw: rank 0 streams to rank 1 (default); lat: ping-pong\n"
+             "                           round trip; allreduce: ring allreduce over all ranks\n"
+             "  -b, --min-bytes N        smallest size (K, M, G suffixes), default 8\n"
+             "  -e, --max-bytes N        largest size, default 64M\n"
+             "  -f, --factor F           size multiplier between steps, default 2\n"
+             "  -n, --iters N            iterations per size (default: ~256 MiB worth, 20..2000)\n"
+             "  -w, --warmup N           warm-up iterations per size, default 5\n"
+             "      --inflight K         requests in flight for bw (default 8, like NCCL_STEPS)\n"
+             "      --dev D              plugin device, default 0\n"
+             "      --plugin PATH        net plugin library, default libnccl-net-c4.so\n"
+             "      --no-check           skip the data check\n"
+             "      --json               one JSON document on stdout instead of the table\n"
+             "  ranks: --rank R --world N --master ADDR:PORT, or RANK, WORLD_SIZE, MASTER_ADDR,\n"
+             "         MASTER_PORT (torchrun-style), or --spawn N to fork N ranks on 127.0.0.1\n"
+             "  -h, --help   -V, --version\n"
+             "exit: 0 ok, 1 a transfer or data check failed, 2 bad usage\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -43,9 +43,21 @@ static int parse_size(const char *s, size_t *out) {
   double v = strtod(s, &end);
   if (errno || end == s || v < 0) return -1;
   switch (*end) {
-  case 'k': case 'K': v *= 1024; end++; break;
-  case 'm': case 'M': v *= 1024 * 1024; end++; break;
-  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  case 'k':
+  case 'K':
+    v *= 1024;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    v *= 1024 * 1024;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    v *= 1024.0 * 1024 * 1024;
+    end++;
+    break;
   default: break;
   }
   if (*end) return -1;
@@ -57,7 +69,8 @@ static int free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
+      getsockname(fd, (struct sockaddr *)&a, &len)) {
     if (fd >= 0) close(fd);
     return 29500;
   }
@@ -75,7 +88,15 @@ static int spawn(int n, int *port, int *status) {
       perror("c4perf: fork");
       exit(1);
     }
-    if (pid == 0) return r;
+    if (pid == 0) { /* what a launcher would give each rank, so the plugin reports its rank */
+      char v[16];
+      snprintf(v, sizeof v, "%d", r);
+      setenv("RANK", v, 1);
+      setenv("LOCAL_RANK", v, 1);
+      snprintf(v, sizeof v, "%d", n);
+      setenv("WORLD_SIZE", v, 1);
+      return r;
+    }
   }
   *status = 0;
   for (int r = 0; r < n; r++) {
@@ -88,33 +109,72 @@ static int spawn(int n, int *port, int *status) {
 }
 
 int main(int argc, char **argv) {
-  struct perf_opts o = {.mode = MODE_BW, .min_bytes = 8, .max_bytes = 64 << 20, .factor = 2,
-                        .warmup = 5, .inflight = 8, .check = 1};
+  struct perf_opts o = {.mode = MODE_BW,
+                        .min_bytes = 8,
+                        .max_bytes = 64 << 20,
+                        .factor = 2,
+                        .warmup = 5,
+                        .inflight = 8,
+                        .check = 1};
   int rank = -1, world = -1, spawn_n = 0, port = -1;
   char master[256] = "";
-  enum { O_MODE = 256, O_INFLIGHT, O_DEV, O_PLUGIN, O_NOCHECK, O_JSON, O_RANK, O_WORLD, O_MASTER, O_SPAWN };
+  enum {
+    O_MODE = 256,
+    O_INFLIGHT,
+    O_DEV,
+    O_PLUGIN,
+    O_NOCHECK,
+    O_JSON,
+    O_RANK,
+    O_WORLD,
+    O_MASTER,
+    O_SPAWN
+  };
   static const struct option longs[] = {
-      {"mode", 1, 0, O_MODE}, {"min-bytes", 1, 0, 'b'}, {"max-bytes", 1, 0, 'e'},
-      {"factor", 1, 0, 'f'}, {"iters", 1, 0, 'n'}, {"warmup", 1, 0, 'w'},
-      {"inflight", 1, 0, O_INFLIGHT}, {"dev", 1, 0, O_DEV}, {"plugin", 1, 0, O_PLUGIN},
-      {"no-check", 0, 0, O_NOCHECK}, {"json", 0, 0, O_JSON}, {"rank", 1, 0, O_RANK},
-      {"world", 1, 0, O_WORLD}, {"master", 1, 0, O_MASTER}, {"spawn", 1, 0, O_SPAWN},
-      {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
+      {"mode", 1, 0, O_MODE},         {"min-bytes", 1, 0, 'b'},
+      {"max-bytes", 1, 0, 'e'},       {"factor", 1, 0, 'f'},
+      {"iters", 1, 0, 'n'},           {"warmup", 1, 0, 'w'},
+      {"inflight", 1, 0, O_INFLIGHT}, {"dev", 1, 0, O_DEV},
+      {"plugin", 1, 0, O_PLUGIN},     {"no-check", 0, 0, O_NOCHECK},
+      {"json", 0, 0, O_JSON},         {"rank", 1, 0, O_RANK},
+      {"world", 1, 0, O_WORLD},       {"master", 1, 0, O_MASTER},
+      {"spawn", 1, 0, O_SPAWN},       {"help", 0, 0, 'h'},
+      {"version", 0, 0, 'V'},         {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "b:e:f:n:w:hV", longs, NULL)) != -1) {
     switch (c) {
     case O_MODE:
-      if (!strcmp(optarg, "bw")) o.mode = MODE_BW;
-      else if (!strcmp(optarg, "lat")) o.mode = MODE_LAT;
-      else if (!strcmp(optarg, "allreduce")) o.mode = MODE_ALLREDUCE;
-      else goto bad;
+      if (!strcmp(optarg, "bw"))
+        o.mode = MODE_BW;
+      else if (!strcmp(optarg, "lat"))
+        o.mode = MODE_LAT;
+      else if (!strcmp(optarg, "allreduce"))
+        o.mode = MODE_ALLREDUCE;
+      else
+        goto bad;
       break;
-    case 'b': if (parse_size(optarg, &o.min_bytes)) goto bad; break;
-    case 'e': if (parse_size(optarg, &o.max_bytes)) goto bad; break;
-    case 'f': o.factor = atof(optarg); if (o.factor < 1) goto bad; break;
-    case 'n': o.iters = atoi(optarg); if (o.iters < 1) goto bad; break;
-    case 'w': o.warmup = atoi(optarg); if (o.warmup < 0) goto bad; break;
-    case O_INFLIGHT: o.inflight = atoi(optarg); if (o.inflight < 1 || o.inflight > 32) goto bad; break;
+    case 'b':
+      if (parse_size(optarg, &o.min_bytes)) goto bad;
+      break;
+    case 'e':
+      if (parse_size(optarg, &o.max_bytes)) goto bad;
+      break;
+    case 'f':
+      o.factor = atof(optarg);
+      if (o.factor < 1) goto bad;
+      break;
+    case 'n':
+      o.iters = atoi(optarg);
+      if (o.iters < 1) goto bad;
+      break;
+    case 'w':
+      o.warmup = atoi(optarg);
+      if (o.warmup < 0) goto bad;
+      break;
+    case O_INFLIGHT:
+      o.inflight = atoi(optarg);
+      if (o.inflight < 1 || o.inflight > 32) goto bad;
+      break;
     case O_DEV: o.dev = atoi(optarg); break;
     case O_PLUGIN: o.plugin = optarg; break;
     case O_NOCHECK: o.check = 0; break;
@@ -129,7 +189,10 @@ int main(int argc, char **argv) {
       port = atoi(colon + 1);
       break;
     }
-    case O_SPAWN: spawn_n = atoi(optarg); if (spawn_n < 1 || spawn_n > 64) goto bad; break;
+    case O_SPAWN:
+      spawn_n = atoi(optarg);
+      if (spawn_n < 1 || spawn_n > 64) goto bad;
+      break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("c4perf %s\n", C4_VERSION); return 0;
     default: goto bad;
@@ -147,7 +210,9 @@ int main(int argc, char **argv) {
   }
   if (rank < 0) rank = (int)c4_env_long("RANK", 0, 0, 1 << 20);
   if (world < 0) world = (int)c4_env_long("WORLD_SIZE", 1, 1, 1 << 20);
-  if (!*master) snprintf(master, sizeof master, "%s", getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1");
+  if (!*master)
+    snprintf(master, sizeof master, "%s",
+             getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1");
   if (port < 0) port = (int)c4_env_long("MASTER_PORT", 29500, 1, 65535);
   if (o.mode != MODE_ALLREDUCE && world < 2) {
     fprintf(stderr, "c4perf: bw and lat need 2 ranks (--spawn 2, or RANK/WORLD_SIZE)\n");
@@ -161,7 +226,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (c4_netapi_open(&p.api, o.plugin, 0) != 0) {
-    fprintf(stderr, "c4perf: cannot load the net plugin %s\n", o.plugin ? o.plugin : "libnccl-net-c4.so");
+    fprintf(stderr, "c4perf: cannot load the net plugin %s\n",
+            o.plugin ? o.plugin : "libnccl-net-c4.so");
     return 1;
   }
   int ndev = 0;
@@ -179,11 +245,14 @@ int main(int argc, char **argv) {
            C4_VERSION, mode_name[o.mode], world, p.api.name, p.api.version, o.dev, props.name,
            props.speed);
     if (o.mode == MODE_BW) printf("# %10s %8s %12s %10s\n", "bytes", "iters", "time_us", "GB/s");
-    if (o.mode == MODE_LAT) printf("# %10s %8s %12s %12s\n", "bytes", "iters", "rtt_us_med", "rtt_us_p99");
+    if (o.mode == MODE_LAT)
+      printf("# %10s %8s %12s %12s\n", "bytes", "iters", "rtt_us_med", "rtt_us_p99");
     if (o.mode == MODE_ALLREDUCE)
       printf("# %10s %8s %12s %10s %10s\n", "bytes", "iters", "time_us", "algbw", "busbw");
   }
-  int failed = o.mode == MODE_BW ? perf_p2p_bw(&p) : o.mode == MODE_LAT ? perf_p2p_lat(&p) : perf_allreduce(&p);
+  int failed = o.mode == MODE_BW    ? perf_p2p_bw(&p)
+               : o.mode == MODE_LAT ? perf_p2p_lat(&p)
+                                    : perf_allreduce(&p);
   if (rank == 0) {
     if (o.json) {
       json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:i, s:b, s:o}", "tool", "c4perf",

@@ -14,7 +14,7 @@ struct perf_opts {
   enum perf_mode mode;
   size_t min_bytes, max_bytes;
   double factor;
-  int iters;  /* 0: chosen per size */
+  int iters; /* 0: chosen per size */
   int warmup;
   int inflight;
   int dev;

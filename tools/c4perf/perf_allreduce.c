@@ -22,7 +22,8 @@ int perf_allreduce(struct perf_ctx *p) {
   for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
        size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
     size_t count = size / sizeof(float);
-    for (size_t i = 0; i < count; i++) buf[i] = value(r, i);
+    for (size_t i = 0; i < count; i++)
+      buf[i] = value(r, i);
     if (c4_hostcoll_allreduce_f32(&ring, buf, count) != 0) failed = 1;
     for (size_t i = 0; i < count && !failed && o->check; i++)
       if (buf[i] != (float)((i % 13 + 1) * (size_t)(W * (W + 1) / 2))) {
@@ -30,10 +31,12 @@ int perf_allreduce(struct perf_ctx *p) {
         failed = 1;
       }
     int iters = perf_iters_for(o, size * 2);
-    for (int i = 0; i < o->warmup && !failed; i++) failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
+    for (int i = 0; i < o->warmup && !failed; i++)
+      failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
     c4_bootstrap_barrier(&p->bs);
     uint64_t t0 = c4_now_ns();
-    for (int i = 0; i < iters && !failed; i++) failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
+    for (int i = 0; i < iters && !failed; i++)
+      failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
     double t = (double)(c4_now_ns() - t0) / 1e3 / iters;
     double rep[2] = {t, failed}, *all = malloc(sizeof rep * (size_t)W);
     c4_bootstrap_allgather(&p->bs, rep, all, sizeof rep);
@@ -46,7 +49,9 @@ int perf_allreduce(struct perf_ctx *p) {
     if (r == 0 && !failed) {
       double algbw = (double)(count * sizeof(float)) / worst / 1e3;
       double busbw = algbw * 2.0 * (W - 1) / W;
-      if (!o->json) printf("%12zu %8d %12.2f %10.3f %10.3f\n", count * sizeof(float), iters, worst, algbw, busbw);
+      if (!o->json)
+        printf("%12zu %8d %12.2f %10.3f %10.3f\n", count * sizeof(float), iters, worst, algbw,
+               busbw);
       json_array_append_new(p->results,
                             json_pack("{s:I, s:i, s:f, s:f, s:f}", "bytes",
                                       (json_int_t)(count * sizeof(float)), "iters", iters,

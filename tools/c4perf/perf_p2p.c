@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "c4_clock.h"
+#include "c4_idle.h"
 #include "c4_log.h"
 #include "perf.h"
 
@@ -19,9 +20,10 @@ int perf_iters_for(const struct perf_opts *o, size_t bytes) {
 
 int perf_wait(struct c4_netapi *api, void *req, int *size) {
   int done = 0, sz = 0;
+  uint64_t since = c4_now_ns();
   while (!done) {
     if (c4_netapi_test(api, req, &done, &sz) != ncclSuccess) return 1;
-    if (!done) sched_yield(); /* as NCCL's proxy does when nothing progressed */
+    if (!done) c4_idle(c4_now_ns() - since);
   }
   if (size) *size = sz;
   return 0;
@@ -29,11 +31,12 @@ int perf_wait(struct c4_netapi *api, void *req, int *size) {
 
 static void *post(struct c4_netapi *api, int is_send, void *comm, void *buf, size_t n, void *mh) {
   void *req = NULL;
+  uint64_t since = c4_now_ns();
   while (!req) {
     ncclResult_t rc = is_send ? c4_netapi_isend(api, comm, buf, n, 0, mh, &req)
                               : c4_netapi_irecv(api, comm, buf, n, 0, mh, &req);
     if (rc != ncclSuccess) return NULL;
-    if (!req) sched_yield();
+    if (!req) c4_idle(c4_now_ns() - since);
   }
   return req;
 }
@@ -66,7 +69,8 @@ static int connect_pair(struct perf_ctx *p, int both_ways, void **scomm, void **
 }
 
 static void fill(char *b, size_t n, size_t salt) {
-  for (size_t i = 0; i < n; i++) b[i] = (char)((i * 2654435761u) >> 13 ^ salt);
+  for (size_t i = 0; i < n; i++)
+    b[i] = (char)((i * 2654435761u) >> 13 ^ salt);
 }
 
 static int verify(const char *b, size_t n, size_t salt) {
@@ -89,8 +93,10 @@ int perf_p2p_bw(struct perf_ctx *p) {
   for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
        size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
     int iters = perf_iters_for(o, size);
-    if (r == 0) fill(buf, size, size);
-    else memset(buf, 0, size);
+    if (r == 0)
+      fill(buf, size, size);
+    else
+      memset(buf, 0, size);
     c4_bootstrap_barrier(&p->bs);
     void *req[MAX_INFLIGHT];
     uint64_t t0 = 0;
@@ -122,13 +128,15 @@ int perf_p2p_bw(struct perf_ctx *p) {
       double gbs = (double)size / t / 1e3;
       if (!o->json) printf("%12zu %8d %12.2f %10.3f\n", size, iters, t, gbs);
       json_array_append_new(p->results, json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size,
-                                                   "iters", iters, "time_us", t, "GBps", gbs));
+                                                  "iters", iters, "time_us", t, "GBps", gbs));
     }
     if (size == o->max_bytes) break;
   }
   c4_netapi_dereg_mr(&p->api, comm, mh);
-  if (r == 0) c4_netapi_close_send(&p->api, scomm);
-  else c4_netapi_close_recv(&p->api, rcomm);
+  if (r == 0)
+    c4_netapi_close_send(&p->api, scomm);
+  else
+    c4_netapi_close_recv(&p->api, rcomm);
   free(buf);
   return failed;
 }
@@ -169,9 +177,9 @@ int perf_p2p_lat(struct perf_ctx *p) {
       qsort(rtt, (size_t)iters, sizeof *rtt, cmp_double);
       double med = rtt[iters / 2], p99 = rtt[(int)(iters * 0.99)];
       if (!o->json) printf("%12zu %8d %12.2f %12.2f\n", size, iters, med, p99);
-      json_array_append_new(p->results, json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size,
-                                                   "iters", iters, "rtt_us_median", med,
-                                                   "rtt_us_p99", p99));
+      json_array_append_new(p->results,
+                            json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size, "iters",
+                                      iters, "rtt_us_median", med, "rtt_us_p99", p99));
     }
     free(rtt);
     if (size == o->max_bytes) break;
