@@ -54,7 +54,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit conformance fuzz-smoke fuzz bench demo install deps clean format-check
-all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH) $(BUILD)/lib/c4.pc
+all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -111,9 +111,21 @@ $(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smok
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/lib/c4.pc: Makefile
-	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include/c4\n\nName: c4\nDescription: c4 NCCL net plugin and telemetry\nVersion: %s\nLibs: -L$${libdir} -lc4common\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+# The pkg-config file names the prefix it is installed under, so it is written at install time.
+define C4_PC
+prefix=$(PREFIX)
+libdir=$${prefix}/lib
+includedir=$${prefix}/include/c4
+
+Name: c4
+Description: c4 NCCL net plugin, telemetry ring and host collectives
+Version: $(VERSION)
+Requires.private: jansson
+Libs: -L$${libdir} -lc4common
+Libs.private: -ldl -lm -pthread
+Cflags: -I$${includedir}
+endef
+export C4_PC
 
 test: 
 	$(MAKE) SAN=1 all unit-bins
@@ -137,7 +149,7 @@ install: all
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(C4PERF) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
-	install -m 644 $(BUILD)/lib/c4.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 
 deps:
 	bash .ci/deps.sh

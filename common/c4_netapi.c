@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "c4_err.h"
 #include "c4_log.h"
@@ -18,7 +20,9 @@
 static void quiet_logger(int level, unsigned long flags, const char *file, int line,
                          const char *fmt, ...) {
   (void)flags;
-  if (level > 2) return; /* WARN and above */
+  const char *dbg = getenv("C4_DEBUG"); /* stands in for NCCL_DEBUG: WARN unless told otherwise */
+  int max = dbg && !strcasecmp(dbg, "NONE") ? 0 : dbg && !strcasecmp(dbg, "INFO") ? 3 : 2;
+  if (level > max) return;
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "plugin %s:%d ", file, line);
