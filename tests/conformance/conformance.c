@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "../check_run.h"
 #include "conformance.h"
 
 int main(void) {
@@ -12,9 +13,5 @@ int main(void) {
   Suite *s = suite_create("conformance");
   conformance_add_peer_tests(s);
   conformance_add_data_tests(s);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../check_run.h"
 #include "c4_bootstrap.h"
 #include "c4_clock.h"
 #include "c4_err.h"
@@ -140,9 +141,5 @@ int main(void) {
   tcase_add_test(tc, bootstrap_rejects_a_stranger_and_still_lets_the_real_rank_in);
   tcase_add_test(tc, bootstrap_gives_up_with_an_error_when_nobody_comes);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../check_run.h"
 #include "c4_err.h"
 #include "net_iface.h"
 
@@ -136,9 +137,5 @@ int main(void) {
   tcase_add_test(tc, a_list_that_matches_nothing_gives_no_device_and_no_error);
   tcase_add_test(tc, nccl_socket_ifname_is_used_when_c4s_is_unset);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../check_run.h"
 #include "c4_err.h"
 #include "c4_ring.h"
 
@@ -121,9 +122,5 @@ int main(void) {
   tcase_add_test(tc, positions_wrap_around_many_times);
   tcase_add_test(tc, concurrent_producers_deliver_every_accepted_element_exactly_once);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

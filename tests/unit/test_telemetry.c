@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../check_run.h"
 #include "c4_record.h"
 #include "c4_telemetry.h"
 
@@ -172,9 +173,5 @@ int main(void) {
   tcase_add_test(tc, a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job);
   tcase_add_test(tc, a_bad_ring_size_falls_back_to_the_default);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

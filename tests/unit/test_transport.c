@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../check_run.h"
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "c4_ring.h"
@@ -299,9 +300,5 @@ int main(void) {
   tcase_add_test(tc, closing_the_sender_with_receives_posted_fails_them_without_a_hang);
   tcase_add_test(tc, every_completed_request_leaves_a_timing_record);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "../check_run.h"
 #include "c4_err.h"
 #include "net_wire.h"
 
@@ -156,9 +157,5 @@ int main(void) {
   tcase_add_test(tc, ack_and_ctrl_frames_reject_garbage);
   tcase_add_test(tc, chunk_header_must_fit_inside_its_message);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return c4_check_run(s);
 }
