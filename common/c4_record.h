@@ -16,10 +16,13 @@ struct c4_identity {
 };
 
 enum { C4_DIR_SEND = 0, C4_DIR_RECV = 1 };
-enum { C4_XFER_OK = 0, C4_XFER_ERROR = 1 };
+/* PENDING: the request has been outstanding longer than C4_STUCK_MS; it is reported again when it
+ * completes. */
+enum { C4_XFER_OK = 0, C4_XFER_ERROR = 1, C4_XFER_PENDING = 2 };
 
-/* One completed (or failed) send or receive request. Times are c4_now_ns() of the process that
- * wrote the record. t_first_byte is 0 for a zero-byte message that never moved a byte. */
+/* One completed, failed or stuck send or receive request. Times are c4_now_ns() of the process
+ * that wrote the record; 0 means "not (yet) happened": t_first_byte of a message that never moved
+ * a byte, t_done of a pending one. */
 struct c4_xfer_record {
   uint16_t version; /* C4_RECORD_VERSION */
   uint8_t dir;      /* C4_DIR_* */

@@ -14,6 +14,7 @@
 
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_log.h"
 #include "c4_ring.h"
 
@@ -33,6 +34,7 @@ static struct {
   pthread_t thread;
   pthread_cond_t wake;
   FILE *out;
+  _Atomic(void (*)(void)) periodic[4];
 } tel = {.ring_once = PTHREAD_ONCE_INIT,
          .lock = PTHREAD_MUTEX_INITIALIZER,
          .wake = PTHREAD_COND_INITIALIZER};
@@ -70,30 +72,41 @@ void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *writt
   if (written) *written = atomic_load(&tel.written);
 }
 
-static json_t *identity_json(const struct c4_identity *id) {
-  return json_pack("{s:s, s:I, s:i, s:i}", "host", id->host, "pid", (json_int_t)id->pid, "rank",
-                   id->rank, "dev", id->dev);
-}
-
-static void hex64(char out[17], uint64_t v) { snprintf(out, 17, "%016" PRIx64, v); }
-
 static void write_json_line(json_t *j) {
   if (!j) return;
   if (json_dumpf(j, tel.out, JSON_COMPACT) == 0) fputc('\n', tel.out);
   json_decref(j);
 }
 
+/* A time, or JSON null for "not (yet) happened". */
+static json_t *time_json(uint64_t t) { return t ? json_integer((json_int_t)t) : json_null(); }
+
+static json_t *comm_json(uint64_t id) {
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016" PRIx64, id);
+  return id ? json_string(hex) : json_null();
+}
+
 static void write_xfer(const struct c4_xfer_record *r) {
-  char conn[17], comm[17];
-  hex64(conn, r->conn_id);
-  hex64(comm, r->nccl_comm);
-  write_json_line(json_pack(
-      "{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:o, s:o}", "v",
-      C4_RECORD_VERSION, "type", "xfer", "conn", conn, "nccl_comm", comm, "seq", (json_int_t)r->seq,
-      "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "status",
-      r->status == C4_XFER_OK ? "ok" : "error", "tag", r->tag, "bytes", (json_int_t)r->bytes,
-      "t_posted", (json_int_t)r->t_posted, "t_first_byte", (json_int_t)r->t_first_byte, "t_done",
-      (json_int_t)r->t_done, "self", identity_json(&r->self), "peer", identity_json(&r->peer)));
+  static const char *const status[] = {"ok", "error", "pending"};
+  char conn[17];
+  snprintf(conn, sizeof conn, "%016" PRIx64, r->conn_id);
+  json_t *j = json_pack("{s:i, s:s, s:o, s:i, s:i, s:s, s:s, s:s, s:I, s:o, s:o, s:o}", "v",
+                        C4_RECORD_VERSION, "type", "xfer", "comm", comm_json(r->nccl_comm), "rank",
+                        r->self.rank, "peer", r->peer.rank, "host", r->self.host, "peer_host",
+                        r->peer.host, "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "bytes",
+                        (json_int_t)r->bytes, "t_post", time_json(r->t_posted), "t_first",
+                        time_json(r->t_first_byte), "t_done", time_json(r->t_done));
+  if (j) {
+    json_t *more = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:i, s:i}", "conn", conn, "seq",
+                             (json_int_t)r->seq, "tag", r->tag, "status",
+                             status[r->status <= C4_XFER_PENDING ? r->status : C4_XFER_ERROR],
+                             "pid", (json_int_t)r->self.pid, "peer_pid", (json_int_t)r->peer.pid,
+                             "dev", r->self.dev, "peer_dev", r->peer.dev);
+    json_object_update(j, more);
+    json_decref(more);
+  }
+  write_json_line(j);
   atomic_fetch_add(&tel.written, 1);
 }
 
@@ -125,11 +138,29 @@ static void drain(void) {
   if (n) fflush(tel.out);
 }
 
+int c4_telemetry_add_periodic(void (*fn)(void)) {
+  for (int i = 0; i < 4; i++) {
+    void (*none)(void) = NULL;
+    if (atomic_load(&tel.periodic[i]) == fn ||
+        atomic_compare_exchange_strong(&tel.periodic[i], &none, fn))
+      return 0;
+  }
+  return C4_ENOMEM;
+}
+
+static void run_periodic(void) {
+  for (int i = 0; i < 4; i++) {
+    void (*fn)(void) = atomic_load(&tel.periodic[i]);
+    if (fn) fn();
+  }
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&tel.lock);
   while (!tel.stopping) {
     pthread_mutex_unlock(&tel.lock);
+    run_periodic();
     drain();
     pthread_mutex_lock(&tel.lock);
     if (tel.stopping) break;

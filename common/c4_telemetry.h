@@ -24,6 +24,10 @@ int c4_telemetry_start(void);
  * call more than once and when the writer never started. */
 void c4_telemetry_flush_and_stop(void);
 
+/* Registers fn to run on the writer thread before every drain (at most 4 hooks; more are refused
+ * with C4_ENOMEM). The net plugin uses it to report requests that are stuck. */
+int c4_telemetry_add_periodic(void (*fn)(void));
+
 /* Records emitted, dropped (ring full) and written to the trace so far. */
 void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written);
 

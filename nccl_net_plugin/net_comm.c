@@ -69,6 +69,7 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   for (int i = 0; i < nsocks && rc == 0; i++)
     rc = c4_sock_tune(data_fd[i]);
   if (rc == 0) rc = c4_helpers_start(c);
+  if (rc == 0) c4_watch_add(c);
   if (rc != 0) {
     close(ctrl_fd);
     for (int i = 0; i < nsocks; i++)
@@ -315,7 +316,7 @@ static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint6
   atomic_store_explicit(&r->done_bytes, 0, memory_order_relaxed);
   atomic_store_explicit(&r->t_first_byte, 0, memory_order_relaxed);
   atomic_store_explicit(&r->t_done, 0, memory_order_relaxed);
-  r->t_posted = c->cfg.timing ? c4_now_ns() : 0;
+  atomic_store_explicit(&r->t_posted, c->cfg.timing ? c4_now_ns() : 0, memory_order_relaxed);
   atomic_store_explicit(&r->state, C4_REQ_POSTED, memory_order_relaxed);
   atomic_store_explicit(&r->seq, c->next_post, memory_order_release);
 }
@@ -362,23 +363,31 @@ int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,
 
 /* ---- completion -------------------------------------------------------------------------- */
 
-static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_t bytes) {
-  if (!c->cfg.timing) return;
-  struct c4_xfer_record rec = {
+void c4_request_record(const struct c4_comm *c, struct c4_request *r, int status, uint64_t bytes,
+                       uint64_t t_done, struct c4_xfer_record *rec) {
+  *rec = (struct c4_xfer_record){
       .version = C4_RECORD_VERSION,
       .dir = c->is_send ? C4_DIR_SEND : C4_DIR_RECV,
-      .status = ok ? C4_XFER_OK : C4_XFER_ERROR,
+      .status = (uint8_t)status,
       .tag = r->tag,
       .conn_id = c->conn_id,
       .nccl_comm = c->nccl_comm,
       .seq = atomic_load_explicit(&r->seq, memory_order_relaxed),
       .bytes = bytes,
-      .t_posted = r->t_posted,
+      .t_posted = atomic_load_explicit(&r->t_posted, memory_order_relaxed),
       .t_first_byte = atomic_load_explicit(&r->t_first_byte, memory_order_relaxed),
-      .t_done = ok ? atomic_load_explicit(&r->t_done, memory_order_relaxed) : c4_now_ns(),
+      .t_done = t_done,
       .self = c->self,
       .peer = c->peer,
   };
+}
+
+static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_t bytes) {
+  if (!c->cfg.timing) return;
+  struct c4_xfer_record rec;
+  c4_request_record(c, r, ok ? C4_XFER_OK : C4_XFER_ERROR, bytes,
+                    ok ? atomic_load_explicit(&r->t_done, memory_order_relaxed) : c4_now_ns(),
+                    &rec);
   c4_telemetry_emit_xfer(&rec);
 }
 
@@ -438,6 +447,7 @@ static void drain_and_close(int fd) {
 
 int c4_transport_close(struct c4_comm *c) {
   if (!c) return 0;
+  c4_watch_remove(c);
   c4_helpers_stop(c);
   drain_and_close(c->ctrl_fd);
   for (int i = 0; i < c->nsocks; i++)

@@ -25,7 +25,8 @@ struct c4_request {
   uint64_t size;               /* send: message size; receive: posted size */
   _Atomic uint64_t total;      /* receive: message size once known */
   _Atomic uint64_t done_bytes; /* bytes moved so far */
-  uint64_t t_posted;
+  _Atomic uint64_t t_posted;
+  _Atomic uint64_t stuck_reported; /* seq + 1 of the request last reported stuck */
   _Atomic uint64_t t_first_byte;
   _Atomic uint64_t t_done;
 };
@@ -101,6 +102,16 @@ void c4_helpers_wake(struct c4_comm *c);
 /* C4_NTHREADS=0: moves data on every data socket from the caller's thread; 1 if bytes moved. */
 int c4_helpers_progress_inline(struct c4_comm *c);
 void c4_helpers_stop(struct c4_comm *c);
+
+/* The watch over live comms (net_watch.c): comms join when created, leave before they are
+ * freed; c4_watch_scan reports requests outstanding longer than C4_STUCK_MS. */
+void c4_watch_add(struct c4_comm *c);
+void c4_watch_remove(struct c4_comm *c);
+void c4_watch_scan(void);
+
+/* Fills rec from comm c and request r (status, bytes and t_done given by the caller). */
+void c4_request_record(const struct c4_comm *c, struct c4_request *r, int status, uint64_t bytes,
+                       uint64_t t_done, struct c4_xfer_record *rec);
 
 /* Completes a request that moved its last byte: stamps t_done and publishes DONE. */
 void c4_request_complete(struct c4_request *r);

@@ -17,4 +17,5 @@ void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->handshake_timeout_ms = (int)c4_env_long("C4_HANDSHAKE_TIMEOUT_MS", 5000, 10, 600000);
   cfg->connect_timeout_ms = (int)c4_env_long("C4_CONNECT_TIMEOUT_MS", 30000, 0, 3600000);
   cfg->timing = (int)c4_env_long("C4_TIMING", 1, 0, 1);
+  cfg->stuck_ms = (int)c4_env_long("C4_STUCK_MS", 2000, 1, 3600000);
 }

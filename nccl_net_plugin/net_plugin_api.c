@@ -10,6 +10,7 @@
 #include "c4_log.h"
 #include "c4_telemetry.h"
 #include "nccl_net_abi.h"
+#include "net_comm.h"
 #include "net_iface.h"
 #include "net_transport.h"
 
@@ -55,6 +56,7 @@ static void plugin_setup(void) {
   }
   for (int i = 0; i < plugin.ndev; i++)
     C4_INFO("device %d: %s, %d Mbps", i, plugin.dev[i].name, plugin.dev[i].speed_mbps);
+  c4_telemetry_add_periodic(c4_watch_scan);
   c4_telemetry_start();
 }
 

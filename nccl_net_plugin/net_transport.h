@@ -23,6 +23,7 @@ struct c4_transport_config {
   int handshake_timeout_ms; /* C4_HANDSHAKE_TIMEOUT_MS */
   int connect_timeout_ms;   /* C4_CONNECT_TIMEOUT_MS: how long refused connects are retried */
   int timing;               /* C4_TIMING: 0 disables per-request timing */
+  int stuck_ms;             /* C4_STUCK_MS: a request outstanding this long is reported */
 };
 
 /* Reads the C4_* tunables (warning on bad values) into cfg. */

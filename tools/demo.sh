@@ -23,7 +23,7 @@ echo "== allreduce over the plugin, 4 ranks (bus bandwidth as nccl-tests defines
 "$PERF" --plugin "$PLUGIN" --spawn 4 --mode allreduce -b 1K -e 16M -f 16
 echo
 n=$(wc -l <"$C4_TRACE")
-echo "== timing: the plugin wrote $n JSON lines to C4_TRACE (docs/telemetry.md); two of them:"
+echo "== timing: the plugin wrote $n JSON lines to C4_TRACE (docs/trace-format.md); two of them:"
 grep '"type":"xfer"' "$C4_TRACE" | grep '"dir":"send"' | tail -1
 grep '"type":"xfer"' "$C4_TRACE" | grep '"dir":"recv"' | tail -1
 grep '"type":"summary"' "$C4_TRACE" | tail -1

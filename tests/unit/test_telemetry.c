@@ -89,19 +89,48 @@ START_TEST(every_record_becomes_one_json_line_with_all_its_fields) {
   ck_assert_ptr_nonnull(h);
   ck_assert_int_eq(json_integer_value(json_object_get(h, "pid")), getpid());
   ck_assert_str_eq(json_string_value(json_object_get(x, "conn")), "abcdef0123456789");
-  ck_assert_str_eq(json_string_value(json_object_get(x, "nccl_comm")), "0000000000000042");
+  ck_assert_str_eq(json_string_value(json_object_get(x, "comm")), "0000000000000042");
   ck_assert_str_eq(json_string_value(json_object_get(x, "dir")), "recv");
   ck_assert_str_eq(json_string_value(json_object_get(x, "status")), "ok");
   ck_assert_int_eq(json_integer_value(json_object_get(x, "seq")), 0);
   ck_assert_int_eq(json_integer_value(json_object_get(x, "bytes")), 1000);
-  ck_assert_int_eq(json_integer_value(json_object_get(x, "t_first_byte")), 20);
-  json_t *peer = json_object_get(x, "peer");
-  ck_assert_str_eq(json_string_value(json_object_get(peer, "host")), "node-9");
-  ck_assert_int_eq(json_integer_value(json_object_get(peer, "rank")), 9);
-  ck_assert_int_eq(json_integer_value(json_object_get(peer, "dev")), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "t_post")), 10);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "t_first")), 20);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "t_done")), 30);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "rank")), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(x, "host")), "me");
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "peer")), 9);
+  ck_assert_str_eq(json_string_value(json_object_get(x, "peer_host")), "node-9");
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "peer_pid")), 99);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "peer_dev")), 2);
   ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 100);
   ck_assert_int_eq(json_integer_value(json_object_get(s, "dropped")), 0);
   ck_assert_int_gt(json_integer_value(json_object_get(s, "wall_ns")), 0);
+  json_decref(h);
+  json_decref(s);
+  json_decref(x);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(unknown_times_and_comms_are_null_and_pending_requests_say_so) {
+  use_trace_file();
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  struct c4_xfer_record r = record(0);
+  r.nccl_comm = 0;
+  r.t_first_byte = 0;
+  r.t_done = 0;
+  r.status = C4_XFER_PENDING;
+  c4_telemetry_emit_xfer(&r);
+  c4_telemetry_flush_and_stop();
+  json_t *h, *s, *x;
+  int xfers;
+  read_back(&h, &xfers, &s, &x);
+  ck_assert_int_eq(xfers, 1);
+  ck_assert(json_is_null(json_object_get(x, "comm")));
+  ck_assert(json_is_null(json_object_get(x, "t_first")));
+  ck_assert(json_is_null(json_object_get(x, "t_done")));
+  ck_assert_str_eq(json_string_value(json_object_get(x, "status")), "pending");
   json_decref(h);
   json_decref(s);
   json_decref(x);
@@ -169,6 +198,7 @@ int main(void) {
   Suite *s = suite_create("telemetry");
   TCase *tc = tcase_create("trace");
   tcase_add_test(tc, every_record_becomes_one_json_line_with_all_its_fields);
+  tcase_add_test(tc, unknown_times_and_comms_are_null_and_pending_requests_say_so);
   tcase_add_test(tc, a_full_ring_drops_records_and_the_summary_says_how_many);
   tcase_add_test(tc, a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job);
   tcase_add_test(tc, a_bad_ring_size_falls_back_to_the_default);

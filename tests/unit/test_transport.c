@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "c4_err.h"
 #include "c4_ring.h"
 #include "c4_telemetry.h"
+#include "net_comm.h"
 #include "net_transport.h"
 
 static struct c4_transport_config cfg;
@@ -286,6 +288,49 @@ START_TEST(every_completed_request_leaves_a_timing_record) {
 }
 END_TEST
 
+START_TEST(a_receive_outstanding_past_c4_stuck_ms_is_reported_while_it_waits) {
+  char path[] = "/tmp/c4-stuck-XXXXXX";
+  close(mkstemp(path));
+  setenv("C4_TRACE", path, 1);
+  setenv("C4_STUCK_MS", "100", 1);
+  ck_assert_int_eq(c4_telemetry_add_periodic(c4_watch_scan), 0);
+  c4_telemetry_start();
+  connect_pair(1, 0);
+  static char b[100], a[100];
+  struct c4_request *rr, *sr;
+  ck_assert_int_eq(c4_transport_irecv(rx, b, sizeof b, 1, &rr), 0);
+  for (int i = 0; i < 50; i++) { /* 500 ms: the watch runs every 10 ms, reports once */
+    int done;
+    ck_assert_int_eq(c4_transport_test(rr, &done, NULL), 0);
+    ck_assert_int_eq(done, 0);
+    usleep(10000);
+  }
+  sr = post_send(a, sizeof a, 1);
+  int src, rrc;
+  size_t got;
+  wait_pair(sr, rr, &src, &rrc, &got);
+  ck_assert_int_eq(src | rrc, 0);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+  c4_telemetry_flush_and_stop();
+  FILE *f = fopen(path, "r");
+  char line[2048];
+  int pending = 0, recv_ok = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "\"status\":\"pending\"")) {
+      pending++;
+      ck_assert_ptr_nonnull(strstr(line, "\"dir\":\"recv\""));
+      ck_assert_ptr_nonnull(strstr(line, "\"t_done\":null"));
+    }
+    recv_ok += strstr(line, "\"status\":\"ok\"") && strstr(line, "\"dir\":\"recv\"");
+  }
+  fclose(f);
+  unlink(path);
+  ck_assert_int_eq(pending, 1); /* reported once while stuck... */
+  ck_assert_int_eq(recv_ok, 1); /* ...and again when it completed */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("transport");
   TCase *tc = tcase_create("loopback");
@@ -299,6 +344,7 @@ int main(void) {
   tcase_add_test(tc, mismatched_tag_fails_on_both_sides);
   tcase_add_test(tc, closing_the_sender_with_receives_posted_fails_them_without_a_hang);
   tcase_add_test(tc, every_completed_request_leaves_a_timing_record);
+  tcase_add_test(tc, a_receive_outstanding_past_c4_stuck_ms_is_reported_while_it_waits);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
