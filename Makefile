@@ -53,7 +53,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
-.PHONY: all test unit conformance fuzz-smoke fuzz bench demo install deps clean format-check
+.PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
 all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH)
 
 $(BUILD)/obj/%.o: %.c
@@ -65,11 +65,12 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC))
 	$(AR) rcs $@ $^
 
 # Every plugin object except the exported ABI tables, for the unit tests to link directly.
-$(LIBNETCORE): $(call obj,$(filter-out nccl_net_plugin/net_plugin_api.c,$(NET_SRC)))
+API_SRC    := $(wildcard nccl_net_plugin/*_plugin_api.c)
+$(LIBNETCORE): $(call obj,$(filter-out $(API_SRC),$(NET_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(PLUGIN): $(call obj,nccl_net_plugin/net_plugin_api.c) $(LIBNETCORE) $(LIBCOMMON)
+$(PLUGIN): $(call obj,$(API_SRC)) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libnccl-net-c4.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -156,6 +157,9 @@ deps:
 
 format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf build

@@ -39,4 +39,54 @@ struct c4_xfer_record {
   struct c4_identity peer;
 };
 
+#define C4_NAME_MAX 24
+
+/* One collective or p2p call on one rank (the profiler plugin). t_arrive: the rank entered it
+ * (NCCL's Coll/P2p start); t_enqueued: NCCL finished enqueuing it (Coll/P2p stop); t_done: its
+ * last network operation finished (last ProxyOp stop), 0 when it had none or it is unknown. */
+struct c4_coll_record {
+  uint64_t comm; /* NCCL's communicator id */
+  uint64_t seq;  /* NCCL's collective sequence number; p2p: c4's count on this communicator */
+  int32_t rank;  /* rank in the communicator */
+  int32_t nranks;
+  uint8_t is_p2p;
+  uint8_t nchannels;
+  uint16_t nops;  /* network operations (ProxyOps) seen */
+  int32_t root;   /* root (collectives) or peer (p2p), -1 if none */
+  uint64_t count; /* elements */
+  uint64_t bytes; /* count x element size */
+  char func[C4_NAME_MAX];
+  char dtype[C4_NAME_MAX];
+  char algo[C4_NAME_MAX];
+  char proto[C4_NAME_MAX];
+  uint64_t t_arrive;
+  uint64_t t_enqueued;
+  uint64_t t_done;
+};
+
+/* One communicator as the profiler plugin's init sees it on one rank. */
+struct c4_comm_record {
+  uint64_t comm;
+  char name[64];
+  int32_t rank;
+  int32_t nranks;
+  int32_t nnodes;
+  uint32_t pid;
+  char host[C4_HOST_MAX];
+  uint64_t t;
+};
+
+enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3 };
+
+/* What the per-process ring carries. */
+struct c4_record {
+  uint32_t kind; /* C4_REC_* */
+  uint32_t reserved;
+  union {
+    struct c4_xfer_record xfer;
+    struct c4_coll_record coll;
+    struct c4_comm_record comm;
+  };
+};
+
 #endif

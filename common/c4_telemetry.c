@@ -45,7 +45,7 @@ static void ring_setup(void) {
     C4_WARN("C4_RING_SLOTS=%ld is not a power of two; using 16384", slots);
     slots = 16384;
   }
-  tel.ring_ok = c4_ring_init(&tel.ring, (size_t)slots, sizeof(struct c4_xfer_record)) == 0;
+  tel.ring_ok = c4_ring_init(&tel.ring, (size_t)slots, sizeof(struct c4_record)) == 0;
   if (!tel.ring_ok)
     C4_WARN("cannot allocate the telemetry ring (%ld records); records dropped", slots);
 }
@@ -55,7 +55,7 @@ struct c4_ring *c4_telemetry_ring(void) {
   return tel.ring_ok ? &tel.ring : NULL;
 }
 
-void c4_telemetry_emit_xfer(const struct c4_xfer_record *r) {
+void c4_telemetry_emit(const struct c4_record *r) {
   struct c4_ring *ring = c4_telemetry_ring();
   atomic_fetch_add_explicit(&tel.emitted, 1, memory_order_relaxed);
   if (!ring) {
@@ -63,6 +63,11 @@ void c4_telemetry_emit_xfer(const struct c4_xfer_record *r) {
     return;
   }
   c4_ring_push(ring, r);
+}
+
+void c4_telemetry_emit_xfer(const struct c4_xfer_record *x) {
+  struct c4_record r = {.kind = C4_REC_XFER, .xfer = *x};
+  c4_telemetry_emit(&r);
 }
 
 void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written) {
@@ -110,6 +115,28 @@ static void write_xfer(const struct c4_xfer_record *r) {
   atomic_fetch_add(&tel.written, 1);
 }
 
+static void write_coll(const struct c4_coll_record *c) {
+  json_t *j = json_pack(
+      "{s:i, s:s, s:o, s:i, s:i, s:I, s:s, s:b, s:I, s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:I, "
+      "s:I, s:o}",
+      "v", C4_RECORD_VERSION, "type", "coll", "comm", comm_json(c->comm), "rank", c->rank, "nranks",
+      c->nranks, "seq", (json_int_t)c->seq, "func", c->func, "p2p", c->is_p2p, "count",
+      (json_int_t)c->count, "bytes", (json_int_t)c->bytes, "root", c->root, "datatype", c->dtype,
+      "algo", c->algo, "proto", c->proto, "nchannels", c->nchannels, "nops", c->nops, "t_arrive",
+      (json_int_t)c->t_arrive, "t_enqueued", (json_int_t)c->t_enqueued, "t_done",
+      time_json(c->t_done));
+  write_json_line(j);
+  atomic_fetch_add(&tel.written, 1);
+}
+
+static void write_comm(const struct c4_comm_record *c) {
+  write_json_line(json_pack("{s:i, s:s, s:o, s:s, s:i, s:i, s:i, s:s, s:I, s:I}", "v",
+                            C4_RECORD_VERSION, "type", "comm", "comm", comm_json(c->comm), "name",
+                            c->name, "nranks", c->nranks, "rank", c->rank, "nnodes", c->nnodes,
+                            "host", c->host, "pid", (json_int_t)c->pid, "t", (json_int_t)c->t));
+  atomic_fetch_add(&tel.written, 1);
+}
+
 static void write_clock_line(const char *type) {
   char host[C4_HOST_MAX] = "unknown";
   gethostname(host, sizeof host - 1);
@@ -129,10 +156,15 @@ static void write_clock_line(const char *type) {
 
 static void drain(void) {
   struct c4_ring *ring = c4_telemetry_ring();
-  struct c4_xfer_record r;
+  struct c4_record r;
   int n = 0;
   while (ring && c4_ring_pop(ring, &r)) {
-    write_xfer(&r);
+    if (r.kind == C4_REC_XFER)
+      write_xfer(&r.xfer);
+    else if (r.kind == C4_REC_COLL)
+      write_coll(&r.coll);
+    else if (r.kind == C4_REC_COMM)
+      write_comm(&r.comm);
     n++;
   }
   if (n) fflush(tel.out);

@@ -9,11 +9,14 @@
 
 struct c4_ring;
 
-/* The process's ring (C4_RING_SLOTS records, default 16384), made on first use; NULL only if
- * it could not be allocated (then every emit counts as a drop). */
+/* The process's ring of struct c4_record (C4_RING_SLOTS of them, default 16384), made on first
+ * use; NULL only if it could not be allocated (then every emit counts as a drop). */
 struct c4_ring *c4_telemetry_ring(void);
 
-/* Records one transfer. Never blocks or allocates: a full ring drops the record and counts it. */
+/* Records one record. Never blocks or allocates: a full ring drops the record and counts it. */
+void c4_telemetry_emit(const struct c4_record *r);
+
+/* Same, for a transfer. */
 void c4_telemetry_emit_xfer(const struct c4_xfer_record *r);
 
 /* Starts the C4_TRACE writer once (no-op without C4_TRACE). A file that cannot be opened is a

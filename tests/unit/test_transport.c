@@ -246,7 +246,7 @@ START_TEST(every_completed_request_leaves_a_timing_record) {
   setenv("C4_TIMING", "1", 1);
   connect_pair(2, 2);
   struct c4_ring *ring = c4_telemetry_ring();
-  struct c4_xfer_record rec;
+  struct c4_record rec;
   while (c4_ring_pop(ring, &rec)) {
   }
   static char a[300000], b[300000];
@@ -261,8 +261,10 @@ START_TEST(every_completed_request_leaves_a_timing_record) {
   ck_assert_int_eq(src | rrc, 0);
   struct c4_xfer_record got_rec[2];
   int n = 0;
-  while (n < 2 && c4_ring_pop(ring, &got_rec[n]))
-    n++;
+  while (n < 2 && c4_ring_pop(ring, &rec)) {
+    ck_assert_int_eq(rec.kind, C4_REC_XFER);
+    got_rec[n++] = rec.xfer;
+  }
   ck_assert_int_eq(n, 2);
   ck_assert(!c4_ring_pop(ring, &rec));
   ck_assert_int_ne(got_rec[0].dir, got_rec[1].dir);

@@ -18,7 +18,7 @@ static atomic_int stop;
 
 static void *drain(void *arg) {
   struct c4_ring *r = arg;
-  struct c4_xfer_record rec;
+  struct c4_record rec;
   while (!atomic_load(&stop))
     while (c4_ring_pop(r, &rec)) {
     }

@@ -1,0 +1,135 @@
+/* prof_plugin_api.c -- the exported NCCL profiler plugin tables (v5, v4): thin shims that turn
+ * NCCL's event descriptors into c4_prof_event and call prof_core. The same library is the net
+ * plugin, so NCCL finds these symbols there, or through libnccl-profiler-c4.so. */
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_log.h"
+#include "c4_telemetry.h"
+#include "nccl_profiler_abi.h"
+#include "prof_core.h"
+
+#define C4_EXPORT __attribute__((visibility("default")))
+
+static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const char *name,
+                                int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
+  if (logfn) c4_log_set_logger((c4_logger_fn)logfn);
+  c4_telemetry_add_periodic(c4_prof_scan);
+  c4_telemetry_start();
+  struct c4_prof_ctx *ctx = NULL;
+  if (c4_prof_init(&ctx, comm, name, nnodes, nranks, rank) != 0) return ncclSystemError;
+  *context = ctx;
+  if (mask) *mask = C4_PROF_MASK; /* only what c4 uses: Coll, P2p, ProxyOp, KernelCh */
+  return ncclSuccess;
+}
+
+static ncclResult_t stop_event(void *handle) {
+  c4_prof_stop(handle);
+  return ncclSuccess;
+}
+
+static ncclResult_t record_state(void *handle, ncclProfilerEventState_t state,
+                                 ncclProfilerEventStateArgs_t *args) {
+  (void)handle, (void)state, (void)args; /* c4 times events by their start and stop */
+  return ncclSuccess;
+}
+
+static ncclResult_t finalize(void *context) {
+  return c4_prof_finalize(context) ? ncclInternalError : ncclSuccess;
+}
+
+/* ---- v5 ---------------------------------------------------------------------------------- */
+
+static ncclResult_t init_v5(void **context, uint64_t comm_id, int *mask, const char *name,
+                            int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
+  return init_common(context, comm_id, mask, name, nnodes, nranks, rank, logfn);
+}
+
+static ncclResult_t start_v5(void *context, void **handle, ncclProfilerEventDescr_v5_t *d) {
+  struct c4_prof_event e = {.parent = d->parentObj, .root_or_peer = -1, .pid = getpid()};
+  if (d->type == ncclProfileColl) {
+    e.type = C4_PEV_COLL;
+    e.seq = d->coll.seqNumber;
+    e.func = d->coll.func;
+    e.count = d->coll.count;
+    e.datatype = d->coll.datatype;
+    e.root_or_peer = d->coll.root;
+    e.nchannels = d->coll.nChannels;
+    e.algo = d->coll.algo;
+    e.proto = d->coll.proto;
+  } else if (d->type == ncclProfileP2p) {
+    e.type = C4_PEV_P2P;
+    e.func = d->p2p.func;
+    e.count = d->p2p.count;
+    e.datatype = d->p2p.datatype;
+    e.root_or_peer = d->p2p.peer;
+    e.nchannels = d->p2p.nChannels;
+  } else if (d->type == ncclProfileProxyOp) {
+    e.type = C4_PEV_OP;
+    e.pid = d->proxyOp.pid;
+  } else if (d->type == ncclProfileKernelCh) {
+    e.type = C4_PEV_KERNEL;
+  } else {
+    *handle = NULL;
+    return ncclSuccess;
+  }
+  c4_prof_start(context, handle, &e);
+  return ncclSuccess;
+}
+
+C4_EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {
+    .name = "c4",
+    .init = init_v5,
+    .startEvent = start_v5,
+    .stopEvent = stop_event,
+    .recordEventState = record_state,
+    .finalize = finalize,
+};
+
+/* ---- v4 ---------------------------------------------------------------------------------- */
+
+static ncclResult_t init_v4(void **context, int *mask, const char *name, uint64_t comm_hash,
+                            int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
+  return init_common(context, comm_hash, mask, name, nnodes, nranks, rank, logfn);
+}
+
+static ncclResult_t start_v4(void *context, void **handle, ncclProfilerEventDescr_v4_t *d) {
+  struct c4_prof_event e = {.parent = d->parentObj, .root_or_peer = -1, .pid = getpid()};
+  if (d->type == ncclProfileColl) {
+    e.type = C4_PEV_COLL;
+    e.seq = d->coll.seqNumber;
+    e.func = d->coll.func;
+    e.count = d->coll.count;
+    e.datatype = d->coll.datatype;
+    e.root_or_peer = d->coll.root;
+    e.nchannels = d->coll.nChannels;
+    e.algo = d->coll.algo;
+    e.proto = d->coll.proto;
+  } else if (d->type == ncclProfileP2p) {
+    e.type = C4_PEV_P2P;
+    e.func = d->p2p.func;
+    e.count = d->p2p.count;
+    e.datatype = d->p2p.datatype;
+    e.root_or_peer = d->p2p.peer;
+    e.nchannels = d->p2p.nChannels;
+  } else if (d->type == ncclProfileProxyOp) {
+    e.type = C4_PEV_OP;
+    e.pid = d->proxyOp.pid;
+  } else if (d->type == ncclProfileKernelCh) {
+    e.type = C4_PEV_KERNEL;
+  } else {
+    *handle = NULL;
+    return ncclSuccess;
+  }
+  c4_prof_start(context, handle, &e);
+  return ncclSuccess;
+}
+
+C4_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {
+    .name = "c4",
+    .init = init_v4,
+    .startEvent = start_v4,
+    .stopEvent = stop_event,
+    .recordEventState = record_state,
+    .finalize = finalize,
+};
