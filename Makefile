@@ -28,13 +28,14 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin $(PKG_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload $(PKG_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
 COMMON_SRC := $(wildcard common/*.c)
 NET_SRC    := $(wildcard nccl_net_plugin/*.c)
+PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 CONF_SRC   := $(wildcard tests/conformance/*.c)
@@ -46,6 +47,7 @@ LIBCOMMON  := $(BUILD)/lib/libc4common.a
 LIBNETCORE := $(BUILD)/lib/libc4netcore.a
 PLUGIN     := $(BUILD)/lib/libnccl-net-c4.so
 PROFLINK   := $(BUILD)/lib/libnccl-profiler-c4.so
+PRELOAD    := $(BUILD)/lib/libc4-preload.so
 C4PERF     := $(BUILD)/bin/c4perf
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
@@ -54,7 +56,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,6 +75,11 @@ $(LIBNETCORE): $(call obj,$(filter-out $(API_SRC),$(NET_SRC)))
 $(PLUGIN): $(call obj,$(API_SRC)) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libnccl-net-c4.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The LD_PRELOAD shim: its own library, so that loading the net plugin never interposes on NCCL.
+$(PRELOAD): $(call obj,$(PRELOAD_SRC)) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libc4-preload.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # One .so is both plugins: NCCL_PROFILER_PLUGIN=c4 finds this name.
 $(PROFLINK): $(PLUGIN)
@@ -128,11 +135,28 @@ Cflags: -I$${includedir}
 endef
 export C4_PC
 
+# The shim's tests: test doubles for what needs a GPU, and a driver against the real libnccl.so.
+REAL_NCCL_DIR ?= /usr/local/cuda/lib64
+SHIM_TESTS := $(BUILD)/tests/libc4-test-double-nccl.so $(BUILD)/tests/libc4-test-double-cudart.so \
+              $(BUILD)/tests/fake_nccl_driver \
+              $(if $(wildcard $(REAL_NCCL_DIR)/libnccl.so),$(BUILD)/tests/real_nccl_driver)
+
+$(BUILD)/obj/tests/doubles/%.o: CFLAGS += -fvisibility=default
+$(BUILD)/tests/libc4-test-double-%.so: $(BUILD)/obj/tests/doubles/fake_%.o $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/fake_nccl_driver: $(BUILD)/obj/tests/preload/fake_nccl_driver.o $(BUILD)/tests/libc4-test-double-nccl.so
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/tests -lc4-test-double-nccl -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+
+$(BUILD)/tests/real_nccl_driver: $(BUILD)/obj/tests/preload/real_nccl_driver.o
+	$(CC) $(LDFLAGS) -o $@ $< -L$(REAL_NCCL_DIR) -lnccl -Wl,-rpath,$(REAL_NCCL_DIR) $(LDLIBS)
+
 test: 
 	$(MAKE) SAN=1 all unit-bins
 	bash tests/run.sh build/san
 
-unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE)
+unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE) $(SHIM_TESTS)
 
 fuzz:
 	bash tests/fuzz/run_libfuzzer.sh
@@ -147,6 +171,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/c4
 	install -m 755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
+	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(C4PERF) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/

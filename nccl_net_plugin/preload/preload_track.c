@@ -1,0 +1,211 @@
+/* preload_track.c -- the shim's state. Communicators sit in a lock-free open-addressing table
+ * keyed by the ncclComm_t pointer; collectives waiting for their CUDA event sit in a fixed table
+ * that one poller thread queries. Calls inside a group wait, per thread, for the outermost
+ * ncclGroupEnd: only then has NCCL put their work on the stream. */
+#include "preload_track.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_record.h"
+#include "c4_telemetry.h"
+#include "preload_cuda.h"
+
+#define COMM_SLOTS 4096
+#define PENDING 4096
+#define GROUP_MAX 256
+#define TOMBSTONE ((uintptr_t)1)
+
+struct comm_slot {
+  _Atomic uintptr_t key;
+  uint64_t id;
+  int rank, nranks;
+  _Atomic uint64_t coll_seq, p2p_seq; /* call order: the same on every rank for collectives */
+};
+
+struct pending {
+  atomic_int busy; /* 0 free, 1 being filled, 2 waiting for its event */
+  c4_cuda_event ev;
+  struct c4_coll_record rec;
+};
+
+static struct comm_slot comms[COMM_SLOTS];
+static struct pending pend[PENDING];
+static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
+static atomic_ulong lost; /* calls whose completion could not be tracked */
+
+static __thread int group_depth;
+static __thread int group_n;
+static __thread struct {
+  struct c4_coll_record rec;
+  cudaStream_t stream;
+} group_calls[GROUP_MAX];
+
+uint64_t c4_shim_hash(const void *p, size_t n, uint64_t seed) {
+  uint64_t h = 0xcbf29ce484222325ull ^ seed;
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+  return h ? h : 1;
+}
+
+static size_t slot_of(uintptr_t key) { return (size_t)(c4_shim_hash(&key, sizeof key, 0) % COMM_SLOTS); }
+
+void c4_shim_comm_add(ncclComm_t comm, uint64_t id, int rank, int nranks) {
+  uintptr_t key = (uintptr_t)comm;
+  for (size_t i = 0, s = slot_of(key); i < COMM_SLOTS; i++, s = (s + 1) % COMM_SLOTS) {
+    uintptr_t cur = atomic_load(&comms[s].key);
+    if (cur == key || ((cur == 0 || cur == TOMBSTONE) &&
+                       atomic_compare_exchange_strong(&comms[s].key, &cur, key))) {
+      comms[s].id = id;
+      comms[s].rank = rank;
+      comms[s].nranks = nranks;
+      atomic_store(&comms[s].coll_seq, 0);
+      atomic_store(&comms[s].p2p_seq, 0);
+      break;
+    }
+  }
+  struct c4_record r = {.kind = C4_REC_COMM};
+  r.comm.comm = id;
+  r.comm.rank = rank;
+  r.comm.nranks = nranks;
+  r.comm.nnodes = -1; /* the public API does not say */
+  r.comm.pid = (uint32_t)getpid();
+  gethostname(r.comm.host, sizeof r.comm.host - 1);
+  r.comm.t = c4_now_ns();
+  c4_telemetry_start();
+  c4_telemetry_emit(&r);
+}
+
+static struct comm_slot *find(ncclComm_t comm) {
+  uintptr_t key = (uintptr_t)comm;
+  for (size_t i = 0, s = slot_of(key); i < COMM_SLOTS; i++, s = (s + 1) % COMM_SLOTS) {
+    uintptr_t cur = atomic_load(&comms[s].key);
+    if (cur == key) return &comms[s];
+    if (cur == 0) return NULL;
+  }
+  return NULL;
+}
+
+void c4_shim_comm_remove(ncclComm_t comm) {
+  struct comm_slot *s = find(comm);
+  if (s) atomic_store(&s->key, TOMBSTONE);
+}
+
+uint64_t c4_shim_comm_id(ncclComm_t comm) {
+  struct comm_slot *s = find(comm);
+  return s ? s->id : 0;
+}
+
+static void emit(const struct c4_coll_record *rec) {
+  struct c4_record r = {.kind = C4_REC_COLL, .coll = *rec};
+  c4_telemetry_emit(&r);
+}
+
+/* One thread polls every waiting event: every 100 us while any waits, every 10 ms otherwise. */
+static void *poller(void *arg) {
+  (void)arg;
+  for (;;) {
+    int waiting = 0;
+    for (int i = 0; i < PENDING; i++) {
+      struct pending *p = &pend[i];
+      if (atomic_load_explicit(&p->busy, memory_order_acquire) != 2) continue;
+      int done = c4_cuda_event_done(p->ev);
+      if (done == 0) {
+        waiting++;
+        continue;
+      }
+      p->rec.t_done = done > 0 ? c4_now_ns() : 0;
+      emit(&p->rec);
+      c4_cuda_event_free(p->ev);
+      atomic_store_explicit(&p->busy, 0, memory_order_release);
+    }
+    struct timespec ts = {0, waiting ? 100000 : 10000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void start_poller(void) {
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &a, poller, NULL);
+  pthread_attr_destroy(&a);
+}
+
+/* Records an event after the call's work and hands it to the poller, or emits the record with
+ * an unknown completion when that cannot be done. */
+static void track(const struct c4_coll_record *rec, cudaStream_t stream) {
+  c4_cuda_event ev = c4_cuda_event_record(stream);
+  if (!ev) {
+    emit(rec);
+    return;
+  }
+  pthread_once(&poller_once, start_poller);
+  for (int i = 0; i < PENDING; i++) {
+    int idle = 0;
+    if (atomic_compare_exchange_strong(&pend[i].busy, &idle, 1)) {
+      pend[i].ev = ev;
+      pend[i].rec = *rec;
+      atomic_store_explicit(&pend[i].busy, 2, memory_order_release);
+      return;
+    }
+  }
+  atomic_fetch_add(&lost, 1); /* more than PENDING calls in flight */
+  c4_cuda_event_free(ev);
+  emit(rec);
+}
+
+static void copy_name(char *dst, const char *src) {
+  size_t n = strnlen(src, C4_NAME_MAX - 1);
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count,
+                  ncclDataType_t dtype, int root_or_peer, cudaStream_t stream, uint64_t t_arrive,
+                  ncclResult_t rc) {
+  struct comm_slot *s = find(comm);
+  struct c4_coll_record rec = {.comm = s ? s->id : 0,
+                               .seq = !s ? 0
+                                      : is_p2p ? atomic_fetch_add(&s->p2p_seq, 1)
+                                               : atomic_fetch_add(&s->coll_seq, 1),
+                               .rank = s ? s->rank : -1,
+                               .nranks = s ? s->nranks : -1,
+                               .is_p2p = (uint8_t)is_p2p,
+                               .root = root_or_peer,
+                               .count = count,
+                               .bytes = count * c4_nccl_dtype_size(dtype),
+                               .t_arrive = t_arrive,
+                               .t_enqueued = c4_now_ns()};
+  copy_name(rec.func, func);
+  copy_name(rec.dtype, c4_nccl_dtype_name(dtype));
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    emit(&rec); /* NCCL refused it: nothing will run */
+    return;
+  }
+  if (group_depth > 0 && group_n < GROUP_MAX) {
+    group_calls[group_n].rec = rec;
+    group_calls[group_n++].stream = stream;
+    return;
+  }
+  if (group_depth > 0) atomic_fetch_add(&lost, 1);
+  track(&rec, stream);
+}
+
+void c4_shim_group_start(void) { group_depth++; }
+
+void c4_shim_group_end(ncclResult_t rc) {
+  if (group_depth > 0) group_depth--;
+  if (group_depth > 0) return;
+  for (int i = 0; i < group_n; i++) {
+    group_calls[i].rec.t_enqueued = c4_now_ns();
+    if (rc == ncclSuccess || rc == ncclInProgress) track(&group_calls[i].rec, group_calls[i].stream);
+    else emit(&group_calls[i].rec);
+  }
+  group_n = 0;
+}

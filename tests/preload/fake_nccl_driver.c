@@ -1,0 +1,40 @@
+/* fake_nccl_driver.c -- a "training job" for the shim test: linked against the NCCL test double,
+ * run with LD_PRELOAD=libc4-preload.so. Prints each call's return code, one per line. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload_abi.h"
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                           ncclConfig_t *config);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+
+int main(void) {
+  ncclUniqueId id;
+  memset(&id, 7, sizeof id);
+  ncclComm_t comm, sub;
+  printf("init %d\n", ncclCommInitRank(&comm, 4, id, 2));
+  printf("init-bad %d\n", ncclCommInitRank(&sub, 0, id, 0));
+  for (int i = 0; i < 3; i++) printf("allreduce %d\n", ncclAllReduce(NULL, NULL, 1024, 7, 0, comm, NULL));
+  printf("allreduce-13 %d\n", ncclAllReduce(NULL, NULL, 13, 7, 0, comm, NULL));
+  printf("group %d\n", ncclGroupStart());
+  printf("send %d\n", ncclSend(NULL, 100, 0, 1, comm, NULL));
+  printf("recv %d\n", ncclRecv(NULL, 100, 0, 3, comm, NULL));
+  printf("groupend %d\n", ncclGroupEnd());
+  printf("split %d\n", ncclCommSplit(comm, 1, 0, &sub, NULL));
+  printf("allreduce-sub %d\n", ncclAllReduce(NULL, NULL, 8, 9, 0, sub, NULL));
+  fflush(stdout);
+  usleep(300000); /* let the shim's poller see the (fake) CUDA events complete */
+  printf("destroy %d\n", ncclCommDestroy(sub) | ncclCommDestroy(comm));
+  return 0;
+}

@@ -1,0 +1,134 @@
+/* test_preload.c -- the LD_PRELOAD shim: every call reaches the real NCCL and its return code comes
+ * back unchanged (against the real libnccl.so, in the error paths that need no GPU), and, against
+ * the NCCL and CUDA test doubles (tests/doubles: this machine has no GPU), communicators and
+ * collectives are recorded with arrival and CUDA-event completion, group calls included. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+
+static char build[512];
+
+static void setup_paths(void) {
+  const char *b = getenv("C4_BUILD_DIR");
+  snprintf(build, sizeof build, "%s", b ? b : "build");
+  setenv("ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0", 1); /* preloading into ASan */
+}
+
+/* Runs cmd, returns its stdout (static buffer). */
+static const char *run(const char *cmd) {
+  static char out[8192];
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  return out;
+}
+
+START_TEST(every_call_and_return_code_reaches_the_real_nccl_unchanged) {
+  setup_paths();
+  char driver[600], cmd[2048];
+  snprintf(driver, sizeof driver, "%s/tests/real_nccl_driver", build);
+  if (access(driver, X_OK) != 0) {
+    printf("skipped: no libnccl.so at build time (REAL_NCCL_DIR)\n");
+    return;
+  }
+  char without[8192];
+  snprintf(cmd, sizeof cmd, "%s", driver);
+  snprintf(without, sizeof without, "%s", run(cmd));
+  snprintf(cmd, sizeof cmd, "LD_PRELOAD=%s/lib/libc4-preload.so %s", build, driver);
+  const char *with = run(cmd);
+  ck_assert_str_eq(with, without);
+  ck_assert_ptr_nonnull(strstr(without, "allreduce-null 4")); /* the real NCCL's own answer */
+  ck_assert_ptr_nonnull(strstr(without, "version 0 2"));      /* NCCL 2.x answered */
+}
+END_TEST
+
+static json_t *lines_of(const char *path, const char *type) {
+  json_t *out = json_array();
+  FILE *f = fopen(path, "r");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) {
+    json_t *j = json_loads(line, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    if (!strcmp(json_string_value(json_object_get(j, "type")), type)) json_array_append(out, j);
+    json_decref(j);
+  }
+  if (f) fclose(f);
+  return out;
+}
+
+static json_t *call(json_t *colls, const char *func, long seq, int rank) {
+  size_t i;
+  json_t *c;
+  json_array_foreach(colls, i, c) {
+    if (!strcmp(json_string_value(json_object_get(c, "func")), func) &&
+        json_integer_value(json_object_get(c, "seq")) == seq &&
+        json_integer_value(json_object_get(c, "rank")) == rank)
+      return c;
+  }
+  return NULL;
+}
+
+#define T(c, f) json_integer_value(json_object_get(c, f))
+
+START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", cmd[2048];
+  close(mkstemp(trace));
+  snprintf(cmd, sizeof cmd,
+           "C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so C4_FAKE_CUDA_DELAY_MS=20 "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver",
+           trace, build, build, build);
+  const char *out = run(cmd);
+  ck_assert_ptr_nonnull(strstr(out, "init-bad 4\n"));     /* the double's codes come back as is */
+  ck_assert_ptr_nonnull(strstr(out, "allreduce-13 5\n"));
+  ck_assert_ptr_nonnull(strstr(out, "groupend 0\n"));
+
+  json_t *comms = lines_of(trace, "comm"), *colls = lines_of(trace, "coll");
+  ck_assert_int_eq(json_array_size(comms), 2); /* the communicator and its split; not the failed init */
+  json_t *c0 = json_array_get(comms, 0);
+  ck_assert_int_eq(T(c0, "nranks"), 4);
+  ck_assert_int_eq(T(c0, "rank"), 2);
+  for (long s = 0; s < 3; s++) {
+    json_t *a = call(colls, "AllReduce", s, 2);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(T(a, "bytes"), 4096);
+    ck_assert_int_ge(T(a, "t_done") - T(a, "t_enqueued"), 15000000); /* the event took 20 ms */
+    ck_assert_int_le(T(a, "t_arrive"), T(a, "t_enqueued"));
+  }
+  json_t *refused = call(colls, "AllReduce", 3, 2);
+  ck_assert_ptr_nonnull(refused);
+  ck_assert(json_is_null(json_object_get(refused, "t_done"))); /* NCCL refused it: it never ran */
+  json_t *send = call(colls, "Send", 0, 2), *recv = call(colls, "Recv", 1, 2);
+  ck_assert_ptr_nonnull(send);
+  ck_assert_ptr_nonnull(recv);
+  ck_assert(json_is_true(json_object_get(send, "p2p")));
+  ck_assert_int_eq(T(send, "root"), 1); /* the peer */
+  /* inside a group the event is recorded after the outermost ncclGroupEnd */
+  ck_assert_int_ge(T(recv, "t_enqueued"), T(send, "t_enqueued"));
+  ck_assert_int_ge(T(send, "t_done") - T(send, "t_enqueued"), 15000000);
+  json_t *sub = call(colls, "AllReduce", 0, 0);
+  ck_assert_ptr_nonnull(sub);
+  ck_assert_str_ne(json_string_value(json_object_get(sub, "comm")),
+                   json_string_value(json_object_get(c0, "comm")));
+  json_decref(comms);
+  json_decref(colls);
+  unlink(trace);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("preload");
+  TCase *tc = tcase_create("shim");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, every_call_and_return_code_reaches_the_real_nccl_unchanged);
+  tcase_add_test(tc, collectives_are_recorded_with_arrival_and_cuda_event_completion);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
