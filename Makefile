@@ -20,7 +20,7 @@ SANFLAGS  :=
 endif
 
 CC        ?= cc
-PKGS      := jansson
+PKGS      := jansson libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
@@ -128,7 +128,7 @@ includedir=$${prefix}/include/c4
 Name: c4
 Description: c4 NCCL net plugin, telemetry ring and host collectives
 Version: $(VERSION)
-Requires.private: jansson
+Requires.private: jansson libcrypto
 Libs: -L$${libdir} -lc4common
 Libs.private: -ldl -lm -pthread
 Cflags: -I$${includedir}

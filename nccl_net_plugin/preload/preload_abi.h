@@ -25,9 +25,9 @@ static inline size_t c4_nccl_dtype_size(ncclDataType_t t) {
 }
 
 static inline const char *c4_nccl_dtype_name(ncclDataType_t t) {
-  static const char *const name[] = {"ncclInt8",    "ncclUint8",     "ncclInt32",
-                                     "ncclUint32",  "ncclInt64",     "ncclUint64",
-                                     "ncclFloat16", "ncclFloat32",   "ncclFloat64",
+  static const char *const name[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
+                                     "ncclUint32",   "ncclInt64",      "ncclUint64",
+                                     "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
                                      "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
   return t >= 0 && t < (int)(sizeof name / sizeof *name) ? name[t] : "unknown";
 }

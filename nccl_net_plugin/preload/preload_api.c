@@ -26,7 +26,7 @@ static void *real(const char *name) {
 
 /* Declares the cached pointer to the real `name` and loads it on first use. */
 #define REAL(name, ...)                                                                            \
-  typedef __typeof__((__VA_ARGS__)0) name##_fn;                                                                 \
+  typedef __typeof__((__VA_ARGS__)0) name##_fn;                                                    \
   static _Atomic(name##_fn) real_##name;                                                           \
   name##_fn fn = atomic_load_explicit(&real_##name, memory_order_relaxed);                         \
   if (!fn) {                                                                                       \
@@ -43,7 +43,7 @@ static void learn(ncclComm_t comm, uint64_t id, int rank, int nranks) {
 }
 
 C4_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
-  REAL(ncclCommInitRank, ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int));
+  REAL(ncclCommInitRank, ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int));
   ncclResult_t rc = fn(comm, nranks, id, rank);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
@@ -51,63 +51,67 @@ C4_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 
 C4_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
                                               int rank, ncclConfig_t *config) {
-  REAL(ncclCommInitRankConfig, ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *));
+  REAL(ncclCommInitRankConfig,
+       ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *));
   ncclResult_t rc = fn(comm, nranks, id, rank, config);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
 }
 
 C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
-  REAL(ncclCommInitAll, ncclResult_t (*)(ncclComm_t *, int, const int *));
+  REAL(ncclCommInitAll, ncclResult_t(*)(ncclComm_t *, int, const int *));
   ncclResult_t rc = fn(comms, ndev, devlist);
   if (rc == ncclSuccess) {
     uint64_t t = c4_now_ns(); /* one communicator, all ranks in this process */
     uint64_t id = c4_shim_hash(&t, sizeof t, (uint64_t)(uintptr_t)comms);
-    for (int i = 0; i < ndev; i++) learn(comms[i], id, i, ndev);
+    for (int i = 0; i < ndev; i++)
+      learn(comms[i], id, i, ndev);
   }
   return rc;
 }
 
 C4_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                      ncclConfig_t *config) {
-  REAL(ncclCommSplit, ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *));
+  REAL(ncclCommSplit, ncclResult_t(*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *));
   ncclResult_t rc = fn(comm, color, key, newcomm, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && *newcomm) {
     /* every member of the new communicator has the same parent and color */
     uint64_t parent = c4_shim_comm_id(comm);
     uint64_t id = c4_shim_hash(&color, sizeof color, parent);
     int rank = -1, n = -1;
-    static _Atomic(ncclResult_t (*)(ncclComm_t, int *)) count_fn, rank_fn;
-    if (!atomic_load(&count_fn)) atomic_store(&count_fn, (ncclResult_t(*)(ncclComm_t, int *))real("ncclCommCount"));
-    if (!atomic_load(&rank_fn)) atomic_store(&rank_fn, (ncclResult_t(*)(ncclComm_t, int *))real("ncclCommUserRank"));
-    if (atomic_load(&count_fn)) atomic_load(&count_fn)(*newcomm, &n);
-    if (atomic_load(&rank_fn)) atomic_load(&rank_fn)(*newcomm, &rank);
+    static _Atomic(ncclResult_t(*)(ncclComm_t, int *)) count_fn, rank_fn;
+    if (!atomic_load(&count_fn))
+      atomic_store(&count_fn, (ncclResult_t(*)(ncclComm_t, int *))real("ncclCommCount"));
+    if (!atomic_load(&rank_fn))
+      atomic_store(&rank_fn, (ncclResult_t(*)(ncclComm_t, int *))real("ncclCommUserRank"));
+    if (atomic_load(&count_fn)) atomic_load (&count_fn)(*newcomm, &n);
+    if (atomic_load(&rank_fn)) atomic_load (&rank_fn)(*newcomm, &rank);
     learn(*newcomm, id, rank, n);
   }
   return rc;
 }
 
 C4_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  REAL(ncclCommDestroy, ncclResult_t (*)(ncclComm_t));
+  REAL(ncclCommDestroy, ncclResult_t(*)(ncclComm_t));
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
 C4_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  REAL(ncclCommAbort, ncclResult_t (*)(ncclComm_t));
+  REAL(ncclCommAbort, ncclResult_t(*)(ncclComm_t));
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
 C4_EXPORT ncclResult_t ncclGroupStart(void) {
-  REAL(ncclGroupStart, ncclResult_t (*)(void));
+  REAL(ncclGroupStart, ncclResult_t(*)(void));
   ncclResult_t rc = fn();
   if (rc == ncclSuccess) c4_shim_group_start();
   return rc;
 }
 
 C4_EXPORT ncclResult_t ncclGroupEnd(void) {
-  REAL(ncclGroupEnd, ncclResult_t (*)(void));
+  REAL(ncclGroupEnd, ncclResult_t(*)(void));
   ncclResult_t rc = fn();
   c4_shim_group_end(rc);
   return rc;
@@ -117,8 +121,8 @@ C4_EXPORT ncclResult_t ncclGroupEnd(void) {
 
 C4_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t,
                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclAllReduce, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                        cudaStream_t));
+  REAL(ncclAllReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                      ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "AllReduce", 0, count, t, -1, stream, t0, rc);
@@ -127,17 +131,17 @@ C4_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclD
 
 C4_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t,
                                   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclReduce, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
-                        ncclComm_t, cudaStream_t));
+  REAL(ncclReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
+                                   ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, root, comm, stream);
   c4_shim_call(comm, "Reduce", 0, count, t, root, stream, t0, rc);
   return rc;
 }
 
-C4_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t t, int root,
-                                 ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclBcast, ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+C4_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
+                                 cudaStream_t stream) {
+  REAL(ncclBcast, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(b, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -146,8 +150,8 @@ C4_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t t, int ro
 
 C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclBroadcast, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-                        cudaStream_t));
+  REAL(ncclBroadcast, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
+                                      cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -158,8 +162,8 @@ C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclD
 #define PLAIN_COLL(api, label)                                                                     \
   C4_EXPORT ncclResult_t api(const void *s, void *r, size_t count, ncclDataType_t t,               \
                              ncclComm_t comm, cudaStream_t stream) {                               \
-    REAL(\
-         api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t));                                                                                     \
+    REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,           \
+                               cudaStream_t));                                                     \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, comm, stream);                                            \
     c4_shim_call(comm, label, 0, count, t, -1, stream, t0, rc);                                    \
@@ -171,8 +175,8 @@ PLAIN_COLL(ncclAlltoAll, "AlltoAll")
 
 C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t t,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclReduceScatter, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                        cudaStream_t));
+  REAL(ncclReduceScatter, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                          ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "ReduceScatter", 0, count, t, -1, stream, t0, rc);
@@ -182,9 +186,8 @@ C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, n
 #define ROOTED_COLL(api, label)                                                                    \
   C4_EXPORT ncclResult_t api(const void *s, void *r, size_t count, ncclDataType_t t, int root,     \
                              ncclComm_t comm, cudaStream_t stream) {                               \
-    REAL(\
-         api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,           \
-                          cudaStream_t));                                                                                     \
+    REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,      \
+                               cudaStream_t));                                                     \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, root, comm, stream);                                      \
     c4_shim_call(comm, label, 0, count, t, root, stream, t0, rc);                                  \
@@ -196,16 +199,17 @@ ROOTED_COLL(ncclScatter, "Scatter")
 
 C4_EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, int peer,
                                 ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclSend, ncclResult_t (*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  REAL(ncclSend,
+       ncclResult_t(*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, count, t, peer, comm, stream);
   c4_shim_call(comm, "Send", 1, count, t, peer, stream, t0, rc);
   return rc;
 }
 
-C4_EXPORT ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer,
-                                ncclComm_t comm, cudaStream_t stream) {
-  REAL(ncclRecv, ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+C4_EXPORT ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                                cudaStream_t stream) {
+  REAL(ncclRecv, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(r, count, t, peer, comm, stream);
   c4_shim_call(comm, "Recv", 1, count, t, peer, stream, t0, rc);

@@ -1,5 +1,6 @@
 /* preload_cuda.h -- CUDA events for the shim, from libcudart loaded at run time (the shim itself
- * needs no CUDA to build or load). C4_CUDART names the library; else libcudart.so.13, .so.12, .so. */
+ * needs no CUDA to build or load). C4_CUDART names the library; else libcudart.so.13, .so.12, .so.
+ */
 #ifndef C4_PRELOAD_CUDA_H
 #define C4_PRELOAD_CUDA_H
 

@@ -47,11 +47,14 @@ static __thread struct {
 
 uint64_t c4_shim_hash(const void *p, size_t n, uint64_t seed) {
   uint64_t h = 0xcbf29ce484222325ull ^ seed;
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
   return h ? h : 1;
 }
 
-static size_t slot_of(uintptr_t key) { return (size_t)(c4_shim_hash(&key, sizeof key, 0) % COMM_SLOTS); }
+static size_t slot_of(uintptr_t key) {
+  return (size_t)(c4_shim_hash(&key, sizeof key, 0) % COMM_SLOTS);
+}
 
 void c4_shim_comm_add(ncclComm_t comm, uint64_t id, int rank, int nranks) {
   uintptr_t key = (uintptr_t)comm;
@@ -166,12 +169,11 @@ static void copy_name(char *dst, const char *src) {
   dst[n] = 0;
 }
 
-void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count,
-                  ncclDataType_t dtype, int root_or_peer, cudaStream_t stream, uint64_t t_arrive,
-                  ncclResult_t rc) {
+void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count, ncclDataType_t dtype,
+                  int root_or_peer, cudaStream_t stream, uint64_t t_arrive, ncclResult_t rc) {
   struct comm_slot *s = find(comm);
   struct c4_coll_record rec = {.comm = s ? s->id : 0,
-                               .seq = !s ? 0
+                               .seq = !s       ? 0
                                       : is_p2p ? atomic_fetch_add(&s->p2p_seq, 1)
                                                : atomic_fetch_add(&s->coll_seq, 1),
                                .rank = s ? s->rank : -1,
@@ -204,8 +206,10 @@ void c4_shim_group_end(ncclResult_t rc) {
   if (group_depth > 0) return;
   for (int i = 0; i < group_n; i++) {
     group_calls[i].rec.t_enqueued = c4_now_ns();
-    if (rc == ncclSuccess || rc == ncclInProgress) track(&group_calls[i].rec, group_calls[i].stream);
-    else emit(&group_calls[i].rec);
+    if (rc == ncclSuccess || rc == ncclInProgress)
+      track(&group_calls[i].rec, group_calls[i].stream);
+    else
+      emit(&group_calls[i].rec);
   }
   group_n = 0;
 }

@@ -16,9 +16,8 @@ uint64_t c4_shim_comm_id(ncclComm_t comm);
 /* A collective or p2p call entered at t_arrive returned rc. Its completion is taken from a CUDA
  * event recorded on stream after the call (after the outermost ncclGroupEnd inside a group);
  * without CUDA its t_done stays unknown. */
-void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count,
-                  ncclDataType_t dtype, int root_or_peer, cudaStream_t stream, uint64_t t_arrive,
-                  ncclResult_t rc);
+void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count, ncclDataType_t dtype,
+                  int root_or_peer, cudaStream_t stream, uint64_t t_arrive, ncclResult_t rc);
 
 void c4_shim_group_start(void);
 /* After the real ncclGroupEnd returned rc. */

@@ -23,7 +23,9 @@ int cudaEventRecord(void *ev, void *stream) {
   return 0;
 }
 
-int cudaEventQuery(void *ev) { return c4_now_ns() >= ((struct fake_event *)ev)->ready_at ? 0 : 600; }
+int cudaEventQuery(void *ev) {
+  return c4_now_ns() >= ((struct fake_event *)ev)->ready_at ? 0 : 600;
+}
 
 int cudaEventDestroy(void *ev) {
   free(ev);

@@ -8,11 +8,11 @@ secs=${C4_FUZZ_SECONDS:-60}
 out=build/fuzz
 mkdir -p "$out"
 srcs=$(ls common/*.c nccl_net_plugin/*.c | grep -v net_plugin_api.c)
-flags="-std=c11 -D_GNU_SOURCE -DC4_VERSION=\"fuzz\" -g -O1 -fsanitize=fuzzer,address,undefined -Icommon -Inccl_net_plugin $(pkg-config --cflags jansson)"
+flags="-std=c11 -D_GNU_SOURCE -DC4_VERSION=\"fuzz\" -g -O1 -fsanitize=fuzzer,address,undefined -Icommon -Inccl_net_plugin $(pkg-config --cflags jansson libcrypto)"
 for t in tests/fuzz/fuzz_*.c; do
   name=$(basename "$t" .c)
   # shellcheck disable=SC2086
-  clang $flags -o "$out/$name" "$t" $srcs $(pkg-config --libs jansson) -lpthread -ldl -lm
+  clang $flags -o "$out/$name" "$t" $srcs $(pkg-config --libs jansson libcrypto) -lpthread -ldl -lm
   mkdir -p "$out/corpus-$name"
   echo "== $name for ${secs}s"
   C4_DEBUG=NONE "$out/$name" -max_total_time="$secs" -max_len=4096 "$out/corpus-$name"

@@ -25,7 +25,8 @@ int main(void) {
   ncclComm_t comm, sub;
   printf("init %d\n", ncclCommInitRank(&comm, 4, id, 2));
   printf("init-bad %d\n", ncclCommInitRank(&sub, 0, id, 0));
-  for (int i = 0; i < 3; i++) printf("allreduce %d\n", ncclAllReduce(NULL, NULL, 1024, 7, 0, comm, NULL));
+  for (int i = 0; i < 3; i++)
+    printf("allreduce %d\n", ncclAllReduce(NULL, NULL, 1024, 7, 0, comm, NULL));
   printf("allreduce-13 %d\n", ncclAllReduce(NULL, NULL, 13, 7, 0, comm, NULL));
   printf("group %d\n", ncclGroupStart());
   printf("send %d\n", ncclSend(NULL, 100, 0, 1, comm, NULL));

@@ -86,12 +86,13 @@ START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
            "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver",
            trace, build, build, build);
   const char *out = run(cmd);
-  ck_assert_ptr_nonnull(strstr(out, "init-bad 4\n"));     /* the double's codes come back as is */
+  ck_assert_ptr_nonnull(strstr(out, "init-bad 4\n")); /* the double's codes come back as is */
   ck_assert_ptr_nonnull(strstr(out, "allreduce-13 5\n"));
   ck_assert_ptr_nonnull(strstr(out, "groupend 0\n"));
 
   json_t *comms = lines_of(trace, "comm"), *colls = lines_of(trace, "coll");
-  ck_assert_int_eq(json_array_size(comms), 2); /* the communicator and its split; not the failed init */
+  ck_assert_int_eq(json_array_size(comms),
+                   2); /* the communicator and its split; not the failed init */
   json_t *c0 = json_array_get(comms, 0);
   ck_assert_int_eq(T(c0, "nranks"), 4);
   ck_assert_int_eq(T(c0, "rank"), 2);

@@ -1,0 +1,270 @@
+/* c4_frame.c -- little-endian frame and record codec for the stream protocol, with bounds
+ * checked on every read, and the HELLO's HMAC-SHA256 (OpenSSL's libcrypto). */
+#include "c4_frame.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <string.h>
+
+#include "c4_err.h"
+
+#define MAGIC 0x3443
+#define VERSION 1
+
+/* A cursor over a buffer; any read or write past the end sets bad and does nothing. */
+struct cur {
+  uint8_t *w;
+  const uint8_t *r;
+  size_t left;
+  int bad;
+};
+
+static void put(struct cur *c, const void *p, size_t n) {
+  if (c->bad || n > c->left) {
+    c->bad = 1;
+    return;
+  }
+  memcpy(c->w, p, n);
+  c->w += n;
+  c->left -= n;
+}
+
+static void put_le(struct cur *c, uint64_t v, int n) {
+  uint8_t b[8];
+  for (int i = 0; i < n; i++) b[i] = (uint8_t)(v >> (8 * i));
+  put(c, b, (size_t)n);
+}
+
+/* Writes a string into a NUL-padded field of n bytes (always terminated). */
+static void put_str(struct cur *c, const char *s, size_t n) {
+  uint8_t f[C4_FRAME_NAME] = {0};
+  size_t len = strnlen(s, n - 1);
+  memcpy(f, s, len);
+  put(c, f, n);
+}
+
+static void get(struct cur *c, void *p, size_t n) {
+  if (c->bad || n > c->left) {
+    c->bad = 1;
+    memset(p, 0, n);
+    return;
+  }
+  memcpy(p, c->r, n);
+  c->r += n;
+  c->left -= n;
+}
+
+static uint64_t get_le(struct cur *c, int n) {
+  uint8_t b[8] = {0};
+  get(c, b, (size_t)n);
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = (v << 8) | b[i];
+  return v;
+}
+
+/* Reads a NUL-padded field of n bytes into s (capacity >= n); a field without NUL is bad. */
+static void get_str(struct cur *c, char *s, size_t n) {
+  get(c, s, n);
+  if (!memchr(s, 0, n)) c->bad = 1;
+  else memset(s + strlen(s), 0, n - strlen(s));
+}
+
+void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length) {
+  struct cur c = {.w = out, .left = C4_FRAME_HDR};
+  put_le(&c, MAGIC, 2);
+  put_le(&c, VERSION, 1);
+  put_le(&c, (uint64_t)type, 1);
+  put_le(&c, length, 4);
+}
+
+int c4_frame_get_header(const uint8_t in[C4_FRAME_HDR], int *type, uint32_t *length) {
+  struct cur c = {.r = in, .left = C4_FRAME_HDR};
+  uint64_t magic = get_le(&c, 2), version = get_le(&c, 1);
+  *type = (int)get_le(&c, 1);
+  *length = (uint32_t)get_le(&c, 4);
+  if (magic != MAGIC || version != VERSION || *type < C4_FRAME_CHALLENGE || *type > C4_FRAME_BYE ||
+      *length > C4_FRAME_MAX_PAYLOAD)
+    return C4_EPROTO;
+  return 0;
+}
+
+static void put_end(struct cur *c, const struct c4_identity *id) {
+  put_le(c, (uint32_t)id->rank, 4);
+  put_le(c, id->pid, 4);
+  put_le(c, (uint32_t)id->dev, 4);
+  put_str(c, id->host, C4_HOST_MAX);
+}
+
+static void get_end(struct cur *c, struct c4_identity *id) {
+  id->rank = (int32_t)get_le(c, 4);
+  id->pid = (uint32_t)get_le(c, 4);
+  id->dev = (int32_t)get_le(c, 4);
+  get_str(c, id->host, C4_HOST_MAX);
+}
+
+size_t c4_frame_record_size(uint32_t kind) {
+  switch (kind) {
+  case C4_REC_XFER: return 1 + 8 * 3 + 1 + 1 + 4 + 8 * 4 + 2 * (12 + C4_HOST_MAX);
+  case C4_REC_COLL: return 1 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 8 + 8 + 4 * C4_NAME_MAX + 3 * 8;
+  case C4_REC_COMM: return 1 + 8 + 64 + 4 * 4 + C4_HOST_MAX + 8;
+  default: return 0;
+  }
+}
+
+size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) {
+  size_t need = c4_frame_record_size(r->kind);
+  if (!need || need > cap) return 0;
+  struct cur c = {.w = out, .left = need};
+  put_le(&c, r->kind, 1);
+  if (r->kind == C4_REC_XFER) {
+    const struct c4_xfer_record *x = &r->xfer;
+    put_le(&c, x->conn_id, 8);
+    put_le(&c, x->nccl_comm, 8);
+    put_le(&c, x->seq, 8);
+    put_le(&c, x->dir, 1);
+    put_le(&c, x->status, 1);
+    put_le(&c, (uint32_t)x->tag, 4);
+    put_le(&c, x->bytes, 8);
+    put_le(&c, x->t_posted, 8);
+    put_le(&c, x->t_first_byte, 8);
+    put_le(&c, x->t_done, 8);
+    put_end(&c, &x->self);
+    put_end(&c, &x->peer);
+  } else if (r->kind == C4_REC_COLL) {
+    const struct c4_coll_record *k = &r->coll;
+    put_le(&c, k->comm, 8);
+    put_le(&c, k->seq, 8);
+    put_le(&c, (uint32_t)k->rank, 4);
+    put_le(&c, (uint32_t)k->nranks, 4);
+    put_le(&c, k->is_p2p, 1);
+    put_le(&c, k->nchannels, 1);
+    put_le(&c, k->nops, 2);
+    put_le(&c, (uint32_t)k->root, 4);
+    put_le(&c, k->count, 8);
+    put_le(&c, k->bytes, 8);
+    put_str(&c, k->func, C4_NAME_MAX);
+    put_str(&c, k->dtype, C4_NAME_MAX);
+    put_str(&c, k->algo, C4_NAME_MAX);
+    put_str(&c, k->proto, C4_NAME_MAX);
+    put_le(&c, k->t_arrive, 8);
+    put_le(&c, k->t_enqueued, 8);
+    put_le(&c, k->t_done, 8);
+  } else {
+    const struct c4_comm_record *m = &r->comm;
+    put_le(&c, m->comm, 8);
+    put_str(&c, m->name, 64);
+    put_le(&c, (uint32_t)m->rank, 4);
+    put_le(&c, (uint32_t)m->nranks, 4);
+    put_le(&c, (uint32_t)m->nnodes, 4);
+    put_le(&c, m->pid, 4);
+    put_str(&c, m->host, C4_HOST_MAX);
+    put_le(&c, m->t, 8);
+  }
+  return c.bad ? 0 : need;
+}
+
+int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
+  memset(r, 0, sizeof *r);
+  if (len < 1) return C4_EPROTO;
+  size_t need = c4_frame_record_size(in[0]);
+  if (!need || need > len) return C4_EPROTO;
+  struct cur c = {.r = in, .left = need};
+  r->kind = (uint32_t)get_le(&c, 1);
+  if (r->kind == C4_REC_XFER) {
+    struct c4_xfer_record *x = &r->xfer;
+    x->version = C4_RECORD_VERSION;
+    x->conn_id = get_le(&c, 8);
+    x->nccl_comm = get_le(&c, 8);
+    x->seq = get_le(&c, 8);
+    x->dir = (uint8_t)get_le(&c, 1);
+    x->status = (uint8_t)get_le(&c, 1);
+    x->tag = (int32_t)get_le(&c, 4);
+    x->bytes = get_le(&c, 8);
+    x->t_posted = get_le(&c, 8);
+    x->t_first_byte = get_le(&c, 8);
+    x->t_done = get_le(&c, 8);
+    get_end(&c, &x->self);
+    get_end(&c, &x->peer);
+    if (x->dir > C4_DIR_RECV || x->status > C4_XFER_PENDING) c.bad = 1;
+  } else if (r->kind == C4_REC_COLL) {
+    struct c4_coll_record *k = &r->coll;
+    k->comm = get_le(&c, 8);
+    k->seq = get_le(&c, 8);
+    k->rank = (int32_t)get_le(&c, 4);
+    k->nranks = (int32_t)get_le(&c, 4);
+    k->is_p2p = (uint8_t)get_le(&c, 1);
+    k->nchannels = (uint8_t)get_le(&c, 1);
+    k->nops = (uint16_t)get_le(&c, 2);
+    k->root = (int32_t)get_le(&c, 4);
+    k->count = get_le(&c, 8);
+    k->bytes = get_le(&c, 8);
+    get_str(&c, k->func, C4_NAME_MAX);
+    get_str(&c, k->dtype, C4_NAME_MAX);
+    get_str(&c, k->algo, C4_NAME_MAX);
+    get_str(&c, k->proto, C4_NAME_MAX);
+    k->t_arrive = get_le(&c, 8);
+    k->t_enqueued = get_le(&c, 8);
+    k->t_done = get_le(&c, 8);
+    if (k->is_p2p > 1) c.bad = 1;
+  } else {
+    struct c4_comm_record *m = &r->comm;
+    m->comm = get_le(&c, 8);
+    get_str(&c, m->name, 64);
+    m->rank = (int32_t)get_le(&c, 4);
+    m->nranks = (int32_t)get_le(&c, 4);
+    m->nnodes = (int32_t)get_le(&c, 4);
+    m->pid = (uint32_t)get_le(&c, 4);
+    get_str(&c, m->host, C4_HOST_MAX);
+    m->t = get_le(&c, 8);
+  }
+  return c.bad ? C4_EPROTO : (int)need;
+}
+
+size_t c4_frame_hello_size(void) { return 2 * C4_FRAME_NAME + 4 + 4 + C4_FRAME_MAC; }
+
+/* The MAC's message: the nonce, then the HELLO's fields as laid out on the wire. */
+static void hello_mac(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
+                      const char *token, uint8_t mac[C4_FRAME_MAC]) {
+  uint8_t msg[C4_FRAME_NONCE + 2 * C4_FRAME_NAME + 8];
+  struct cur c = {.w = msg, .left = sizeof msg};
+  put(&c, nonce, C4_FRAME_NONCE);
+  put_str(&c, h->job, C4_FRAME_NAME);
+  put_str(&c, h->host, C4_FRAME_NAME);
+  put_le(&c, h->pid, 4);
+  put_le(&c, (uint32_t)h->rank, 4);
+  unsigned len = C4_FRAME_MAC;
+  const char *key = token ? token : "";
+  HMAC(EVP_sha256(), key, (int)strlen(key), msg, sizeof msg, mac, &len);
+}
+
+void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h,
+                        const uint8_t nonce[C4_FRAME_NONCE], const char *token) {
+  uint8_t mac[C4_FRAME_MAC];
+  hello_mac(h, nonce, token, mac);
+  struct cur c = {.w = out, .left = c4_frame_hello_size()};
+  put_str(&c, h->job, C4_FRAME_NAME);
+  put_str(&c, h->host, C4_FRAME_NAME);
+  put_le(&c, h->pid, 4);
+  put_le(&c, (uint32_t)h->rank, 4);
+  put(&c, mac, C4_FRAME_MAC);
+}
+
+int c4_frame_get_hello(const uint8_t *in, size_t len, struct c4_hello *h) {
+  memset(h, 0, sizeof *h);
+  if (len != c4_frame_hello_size()) return C4_EPROTO;
+  struct cur c = {.r = in, .left = len};
+  get_str(&c, h->job, C4_FRAME_NAME);
+  get_str(&c, h->host, C4_FRAME_NAME);
+  h->pid = (uint32_t)get_le(&c, 4);
+  h->rank = (int32_t)get_le(&c, 4);
+  get(&c, h->mac, C4_FRAME_MAC);
+  return c.bad ? C4_EPROTO : 0;
+}
+
+int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
+                          const char *token) {
+  uint8_t mac[C4_FRAME_MAC];
+  hello_mac(h, nonce, token, mac);
+  return CRYPTO_memcmp(mac, h->mac, C4_FRAME_MAC) == 0;
+}

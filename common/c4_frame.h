@@ -1,0 +1,64 @@
+/* c4_frame.h -- the stream protocol's frames and records (docs/stream.md): encoders that cannot
+ * fail on valid input, decoders that check every length and field, and the HELLO's HMAC. */
+#ifndef C4_FRAME_H
+#define C4_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "c4_record.h"
+
+#define C4_FRAME_HDR 8
+#define C4_FRAME_MAX_PAYLOAD 65536
+#define C4_FRAME_NONCE 16
+#define C4_FRAME_MAC 32
+#define C4_FRAME_NAME 64
+
+enum {
+  C4_FRAME_CHALLENGE = 1,
+  C4_FRAME_HELLO = 2,
+  C4_FRAME_WELCOME = 3,
+  C4_FRAME_RECORDS = 4,
+  C4_FRAME_HEARTBEAT = 5,
+  C4_FRAME_TIME = 6,
+  C4_FRAME_BYE = 7
+};
+
+struct c4_hello {
+  char job[C4_FRAME_NAME];
+  char host[C4_FRAME_NAME];
+  uint32_t pid;
+  int32_t rank;
+  uint8_t mac[C4_FRAME_MAC];
+};
+
+/* Writes a frame header. */
+void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length);
+
+/* Reads a header: 0 with *type and *length set, or C4_EPROTO (bad magic, version, type, or a
+ * length above C4_FRAME_MAX_PAYLOAD). */
+int c4_frame_get_header(const uint8_t in[C4_FRAME_HDR], int *type, uint32_t *length);
+
+/* Size of one encoded record of this kind (0 for an unknown kind). */
+size_t c4_frame_record_size(uint32_t kind);
+
+/* Appends r to out (capacity cap). Returns the bytes written, or 0 when it does not fit. */
+size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r);
+
+/* Decodes one record from in (len bytes). Returns the bytes used, or C4_EPROTO (unknown kind,
+ * truncated, a string without NUL, a field out of range). */
+int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r);
+
+/* Encodes a HELLO payload (sizeof: c4_frame_hello_size()) with its MAC over nonce and fields. */
+size_t c4_frame_hello_size(void);
+void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h,
+                        const uint8_t nonce[C4_FRAME_NONCE], const char *token);
+
+/* Decodes a HELLO payload. Returns 0, or C4_EPROTO when it is malformed. */
+int c4_frame_get_hello(const uint8_t *in, size_t len, struct c4_hello *h);
+
+/* 1 when h's MAC is right for nonce and token (constant-time comparison), else 0. */
+int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
+                          const char *token);
+
+#endif

@@ -1,0 +1,117 @@
+/* test_frame.c -- the stream protocol codec (docs/stream.md): headers, every record kind
+ * round-trips, malformed input is refused, and the HELLO's MAC needs the right token and nonce. */
+#include <check.h>
+#include <string.h>
+
+#include "../check_run.h"
+#include "c4_err.h"
+#include "c4_frame.h"
+
+START_TEST(headers_round_trip_and_bad_ones_are_refused) {
+  uint8_t h[C4_FRAME_HDR];
+  int type;
+  uint32_t len;
+  c4_frame_put_header(h, C4_FRAME_RECORDS, 1234);
+  ck_assert_int_eq(c4_frame_get_header(h, &type, &len), 0);
+  ck_assert_int_eq(type, C4_FRAME_RECORDS);
+  ck_assert_uint_eq(len, 1234);
+  c4_frame_put_header(h, C4_FRAME_RECORDS, C4_FRAME_MAX_PAYLOAD + 1);
+  ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* too long */
+  c4_frame_put_header(h, 99, 8);
+  ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* unknown type */
+  c4_frame_put_header(h, C4_FRAME_BYE, 0);
+  h[0] ^= 1;
+  ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* magic */
+  c4_frame_put_header(h, C4_FRAME_BYE, 0);
+  h[2] = 2;
+  ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* version */
+}
+END_TEST
+
+static void round_trip(const struct c4_record *in) {
+  uint8_t buf[512];
+  size_t n = c4_frame_put_record(buf, sizeof buf, in);
+  ck_assert_uint_eq(n, c4_frame_record_size(in->kind));
+  struct c4_record out;
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), (int)n);
+  ck_assert_int_eq(memcmp(in, &out, sizeof out), 0);
+  for (size_t cut = 0; cut < n; cut++) /* every truncation is refused */
+    ck_assert_int_eq(c4_frame_get_record(buf, cut, &out), C4_EPROTO);
+  ck_assert_uint_eq(c4_frame_put_record(buf, n - 1, in), 0); /* no room: nothing written */
+}
+
+START_TEST(every_record_kind_round_trips_exactly) {
+  struct c4_record x = {.kind = C4_REC_XFER};
+  x.xfer = (struct c4_xfer_record){.version = C4_RECORD_VERSION, .dir = C4_DIR_RECV,
+                                   .status = C4_XFER_PENDING, .tag = -7, .conn_id = 1ull << 63,
+                                   .nccl_comm = 42, .seq = 9, .bytes = 1ull << 40,
+                                   .t_posted = 1, .t_first_byte = 2, .t_done = 0};
+  strcpy(x.xfer.self.host, "a");
+  x.xfer.self.rank = 3;
+  strcpy(x.xfer.peer.host, "node-with-a-longer-name");
+  x.xfer.peer.pid = 77;
+  x.xfer.peer.dev = 1;
+  round_trip(&x);
+  struct c4_record c = {.kind = C4_REC_COLL};
+  c.coll = (struct c4_coll_record){.comm = 5, .seq = 6, .rank = 1, .nranks = 8, .is_p2p = 1,
+                                   .nchannels = 4, .nops = 3, .root = -1, .count = 10,
+                                   .bytes = 40, .t_arrive = 100, .t_enqueued = 101, .t_done = 150};
+  strcpy(c.coll.func, "AllReduce");
+  strcpy(c.coll.dtype, "ncclFloat32");
+  strcpy(c.coll.algo, "Ring");
+  strcpy(c.coll.proto, "LL128");
+  round_trip(&c);
+  struct c4_record m = {.kind = C4_REC_COMM};
+  m.comm = (struct c4_comm_record){.comm = 5, .rank = 1, .nranks = 8, .nnodes = 2, .pid = 9, .t = 3};
+  strcpy(m.comm.name, "dp-group");
+  strcpy(m.comm.host, "node-1");
+  round_trip(&m);
+}
+END_TEST
+
+START_TEST(records_with_bad_fields_are_refused) {
+  struct c4_record x = {.kind = C4_REC_XFER}, out;
+  uint8_t buf[512];
+  size_t n = c4_frame_put_record(buf, sizeof buf, &x);
+  buf[25] = 2; /* dir */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  n = c4_frame_put_record(buf, sizeof buf, &x);
+  memset(buf + n - C4_HOST_MAX, 'x', C4_HOST_MAX); /* peer host without NUL */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  buf[0] = 9; /* unknown kind */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  ck_assert_uint_eq(c4_frame_record_size(9), 0);
+}
+END_TEST
+
+START_TEST(a_hello_is_accepted_only_with_the_token_and_the_nonce_it_answers) {
+  struct c4_hello h = {.pid = 4242, .rank = 3};
+  strcpy(h.job, "llama-70b-run-17");
+  strcpy(h.host, "node-3");
+  uint8_t nonce[C4_FRAME_NONCE] = {1, 2, 3}, other[C4_FRAME_NONCE] = {1, 2, 4};
+  uint8_t buf[256];
+  ck_assert_uint_le(c4_frame_hello_size(), sizeof buf);
+  c4_frame_put_hello(buf, &h, nonce, "s3cret");
+  struct c4_hello got;
+  ck_assert_int_eq(c4_frame_get_hello(buf, c4_frame_hello_size(), &got), 0);
+  ck_assert_str_eq(got.job, "llama-70b-run-17");
+  ck_assert_int_eq(got.rank, 3);
+  ck_assert(c4_frame_hello_verify(&got, nonce, "s3cret"));
+  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cres"));  /* wrong token */
+  ck_assert(!c4_frame_hello_verify(&got, other, "s3cret"));  /* replayed to another nonce */
+  got.rank = 4;
+  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cret"));  /* a field changed */
+  ck_assert_int_eq(c4_frame_get_hello(buf, c4_frame_hello_size() - 1, &got), C4_EPROTO);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("frame");
+  TCase *tc = tcase_create("codec");
+  tcase_add_test(tc, headers_round_trip_and_bad_ones_are_refused);
+  tcase_add_test(tc, every_record_kind_round_trips_exactly);
+  tcase_add_test(tc, records_with_bad_fields_are_refused);
+  tcase_add_test(tc, a_hello_is_accepted_only_with_the_token_and_the_nonce_it_answers);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
