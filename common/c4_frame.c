@@ -32,7 +32,8 @@ static void put(struct cur *c, const void *p, size_t n) {
 
 static void put_le(struct cur *c, uint64_t v, int n) {
   uint8_t b[8];
-  for (int i = 0; i < n; i++) b[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < n; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
   put(c, b, (size_t)n);
 }
 
@@ -59,15 +60,18 @@ static uint64_t get_le(struct cur *c, int n) {
   uint8_t b[8] = {0};
   get(c, b, (size_t)n);
   uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = (v << 8) | b[i];
+  for (int i = n - 1; i >= 0; i--)
+    v = (v << 8) | b[i];
   return v;
 }
 
 /* Reads a NUL-padded field of n bytes into s (capacity >= n); a field without NUL is bad. */
 static void get_str(struct cur *c, char *s, size_t n) {
   get(c, s, n);
-  if (!memchr(s, 0, n)) c->bad = 1;
-  else memset(s + strlen(s), 0, n - strlen(s));
+  if (!memchr(s, 0, n))
+    c->bad = 1;
+  else
+    memset(s + strlen(s), 0, n - strlen(s));
 }
 
 void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length) {
@@ -238,8 +242,8 @@ static void hello_mac(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NON
   HMAC(EVP_sha256(), key, (int)strlen(key), msg, sizeof msg, mac, &len);
 }
 
-void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h,
-                        const uint8_t nonce[C4_FRAME_NONCE], const char *token) {
+void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
+                        const char *token) {
   uint8_t mac[C4_FRAME_MAC];
   hello_mac(h, nonce, token, mac);
   struct cur c = {.w = out, .left = c4_frame_hello_size()};

@@ -51,8 +51,8 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r);
 
 /* Encodes a HELLO payload (sizeof: c4_frame_hello_size()) with its MAC over nonce and fields. */
 size_t c4_frame_hello_size(void);
-void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h,
-                        const uint8_t nonce[C4_FRAME_NONCE], const char *token);
+void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
+                        const char *token);
 
 /* Decodes a HELLO payload. Returns 0, or C4_EPROTO when it is malformed. */
 int c4_frame_get_hello(const uint8_t *in, size_t len, struct c4_hello *h);

@@ -42,10 +42,17 @@ static void round_trip(const struct c4_record *in) {
 
 START_TEST(every_record_kind_round_trips_exactly) {
   struct c4_record x = {.kind = C4_REC_XFER};
-  x.xfer = (struct c4_xfer_record){.version = C4_RECORD_VERSION, .dir = C4_DIR_RECV,
-                                   .status = C4_XFER_PENDING, .tag = -7, .conn_id = 1ull << 63,
-                                   .nccl_comm = 42, .seq = 9, .bytes = 1ull << 40,
-                                   .t_posted = 1, .t_first_byte = 2, .t_done = 0};
+  x.xfer = (struct c4_xfer_record){.version = C4_RECORD_VERSION,
+                                   .dir = C4_DIR_RECV,
+                                   .status = C4_XFER_PENDING,
+                                   .tag = -7,
+                                   .conn_id = 1ull << 63,
+                                   .nccl_comm = 42,
+                                   .seq = 9,
+                                   .bytes = 1ull << 40,
+                                   .t_posted = 1,
+                                   .t_first_byte = 2,
+                                   .t_done = 0};
   strcpy(x.xfer.self.host, "a");
   x.xfer.self.rank = 3;
   strcpy(x.xfer.peer.host, "node-with-a-longer-name");
@@ -53,16 +60,27 @@ START_TEST(every_record_kind_round_trips_exactly) {
   x.xfer.peer.dev = 1;
   round_trip(&x);
   struct c4_record c = {.kind = C4_REC_COLL};
-  c.coll = (struct c4_coll_record){.comm = 5, .seq = 6, .rank = 1, .nranks = 8, .is_p2p = 1,
-                                   .nchannels = 4, .nops = 3, .root = -1, .count = 10,
-                                   .bytes = 40, .t_arrive = 100, .t_enqueued = 101, .t_done = 150};
+  c.coll = (struct c4_coll_record){.comm = 5,
+                                   .seq = 6,
+                                   .rank = 1,
+                                   .nranks = 8,
+                                   .is_p2p = 1,
+                                   .nchannels = 4,
+                                   .nops = 3,
+                                   .root = -1,
+                                   .count = 10,
+                                   .bytes = 40,
+                                   .t_arrive = 100,
+                                   .t_enqueued = 101,
+                                   .t_done = 150};
   strcpy(c.coll.func, "AllReduce");
   strcpy(c.coll.dtype, "ncclFloat32");
   strcpy(c.coll.algo, "Ring");
   strcpy(c.coll.proto, "LL128");
   round_trip(&c);
   struct c4_record m = {.kind = C4_REC_COMM};
-  m.comm = (struct c4_comm_record){.comm = 5, .rank = 1, .nranks = 8, .nnodes = 2, .pid = 9, .t = 3};
+  m.comm =
+      (struct c4_comm_record){.comm = 5, .rank = 1, .nranks = 8, .nnodes = 2, .pid = 9, .t = 3};
   strcpy(m.comm.name, "dp-group");
   strcpy(m.comm.host, "node-1");
   round_trip(&m);
@@ -97,10 +115,10 @@ START_TEST(a_hello_is_accepted_only_with_the_token_and_the_nonce_it_answers) {
   ck_assert_str_eq(got.job, "llama-70b-run-17");
   ck_assert_int_eq(got.rank, 3);
   ck_assert(c4_frame_hello_verify(&got, nonce, "s3cret"));
-  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cres"));  /* wrong token */
-  ck_assert(!c4_frame_hello_verify(&got, other, "s3cret"));  /* replayed to another nonce */
+  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cres")); /* wrong token */
+  ck_assert(!c4_frame_hello_verify(&got, other, "s3cret")); /* replayed to another nonce */
   got.rank = 4;
-  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cret"));  /* a field changed */
+  ck_assert(!c4_frame_hello_verify(&got, nonce, "s3cret")); /* a field changed */
   ck_assert_int_eq(c4_frame_get_hello(buf, c4_frame_hello_size() - 1, &got), C4_EPROTO);
 }
 END_TEST
