@@ -2,7 +2,6 @@
 #include "c4_telemetry.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +16,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "c4_ring.h"
+#include "c4_trace_json.h"
 
 #define DRAIN_PERIOD_MS 10
 
@@ -83,60 +83,6 @@ static void write_json_line(json_t *j) {
   json_decref(j);
 }
 
-/* A time, or JSON null for "not (yet) happened". */
-static json_t *time_json(uint64_t t) { return t ? json_integer((json_int_t)t) : json_null(); }
-
-static json_t *comm_json(uint64_t id) {
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016" PRIx64, id);
-  return id ? json_string(hex) : json_null();
-}
-
-static void write_xfer(const struct c4_xfer_record *r) {
-  static const char *const status[] = {"ok", "error", "pending"};
-  char conn[17];
-  snprintf(conn, sizeof conn, "%016" PRIx64, r->conn_id);
-  json_t *j = json_pack("{s:i, s:s, s:o, s:i, s:i, s:s, s:s, s:s, s:I, s:o, s:o, s:o}", "v",
-                        C4_RECORD_VERSION, "type", "xfer", "comm", comm_json(r->nccl_comm), "rank",
-                        r->self.rank, "peer", r->peer.rank, "host", r->self.host, "peer_host",
-                        r->peer.host, "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "bytes",
-                        (json_int_t)r->bytes, "t_post", time_json(r->t_posted), "t_first",
-                        time_json(r->t_first_byte), "t_done", time_json(r->t_done));
-  if (j) {
-    json_t *more = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:i, s:i}", "conn", conn, "seq",
-                             (json_int_t)r->seq, "tag", r->tag, "status",
-                             status[r->status <= C4_XFER_PENDING ? r->status : C4_XFER_ERROR],
-                             "pid", (json_int_t)r->self.pid, "peer_pid", (json_int_t)r->peer.pid,
-                             "dev", r->self.dev, "peer_dev", r->peer.dev);
-    json_object_update(j, more);
-    json_decref(more);
-  }
-  write_json_line(j);
-  atomic_fetch_add(&tel.written, 1);
-}
-
-static void write_coll(const struct c4_coll_record *c) {
-  json_t *j = json_pack(
-      "{s:i, s:s, s:o, s:i, s:i, s:I, s:s, s:b, s:I, s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:I, "
-      "s:I, s:o}",
-      "v", C4_RECORD_VERSION, "type", "coll", "comm", comm_json(c->comm), "rank", c->rank, "nranks",
-      c->nranks, "seq", (json_int_t)c->seq, "func", c->func, "p2p", c->is_p2p, "count",
-      (json_int_t)c->count, "bytes", (json_int_t)c->bytes, "root", c->root, "datatype", c->dtype,
-      "algo", c->algo, "proto", c->proto, "nchannels", c->nchannels, "nops", c->nops, "t_arrive",
-      (json_int_t)c->t_arrive, "t_enqueued", (json_int_t)c->t_enqueued, "t_done",
-      time_json(c->t_done));
-  write_json_line(j);
-  atomic_fetch_add(&tel.written, 1);
-}
-
-static void write_comm(const struct c4_comm_record *c) {
-  write_json_line(json_pack("{s:i, s:s, s:o, s:s, s:i, s:i, s:i, s:s, s:I, s:I}", "v",
-                            C4_RECORD_VERSION, "type", "comm", "comm", comm_json(c->comm), "name",
-                            c->name, "nranks", c->nranks, "rank", c->rank, "nnodes", c->nnodes,
-                            "host", c->host, "pid", (json_int_t)c->pid, "t", (json_int_t)c->t));
-  atomic_fetch_add(&tel.written, 1);
-}
-
 static void write_clock_line(const char *type) {
   char host[C4_HOST_MAX] = "unknown";
   gethostname(host, sizeof host - 1);
@@ -159,12 +105,11 @@ static void drain(void) {
   struct c4_record r;
   int n = 0;
   while (ring && c4_ring_pop(ring, &r)) {
-    if (r.kind == C4_REC_XFER)
-      write_xfer(&r.xfer);
-    else if (r.kind == C4_REC_COLL)
-      write_coll(&r.coll);
-    else if (r.kind == C4_REC_COMM)
-      write_comm(&r.comm);
+    json_t *j = c4_record_json(&r);
+    if (j) {
+      write_json_line(j);
+      atomic_fetch_add(&tel.written, 1);
+    }
     n++;
   }
   if (n) fflush(tel.out);

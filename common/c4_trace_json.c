@@ -1,0 +1,64 @@
+/* c4_trace_json.c -- one record as one trace line (docs/trace-format.md), with Jansson. */
+#include "c4_trace_json.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+/* A time, or JSON null for "not (yet) happened". */
+static json_t *time_json(uint64_t t) { return t ? json_integer((json_int_t)t) : json_null(); }
+
+static json_t *comm_json(uint64_t id) {
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016" PRIx64, id);
+  return id ? json_string(hex) : json_null();
+}
+
+static json_t *xfer_json(const struct c4_xfer_record *r) {
+  static const char *const status[] = {"ok", "error", "pending"};
+  char conn[17];
+  snprintf(conn, sizeof conn, "%016" PRIx64, r->conn_id);
+  json_t *j = json_pack("{s:i, s:s, s:o, s:i, s:i, s:s, s:s, s:s, s:I, s:o, s:o, s:o}", "v",
+                        C4_RECORD_VERSION, "type", "xfer", "comm", comm_json(r->nccl_comm), "rank",
+                        r->self.rank, "peer", r->peer.rank, "host", r->self.host, "peer_host",
+                        r->peer.host, "dir", r->dir == C4_DIR_SEND ? "send" : "recv", "bytes",
+                        (json_int_t)r->bytes, "t_post", time_json(r->t_posted), "t_first",
+                        time_json(r->t_first_byte), "t_done", time_json(r->t_done));
+  if (j) {
+    json_t *more = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:i, s:i}", "conn", conn, "seq",
+                             (json_int_t)r->seq, "tag", r->tag, "status",
+                             status[r->status <= C4_XFER_PENDING ? r->status : C4_XFER_ERROR],
+                             "pid", (json_int_t)r->self.pid, "peer_pid", (json_int_t)r->peer.pid,
+                             "dev", r->self.dev, "peer_dev", r->peer.dev);
+    json_object_update(j, more);
+    json_decref(more);
+  }
+  return j;
+}
+
+static json_t *coll_json(const struct c4_coll_record *c) {
+  return json_pack(
+      "{s:i, s:s, s:o, s:i, s:i, s:I, s:s, s:b, s:I, s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:I, "
+      "s:I, s:o}",
+      "v", C4_RECORD_VERSION, "type", "coll", "comm", comm_json(c->comm), "rank", c->rank, "nranks",
+      c->nranks, "seq", (json_int_t)c->seq, "func", c->func, "p2p", c->is_p2p, "count",
+      (json_int_t)c->count, "bytes", (json_int_t)c->bytes, "root", c->root, "datatype", c->dtype,
+      "algo", c->algo, "proto", c->proto, "nchannels", c->nchannels, "nops", c->nops, "t_arrive",
+      (json_int_t)c->t_arrive, "t_enqueued", (json_int_t)c->t_enqueued, "t_done",
+      time_json(c->t_done));
+}
+
+static json_t *comm_record_json(const struct c4_comm_record *c) {
+  return json_pack("{s:i, s:s, s:o, s:s, s:i, s:i, s:i, s:s, s:I, s:I}", "v", C4_RECORD_VERSION,
+                   "type", "comm", "comm", comm_json(c->comm), "name", c->name, "nranks", c->nranks,
+                   "rank", c->rank, "nnodes", c->nnodes, "host", c->host, "pid", (json_int_t)c->pid,
+                   "t", (json_int_t)c->t);
+}
+
+json_t *c4_record_json(const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER: return xfer_json(&r->xfer);
+  case C4_REC_COLL: return coll_json(&r->coll);
+  case C4_REC_COMM: return comm_record_json(&r->comm);
+  default: return NULL;
+  }
+}
