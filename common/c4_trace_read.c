@@ -1,0 +1,199 @@
+/* c4_trace_read.c -- trace lines back into records, checking every field it takes. */
+#include "c4_trace_read.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_err.h"
+
+/* Field readers: the first failure names its field in err, and later ones keep quiet. */
+struct parse {
+  json_t *j;
+  char *err;
+  size_t errlen;
+  int bad;
+};
+
+static void fail(struct parse *p, const char *field, const char *why) {
+  if (!p->bad) snprintf(p->err, p->errlen, "field \"%s\" %s", field, why);
+  p->bad = 1;
+}
+
+static int64_t get_int(struct parse *p, const char *f, int64_t lo, int64_t hi) {
+  json_t *v = json_object_get(p->j, f);
+  if (!json_is_integer(v)) {
+    fail(p, f, v ? "is not an integer" : "is missing");
+    return 0;
+  }
+  json_int_t x = json_integer_value(v);
+  if (x < lo || x > hi) fail(p, f, "is out of range");
+  return x;
+}
+
+/* A time: a non-negative integer, or null for "not (yet)" (read as 0). */
+static uint64_t get_time(struct parse *p, const char *f) {
+  json_t *v = json_object_get(p->j, f);
+  if (json_is_null(v)) return 0;
+  return (uint64_t)get_int(p, f, 0, INT64_MAX);
+}
+
+static void get_str(struct parse *p, const char *f, char *out, size_t cap) {
+  json_t *v = json_object_get(p->j, f);
+  if (!json_is_string(v)) {
+    fail(p, f, v ? "is not a string" : "is missing");
+    return;
+  }
+  size_t n = json_string_length(v);
+  if (n >= cap || memchr(json_string_value(v), 0, n)) {
+    fail(p, f, "is too long or holds a NUL");
+    return;
+  }
+  memcpy(out, json_string_value(v), n + 1);
+}
+
+/* A 16-hex-digit id, or null (read as 0). */
+static uint64_t get_id(struct parse *p, const char *f, int nullable) {
+  json_t *v = json_object_get(p->j, f);
+  if (nullable && json_is_null(v)) return 0;
+  const char *s = json_string_value(v);
+  char *end = NULL;
+  errno = 0;
+  uint64_t x = s && strlen(s) == 16 ? strtoull(s, &end, 16) : 0;
+  if (!s || strlen(s) != 16 || errno || *end || s[0] == '-' || s[0] == '+')
+    fail(p, f, "is not 16 hex digits");
+  return x;
+}
+
+static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
+  x->version = C4_RECORD_VERSION;
+  x->nccl_comm = get_id(p, "comm", 1);
+  x->conn_id = get_id(p, "conn", 0);
+  x->self.rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  x->peer.rank = (int32_t)get_int(p, "peer", INT32_MIN, INT32_MAX);
+  get_str(p, "host", x->self.host, C4_HOST_MAX);
+  get_str(p, "peer_host", x->peer.host, C4_HOST_MAX);
+  x->self.pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
+  x->peer.pid = (uint32_t)get_int(p, "peer_pid", 0, UINT32_MAX);
+  x->self.dev = (int32_t)get_int(p, "dev", INT32_MIN, INT32_MAX);
+  x->peer.dev = (int32_t)get_int(p, "peer_dev", INT32_MIN, INT32_MAX);
+  x->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
+  x->tag = (int32_t)get_int(p, "tag", INT32_MIN, INT32_MAX);
+  x->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
+  x->t_posted = get_time(p, "t_post");
+  x->t_first_byte = get_time(p, "t_first");
+  x->t_done = get_time(p, "t_done");
+  char dir[8] = "", status[8] = "";
+  get_str(p, "dir", dir, sizeof dir);
+  get_str(p, "status", status, sizeof status);
+  if (!p->bad && strcmp(dir, "send") && strcmp(dir, "recv")) fail(p, "dir", "is not send or recv");
+  x->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
+  x->status = !strcmp(status, "ok")        ? C4_XFER_OK
+              : !strcmp(status, "pending") ? C4_XFER_PENDING
+                                           : C4_XFER_ERROR;
+  if (!p->bad && strcmp(status, "ok") && strcmp(status, "error") && strcmp(status, "pending"))
+    fail(p, "status", "is not ok, error or pending");
+}
+
+static void parse_coll(struct parse *p, struct c4_coll_record *c) {
+  c->comm = get_id(p, "comm", 1);
+  c->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  c->nranks = (int32_t)get_int(p, "nranks", INT32_MIN, INT32_MAX);
+  c->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
+  get_str(p, "func", c->func, C4_NAME_MAX);
+  json_t *p2p = json_object_get(p->j, "p2p");
+  if (!json_is_boolean(p2p)) fail(p, "p2p", "is not true or false");
+  c->is_p2p = json_is_true(p2p);
+  c->count = (uint64_t)get_int(p, "count", 0, INT64_MAX);
+  c->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
+  c->root = (int32_t)get_int(p, "root", INT32_MIN, INT32_MAX);
+  get_str(p, "datatype", c->dtype, C4_NAME_MAX);
+  get_str(p, "algo", c->algo, C4_NAME_MAX);
+  get_str(p, "proto", c->proto, C4_NAME_MAX);
+  c->nchannels = (uint8_t)get_int(p, "nchannels", 0, UINT8_MAX);
+  c->nops = (uint16_t)get_int(p, "nops", 0, UINT16_MAX);
+  c->t_arrive = get_time(p, "t_arrive");
+  c->t_enqueued = get_time(p, "t_enqueued");
+  c->t_done = get_time(p, "t_done");
+}
+
+static void parse_comm(struct parse *p, struct c4_comm_record *c) {
+  c->comm = get_id(p, "comm", 1);
+  get_str(p, "name", c->name, sizeof c->name);
+  c->nranks = (int32_t)get_int(p, "nranks", INT32_MIN, INT32_MAX);
+  c->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  c->nnodes = (int32_t)get_int(p, "nnodes", INT32_MIN, INT32_MAX);
+  get_str(p, "host", c->host, C4_HOST_MAX);
+  c->pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
+  c->t = get_time(p, "t");
+}
+
+int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
+                        size_t errlen) {
+  memset(out, 0, sizeof *out);
+  json_error_t je;
+  json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  if (!j || !json_is_object(j)) {
+    snprintf(err, errlen, "not a JSON object%s%s", j ? "" : ": ", j ? "" : je.text);
+    json_decref(j);
+    return C4_EPROTO;
+  }
+  struct parse p = {.j = j, .err = err, .errlen = errlen};
+  int64_t v = get_int(&p, "v", 0, INT32_MAX);
+  const char *type = json_string_value(json_object_get(j, "type"));
+  if (!p.bad && v != 1) fail(&p, "v", "is a version this reader does not know");
+  if (!p.bad && !type) fail(&p, "type", "is missing or not a string");
+  int rc = 0;
+  if (!p.bad && !strcmp(type, "xfer")) {
+    out->kind = C4_REC_XFER;
+    parse_xfer(&p, &out->xfer);
+    rc = 1;
+  } else if (!p.bad && !strcmp(type, "coll")) {
+    out->kind = C4_REC_COLL;
+    parse_coll(&p, &out->coll);
+    rc = 1;
+  } else if (!p.bad && !strcmp(type, "comm")) {
+    out->kind = C4_REC_COMM;
+    parse_comm(&p, &out->comm);
+    rc = 1;
+  }
+  json_decref(j);
+  if (p.bad) {
+    memset(out, 0, sizeof *out);
+    return C4_EPROTO;
+  }
+  return rc;
+}
+
+int c4_trace_open(struct c4_trace_reader *r, const char *path) {
+  memset(r, 0, sizeof *r);
+  r->f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+  return r->f ? 0 : C4_ENOTFOUND;
+}
+
+int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
+  for (;;) {
+    ssize_t n = getline(&r->line, &r->cap, r->f);
+    if (n < 0) return 0;
+    r->lineno++;
+    while (n > 0 && (r->line[n - 1] == '\n' || r->line[n - 1] == '\r'))
+      n--;
+    if (n == 0) continue;
+    char why[200];
+    int rc = c4_trace_parse_line(r->line, (size_t)n, out, why, sizeof why);
+    if (rc == 1) return 1;
+    if (rc < 0) {
+      r->bad++;
+      snprintf(err, errlen, "line %lu: %s", r->lineno, why);
+      return rc;
+    }
+  }
+}
+
+void c4_trace_close(struct c4_trace_reader *r) {
+  if (r->f && r->f != stdin) fclose(r->f);
+  free(r->line);
+  memset(r, 0, sizeof *r);
+}

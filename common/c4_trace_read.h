@@ -1,0 +1,35 @@
+/* c4_trace_read.h -- reads trace lines (docs/trace-format.md) back into records, for c4mon
+ * replay and tests: a bad line is reported with its number and reason, and reading goes on. */
+#ifndef C4_TRACE_READ_H
+#define C4_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "c4_record.h"
+
+/* Parses one line (len bytes, no newline needed). Returns 1 with *out filled (an xfer, coll or
+ * comm line), 0 for a valid line that carries no record (header, summary, hb, or a type this
+ * reader does not know), or C4_EPROTO with the reason in err (not JSON, no or unknown "v", a
+ * field missing, of the wrong type, or out of range). */
+int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
+                        size_t errlen);
+
+struct c4_trace_reader {
+  FILE *f;
+  char *line;
+  size_t cap;
+  unsigned long lineno; /* of the line last read */
+  unsigned long bad;    /* lines rejected so far */
+};
+
+/* Opens path ("-" for standard input). Returns 0 or C4_ENOTFOUND (errno kept). */
+int c4_trace_open(struct c4_trace_reader *r, const char *path);
+
+/* Next record: 1 with *out filled, 0 at the end of the file, or C4_EPROTO for a bad line, with
+ * "line N: reason" in err; call again to go on. */
+int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen);
+
+void c4_trace_close(struct c4_trace_reader *r);
+
+#endif

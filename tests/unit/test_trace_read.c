@@ -1,0 +1,145 @@
+/* test_trace_read.c -- trace lines read back: every record kind survives writing and reading,
+ * bad lines are refused with the field and line number, and reading goes on after them. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "c4_err.h"
+#include "c4_trace_json.h"
+#include "c4_trace_read.h"
+
+static void round_trip(const struct c4_record *in) {
+  json_t *j = c4_record_json(in);
+  ck_assert_ptr_nonnull(j);
+  char *line = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  struct c4_record out;
+  char err[200];
+  ck_assert_int_eq(c4_trace_parse_line(line, strlen(line), &out, err, sizeof err), 1);
+  ck_assert_int_eq(memcmp(in, &out, sizeof out), 0);
+  free(line);
+}
+
+START_TEST(every_record_kind_reads_back_as_written) {
+  struct c4_record x = {.kind = C4_REC_XFER};
+  x.xfer = (struct c4_xfer_record){.version = C4_RECORD_VERSION,
+                                   .dir = C4_DIR_RECV,
+                                   .status = C4_XFER_PENDING,
+                                   .tag = -2,
+                                   .conn_id = ~0ull,
+                                   .nccl_comm = 0,
+                                   .seq = 5,
+                                   .bytes = 99,
+                                   .t_posted = 7};
+  strcpy(x.xfer.self.host, "a");
+  strcpy(x.xfer.peer.host, "b");
+  x.xfer.self.rank = 1;
+  x.xfer.peer.rank = -1;
+  x.xfer.peer.pid = 4000000000u;
+  round_trip(&x);
+  struct c4_record c = {.kind = C4_REC_COLL};
+  c.coll = (struct c4_coll_record){.comm = 0x1234,
+                                   .seq = 9,
+                                   .rank = 2,
+                                   .nranks = 8,
+                                   .is_p2p = 1,
+                                   .nchannels = 255,
+                                   .nops = 65535,
+                                   .root = 3,
+                                   .count = 1,
+                                   .bytes = 4,
+                                   .t_arrive = 1,
+                                   .t_enqueued = 2};
+  strcpy(c.coll.func, "Send");
+  strcpy(c.coll.dtype, "ncclFloat32");
+  round_trip(&c);
+  struct c4_record m = {.kind = C4_REC_COMM};
+  m.comm =
+      (struct c4_comm_record){.comm = 1, .rank = 0, .nranks = 1, .nnodes = -1, .pid = 3, .t = 4};
+  strcpy(m.comm.name, "world");
+  strcpy(m.comm.host, "h");
+  round_trip(&m);
+}
+END_TEST
+
+static void expect_bad(const char *line, const char *why) {
+  struct c4_record r;
+  char err[200] = "";
+  ck_assert_int_eq(c4_trace_parse_line(line, strlen(line), &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strstr(err, why) != NULL, "\"%s\": error \"%s\" does not say \"%s\"", line, err,
+                why);
+}
+
+START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
+  expect_bad("{\"v\":1,\"type\":\"coll\"", "not a JSON object");
+  expect_bad("[1,2]", "not a JSON object");
+  expect_bad("{\"v\":2,\"type\":\"coll\"}", "\"v\"");
+  expect_bad("{\"type\":\"coll\"}", "\"v\" is missing");
+  expect_bad("{\"v\":1}", "\"type\"");
+  expect_bad("{\"v\":1,\"type\":\"comm\",\"comm\":\"12\",\"name\":\"\",\"nranks\":1,\"rank\":0,"
+             "\"nnodes\":1,\"host\":\"h\",\"pid\":1,\"t\":1}",
+             "\"comm\" is not 16 hex digits");
+  expect_bad("{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"\",\"nranks\":\"8\",\"rank\":0,"
+             "\"nnodes\":1,\"host\":\"h\",\"pid\":1,\"t\":1}",
+             "\"nranks\" is not an integer");
+  expect_bad("{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"\",\"nranks\":1,\"rank\":0,"
+             "\"nnodes\":1,\"host\":\"h\",\"pid\":-1,\"t\":1}",
+             "\"pid\" is out of range");
+  expect_bad("{\"v\":1,\"type\":\"coll\",\"v\":1}", "not a JSON object"); /* duplicate key */
+}
+END_TEST
+
+START_TEST(lines_without_records_are_skipped_not_refused) {
+  struct c4_record r;
+  char err[200];
+  const char *lines[] = {"{\"v\":1,\"type\":\"header\",\"host\":\"h\"}",
+                         "{\"v\":1,\"type\":\"summary\"}", "{\"v\":1,\"type\":\"hb\",\"rank\":1}",
+                         "{\"v\":1,\"type\":\"future\"}"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(c4_trace_parse_line(lines[i], strlen(lines[i]), &r, err, sizeof err), 0);
+}
+END_TEST
+
+START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
+  char path[] = "/tmp/c4-trace-read-XXXXXX";
+  int fd = mkstemp(path);
+  const char *text =
+      "{\"v\":1,\"type\":\"header\"}\n"
+      "\n"
+      "garbage\n"
+      "{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"w\",\"nranks\":2,\"rank\":1,"
+      "\"nnodes\":1,\"host\":\"h\",\"pid\":7,\"t\":9}\r\n"
+      "{\"v\":1,\"type\":\"comm\"}\n";
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  struct c4_trace_reader rd;
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  struct c4_record r;
+  char err[256];
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strncmp(err, "line 3:", 7) == 0, "%s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 1);
+  ck_assert_int_eq(r.kind, C4_REC_COMM);
+  ck_assert_str_eq(r.comm.name, "w");
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strncmp(err, "line 5:", 7) == 0, "%s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 0);
+  ck_assert_uint_eq(rd.bad, 2);
+  c4_trace_close(&rd);
+  unlink(path);
+  ck_assert_int_eq(c4_trace_open(&rd, "/nonexistent/trace"), C4_ENOTFOUND);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("trace_read");
+  TCase *tc = tcase_create("reader");
+  tcase_add_test(tc, every_record_kind_reads_back_as_written);
+  tcase_add_test(tc, bad_lines_are_refused_naming_what_is_wrong);
+  tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
+  tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
