@@ -37,6 +37,7 @@ COMMON_SRC := $(wildcard common/*.c)
 NET_SRC    := $(wildcard nccl_net_plugin/*.c)
 PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
+MON_SRC    := $(wildcard monitor/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 CONF_SRC   := $(wildcard tests/conformance/*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
@@ -49,6 +50,7 @@ PLUGIN     := $(BUILD)/lib/libnccl-net-c4.so
 PROFLINK   := $(BUILD)/lib/libnccl-profiler-c4.so
 PRELOAD    := $(BUILD)/lib/libc4-preload.so
 C4PERF     := $(BUILD)/bin/c4perf
+C4MON      := $(BUILD)/bin/c4mon
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -56,7 +58,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(TCPPINGPONG) $(RINGBENCH)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(TCPPINGPONG) $(RINGBENCH)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,6 +88,10 @@ $(PROFLINK): $(PLUGIN)
 	ln -sf libnccl-net-c4.so $@
 
 $(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(C4MON): $(call obj,$(MON_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -173,7 +179,7 @@ install: all
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C4PERF) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(C4PERF) $(C4MON) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 

@@ -87,8 +87,8 @@ int c4_frame_get_header(const uint8_t in[C4_FRAME_HDR], int *type, uint32_t *len
   uint64_t magic = get_le(&c, 2), version = get_le(&c, 1);
   *type = (int)get_le(&c, 1);
   *length = (uint32_t)get_le(&c, 4);
-  if (magic != MAGIC || version != VERSION || *type < C4_FRAME_CHALLENGE || *type > C4_FRAME_BYE ||
-      *length > C4_FRAME_MAX_PAYLOAD)
+  if (magic != MAGIC || version != VERSION || *type < C4_FRAME_CHALLENGE ||
+      *type > C4_FRAME_STATUS_REPLY || *length > C4_FRAME_MAX_PAYLOAD)
     return C4_EPROTO;
   return 0;
 }
@@ -271,4 +271,56 @@ int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME
   uint8_t mac[C4_FRAME_MAC];
   hello_mac(h, nonce, token, mac);
   return CRYPTO_memcmp(mac, h->mac, C4_FRAME_MAC) == 0;
+}
+
+void c4_frame_put_heartbeat(uint8_t out[C4_FRAME_HEARTBEAT_SIZE], const struct c4_heartbeat *h) {
+  struct cur c = {.w = out, .left = C4_FRAME_HEARTBEAT_SIZE};
+  put_le(&c, h->t, 8);
+  put_le(&c, h->entered, 8);
+  put_le(&c, h->done, 8);
+  put_le(&c, h->dropped, 8);
+  put_le(&c, (uint64_t)h->offset, 8);
+  put_le(&c, h->rtt, 8);
+}
+
+int c4_frame_get_heartbeat(const uint8_t *in, size_t len, struct c4_heartbeat *h) {
+  if (len != C4_FRAME_HEARTBEAT_SIZE) return C4_EPROTO;
+  struct cur c = {.r = in, .left = len};
+  h->t = get_le(&c, 8);
+  h->entered = get_le(&c, 8);
+  h->done = get_le(&c, 8);
+  h->dropped = get_le(&c, 8);
+  h->offset = (int64_t)get_le(&c, 8);
+  h->rtt = get_le(&c, 8);
+  return 0;
+}
+
+void c4_frame_put_time(uint8_t out[C4_FRAME_TIME_SIZE], const uint64_t t[3]) {
+  struct cur c = {.w = out, .left = C4_FRAME_TIME_SIZE};
+  for (int i = 0; i < 3; i++)
+    put_le(&c, t[i], 8);
+}
+
+int c4_frame_get_time(const uint8_t *in, size_t len, uint64_t t[3]) {
+  if (len != C4_FRAME_TIME_SIZE) return C4_EPROTO;
+  struct cur c = {.r = in, .left = len};
+  for (int i = 0; i < 3; i++)
+    t[i] = get_le(&c, 8);
+  return 0;
+}
+
+void c4_frame_put_challenge(uint8_t out[C4_FRAME_CHALLENGE_SIZE],
+                            const uint8_t nonce[C4_FRAME_NONCE], uint64_t t_server) {
+  struct cur c = {.w = out, .left = C4_FRAME_CHALLENGE_SIZE};
+  put(&c, nonce, C4_FRAME_NONCE);
+  put_le(&c, t_server, 8);
+}
+
+int c4_frame_get_challenge(const uint8_t *in, size_t len, uint8_t nonce[C4_FRAME_NONCE],
+                           uint64_t *t_server) {
+  if (len != C4_FRAME_CHALLENGE_SIZE) return C4_EPROTO;
+  struct cur c = {.r = in, .left = len};
+  get(&c, nonce, C4_FRAME_NONCE);
+  *t_server = get_le(&c, 8);
+  return 0;
 }

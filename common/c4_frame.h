@@ -21,8 +21,31 @@ enum {
   C4_FRAME_RECORDS = 4,
   C4_FRAME_HEARTBEAT = 5,
   C4_FRAME_TIME = 6,
-  C4_FRAME_BYE = 7
+  C4_FRAME_BYE = 7,
+  C4_FRAME_STATUS = 8,
+  C4_FRAME_STATUS_REPLY = 9
 };
+
+#define C4_FRAME_HEARTBEAT_SIZE 48
+#define C4_FRAME_TIME_SIZE 24
+#define C4_FRAME_CHALLENGE_SIZE (C4_FRAME_NONCE + 8)
+
+struct c4_heartbeat {
+  uint64_t t, entered, done, dropped;
+  int64_t offset;
+  uint64_t rtt;
+};
+
+/* Fixed-size payloads: HEARTBEAT, TIME (t[3]) and CHALLENGE. get_* return 0 or C4_EPROTO for a
+ * wrong length. */
+void c4_frame_put_heartbeat(uint8_t out[C4_FRAME_HEARTBEAT_SIZE], const struct c4_heartbeat *h);
+int c4_frame_get_heartbeat(const uint8_t *in, size_t len, struct c4_heartbeat *h);
+void c4_frame_put_time(uint8_t out[C4_FRAME_TIME_SIZE], const uint64_t t[3]);
+int c4_frame_get_time(const uint8_t *in, size_t len, uint64_t t[3]);
+void c4_frame_put_challenge(uint8_t out[C4_FRAME_CHALLENGE_SIZE],
+                            const uint8_t nonce[C4_FRAME_NONCE], uint64_t t_server);
+int c4_frame_get_challenge(const uint8_t *in, size_t len, uint8_t nonce[C4_FRAME_NONCE],
+                           uint64_t *t_server);
 
 struct c4_hello {
   char job[C4_FRAME_NAME];

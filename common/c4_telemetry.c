@@ -15,6 +15,7 @@
 #include "c4_env.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_reporter.h"
 #include "c4_ring.h"
 #include "c4_trace_json.h"
 
@@ -34,6 +35,8 @@ static struct {
   pthread_t thread;
   pthread_cond_t wake;
   FILE *out;
+  int streaming; /* C4_MONITOR is set: records also go to the reporter */
+  int running;   /* the telemetry thread was started */
   _Atomic(void (*)(void)) periodic[4];
 } tel = {.ring_once = PTHREAD_ONCE_INIT,
          .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -100,19 +103,21 @@ static void write_clock_line(const char *type) {
   write_json_line(j);
 }
 
+/* Moves every record in the ring to the sinks in use: the trace file and the c4mon stream. */
 static void drain(void) {
   struct c4_ring *ring = c4_telemetry_ring();
   struct c4_record r;
   int n = 0;
   while (ring && c4_ring_pop(ring, &r)) {
-    json_t *j = c4_record_json(&r);
+    if (tel.streaming) c4_reporter_push(&r);
+    json_t *j = tel.out ? c4_record_json(&r) : NULL;
     if (j) {
       write_json_line(j);
       atomic_fetch_add(&tel.written, 1);
     }
     n++;
   }
-  if (n) fflush(tel.out);
+  if (n && tel.out) fflush(tel.out);
 }
 
 int c4_telemetry_add_periodic(void (*fn)(void)) {
@@ -139,6 +144,7 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&tel.lock);
     run_periodic();
     drain();
+    if (tel.streaming) c4_reporter_tick(c4_now_ns());
     pthread_mutex_lock(&tel.lock);
     if (tel.stopping) break;
     struct timespec until;
@@ -154,9 +160,10 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
+/* Starts the telemetry thread once, when there is somewhere to send records: a C4_TRACE file,
+ * a C4_MONITOR, or both. */
 int c4_telemetry_start(void) {
   const char *path = getenv("C4_TRACE");
-  if (!path || !*path) return 0;
   c4_telemetry_ring();
   pthread_mutex_lock(&tel.lock);
   if (tel.started) {
@@ -164,30 +171,32 @@ int c4_telemetry_start(void) {
     return 0;
   }
   tel.started = 1;
-  tel.out = fopen(path, "a");
-  if (!tel.out) {
-    C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,
-            strerror(errno));
-    pthread_mutex_unlock(&tel.lock);
-    return 0;
+  tel.streaming = c4_reporter_init() == 1;
+  if (path && *path) {
+    tel.out = fopen(path, "a");
+    if (!tel.out)
+      C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,
+              strerror(errno));
   }
-  write_clock_line("header");
-  fflush(tel.out);
-  if (pthread_create(&tel.thread, NULL, writer_main, NULL) != 0) {
-    C4_WARN("C4_TRACE=%s: cannot start the writer thread; no trace", path);
-    fclose(tel.out);
+  if (tel.out) {
+    write_clock_line("header");
+    fflush(tel.out);
+  }
+  if ((tel.out || tel.streaming) && pthread_create(&tel.thread, NULL, writer_main, NULL) != 0) {
+    C4_WARN("cannot start the telemetry thread; no trace and no streaming");
+    if (tel.out) fclose(tel.out);
     tel.out = NULL;
-    pthread_mutex_unlock(&tel.lock);
-    return 0;
+    tel.streaming = 0;
   }
+  tel.running = tel.out || tel.streaming;
   pthread_mutex_unlock(&tel.lock);
-  atexit(c4_telemetry_flush_and_stop);
+  if (tel.running) atexit(c4_telemetry_flush_and_stop);
   return 0;
 }
 
 void c4_telemetry_flush_and_stop(void) {
   pthread_mutex_lock(&tel.lock);
-  if (!tel.out || tel.stopping) {
+  if (!tel.running || tel.stopping) {
     pthread_mutex_unlock(&tel.lock);
     return;
   }
@@ -195,8 +204,12 @@ void c4_telemetry_flush_and_stop(void) {
   pthread_cond_signal(&tel.wake);
   pthread_mutex_unlock(&tel.lock);
   pthread_join(tel.thread, NULL);
+  run_periodic();
   drain();
-  write_clock_line("summary");
-  fclose(tel.out);
-  tel.out = NULL;
+  if (tel.streaming) c4_reporter_finish(1000);
+  if (tel.out) {
+    write_clock_line("summary");
+    fclose(tel.out);
+    tel.out = NULL;
+  }
 }

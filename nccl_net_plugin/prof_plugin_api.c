@@ -5,16 +5,21 @@
 #include <unistd.h>
 
 #include "c4_log.h"
+#include "c4_reporter.h"
 #include "c4_telemetry.h"
 #include "nccl_profiler_abi.h"
 #include "prof_core.h"
 
 #define C4_EXPORT __attribute__((visibility("default")))
 
+/* The heartbeat's counts: collectives entered and completed in this process. */
+static void progress(uint64_t *entered, uint64_t *done) { c4_prof_counters(entered, done, NULL); }
+
 static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const char *name,
                                 int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
   if (logfn) c4_log_set_logger((c4_logger_fn)logfn);
   c4_telemetry_add_periodic(c4_prof_scan);
+  c4_reporter_set_progress(progress);
   c4_telemetry_start();
   struct c4_prof_ctx *ctx = NULL;
   if (c4_prof_init(&ctx, comm, name, nnodes, nranks, rank) != 0) return ncclSystemError;

@@ -12,6 +12,7 @@
 
 #include "c4_clock.h"
 #include "c4_record.h"
+#include "c4_reporter.h"
 #include "c4_telemetry.h"
 #include "preload_cuda.h"
 
@@ -36,7 +37,13 @@ struct pending {
 static struct comm_slot comms[COMM_SLOTS];
 static struct pending pend[PENDING];
 static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
-static atomic_ulong lost; /* calls whose completion could not be tracked */
+static atomic_ulong lost;                   /* calls whose completion could not be tracked */
+static _Atomic uint64_t entered, completed; /* for the heartbeat */
+
+static void progress(uint64_t *e, uint64_t *d) {
+  *e = atomic_load(&entered);
+  *d = atomic_load(&completed);
+}
 
 static __thread int group_depth;
 static __thread int group_n;
@@ -78,6 +85,7 @@ void c4_shim_comm_add(ncclComm_t comm, uint64_t id, int rank, int nranks) {
   r.comm.pid = (uint32_t)getpid();
   gethostname(r.comm.host, sizeof r.comm.host - 1);
   r.comm.t = c4_now_ns();
+  c4_reporter_set_progress(progress);
   c4_telemetry_start();
   c4_telemetry_emit(&r);
 }
@@ -103,6 +111,7 @@ uint64_t c4_shim_comm_id(ncclComm_t comm) {
 }
 
 static void emit(const struct c4_coll_record *rec) {
+  if (rec->t_done) atomic_fetch_add(&completed, 1);
   struct c4_record r = {.kind = C4_REC_COLL, .coll = *rec};
   c4_telemetry_emit(&r);
 }
@@ -171,6 +180,7 @@ static void copy_name(char *dst, const char *src) {
 
 void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count, ncclDataType_t dtype,
                   int root_or_peer, cudaStream_t stream, uint64_t t_arrive, ncclResult_t rc) {
+  atomic_fetch_add(&entered, 1);
   struct comm_slot *s = find(comm);
   struct c4_coll_record rec = {.comm = s ? s->id : 0,
                                .seq = !s       ? 0

@@ -1,0 +1,322 @@
+/* c4_reporter.c -- the job side of the stream protocol: a non-blocking connection state machine
+ * driven by the telemetry thread's ticks. Records are encoded only when a RECORDS frame is built,
+ * so the queue holds plain records and dropping the oldest is a pointer move. */
+#include "c4_reporter.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_env.h"
+#include "c4_err.h"
+#include "c4_frame.h"
+#include "c4_log.h"
+
+enum { DOWN, CONNECTING, WAIT_CHALLENGE, WAIT_WELCOME, UP };
+
+#define OUT_CAP (C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD)
+#define IN_CAP (C4_FRAME_HDR + 256)
+#define BACKOFF_MIN 100000000ull
+#define BACKOFF_MAX 5000000000ull
+#define TIME_PERIOD 2000000000ull
+#define HANDSHAKE_NS 5000000000ull
+
+static struct {
+  int on;
+  char host[256], port[16], job[C4_FRAME_NAME], token[256];
+  uint64_t hb_ns;
+  int state, fd;
+  uint64_t next_try, backoff, since;
+  struct c4_record *q;
+  size_t q_cap, q_head, q_len;
+  uint8_t out[OUT_CAP];
+  size_t out_len, out_off;
+  uint8_t in[IN_CAP];
+  size_t in_len;
+  uint64_t next_hb, next_time, t1;
+  _Atomic(void (*)(uint64_t *, uint64_t *)) progress;
+  _Atomic uint64_t sent, dropped, connects, failures;
+  _Atomic int64_t offset;
+  _Atomic uint64_t rtt;
+} rep = {.fd = -1};
+
+int c4_reporter_init(void) {
+  const char *mon = getenv("C4_MONITOR");
+  if (!mon || !*mon) return 0;
+  const char *colon = strrchr(mon, ':');
+  if (!colon || colon == mon || (size_t)(colon - mon) >= sizeof rep.host || !colon[1] ||
+      strlen(colon + 1) >= sizeof rep.port) {
+    C4_WARN("C4_MONITOR=%s is not host:port; not streaming to c4mon", mon);
+    return C4_EINVAL;
+  }
+  memcpy(rep.host, mon, (size_t)(colon - mon));
+  rep.host[colon - mon] = 0;
+  if (rep.host[0] == '[' && rep.host[strlen(rep.host) - 1] == ']') { /* [v6]:port */
+    memmove(rep.host, rep.host + 1, strlen(rep.host));
+    rep.host[strlen(rep.host) - 1] = 0;
+  }
+  snprintf(rep.port, sizeof rep.port, "%s", colon + 1);
+  const char *job = getenv("C4_JOB"), *token = getenv("C4_TOKEN");
+  snprintf(rep.job, sizeof rep.job, "%s", job ? job : "default");
+  snprintf(rep.token, sizeof rep.token, "%s", token ? token : "");
+  if (!token)
+    C4_WARN("C4_TOKEN is unset: c4mon will accept this job only if it has no token either");
+  rep.hb_ns = (uint64_t)c4_env_long("C4_HEARTBEAT_MS", 1000, 10, 600000) * 1000000ull;
+  rep.q_cap = (size_t)c4_env_long("C4_REPORT_QUEUE", 65536, 16, 1 << 24);
+  rep.q = calloc(rep.q_cap, sizeof *rep.q);
+  if (!rep.q) return C4_ENOMEM;
+  rep.backoff = BACKOFF_MIN;
+  rep.on = 1;
+  return 1;
+}
+
+void c4_reporter_set_progress(void (*fn)(uint64_t *, uint64_t *)) {
+  atomic_store(&rep.progress, fn);
+}
+
+void c4_reporter_push(const struct c4_record *r) {
+  if (!rep.on) return;
+  if (rep.q_len == rep.q_cap) { /* full: the oldest goes */
+    rep.q_head = (rep.q_head + 1) % rep.q_cap;
+    rep.q_len--;
+    atomic_fetch_add(&rep.dropped, 1);
+  }
+  rep.q[(rep.q_head + rep.q_len) % rep.q_cap] = *r;
+  rep.q_len++;
+}
+
+static void drop_connection(const char *why, uint64_t now) {
+  if (rep.fd >= 0) close(rep.fd);
+  if (rep.state == UP || rep.state == WAIT_WELCOME)
+    C4_WARN("c4mon at %s:%s: %s; reconnecting", rep.host, rep.port, why);
+  atomic_fetch_add(&rep.failures, 1);
+  rep.fd = -1;
+  rep.state = DOWN;
+  rep.out_len = rep.out_off = rep.in_len = 0;
+  rep.next_try = now + rep.backoff;
+  rep.backoff = rep.backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : rep.backoff * 2;
+}
+
+static void start_connect(uint64_t now) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  if (getaddrinfo(rep.host, rep.port, &hints, &res) != 0 || !res) {
+    drop_connection("cannot resolve", now);
+    return;
+  }
+  rep.fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (rep.fd >= 0) setsockopt(rep.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int rc = rep.fd < 0 ? -1 : connect(rep.fd, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  if (rc != 0 && errno != EINPROGRESS) {
+    drop_connection("connect failed", now);
+    return;
+  }
+  rep.state = CONNECTING;
+  rep.since = now;
+}
+
+static void queue_frame(int type, const uint8_t *payload, size_t len) {
+  c4_frame_put_header(rep.out + rep.out_len, type, (uint32_t)len);
+  if (len) memcpy(rep.out + rep.out_len + C4_FRAME_HDR, payload, len);
+  rep.out_len += C4_FRAME_HDR + len;
+}
+
+/* Writes what is pending. Returns 0, or -1 when the connection broke. */
+static int flush_out(void) {
+  while (rep.out_off < rep.out_len) {
+    ssize_t k =
+        send(rep.fd, rep.out + rep.out_off, rep.out_len - rep.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    rep.out_off += (size_t)k;
+  }
+  rep.out_len = rep.out_off = 0;
+  return 0;
+}
+
+/* Reads one whole frame if there is one: 1 with type/payload set, 0 if not yet, -1 broken. */
+static int read_frame(int *type, uint8_t **payload, uint32_t *len) {
+  for (;;) {
+    if (rep.in_len >= C4_FRAME_HDR) {
+      if (c4_frame_get_header(rep.in, type, len) != 0 || *len > IN_CAP - C4_FRAME_HDR) return -1;
+      if (rep.in_len >= C4_FRAME_HDR + *len) {
+        *payload = rep.in + C4_FRAME_HDR;
+        return 1;
+      }
+    }
+    ssize_t k = recv(rep.fd, rep.in + rep.in_len, IN_CAP - rep.in_len, MSG_DONTWAIT);
+    if (k == 0) return -1;
+    if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    rep.in_len += (size_t)k;
+  }
+}
+
+static void consume_frame(uint32_t len) {
+  size_t used = C4_FRAME_HDR + len;
+  memmove(rep.in, rep.in + used, rep.in_len - used);
+  rep.in_len -= used;
+}
+
+static void send_hello(void) {
+  struct c4_hello h = {.pid = (uint32_t)getpid(), .rank = c4_env_rank()};
+  snprintf(h.job, sizeof h.job, "%s", rep.job);
+  gethostname(h.host, sizeof h.host - 1);
+  uint8_t payload[256];
+  c4_frame_put_hello(payload, &h, rep.in + C4_FRAME_HDR, rep.token);
+  queue_frame(C4_FRAME_HELLO, payload, c4_frame_hello_size());
+}
+
+/* Fills the output with a RECORDS frame from the queue, then a heartbeat or a clock probe. */
+static void refill(uint64_t now) {
+  if (rep.out_len) return;
+  if (rep.q_len) {
+    uint8_t *p = rep.out + C4_FRAME_HDR + 2;
+    size_t room = C4_FRAME_MAX_PAYLOAD - 2, used = 0;
+    uint16_t n = 0;
+    while (rep.q_len && n < 0xffff) {
+      size_t k = c4_frame_put_record(p + used, room - used, &rep.q[rep.q_head]);
+      if (!k) break;
+      used += k;
+      n++;
+      rep.q_head = (rep.q_head + 1) % rep.q_cap;
+      rep.q_len--;
+    }
+    rep.out[C4_FRAME_HDR] = (uint8_t)n;
+    rep.out[C4_FRAME_HDR + 1] = (uint8_t)(n >> 8);
+    c4_frame_put_header(rep.out, C4_FRAME_RECORDS, (uint32_t)(used + 2));
+    rep.out_len = C4_FRAME_HDR + used + 2;
+    atomic_fetch_add(&rep.sent, n);
+  }
+  if (now >= rep.next_hb && rep.out_len + C4_FRAME_HDR + C4_FRAME_HEARTBEAT_SIZE <= OUT_CAP) {
+    struct c4_heartbeat hb = {.t = now,
+                              .dropped = atomic_load(&rep.dropped),
+                              .offset = atomic_load(&rep.offset),
+                              .rtt = atomic_load(&rep.rtt)};
+    void (*fn)(uint64_t *, uint64_t *) = atomic_load(&rep.progress);
+    if (fn) fn(&hb.entered, &hb.done);
+    uint8_t b[C4_FRAME_HEARTBEAT_SIZE];
+    c4_frame_put_heartbeat(b, &hb);
+    queue_frame(C4_FRAME_HEARTBEAT, b, sizeof b);
+    rep.next_hb = now + rep.hb_ns;
+  }
+  if (now >= rep.next_time && !rep.t1 &&
+      rep.out_len + C4_FRAME_HDR + C4_FRAME_TIME_SIZE <= OUT_CAP) {
+    uint64_t t[3] = {now, 0, 0};
+    uint8_t b[C4_FRAME_TIME_SIZE];
+    c4_frame_put_time(b, t);
+    queue_frame(C4_FRAME_TIME, b, sizeof b);
+    rep.t1 = now;
+    rep.next_time = now + TIME_PERIOD;
+  }
+}
+
+/* A TIME answer: keep the offset from the exchange with the smallest round trip. */
+static void on_time(const uint8_t *p, uint32_t len, uint64_t t4) {
+  uint64_t t[3];
+  if (c4_frame_get_time(p, len, t) != 0 || t[0] != rep.t1) return;
+  rep.t1 = 0;
+  uint64_t rtt = (t4 - t[0]) - (t[2] - t[1]);
+  uint64_t best = atomic_load(&rep.rtt);
+  if (best && rtt > best * 2) return;
+  int64_t off = ((int64_t)(t[1] - t[0]) + (int64_t)(t[2] - t4)) / 2;
+  atomic_store(&rep.offset, off);
+  atomic_store(&rep.rtt, rtt);
+}
+
+void c4_reporter_tick(uint64_t now) {
+  if (!rep.on) return;
+  if (rep.state == DOWN) {
+    if (now >= rep.next_try) start_connect(now);
+    if (rep.state == DOWN) return;
+  }
+  if (rep.state != UP && now - rep.since > HANDSHAKE_NS) {
+    drop_connection("no handshake within 5 s", now);
+    return;
+  }
+  if (rep.state == CONNECTING) {
+    int err = 0;
+    socklen_t l = sizeof err;
+    if (getsockopt(rep.fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0 || err) {
+      drop_connection("connect failed", now);
+      return;
+    }
+    rep.state = WAIT_CHALLENGE;
+  }
+  int type;
+  uint8_t *p;
+  uint32_t len;
+  int rc;
+  while ((rc = read_frame(&type, &p, &len)) == 1) {
+    if (rep.state == WAIT_CHALLENGE && type == C4_FRAME_CHALLENGE &&
+        len == C4_FRAME_CHALLENGE_SIZE) {
+      send_hello();
+      rep.state = WAIT_WELCOME;
+    } else if (rep.state == WAIT_WELCOME && type == C4_FRAME_WELCOME && len >= 2) {
+      if (p[0] | p[1]) {
+        consume_frame(len);
+        drop_connection("c4mon refused this job (wrong C4_TOKEN or C4_JOB?)", now);
+        return;
+      }
+      rep.state = UP;
+      rep.backoff = BACKOFF_MIN;
+      rep.next_hb = rep.next_time = now;
+      atomic_fetch_add(&rep.connects, 1);
+    } else if (rep.state == UP && type == C4_FRAME_TIME) {
+      on_time(p, len, now);
+    } else {
+      consume_frame(len);
+      drop_connection("c4mon sent an unexpected frame", now);
+      return;
+    }
+    consume_frame(len);
+  }
+  if (rc < 0) {
+    drop_connection("connection lost", now);
+    return;
+  }
+  for (int frames = 0; frames < 16; frames++) { /* several frames a tick while records wait */
+    if (rep.state == UP) refill(now);
+    if (flush_out() < 0) {
+      drop_connection("connection lost", now);
+      return;
+    }
+    if (rep.out_len || !rep.q_len) break;
+  }
+}
+
+void c4_reporter_finish(int timeout_ms) {
+  if (!rep.on) return;
+  uint64_t end = c4_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (c4_now_ns() < end && (rep.state != UP || rep.q_len || rep.out_len)) {
+    c4_reporter_tick(c4_now_ns());
+    usleep(1000);
+  }
+  if (rep.state == UP && !rep.out_len) {
+    queue_frame(C4_FRAME_BYE, NULL, 0);
+    flush_out();
+  }
+  atomic_fetch_add(&rep.dropped, rep.q_len); /* what could not be delivered */
+  rep.q_len = 0;
+  if (rep.fd >= 0) close(rep.fd);
+  rep.fd = -1;
+  rep.state = DOWN;
+  rep.on = 0;
+}
+
+void c4_reporter_stats(struct c4_reporter_stats *s) {
+  s->sent = atomic_load(&rep.sent);
+  s->dropped = atomic_load(&rep.dropped);
+  s->connects = atomic_load(&rep.connects);
+  s->failures = atomic_load(&rep.failures);
+  s->connected = rep.state == UP;
+  s->offset = atomic_load(&rep.offset);
+  s->rtt = atomic_load(&rep.rtt);
+}

@@ -1,0 +1,36 @@
+/* c4_reporter.h -- streams the process's records to c4mon (C4_MONITOR=host:port) over the stream
+ * protocol (docs/stream.md). Runs on the telemetry thread, never on the job's: every call here
+ * is non-blocking; records wait in a bounded queue that drops its oldest when c4mon is away. */
+#ifndef C4_REPORTER_H
+#define C4_REPORTER_H
+
+#include <stdint.h>
+
+#include "c4_record.h"
+
+/* Reads C4_MONITOR, C4_TOKEN, C4_JOB, C4_HEARTBEAT_MS, C4_REPORT_QUEUE. Returns 1 when
+ * streaming is configured, 0 when C4_MONITOR is unset, C4_EINVAL (logged) when it is malformed. */
+int c4_reporter_init(void);
+
+/* Queues one record (drops the oldest queued one, counted, when the queue is full). */
+void c4_reporter_push(const struct c4_record *r);
+
+/* Makes progress without blocking: connects, authenticates, sends queued records, heartbeats and
+ * clock probes, reads c4mon's answers; on any failure closes and retries later with backoff. */
+void c4_reporter_tick(uint64_t now);
+
+/* Tries, for at most timeout_ms, to deliver what is queued and say BYE; then closes. */
+void c4_reporter_finish(int timeout_ms);
+
+/* Where the heartbeat's "entered" and "done" collective counts come from (profiler or shim). */
+void c4_reporter_set_progress(void (*fn)(uint64_t *entered, uint64_t *done));
+
+struct c4_reporter_stats {
+  uint64_t sent, dropped, connects, failures;
+  int connected;
+  int64_t offset; /* c4mon's clock minus ours, ns */
+  uint64_t rtt;
+};
+void c4_reporter_stats(struct c4_reporter_stats *s);
+
+#endif

@@ -1,0 +1,24 @@
+/* mon_server.h -- c4mon's receiving end: one epoll loop that accepts ranks, checks their token,
+ * decodes their frames (docs/stream.md) and writes what arrives as trace lines. */
+#ifndef C4_MON_SERVER_H
+#define C4_MON_SERVER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct mon_opts {
+  const char *listen; /* ADDR:PORT */
+  const char *token;  /* the job token; "" accepts only jobs without one */
+  const char *job;    /* accept only this job, or NULL for any */
+  FILE *record;       /* trace lines go here, or NULL */
+};
+
+/* Runs until *stop becomes nonzero (checked every 100 ms). Returns 0, or a negative C4_E* code
+ * when it cannot listen (logged). */
+int c4_mon_serve(const struct mon_opts *o, volatile int *stop);
+
+/* Asks the c4mon at ADDR:PORT for its status; the JSON document is written to out (a malloc'd
+ * string the caller frees). Returns 0 or a negative C4_E* code. */
+int c4_mon_query_status(const char *addr, char **out);
+
+#endif

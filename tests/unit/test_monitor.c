@@ -1,0 +1,249 @@
+/* test_monitor.c -- a job's telemetry streamed to a real c4mon (build/bin/c4mon, run as its own
+ * process): records arrive and are recorded, a wrong token is refused while the job goes on,
+ * garbage on one connection closes only that one, and a c4mon killed mid-run is survived: the
+ * reporter reconnects to its successor and delivers what it held. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "c4_clock.h"
+#include "c4_reporter.h"
+#include "c4_telemetry.h"
+
+static char build[512], addr[64];
+static int port;
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  bind(fd, (struct sockaddr *)&a, sizeof a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static void setup(void) {
+  const char *b = getenv("C4_BUILD_DIR");
+  snprintf(build, sizeof build, "%s", b ? b : "build");
+  port = free_port();
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  setenv("C4_MONITOR", addr, 1);
+  setenv("C4_JOB", "job-a", 1);
+  setenv("C4_HEARTBEAT_MS", "50", 1);
+  setenv("C4_DEBUG", "NONE", 1);
+  unsetenv("C4_TRACE");
+}
+
+static pid_t start_c4mon(const char *token, const char *record) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    char bin[600];
+    snprintf(bin, sizeof bin, "%s/bin/c4mon", build);
+    execl(bin, "c4mon", "serve", "--listen", addr, "--token", token, "--record", record, NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* c4mon's status document, or NULL when it does not answer. */
+static json_t *status(void) {
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "%s/bin/c4mon status --connect %s --json 2>/dev/null", build, addr);
+  FILE *p = popen(cmd, "r");
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = 0;
+  pclose(p);
+  return json_loads(buf, 0, NULL);
+}
+
+static long long stat_of(const char *field) {
+  json_t *s = status();
+  long long v = s ? (long long)json_integer_value(json_object_get(s, field)) : -1;
+  json_decref(s);
+  return v;
+}
+
+/* Waits up to ms for a status field to reach at least want. */
+static long long wait_for(const char *field, long long want, int ms) {
+  long long v = -1;
+  for (int i = 0; i < ms / 20; i++) {
+    if ((v = stat_of(field)) >= want) break;
+    usleep(20000);
+  }
+  return v;
+}
+
+static void emit(int n, uint64_t first_seq) {
+  for (int i = 0; i < n; i++) {
+    struct c4_xfer_record r = {.version = C4_RECORD_VERSION,
+                               .seq = first_seq + (uint64_t)i,
+                               .bytes = 4096,
+                               .t_posted = c4_now_ns(),
+                               .t_done = c4_now_ns()};
+    strcpy(r.self.host, "h");
+    strcpy(r.peer.host, "p");
+    c4_telemetry_emit_xfer(&r);
+  }
+}
+
+static int lines_in(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  char line[4096];
+  int n = 0;
+  while (f && fgets(line, sizeof line, f))
+    n += strstr(line, needle) != NULL;
+  if (f) fclose(f);
+  return n;
+}
+
+static void stop_c4mon(pid_t pid) {
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+}
+
+START_TEST(records_reach_c4mon_and_are_recorded_in_its_clock) {
+  setup();
+  char rec[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec));
+  pid_t mon = start_c4mon("s3cret", rec);
+  setenv("C4_TOKEN", "s3cret", 1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0); /* c4mon is up */
+  c4_telemetry_start();
+  emit(1000, 0);
+  ck_assert_int_ge(wait_for("records", 1000, 5000), 1000);
+  ck_assert_int_eq(stat_of("ranks_connected"), 1);
+  json_t *s = status();
+  json_t *r0 = json_array_get(json_object_get(s, "ranks"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(r0, "job")), "job-a");
+  json_int_t off = json_integer_value(json_object_get(r0, "clock_offset_ns"));
+  ck_assert_int_lt(off < 0 ? -off : off, 5000000); /* one host, one clock: offset near 0 */
+  json_decref(s);
+  c4_telemetry_flush_and_stop();
+  ck_assert_int_ge(wait_for("clean_exits", 1, 3000), 1);
+  stop_c4mon(mon);
+  ck_assert_int_eq(lines_in(rec, "\"job\":\"job-a\""), 1000);
+  struct c4_reporter_stats st;
+  c4_reporter_stats(&st);
+  ck_assert_uint_eq(st.sent, 1000);
+  ck_assert_uint_eq(st.dropped, 0);
+  unlink(rec);
+}
+END_TEST
+
+START_TEST(a_wrong_token_is_refused_and_the_job_goes_on) {
+  setup();
+  char rec[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec));
+  pid_t mon = start_c4mon("s3cret", rec);
+  setenv("C4_TOKEN", "guess", 1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  c4_telemetry_start();
+  emit(100, 0);
+  ck_assert_int_ge(wait_for("rejected", 1, 3000), 1);
+  uint64_t t0 = c4_now_ns();
+  c4_telemetry_flush_and_stop(); /* gives up after its 1 s grace: never hangs the job */
+  ck_assert_uint_lt(c4_now_ns() - t0, 3000000000ull);
+  ck_assert_int_eq(stat_of("records"), 0);
+  struct c4_reporter_stats st;
+  c4_reporter_stats(&st);
+  ck_assert_uint_eq(st.sent, 0);
+  ck_assert_uint_eq(st.dropped, 100); /* counted, not lost silently */
+  stop_c4mon(mon);
+  ck_assert_int_eq(lines_in(rec, "xfer"), 0);
+  unlink(rec);
+}
+END_TEST
+
+START_TEST(garbage_on_one_connection_closes_only_that_one) {
+  setup();
+  char rec[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec));
+  pid_t mon = start_c4mon("s3cret", rec);
+  setenv("C4_TOKEN", "s3cret", 1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  c4_telemetry_start();
+  emit(200, 0);
+  ck_assert_int_ge(wait_for("records", 200, 5000), 200);
+  for (int k = 0; k < 3; k++) { /* garbage header; a forged hello; a frame that lies about size */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    uint8_t junk[200];
+    memset(junk, k == 0 ? 0x5a : 0, sizeof junk);
+    if (k == 1) memcpy(junk, "\x43\x34\x01\x02\x90\x00\x00\x00", 8); /* HELLO, 144 zero bytes */
+    if (k == 2) memcpy(junk, "\x43\x34\x01\x04\xff\xff\xff\x7f", 8); /* RECORDS of 2 GiB */
+    ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    char b[256];
+    ssize_t got;
+    while ((got = read(fd, b, sizeof b)) > 0) {
+    } /* c4mon closes it */
+    close(fd);
+  }
+  emit(200, 200);
+  ck_assert_int_ge(wait_for("records", 400, 5000), 400); /* the real rank was not disturbed */
+  ck_assert_int_ge(stat_of("rejected") + stat_of("bad_frames"), 3);
+  ck_assert_int_eq(stat_of("ranks_connected"), 1);
+  c4_telemetry_flush_and_stop();
+  stop_c4mon(mon);
+  unlink(rec);
+}
+END_TEST
+
+START_TEST(a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog) {
+  setup();
+  char rec1[] = "/tmp/c4-mon-rec-XXXXXX", rec2[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec1));
+  close(mkstemp(rec2));
+  setenv("C4_TOKEN", "s3cret", 1);
+  pid_t mon = start_c4mon("s3cret", rec1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  c4_telemetry_start();
+  emit(100, 0);
+  ck_assert_int_ge(wait_for("records", 100, 5000), 100);
+  kill(mon, SIGKILL);
+  waitpid(mon, NULL, 0);
+  uint64_t t0 = c4_now_ns();
+  emit(100, 100); /* while c4mon is gone: the job does not wait */
+  ck_assert_uint_lt(c4_now_ns() - t0, 50000000ull);
+  usleep(300000);
+  mon = start_c4mon("s3cret", rec2);
+  emit(100, 200);
+  ck_assert_int_ge(wait_for("records", 200, 10000), 200); /* the backlog and the new ones */
+  c4_telemetry_flush_and_stop();
+  stop_c4mon(mon);
+  struct c4_reporter_stats st;
+  c4_reporter_stats(&st);
+  ck_assert_uint_ge(st.connects, 2);
+  ck_assert_uint_ge(st.failures, 1);
+  ck_assert_uint_eq(st.dropped, 0);
+  ck_assert_int_eq(lines_in(rec1, "xfer") + lines_in(rec2, "xfer"), 300);
+  unlink(rec1);
+  unlink(rec2);
+}
+END_TEST
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  Suite *s = suite_create("monitor");
+  TCase *tc = tcase_create("stream");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, records_reach_c4mon_and_are_recorded_in_its_clock);
+  tcase_add_test(tc, a_wrong_token_is_refused_and_the_job_goes_on);
+  tcase_add_test(tc, garbage_on_one_connection_closes_only_that_one);
+  tcase_add_test(tc, a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
