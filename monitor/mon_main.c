@@ -6,8 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "c4_clock.h"
 #include "c4_log.h"
+#include "c4_trace_read.h"
+#include "mon_pipeline.h"
 #include "mon_server.h"
 
 static volatile int stop_flag;
@@ -21,11 +25,15 @@ static void usage(FILE *f) {
              "  c4mon serve  --listen ADDR:PORT [--token T] [--job NAME] [--record FILE]\n"
              "  c4mon record --listen ADDR:PORT --out FILE [--token T] [--job NAME]\n"
              "  c4mon status --connect ADDR:PORT [--json]\n"
+             "  c4mon replay FILE [--out FILE] [--speed X] [--json]\n"
              "\n"
              "serve: accept ranks that stream with C4_MONITOR=ADDR:PORT and prove the job token\n"
              "(--token, else C4_TOKEN); --record writes what arrives as trace JSON lines\n"
              "(docs/trace-format.md), times in c4mon's clock. record: serve that writes to --out.\n"
              "status: ranks connected, records/s, drops, clock offsets; --json for the document.\n"
+             "replay: feeds a trace (C4_TRACE or --record output) through the same pipeline as\n"
+             "live data, as fast as possible or at X times its recorded pace (--speed 1: as\n"
+             "recorded); bad lines are reported with their numbers and skipped.\n"
              "Stops on SIGINT or SIGTERM. Exit: 0 ok, 1 failure, 2 bad usage.\n"
              "  -h, --help   -V, --version\n");
 }
@@ -75,6 +83,54 @@ static int print_status(const char *addr, int as_json) {
   return 0;
 }
 
+/* Sleeps until the monotonic clock reaches t (ns); returns at once if it already has. */
+static void sleep_until(uint64_t t) {
+  uint64_t now = c4_now_ns();
+  if (t <= now) return;
+  struct timespec ts = {(time_t)((t - now) / 1000000000ull), (long)((t - now) % 1000000000ull)};
+  nanosleep(&ts, NULL);
+}
+
+static int replay(const char *path, const char *out_path, double speed, int as_json) {
+  struct c4_trace_reader rd;
+  if (c4_trace_open(&rd, path) != 0) {
+    fprintf(stderr, "c4mon replay: cannot open %s\n", path);
+    return 1;
+  }
+  struct mon_sink sink = {0};
+  if (out_path && !(sink.out = fopen(out_path, "w"))) {
+    fprintf(stderr, "c4mon replay: cannot write %s\n", out_path);
+    c4_trace_close(&rd);
+    return 1;
+  }
+  uint64_t start = c4_now_ns(), first = 0;
+  struct c4_record r;
+  char err[300];
+  int rc;
+  while ((rc = c4_trace_next(&rd, &r, err, sizeof err)) != 0) {
+    if (rc < 0) {
+      fprintf(stderr, "c4mon replay: %s %s\n", path, err);
+      continue;
+    }
+    uint64_t t = c4_mon_record_time(&r);
+    if (speed > 0 && t) {
+      if (!first) first = t;
+      if (t > first) sleep_until(start + (uint64_t)((double)(t - first) / speed));
+    }
+    c4_mon_take_record(&sink, "replay", 0, &r);
+  }
+  double secs = (double)(c4_now_ns() - start) / 1e9;
+  if (as_json)
+    printf("{\"records\":%llu,\"bad_lines\":%lu,\"seconds\":%.3f}\n",
+           (unsigned long long)sink.records, rd.bad, secs);
+  else
+    printf("c4mon replay: %llu records, %lu bad lines, %.3f s\n", (unsigned long long)sink.records,
+           rd.bad, secs);
+  if (sink.out) fclose(sink.out);
+  c4_trace_close(&rd);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -92,10 +148,12 @@ int main(int argc, char **argv) {
   const char *listen = NULL, *connect_to = NULL, *token = getenv("C4_TOKEN"), *job = NULL,
              *out = NULL;
   int as_json = 0;
-  static const struct option longs[] = {
-      {"listen", 1, 0, 'l'}, {"connect", 1, 0, 'c'}, {"token", 1, 0, 't'},
-      {"job", 1, 0, 'j'},    {"record", 1, 0, 'r'},  {"out", 1, 0, 'o'},
-      {"json", 0, 0, 'J'},   {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+  double speed = 0;
+  static const struct option longs[] = {{"listen", 1, 0, 'l'}, {"connect", 1, 0, 'c'},
+                                        {"token", 1, 0, 't'},  {"job", 1, 0, 'j'},
+                                        {"record", 1, 0, 'r'}, {"out", 1, 0, 'o'},
+                                        {"json", 0, 0, 'J'},   {"help", 0, 0, 'h'},
+                                        {"speed", 1, 0, 's'},  {0, 0, 0, 0}};
   optind = 2;
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -107,9 +165,23 @@ int main(int argc, char **argv) {
     case 'r':
     case 'o': out = optarg; break;
     case 'J': as_json = 1; break;
+    case 's':
+      speed = atof(optarg);
+      if (speed < 0) {
+        usage(stderr);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
+  }
+  if (!strcmp(cmd, "replay")) {
+    if (optind != argc - 1) {
+      usage(stderr);
+      return 2;
+    }
+    return replay(argv[optind], out, speed, as_json);
   }
   if (!strcmp(cmd, "status")) {
     if (!connect_to) {

@@ -22,7 +22,7 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_log.h"
-#include "c4_trace_json.h"
+#include "mon_pipeline.h"
 
 #define HELLO_TIMEOUT_NS 5000000000ull
 
@@ -44,7 +44,8 @@ static struct {
   int lfd, efd;
   struct conn **conn; /* by fd */
   int nconn_max;
-  uint64_t t_start, accepted, rejected, bad_frames, records, lost, clean_exits;
+  uint64_t t_start, accepted, rejected, bad_frames, lost, clean_exits;
+  struct mon_sink sink;
   int connected;
 } mon;
 
@@ -118,32 +119,10 @@ static void accept_all(void) {
   }
 }
 
-static void shift(uint64_t *t, int64_t off) {
-  if (*t) *t = (uint64_t)((int64_t)*t + off);
-}
-
-/* Moves a record's times into c4mon's clock and writes it. */
+/* Counts a record for its rank and hands it to the pipeline in the rank's clock offset. */
 static void take_record(struct conn *c, struct c4_record *r) {
-  int64_t off = c->hb.offset;
-  if (r->kind == C4_REC_XFER) {
-    shift(&r->xfer.t_posted, off);
-    shift(&r->xfer.t_first_byte, off);
-    shift(&r->xfer.t_done, off);
-  } else if (r->kind == C4_REC_COLL) {
-    shift(&r->coll.t_arrive, off);
-    shift(&r->coll.t_enqueued, off);
-    shift(&r->coll.t_done, off);
-  } else {
-    shift(&r->comm.t, off);
-  }
   c->records++;
-  mon.records++;
-  if (!mon.o->record) return;
-  json_t *j = c4_record_json(r);
-  if (!j) return;
-  json_object_set_new(j, "job", json_string(c->hello.job));
-  if (json_dumpf(j, mon.o->record, JSON_COMPACT) == 0) fputc('\n', mon.o->record);
-  json_decref(j);
+  c4_mon_take_record(&mon.sink, c->hello.job, c->hb.offset, r);
 }
 
 static json_t *status_json(void) {
@@ -163,8 +142,8 @@ static json_t *status_json(void) {
   return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:o}", "c4mon", C4_VERSION,
                    "ranks_connected", mon.connected, "accepted", (json_int_t)mon.accepted,
                    "rejected", (json_int_t)mon.rejected, "bad_frames", (json_int_t)mon.bad_frames,
-                   "records", (json_int_t)mon.records, "records_per_s",
-                   secs > 0 ? (double)mon.records / secs : 0.0, "lost", (json_int_t)mon.lost,
+                   "records", (json_int_t)mon.sink.records, "records_per_s",
+                   secs > 0 ? (double)mon.sink.records / secs : 0.0, "lost", (json_int_t)mon.lost,
                    "clean_exits", (json_int_t)mon.clean_exits, "uptime_s", secs, "ranks", ranks);
 }
 
@@ -230,6 +209,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
     if (off != len) goto bad;
   } else if (type == C4_FRAME_HEARTBEAT) {
     if (c4_frame_get_heartbeat(p, len, &c->hb) != 0) goto bad;
+    c4_mon_take_heartbeat(&mon.sink, c->hello.job, c->hello.rank, c->hello.host, &c->hb);
   } else if (type == C4_FRAME_TIME) {
     uint64_t t[3];
     if (c4_frame_get_time(p, len, t) != 0) goto bad;
@@ -308,6 +288,7 @@ static void expire_handshakes(uint64_t now) {
 int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   memset(&mon, 0, sizeof mon);
   mon.o = o;
+  mon.sink.out = o->record;
   char host[256], port[16];
   if (split_addr(o->listen, host, sizeof host, port, sizeof port) != 0) {
     C4_WARN("c4mon: --listen %s is not ADDR:PORT", o->listen);

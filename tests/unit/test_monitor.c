@@ -132,7 +132,8 @@ START_TEST(records_reach_c4mon_and_are_recorded_in_its_clock) {
   c4_telemetry_flush_and_stop();
   ck_assert_int_ge(wait_for("clean_exits", 1, 3000), 1);
   stop_c4mon(mon);
-  ck_assert_int_eq(lines_in(rec, "\"job\":\"job-a\""), 1000);
+  ck_assert_int_eq(lines_in(rec, "\"type\":\"xfer\""), 1000);
+  ck_assert_int_ge(lines_in(rec, "\"type\":\"hb\""), 1); /* heartbeats are recorded too */
   struct c4_reporter_stats st;
   c4_reporter_stats(&st);
   ck_assert_uint_eq(st.sent, 1000);
@@ -235,6 +236,59 @@ START_TEST(a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog
 }
 END_TEST
 
+/* Writes a trace of n xfer records whose completions span span_ms, plus one bad line. */
+static void make_trace(const char *path, int n, int span_ms) {
+  FILE *f = fopen(path, "w");
+  uint64_t t0 = 1000000000ull;
+  for (int i = 0; i < n; i++) {
+    uint64_t t = t0 + (uint64_t)i * (uint64_t)span_ms * 1000000ull / (uint64_t)(n - 1);
+    fprintf(f,
+            "{\"v\":1,\"type\":\"xfer\",\"comm\":null,\"rank\":0,\"peer\":1,\"host\":\"a\","
+            "\"peer_host\":\"b\",\"dir\":\"send\",\"bytes\":8,\"t_post\":%llu,\"t_first\":null,"
+            "\"t_done\":%llu,\"conn\":\"0000000000000001\",\"seq\":%d,\"tag\":0,\"status\":\"ok\","
+            "\"pid\":1,\"peer_pid\":2,\"dev\":0,\"peer_dev\":0}\n",
+            (unsigned long long)t, (unsigned long long)t, i);
+    if (i == n / 2) fprintf(f, "{\"v\":1,\"type\":\"xfer\"}\n"); /* missing fields */
+  }
+  fclose(f);
+}
+
+static json_t *run_replay(const char *trace, const char *out, const char *speed, double *secs) {
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "%s/bin/c4mon replay %s --out %s --speed %s --json 2>/dev/null", build,
+           trace, out, speed);
+  uint64_t t0 = c4_now_ns();
+  FILE *p = popen(cmd, "r");
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof buf - 1, p);
+  buf[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  *secs = (double)(c4_now_ns() - t0) / 1e9;
+  return json_loads(buf, 0, NULL);
+}
+
+START_TEST(replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pace) {
+  setup();
+  char trace[] = "/tmp/c4-replay-in-XXXXXX", out[] = "/tmp/c4-replay-out-XXXXXX";
+  close(mkstemp(trace));
+  close(mkstemp(out));
+  make_trace(trace, 200, 400);
+  double fast, paced;
+  json_t *r = run_replay(trace, out, "0", &fast);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(json_integer_value(json_object_get(r, "records")), 200);
+  ck_assert_int_eq(json_integer_value(json_object_get(r, "bad_lines")), 1);
+  json_decref(r);
+  ck_assert_int_eq(lines_in(out, "\"job\":\"replay\""), 200);
+  r = run_replay(trace, out, "1", &paced); /* 400 ms of recorded time at recorded pace */
+  json_decref(r);
+  ck_assert_msg(paced >= 0.38, "paced replay took %.3f s", paced);
+  ck_assert_msg(fast < paced, "fast %.3f s, paced %.3f s", fast, paced);
+  unlink(trace);
+  unlink(out);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("monitor");
@@ -244,6 +298,7 @@ int main(void) {
   tcase_add_test(tc, a_wrong_token_is_refused_and_the_job_goes_on);
   tcase_add_test(tc, garbage_on_one_connection_closes_only_that_one);
   tcase_add_test(tc, a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog);
+  tcase_add_test(tc, replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pace);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
