@@ -53,12 +53,13 @@ C4PERF     := $(BUILD)/bin/c4perf
 C4MON      := $(BUILD)/bin/c4mon
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
+MONLOAD    := $(BUILD)/bin/c4-mon-load
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(TCPPINGPONG) $(RINGBENCH)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -96,6 +97,10 @@ $(C4MON): $(call obj,$(MON_SRC)) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TCPPINGPONG): $(call obj,tools/bench/tcp_pingpong.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(MONLOAD): $(call obj,tools/bench/mon_load.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

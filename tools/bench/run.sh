@@ -96,6 +96,24 @@ pair_ratio=$(printf '%s\n' "${pair[@]}" | median)
 spread=$(printf '%s\n' "${off[@]}" | sort -g | awk '{v[NR]=$1} END {printf "%.2f-%.2f", v[1], v[NR]}')
 hot=$("$BIN/c4-ring-bench" | awk '/timing_ns_per_request/ {print $2}')
 
+# c4mon ingest: 16,384 rank connections from a load generator; records decoded per second of
+# c4mon's own CPU time (decode and count; no --record).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ingest_once() {
+  local port=$((30000 + RANDOM % 20000))
+  "$BIN/c4mon" serve --listen 127.0.0.1:$port --token bench 2>/dev/null &
+  local mon=$!
+  sleep 0.3
+  local c0; c0=$(cpu_ticks $mon)
+  "$BIN/c4-mon-load" 127.0.0.1:$port bench "${C4_BENCH_RANKS:-16384}" 3 >/dev/null
+  sleep 0.5
+  local c1; c1=$(cpu_ticks $mon)
+  local recs; recs=$("$BIN/c4mon" status --connect 127.0.0.1:$port --json | sed 's/.*"records":\([0-9]*\).*/\1/')
+  kill $mon; wait $mon 2>/dev/null
+  awk -v r="$recs" -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" 'BEGIN {if (t > 0) printf "%.0f\n", r / (t / hz); else print "nan"}'
+}
+ingest=$(for _ in 1 2 3; do ingest_once; done | median)
+
 printf '\n%-52s %10s %10s %8s %s\n' "measure" "c4" "reference" "ratio" "target"
 row() { printf '%-52s %10s %10s %8s %s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")" "$4"; }
 row "bandwidth GB/s, loopback, 64 MiB vs iperf3 -P $STREAMS" "$lo_c4" "$lo_ip" ">= 0.95"
@@ -106,6 +124,7 @@ row "8 B round trip us vs busy-polling TCP, 1 per direction" "$rtt_c4" "$rtt_two
 row "bandwidth GB/s, timing on vs C4_TIMING=0 (pinned)" "$bw_on" "$bw_off" ">= 0.99"
 printf '%-52s %10s %10s %8s\n' "  same, median of per-pair ratios; C4_TIMING=0 range" "" "$spread" "$pair_ratio"
 printf '%-52s %10s\n' "timing cost, ns per request (clocks + record + push)" "$hot"
+printf '%-52s %10s %10s %8s %s\n' "c4mon ingest, records/s per core, ${C4_BENCH_RANKS:-16384} ranks" "$ingest" "5000000" "$(ratio "$ingest" 5000000)" ">= 1"
 
 cat >"$BUILD/bench.json" <<JSON
 {"runs": $RUNS, "streams": $STREAMS,
@@ -113,6 +132,7 @@ cat >"$BUILD/bench.json" <<JSON
  "bw_veth_GBps": {"c4": $ns_c4, "iperf3": $ns_ip},
  "rtt8_us": {"c4": $rtt_c4, "tcp_blocking": $rtt_blk, "tcp_spin": $rtt_spin, "tcp_spin_two_sockets": $rtt_two},
  "bw_timing_GBps": {"on": $bw_on, "off": $bw_off, "median_pair_ratio": $pair_ratio},
- "timing_ns_per_request": $hot}
+ "timing_ns_per_request": $hot,
+ "c4mon_ingest_records_per_core_s": $ingest}
 JSON
 echo "wrote $BUILD/bench.json"
