@@ -1,7 +1,9 @@
 /* mon_load.c -- load generator for c4mon's ingest benchmark: opens N rank connections to c4mon
  * (each answers the challenge with a valid HELLO), then streams RECORDS frames round-robin over
- * all of them for S seconds, and prints records sent and records/s.
- * Usage: c4-mon-load ADDR:PORT TOKEN CONNECTIONS SECONDS */
+ * all of them for S seconds, and prints records sent and records/s. Given c4mon's PID, it also
+ * prints the CPU seconds c4mon spent while the records streamed (handshakes excluded), so the
+ * bench can state records per second per core of c4mon.
+ * Usage: c4-mon-load ADDR:PORT TOKEN CONNECTIONS SECONDS [C4MON_PID] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -45,11 +47,24 @@ static int open_rank(const struct sockaddr_in *a, const char *token, int rank) {
   return fd;
 }
 
+/* utime + stime of pid in seconds, or -1. */
+static double cpu_seconds(int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  unsigned long ut = 0, st = 0;
+  int ok = fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2;
+  fclose(f);
+  return ok ? (double)(ut + st) / (double)sysconf(_SC_CLK_TCK) : -1;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: c4-mon-load ADDR:PORT TOKEN CONNECTIONS SECONDS\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: c4-mon-load ADDR:PORT TOKEN CONNECTIONS SECONDS [C4MON_PID]\n");
     return 2;
   }
+  int mon_pid = argc == 6 ? atoi(argv[5]) : 0;
   char host[64];
   const char *colon = strrchr(argv[1], ':');
   if (!colon || (size_t)(colon - argv[1]) >= sizeof host) return 2;
@@ -84,6 +99,8 @@ int main(int argc, char **argv) {
   frame[C4_FRAME_HDR + 1] = (uint8_t)(per >> 8);
   c4_frame_put_header(frame, C4_FRAME_RECORDS, (uint32_t)used);
   size_t flen = C4_FRAME_HDR + used;
+  usleep(500000); /* let c4mon finish the handshakes before the clock starts */
+  double cpu0 = mon_pid ? cpu_seconds(mon_pid) : -1;
   uint64_t sent = 0, end = c4_now_ns() + (uint64_t)(secs * 1e9), t0 = c4_now_ns();
   for (int i = 0; c4_now_ns() < end; i = (i + 1) % n) {
     size_t off = 0;
@@ -100,6 +117,12 @@ int main(int argc, char **argv) {
   double dt = (double)(c4_now_ns() - t0) / 1e9;
   printf("connections %d\nrecords_sent %llu\nsend_rate %.0f\n", n, (unsigned long long)sent,
          (double)sent / dt);
+  if (mon_pid) {
+    usleep(500000); /* c4mon drains what is in flight */
+    double cpu = cpu_seconds(mon_pid) - cpu0;
+    printf("c4mon_cpu_s %.2f\nc4mon_records_per_core_s %.0f\n", cpu,
+           cpu > 0 ? (double)sent / cpu : 0);
+  }
   for (int i = 0; i < n; i++)
     close(fd[i]);
   return 0;
