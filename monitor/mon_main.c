@@ -13,6 +13,7 @@
 #include "c4_trace_read.h"
 #include "mon_pipeline.h"
 #include "mon_server.h"
+#include "mon_windows.h"
 
 static volatile int stop_flag;
 static void on_signal(int sig) {
@@ -120,14 +121,19 @@ static int replay(const char *path, const char *out_path, double speed, int as_j
     c4_mon_take_record(&sink, "replay", 0, &r);
   }
   double secs = (double)(c4_now_ns() - start) / 1e9;
-  if (as_json)
-    printf("{\"records\":%llu,\"bad_lines\":%lu,\"seconds\":%.3f}\n",
-           (unsigned long long)sink.records, rd.bad, secs);
-  else
+  if (as_json) {
+    json_t *doc =
+        json_pack("{s:I, s:I, s:f, s:o}", "records", (json_int_t)sink.records, "bad_lines",
+                  (json_int_t)rd.bad, "seconds", secs, "windows", c4_mon_windows_json());
+    json_dumpf(doc, stdout, JSON_COMPACT);
+    printf("\n");
+    json_decref(doc);
+  } else
     printf("c4mon replay: %llu records, %lu bad lines, %.3f s\n", (unsigned long long)sink.records,
            rd.bad, secs);
   if (sink.out) fclose(sink.out);
   c4_trace_close(&rd);
+  c4_mon_windows_reset();
   return 0;
 }
 

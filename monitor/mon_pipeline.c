@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "c4_trace_json.h"
+#include "mon_windows.h"
 
 static void shift(uint64_t *t, int64_t off) {
   if (*t) *t = (uint64_t)((int64_t)*t + off);
@@ -22,6 +23,7 @@ void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, str
     shift(&r->comm.t, offset);
   }
   s->records++;
+  c4_mon_windows_take(job, r);
   if (!s->out) return;
   json_t *j = c4_record_json(r);
   if (!j) return;

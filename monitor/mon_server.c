@@ -23,6 +23,7 @@
 #include "c4_frame.h"
 #include "c4_log.h"
 #include "mon_pipeline.h"
+#include "mon_windows.h"
 
 #define HELLO_TIMEOUT_NS 5000000000ull
 
@@ -139,12 +140,13 @@ static json_t *status_json(void) {
                   (json_int_t)c->hb.entered, "done", (json_int_t)c->hb.done, "clock_offset_ns",
                   (json_int_t)c->hb.offset, "clock_rtt_ns", (json_int_t)c->hb.rtt));
   }
-  return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:o}", "c4mon", C4_VERSION,
-                   "ranks_connected", mon.connected, "accepted", (json_int_t)mon.accepted,
-                   "rejected", (json_int_t)mon.rejected, "bad_frames", (json_int_t)mon.bad_frames,
-                   "records", (json_int_t)mon.sink.records, "records_per_s",
-                   secs > 0 ? (double)mon.sink.records / secs : 0.0, "lost", (json_int_t)mon.lost,
-                   "clean_exits", (json_int_t)mon.clean_exits, "uptime_s", secs, "ranks", ranks);
+  return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:o, s:o}", "c4mon",
+                   C4_VERSION, "ranks_connected", mon.connected, "accepted",
+                   (json_int_t)mon.accepted, "rejected", (json_int_t)mon.rejected, "bad_frames",
+                   (json_int_t)mon.bad_frames, "records", (json_int_t)mon.sink.records,
+                   "records_per_s", secs > 0 ? (double)mon.sink.records / secs : 0.0, "lost",
+                   (json_int_t)mon.lost, "clean_exits", (json_int_t)mon.clean_exits, "uptime_s",
+                   secs, "ranks", ranks, "windows", c4_mon_windows_json());
 }
 
 static void send_status(struct conn *c) {
@@ -336,6 +338,7 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   for (int fd = 0; fd < mon.nconn_max; fd++)
     if (mon.conn[fd]) close_conn(mon.conn[fd], NULL, 0);
   free(mon.conn);
+  c4_mon_windows_reset();
   close(mon.efd);
   close(mon.lfd);
   return 0;

@@ -259,7 +259,7 @@ static json_t *run_replay(const char *trace, const char *out, const char *speed,
            trace, out, speed);
   uint64_t t0 = c4_now_ns();
   FILE *p = popen(cmd, "r");
-  char buf[512];
+  static char buf[65536];
   size_t n = fread(buf, 1, sizeof buf - 1, p);
   buf[n] = 0;
   ck_assert_int_eq(pclose(p), 0);
@@ -289,6 +289,51 @@ START_TEST(replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pac
 }
 END_TEST
 
+START_TEST(windows_name_the_ranks_missing_from_a_collective_and_the_last_to_arrive) {
+  setup();
+  char trace[] = "/tmp/c4-win-in-XXXXXX", out[] = "/tmp/c4-win-out-XXXXXX";
+  close(mkstemp(trace));
+  close(mkstemp(out));
+  FILE *f = fopen(trace, "w");
+  for (int seq = 0; seq < 100; seq++)
+    for (int rank = 0; rank < 4; rank++) {
+      if (seq == 99 && rank == 3) continue; /* rank 3 never enters collective 99 */
+      long long arrive = 1000000 + seq * 1000 + (seq == 98 && rank == 2 ? 900 : rank);
+      fprintf(f,
+              "{\"v\":1,\"type\":\"coll\",\"comm\":\"00000000000000c4\",\"rank\":%d,"
+              "\"nranks\":4,\"seq\":%d,\"func\":\"AllReduce\",\"p2p\":false,\"count\":1,"
+              "\"bytes\":4,\"root\":-1,\"datatype\":\"ncclFloat32\",\"algo\":\"\",\"proto\":\"\","
+              "\"nchannels\":1,\"nops\":1,\"t_arrive\":%lld,\"t_enqueued\":%lld,\"t_done\":%lld}\n",
+              rank, seq, arrive, arrive + 1, arrive + 500);
+    }
+  fprintf(f, "{\"v\":1,\"type\":\"coll\",\"comm\":\"00000000000000c4\",\"rank\":0,\"nranks\":4,"
+             "\"seq\":10,\"func\":\"AllReduce\",\"p2p\":false,\"count\":1,\"bytes\":4,\"root\":-1,"
+             "\"datatype\":\"x\",\"algo\":\"\",\"proto\":\"\",\"nchannels\":1,\"nops\":1,"
+             "\"t_arrive\":1,\"t_enqueued\":1,\"t_done\":null}\n"); /* long gone from the window */
+  fclose(f);
+  double secs;
+  json_t *r = run_replay(trace, out, "0", &secs);
+  ck_assert_ptr_nonnull(r);
+  json_t *w = json_object_get(r, "windows");
+  ck_assert_int_eq(json_integer_value(json_object_get(w, "comms_tracked")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(w, "late_records")), 1);
+  json_t *c = json_array_get(json_object_get(w, "comms"), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(c, "nranks")), 4);
+  ck_assert_int_eq(json_integer_value(json_object_get(c, "newest_seq")), 99);
+  json_t *inc = json_object_get(c, "oldest_incomplete");
+  ck_assert_int_eq(json_integer_value(json_object_get(inc, "seq")), 99);
+  json_t *missing = json_object_get(inc, "missing_ranks");
+  ck_assert_int_eq(json_array_size(missing), 1);
+  ck_assert_int_eq(json_integer_value(json_array_get(missing, 0)), 3);
+  json_t *done = json_object_get(c, "newest_complete");
+  ck_assert_int_eq(json_integer_value(json_object_get(done, "seq")), 98);
+  ck_assert_int_eq(json_integer_value(json_object_get(done, "last_to_arrive")), 2);
+  json_decref(r);
+  unlink(trace);
+  unlink(out);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("monitor");
@@ -299,6 +344,7 @@ int main(void) {
   tcase_add_test(tc, garbage_on_one_connection_closes_only_that_one);
   tcase_add_test(tc, a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog);
   tcase_add_test(tc, replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pace);
+  tcase_add_test(tc, windows_name_the_ranks_missing_from_a_collective_and_the_last_to_arrive);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

@@ -1,0 +1,32 @@
+/* mon_windows.h -- c4mon's memory of recent collectives: per job and communicator, a window of
+ * the last C4MON_WINDOW collective sequence numbers with every rank's arrival and completion.
+ * Bounded: at most C4MON_MAX_COMMS communicators, C4MON_MAX_RANKS ranks each, and
+ * C4MON_RANK_BUDGET ranks summed over all of them (each rank costs 2 x C4MON_WINDOW x 8 bytes,
+ * 1 KiB, so 256 MiB in all); the least recently active communicator is forgotten first. This is
+ * what detection (issue 4) reads. */
+#ifndef C4_MON_WINDOWS_H
+#define C4_MON_WINDOWS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "c4_record.h"
+
+#define C4MON_WINDOW 64
+#define C4MON_MAX_COMMS 1024
+#define C4MON_MAX_RANKS 65536
+#define C4MON_RANK_BUDGET 262144
+
+/* Takes a coll or comm record of job (other kinds are ignored). Never fails: what does not fit
+ * the bounds is counted and dropped. */
+void c4_mon_windows_take(const char *job, const struct c4_record *r);
+
+/* A summary for status and replay: per communicator its size, newest collective, the oldest one
+ * not every rank has entered and which ranks are missing from it, and the rank that arrived last
+ * at the newest collective every rank entered. The caller owns the result. */
+json_t *c4_mon_windows_json(void);
+
+/* Forgets everything (tests, replay). */
+void c4_mon_windows_reset(void);
+
+#endif
