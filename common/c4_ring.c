@@ -3,6 +3,7 @@
  * on each other beyond it. */
 #include "c4_ring.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ static struct c4_ring_slot *slot_at(const struct c4_ring *r, size_t pos) {
 int c4_ring_init(struct c4_ring *r, size_t capacity, size_t elem_size) {
   memset(r, 0, sizeof *r);
   if (capacity < 2 || (capacity & (capacity - 1)) || elem_size == 0) return C4_EINVAL;
+  if (elem_size > SIZE_MAX / 2 || capacity > SIZE_MAX / (elem_size + 128)) return C4_ENOMEM;
   r->mask = capacity - 1;
   r->elem_size = elem_size;
   r->slot_size = (sizeof(struct c4_ring_slot) + elem_size + 63) & ~(size_t)63;
@@ -31,6 +33,14 @@ int c4_ring_init(struct c4_ring *r, size_t capacity, size_t elem_size) {
   atomic_init(&r->tail, 0);
   atomic_init(&r->dropped, 0);
   return 0;
+}
+
+void c4_ring_clear(struct c4_ring *r) {
+  for (size_t i = 0; i <= r->mask; i++)
+    atomic_store_explicit(&slot_at(r, i)->seq, i, memory_order_relaxed);
+  atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->dropped, 0, memory_order_release);
 }
 
 bool c4_ring_push(struct c4_ring *r, const void *elem) {

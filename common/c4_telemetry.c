@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,10 +38,38 @@ static struct {
   FILE *out;
   int streaming; /* C4_MONITOR is set: records also go to the reporter */
   int running;   /* the telemetry thread was started */
+  int exit_hook; /* atexit(c4_telemetry_flush_and_stop) done; survives fork */
   _Atomic(void (*)(void)) periodic[4];
+
+  pthread_once_t timing_once;
+  atomic_int timing; /* C4_TIMING: -1 not read yet, else 0 or 1 */
 } tel = {.ring_once = PTHREAD_ONCE_INIT,
          .lock = PTHREAD_MUTEX_INITIALIZER,
-         .wake = PTHREAD_COND_INITIALIZER};
+         .wake = PTHREAD_COND_INITIALIZER,
+         .timing_once = PTHREAD_ONCE_INIT,
+         .timing = -1};
+
+static void before_fork(void) { pthread_mutex_lock(&tel.lock); }
+
+static void after_fork_parent(void) { pthread_mutex_unlock(&tel.lock); }
+
+/* The child has only the forking thread: the writer thread, the trace's buffered lines and the
+ * records in flight are the parent's. The child forgets them (so its exit neither joins a thread
+ * it does not have nor writes a summary into the parent's trace) and may start its own. */
+static void after_fork_child(void) {
+  if (tel.out) {
+    __fpurge(tel.out); /* the parent writes these lines; the child must not write them again */
+    fclose(tel.out);
+    tel.out = NULL;
+  }
+  tel.started = tel.stopping = tel.running = tel.streaming = 0;
+  if (tel.ring_ok) c4_ring_clear(&tel.ring);
+  atomic_store(&tel.emitted, 0);
+  atomic_store(&tel.lost_no_ring, 0);
+  atomic_store(&tel.written, 0);
+  pthread_cond_init(&tel.wake, NULL);
+  pthread_mutex_unlock(&tel.lock);
+}
 
 static void ring_setup(void) {
   long slots = c4_env_long("C4_RING_SLOTS", 16384, 2, 1 << 24);
@@ -51,6 +80,19 @@ static void ring_setup(void) {
   tel.ring_ok = c4_ring_init(&tel.ring, (size_t)slots, sizeof(struct c4_record)) == 0;
   if (!tel.ring_ok)
     C4_WARN("cannot allocate the telemetry ring (%ld records); records dropped", slots);
+  if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0)
+    C4_WARN("cannot register fork handlers; a forked child that exits may write to the trace");
+}
+
+static void read_timing(void) { atomic_store(&tel.timing, (int)c4_env_long("C4_TIMING", 1, 0, 1)); }
+
+bool c4_telemetry_enabled(void) {
+  int t = atomic_load_explicit(&tel.timing, memory_order_relaxed);
+  if (t < 0) {
+    pthread_once(&tel.timing_once, read_timing);
+    t = atomic_load(&tel.timing);
+  }
+  return t != 0;
 }
 
 struct c4_ring *c4_telemetry_ring(void) {
@@ -103,12 +145,13 @@ static void write_clock_line(const char *type) {
   write_json_line(j);
 }
 
-/* Moves every record in the ring to the sinks in use: the trace file and the c4mon stream. */
-static void drain(void) {
+/* Moves the records in the ring to the sinks in use (the trace file and the c4mon stream), at most
+ * one ring's worth, so producers that never stop cannot keep the writer here. Returns how many. */
+static size_t drain(void) {
   struct c4_ring *ring = c4_telemetry_ring();
   struct c4_record r;
-  int n = 0;
-  while (ring && c4_ring_pop(ring, &r)) {
+  size_t n = 0;
+  while (ring && n <= ring->mask && c4_ring_pop(ring, &r)) {
     if (tel.streaming) c4_reporter_push(&r);
     json_t *j = tel.out ? c4_record_json(&r) : NULL;
     if (j) {
@@ -118,6 +161,7 @@ static void drain(void) {
     n++;
   }
   if (n && tel.out) fflush(tel.out);
+  return n;
 }
 
 int c4_telemetry_add_periodic(void (*fn)(void)) {
@@ -143,10 +187,12 @@ static void *writer_main(void *arg) {
   while (!tel.stopping) {
     pthread_mutex_unlock(&tel.lock);
     run_periodic();
-    drain();
+    size_t n = drain();
     if (tel.streaming) c4_reporter_tick(c4_now_ns());
     pthread_mutex_lock(&tel.lock);
     if (tel.stopping) break;
+    struct c4_ring *ring = c4_telemetry_ring();
+    if (ring && n > ring->mask / 2) continue; /* the ring was half full or more: no pause */
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += DRAIN_PERIOD_MS * 1000000L;
@@ -173,7 +219,7 @@ int c4_telemetry_start(void) {
   tel.started = 1;
   tel.streaming = c4_reporter_init() == 1;
   if (path && *path) {
-    tel.out = fopen(path, "a");
+    tel.out = fopen(path, "ae"); /* append; close on exec */
     if (!tel.out)
       C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,
               strerror(errno));
@@ -189,8 +235,11 @@ int c4_telemetry_start(void) {
     tel.streaming = 0;
   }
   tel.running = tel.out || tel.streaming;
+  int hook = tel.running && !tel.exit_hook;
+  if (hook) tel.exit_hook = 1;
   pthread_mutex_unlock(&tel.lock);
-  if (tel.running) atexit(c4_telemetry_flush_and_stop);
+  if (hook && atexit(c4_telemetry_flush_and_stop) != 0)
+    C4_WARN("cannot register the exit flush; call c4_telemetry_flush_and_stop before exiting");
   return 0;
 }
 

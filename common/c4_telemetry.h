@@ -3,6 +3,7 @@
 #ifndef C4_TELEMETRY_H
 #define C4_TELEMETRY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "c4_record.h"
@@ -13,14 +14,22 @@ struct c4_ring;
  * use; NULL only if it could not be allocated (then every emit counts as a drop). */
 struct c4_ring *c4_telemetry_ring(void);
 
+/* False when C4_TIMING=0: then callers take no timestamps and emit nothing. Read once (a bad value
+ * is warned about and taken as 1); afterwards one relaxed atomic load. */
+bool c4_telemetry_enabled(void);
+
 /* Records one record. Never blocks or allocates: a full ring drops the record and counts it. */
 void c4_telemetry_emit(const struct c4_record *r);
 
 /* Same, for a transfer. */
 void c4_telemetry_emit_xfer(const struct c4_xfer_record *r);
 
-/* Starts the C4_TRACE writer once (no-op without C4_TRACE). A file that cannot be opened is a
- * warning naming it; timing goes on without a trace. Registers an atexit flush. Returns 0. */
+/* Starts the telemetry thread once, when there is somewhere to send records: the C4_TRACE file
+ * (opened for appending; a header line first) and/or the c4mon stream (C4_MONITOR). It drains
+ * the ring every 10 ms, at once again when a pass found it half full. A file that cannot be
+ * opened is a warning naming it and the reason; timing goes on without a trace. Registers an
+ * atexit flush. A child after fork starts with nothing running and empty counters, and may call
+ * this again for a trace of its own. Returns 0. */
 int c4_telemetry_start(void);
 
 /* Drains what is left into the trace, writes the summary line and stops the writer. Safe to

@@ -2,6 +2,7 @@
  * delivery under concurrent producers. */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -64,6 +65,29 @@ START_TEST(positions_wrap_around_many_times) {
 }
 END_TEST
 
+START_TEST(clear_empties_the_ring_even_past_a_position_claimed_but_never_filled) {
+  struct c4_ring r;
+  ck_assert_int_eq(c4_ring_init(&r, 4, sizeof(uint64_t)), 0);
+  uint64_t v = 1;
+  atomic_fetch_add(&r.tail, 1); /* a producer claimed position 0 and vanished (fork) */
+  ck_assert(c4_ring_push(&r, &v));
+  ck_assert(!c4_ring_pop(&r, &v)); /* consumers wait for position 0 forever */
+  for (int i = 0; i < 5; i++)
+    c4_ring_push(&r, &v);
+  ck_assert_uint_gt(c4_ring_dropped(&r), 0);
+  c4_ring_clear(&r);
+  ck_assert_uint_eq(c4_ring_dropped(&r), 0);
+  ck_assert(!c4_ring_pop(&r, &v));
+  for (uint64_t i = 10; i < 14; i++)
+    ck_assert(c4_ring_push(&r, &i));
+  for (uint64_t i = 10; i < 14; i++) {
+    ck_assert(c4_ring_pop(&r, &v));
+    ck_assert_uint_eq(v, i);
+  }
+  c4_ring_free(&r);
+}
+END_TEST
+
 #define PRODUCERS 4
 #define PER_PRODUCER 200000
 
@@ -120,6 +144,7 @@ int main(void) {
   tcase_add_test(tc, a_full_ring_drops_and_counts_without_waiting);
   tcase_add_test(tc, bad_capacities_are_refused);
   tcase_add_test(tc, positions_wrap_around_many_times);
+  tcase_add_test(tc, clear_empties_the_ring_even_past_a_position_claimed_but_never_filled);
   tcase_add_test(tc, concurrent_producers_deliver_every_accepted_element_exactly_once);
   suite_add_tcase(s, tc);
   return c4_check_run(s);

@@ -1,11 +1,16 @@
 /* test_telemetry.c -- the C4_TRACE writer: header, one JSON line per record with every field,
- * a summary that accounts for drops, and no crash when the trace cannot be opened. Each test runs
- * in its own process (Check's fork mode), so the per-process singleton starts fresh. */
+ * a summary that accounts for drops, no crash when the trace cannot be opened, C4_TIMING, and
+ * forked children. Each test runs in its own process (Check's fork mode), so the per-process
+ * singleton starts fresh. */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../check_run.h"
@@ -44,9 +49,11 @@ static struct c4_xfer_record record(uint64_t seq) {
   return r;
 }
 
-/* Reads the trace back: returns the number of lines, fills the first, xfer count and summary. */
-static int read_back(json_t **header, int *xfers, json_t **summary, json_t **first_xfer) {
-  FILE *f = fopen(path, "r");
+/* Reads the trace at file back: returns the number of lines, fills the header, the xfer count,
+ * the first xfer and the summary (NULL when absent; the caller owns them). */
+static int read_file_back(const char *file, json_t **header, int *xfers, json_t **summary,
+                          json_t **first_xfer) {
+  FILE *f = fopen(file, "r");
   ck_assert_ptr_nonnull(f);
   char line[4096];
   int n = 0;
@@ -71,6 +78,28 @@ static int read_back(json_t **header, int *xfers, json_t **summary, json_t **fir
   }
   fclose(f);
   return n;
+}
+
+static int read_back(json_t **header, int *xfers, json_t **summary, json_t **first_xfer) {
+  return read_file_back(path, header, xfers, summary, first_xfer);
+}
+
+/* Waits up to 10 s for child; returns its exit status, or -1 if it hung (then it is killed). */
+static int wait_child(pid_t child) {
+  for (int i = 0; i < 1000; i++) {
+    int st;
+    if (waitpid(child, &st, WNOHANG) == child) return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
+    nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  return -1;
+}
+
+static void free_all(json_t *a, json_t *b, json_t *c) {
+  json_decref(a);
+  json_decref(b);
+  json_decref(c);
 }
 
 START_TEST(every_record_becomes_one_json_line_with_all_its_fields) {
@@ -194,6 +223,129 @@ START_TEST(a_bad_ring_size_falls_back_to_the_default) {
 }
 END_TEST
 
+START_TEST(a_directory_as_trace_path_costs_the_trace_not_the_job) {
+  char dir[] = "/tmp/c4-test-dir-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  setenv("C4_TRACE", dir, 1);
+  setenv("C4_DEBUG", "NONE", 1);
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  for (uint64_t i = 0; i < 3; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  c4_telemetry_flush_and_stop();
+  c4_telemetry_flush_and_stop();
+  uint64_t emitted, dropped, written;
+  c4_telemetry_counters(&emitted, &dropped, &written);
+  ck_assert_uint_eq(emitted, 3);
+  ck_assert_uint_eq(dropped, 0);
+  ck_assert_uint_eq(written, 0);
+  DIR *d = opendir(dir); /* nothing was created inside it either */
+  ck_assert_ptr_nonnull(d);
+  int entries = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  ck_assert_int_eq(entries, 0);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(stopping_a_writer_that_never_started_is_harmless) {
+  unsetenv("C4_TRACE");
+  unsetenv("C4_MONITOR");
+  c4_telemetry_flush_and_stop();
+  ck_assert_int_eq(c4_telemetry_start(), 0); /* nowhere to write: no thread */
+  c4_telemetry_flush_and_stop();
+  c4_telemetry_flush_and_stop();
+  uint64_t written;
+  c4_telemetry_counters(NULL, NULL, &written);
+  ck_assert_uint_eq(written, 0);
+}
+END_TEST
+
+START_TEST(timing_is_on_unless_c4_timing_is_0) {
+  unsetenv("C4_TIMING");
+  ck_assert(c4_telemetry_enabled());
+}
+END_TEST
+
+START_TEST(c4_timing_0_turns_timing_off_and_is_read_once) {
+  setenv("C4_TIMING", "0", 1);
+  ck_assert(!c4_telemetry_enabled());
+  setenv("C4_TIMING", "1", 1); /* cached: later changes are not seen */
+  ck_assert(!c4_telemetry_enabled());
+}
+END_TEST
+
+START_TEST(a_forked_child_that_exits_writes_nothing_into_the_parents_trace) {
+  use_trace_file();
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  for (uint64_t i = 0; i < 5; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) exit(0); /* runs the inherited atexit flush and stdio's flush */
+  ck_assert_int_eq(wait_child(child), 0);
+  c4_telemetry_flush_and_stop();
+  json_t *h, *s, *x;
+  int xfers;
+  ck_assert_int_eq(read_back(&h, &xfers, &s, &x), 7); /* header, 5 xfers, one summary */
+  ck_assert_int_eq(xfers, 5);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "pid")), getpid());
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 5);
+  free_all(h, s, x);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(a_forked_child_traces_on_its_own_without_the_parents_records) {
+  use_trace_file();
+  for (uint64_t i = 0; i < 5; i++) { /* still in the ring when the child is forked */
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  char child_path[sizeof path + 8];
+  snprintf(child_path, sizeof child_path, "%s.child", path);
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    setenv("C4_TRACE", child_path, 1);
+    c4_telemetry_start();
+    for (uint64_t i = 100; i < 102; i++) {
+      struct c4_xfer_record r = record(i);
+      c4_telemetry_emit_xfer(&r);
+    }
+    exit(0); /* the atexit flush writes the child's summary */
+  }
+  ck_assert_int_eq(wait_child(child), 0);
+  json_t *h, *s, *x;
+  int xfers;
+  ck_assert_int_eq(read_file_back(child_path, &h, &xfers, &s, &x), 4);
+  ck_assert_int_eq(xfers, 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(h, "pid")), child);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "seq")), 100);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "pid")), child);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "emitted")), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 2);
+  free_all(h, s, x);
+  unlink(child_path);
+
+  c4_telemetry_start(); /* the parent's records are still its own */
+  c4_telemetry_flush_and_stop();
+  ck_assert_int_eq(read_back(&h, &xfers, &s, &x), 7);
+  ck_assert_int_eq(xfers, 5);
+  ck_assert_int_eq(json_integer_value(json_object_get(x, "seq")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "emitted")), 5);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 5);
+  free_all(h, s, x);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("telemetry");
   TCase *tc = tcase_create("trace");
@@ -202,6 +354,12 @@ int main(void) {
   tcase_add_test(tc, a_full_ring_drops_records_and_the_summary_says_how_many);
   tcase_add_test(tc, a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job);
   tcase_add_test(tc, a_bad_ring_size_falls_back_to_the_default);
+  tcase_add_test(tc, a_directory_as_trace_path_costs_the_trace_not_the_job);
+  tcase_add_test(tc, stopping_a_writer_that_never_started_is_harmless);
+  tcase_add_test(tc, timing_is_on_unless_c4_timing_is_0);
+  tcase_add_test(tc, c4_timing_0_turns_timing_off_and_is_read_once);
+  tcase_add_test(tc, a_forked_child_that_exits_writes_nothing_into_the_parents_trace);
+  tcase_add_test(tc, a_forked_child_traces_on_its_own_without_the_parents_records);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
