@@ -94,7 +94,9 @@ bw_on=$(printf '%s\n' "${on[@]}" | median)
 bw_off=$(printf '%s\n' "${off[@]}" | median)
 pair_ratio=$(printf '%s\n' "${pair[@]}" | median)
 spread=$(printf '%s\n' "${off[@]}" | sort -g | awk '{v[NR]=$1} END {printf "%.2f-%.2f", v[1], v[NR]}')
-hot=$("$BIN/c4-ring-bench" | awk '/timing_ns_per_request/ {print $2}')
+ringout=$("$BIN/c4-ring-bench")
+hot=$(awk '/timing_ns_per_request/ {print $2}' <<<"$ringout")
+enc=$(awk '/reporter_encode_ns/ {print $2}' <<<"$ringout")
 
 # c4mon ingest: 16,384 rank connections from a load generator; records decoded per second of
 # c4mon's own CPU time while they stream (decode and count; no --record), checked against the
@@ -123,6 +125,7 @@ row "8 B round trip us vs busy-polling TCP, 1 per direction" "$rtt_c4" "$rtt_two
 row "bandwidth GB/s, timing on vs C4_TIMING=0 (pinned)" "$bw_on" "$bw_off" ">= 0.99"
 printf '%-52s %10s %10s %8s\n' "  same, median of per-pair ratios; C4_TIMING=0 range" "" "$spread" "$pair_ratio"
 printf '%-52s %10s\n' "timing cost, ns per request (clocks + record + push)" "$hot"
+printf '%-52s %10s\n' "reporter, ns per record on c4's thread (encode)" "$enc"
 printf '%-52s %10s %10s %8s %s\n' "c4mon ingest, records/s per core, ${C4_BENCH_RANKS:-16384} ranks" "$ingest" "5000000" "$(ratio "$ingest" 5000000)" ">= 1"
 
 cat >"$BUILD/bench.json" <<JSON
@@ -131,7 +134,7 @@ cat >"$BUILD/bench.json" <<JSON
  "bw_veth_GBps": {"c4": $ns_c4, "iperf3": $ns_ip},
  "rtt8_us": {"c4": $rtt_c4, "tcp_blocking": $rtt_blk, "tcp_spin": $rtt_spin, "tcp_spin_two_sockets": $rtt_two},
  "bw_timing_GBps": {"on": $bw_on, "off": $bw_off, "median_pair_ratio": $pair_ratio},
- "timing_ns_per_request": $hot,
+ "timing_ns_per_request": $hot, "reporter_encode_ns": $enc,
  "c4mon_ingest_records_per_core_s": $ingest}
 JSON
 echo "wrote $BUILD/bench.json"
