@@ -112,6 +112,7 @@ size_t c4_frame_record_size(uint32_t kind) {
   case C4_REC_XFER: return 1 + 8 * 3 + 1 + 1 + 4 + 8 * 4 + 2 * (12 + C4_HOST_MAX);
   case C4_REC_COLL: return 1 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 8 + 8 + 4 * C4_NAME_MAX + 3 * 8;
   case C4_REC_COMM: return 1 + 8 + 64 + 4 * 4 + C4_HOST_MAX + 8;
+  case C4_REC_LINK: return 1 + 8 + 8 + 4 + 4 + 1 + 8;
   default: return 0;
   }
 }
@@ -154,6 +155,14 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
     put_le(&c, k->t_arrive, 8);
     put_le(&c, k->t_enqueued, 8);
     put_le(&c, k->t_done, 8);
+  } else if (r->kind == C4_REC_LINK) {
+    const struct c4_link_record *l = &r->link;
+    put_le(&c, l->comm, 8);
+    put_le(&c, l->conn_id, 8);
+    put_le(&c, (uint32_t)l->rank, 4);
+    put_le(&c, (uint32_t)l->peer, 4);
+    put_le(&c, l->dir, 1);
+    put_le(&c, l->t, 8);
   } else {
     const struct c4_comm_record *m = &r->comm;
     put_le(&c, m->comm, 8);
@@ -211,6 +220,15 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
     k->t_enqueued = get_le(&c, 8);
     k->t_done = get_le(&c, 8);
     if (k->is_p2p > 1) c.bad = 1;
+  } else if (r->kind == C4_REC_LINK) {
+    struct c4_link_record *l = &r->link;
+    l->comm = get_le(&c, 8);
+    l->conn_id = get_le(&c, 8);
+    l->rank = (int32_t)get_le(&c, 4);
+    l->peer = (int32_t)get_le(&c, 4);
+    l->dir = (uint8_t)get_le(&c, 1);
+    l->t = get_le(&c, 8);
+    if (l->dir > C4_DIR_RECV) c.bad = 1;
   } else {
     struct c4_comm_record *m = &r->comm;
     m->comm = get_le(&c, 8);

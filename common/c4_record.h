@@ -76,7 +76,30 @@ struct c4_comm_record {
   uint64_t t;
 };
 
-enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3 };
+/* A connection the net plugin timed, tied to the communicator ranks of the NCCL proxy operation
+ * that used it (profiler plugin): lets xfer records (which carry launcher ranks) be read in
+ * communicator ranks. */
+struct c4_link_record {
+  uint64_t comm;    /* NCCL's communicator id */
+  uint64_t conn_id; /* the xfer records' "conn" */
+  int32_t rank;     /* this end, in the communicator */
+  int32_t peer;     /* the other end, in the communicator */
+  uint8_t dir;      /* C4_DIR_* */
+  uint8_t reserved[7];
+  uint64_t t;
+};
+
+/* What the net plugin hands the profiler through NCCL's profiler callback (extData), once per
+ * connection: checked by magic and plugin id before it is read. */
+#define C4_LINK_MAGIC 0x4b4e494c34430001ull
+#define C4_PROFILER_PLUGIN_ID 0x4334
+struct c4_link_info {
+  uint64_t magic;
+  uint64_t conn_id;
+  uint8_t dir;
+};
+
+enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3, C4_REC_LINK = 4 };
 
 /* What the per-process ring carries. */
 struct c4_record {
@@ -86,6 +109,7 @@ struct c4_record {
     struct c4_xfer_record xfer;
     struct c4_coll_record coll;
     struct c4_comm_record comm;
+    struct c4_link_record link;
   };
 };
 

@@ -54,11 +54,20 @@ static json_t *comm_record_json(const struct c4_comm_record *c) {
                    "t", (json_int_t)c->t);
 }
 
+static json_t *link_json(const struct c4_link_record *l) {
+  char conn[17];
+  snprintf(conn, sizeof conn, "%016" PRIx64, l->conn_id);
+  return json_pack("{s:i, s:s, s:o, s:i, s:i, s:s, s:s, s:I}", "v", C4_RECORD_VERSION, "type",
+                   "link", "comm", comm_json(l->comm), "rank", l->rank, "peer", l->peer, "conn",
+                   conn, "dir", l->dir == C4_DIR_SEND ? "send" : "recv", "t", (json_int_t)l->t);
+}
+
 json_t *c4_record_json(const struct c4_record *r) {
   switch (r->kind) {
   case C4_REC_XFER: return xfer_json(&r->xfer);
   case C4_REC_COLL: return coll_json(&r->coll);
   case C4_REC_COMM: return comm_record_json(&r->comm);
+  case C4_REC_LINK: return link_json(&r->link);
   default: return NULL;
   }
 }

@@ -130,6 +130,18 @@ static void parse_comm(struct parse *p, struct c4_comm_record *c) {
   c->t = get_time(p, "t");
 }
 
+static void parse_link(struct parse *p, struct c4_link_record *l) {
+  l->comm = get_id(p, "comm", 1);
+  l->conn_id = get_id(p, "conn", 0);
+  l->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  l->peer = (int32_t)get_int(p, "peer", INT32_MIN, INT32_MAX);
+  l->t = get_time(p, "t");
+  char dir[8] = "";
+  get_str(p, "dir", dir, sizeof dir);
+  if (!p->bad && strcmp(dir, "send") && strcmp(dir, "recv")) fail(p, "dir", "is not send or recv");
+  l->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
+}
+
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -153,6 +165,10 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
   } else if (!p.bad && !strcmp(type, "coll")) {
     out->kind = C4_REC_COLL;
     parse_coll(&p, &out->coll);
+    rc = 1;
+  } else if (!p.bad && !strcmp(type, "link")) {
+    out->kind = C4_REC_LINK;
+    parse_link(&p, &out->link);
     rc = 1;
   } else if (!p.bad && !strcmp(type, "comm")) {
     out->kind = C4_REC_COMM;

@@ -21,6 +21,8 @@ void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, str
     shift(&r->coll.t_done, offset);
   } else if (r->kind == C4_REC_COMM) {
     shift(&r->comm.t, offset);
+  } else if (r->kind == C4_REC_LINK) {
+    shift(&r->link.t, offset);
   }
   s->records++;
   c4_mon_windows_take(job, r);
@@ -49,6 +51,7 @@ uint64_t c4_mon_record_time(const struct c4_record *r) {
   case C4_REC_XFER: return r->xfer.t_done ? r->xfer.t_done : r->xfer.t_posted;
   case C4_REC_COLL: return r->coll.t_done ? r->coll.t_done : r->coll.t_arrive;
   case C4_REC_COMM: return r->comm.t;
+  case C4_REC_LINK: return r->link.t;
   default: return 0;
   }
 }

@@ -59,6 +59,9 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   c->peer = *peer;
   c->ctrl_fd = ctrl_fd;
   c->nsocks = nsocks;
+  c->link = (struct c4_link_info){.magic = C4_LINK_MAGIC,
+                                  .conn_id = conn_id,
+                                  .dir = (uint8_t)(is_send ? C4_DIR_SEND : C4_DIR_RECV)};
   memcpy(c->data_fd, data_fd, sizeof(int) * (size_t)nsocks);
   pthread_mutex_init(&c->claim_lock, NULL);
   for (int i = 0; i < C4_MAX_REQUESTS; i++) {
@@ -443,6 +446,12 @@ static void drain_and_close(int fd) {
   for (int i = 0; i < 256 && c4_sock_recv_some(fd, sink, sizeof sink) > 0; i++) {
   }
   close(fd);
+}
+
+struct c4_link_info *c4_transport_link_once(struct c4_comm *c) {
+  if (c->link_given) return NULL;
+  c->link_given = 1;
+  return &c->link;
 }
 
 int c4_transport_close(struct c4_comm *c) {

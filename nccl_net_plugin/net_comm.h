@@ -79,6 +79,8 @@ struct c4_comm {
   struct c4_helper *helpers;
   atomic_int stop;
 
+  struct c4_link_info link; /* handed to the profiler once (c4_transport_link_once) */
+  int link_given;
   atomic_int failed; /* C4_E* once the comm is broken */
   char failure[256];
 };

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,20 @@ struct net_ctx {
 };
 
 static const char memory_handle_marker = 0;
+static _Atomic(ncclProfilerCallback_t) profiler_callback; /* NCCL's, from init (v10, v11) */
+
+/* Tells NCCL's profiler, once per connection and only when NCCL gave a phandle, which c4
+ * connection a proxy operation uses (a NetPlugin event; c4's profiler turns it into a link
+ * record). Costs nothing after the first request of a comm. */
+static void report_link(void *comm, void *phandle) {
+  ncclProfilerCallback_t cb = atomic_load_explicit(&profiler_callback, memory_order_relaxed);
+  if (!cb || !phandle) return;
+  struct c4_link_info *link = c4_transport_link_once(comm);
+  if (!link) return;
+  void *event = NULL;
+  cb(&event, 0 /* start */, phandle, C4_PROFILER_PLUGIN_ID, link);
+  if (event) cb(&event, 1 /* stop */, phandle, C4_PROFILER_PLUGIN_ID, NULL);
+}
 
 static ncclResult_t to_nccl(int rc) {
   switch (rc) {
@@ -153,7 +168,10 @@ static ncclResult_t c4_isend(void *send_comm, void *data, size_t size, int tag, 
     C4_WARN("isend of %zu bytes exceeds maxP2pBytes (%llu)", size, (unsigned long long)C4_MAX_MSG);
     return ncclInvalidArgument;
   }
-  return to_nccl(c4_transport_isend(send_comm, data, size, tag, (struct c4_request **)request));
+  ncclResult_t rc =
+      to_nccl(c4_transport_isend(send_comm, data, size, tag, (struct c4_request **)request));
+  if (rc == ncclSuccess && *request) report_link(send_comm, phandle);
+  return rc;
 }
 
 static ncclResult_t c4_isend_v9(void *send_comm, void *data, size_t size, int tag, void *mhandle,
@@ -174,8 +192,10 @@ static ncclResult_t c4_irecv(void *recv_comm, int n, void **data, size_t *sizes,
     C4_WARN("irecv with %d receives: c4 offers maxRecvs = 1", n);
     return ncclInvalidArgument;
   }
-  return to_nccl(
+  ncclResult_t rc = to_nccl(
       c4_transport_irecv(recv_comm, data[0], sizes[0], tags[0], (struct c4_request **)request));
+  if (rc == ncclSuccess && *request && phandles) report_link(recv_comm, phandles[0]);
+  return rc;
 }
 
 static ncclResult_t c4_irecv_v9(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
@@ -215,7 +235,8 @@ static ncclResult_t c4_close_listen(void *listen_comm) {
 
 static ncclResult_t c4_init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *config,
                                 ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)config, (void)prof;
+  (void)config;
+  if (prof) atomic_store(&profiler_callback, prof);
   int rc = core_init(logger);
   if (rc != 0) return to_nccl(rc);
   struct net_ctx *c = calloc(1, sizeof *c);
@@ -278,7 +299,7 @@ C4_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 /* ---- v10 ---------------------------------------------------------------------------------- */
 
 static ncclResult_t c4_init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof;
+  if (prof) atomic_store(&profiler_callback, prof);
   return to_nccl(core_init(logger));
 }
 

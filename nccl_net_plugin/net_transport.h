@@ -68,6 +68,10 @@ int c4_transport_test(struct c4_request *req, int *done, size_t *size);
  * abandoned (the peer sees the connection close). */
 int c4_transport_close(struct c4_comm *c);
 
+/* The connection's link info (for NCCL's profiler callback) the first time it is asked for,
+ * NULL afterwards: the profiler needs it once per connection. Caller thread only. */
+struct c4_link_info *c4_transport_link_once(struct c4_comm *c);
+
 /* Counters for bad peers and failures, for logs and tests. */
 struct c4_transport_stats {
   atomic_ulong rejected_peers;

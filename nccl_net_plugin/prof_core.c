@@ -38,10 +38,14 @@ struct coll_ev {
 };
 
 struct op_ev {
-  uint8_t kind; /* C4_PEV_OP */
+  uint8_t kind; /* C4_PEV_OP or C4_PEV_STEP */
   atomic_int busy;
   struct coll_ev *coll; /* NULL for a PXN op whose parent lives in another process */
+  struct op_ev *op;     /* steps: their proxy op */
+  int peer, is_send;    /* ops: the peer's communicator rank, direction */
 };
+
+#define LINKS_SEEN 256
 
 struct c4_prof_ctx {
   uint64_t comm;
@@ -50,9 +54,13 @@ struct c4_prof_ctx {
   _Atomic uint64_t next_coll; /* NCCL starts a communicator's Coll/P2p events from one thread */
   uint64_t emit_cursor;       /* scan thread only */
   uint64_t p2p_count;
-  _Atomic uint64_t next_op;
+  _Atomic uint64_t next_op, next_step;
   struct coll_ev coll[COLL_POOL];
   struct op_ev op[OP_POOL];
+  struct op_ev step[OP_POOL];
+  pthread_mutex_t link_lock; /* once per connection, never per transfer */
+  uint64_t link_seen[LINKS_SEEN];
+  int nlinks;
 };
 
 static struct {
@@ -89,6 +97,7 @@ int c4_prof_init(struct c4_prof_ctx **out, uint64_t comm, const char *name, int 
   ctx->rank = rank;
   ctx->nranks = nranks;
   ctx->settle_ns = (uint64_t)c4_env_long("C4_PROF_SETTLE_MS", 50, 1, 600000) * 1000000ull;
+  pthread_mutex_init(&ctx->link_lock, NULL);
   struct c4_record r = {.kind = C4_REC_COMM};
   r.comm.comm = comm;
   snprintf(r.comm.name, sizeof r.comm.name, "%s", name ? name : "");
@@ -165,11 +174,63 @@ static void start_op(struct c4_prof_ctx *ctx, void **handle, const struct c4_pro
   }
   op->kind = C4_PEV_OP;
   op->coll = c;
+  op->op = NULL;
+  op->peer = e->root_or_peer;
+  op->is_send = e->is_send;
   if (c) {
     atomic_fetch_add(&c->ops_started, 1);
     atomic_store(&c->t_last_start, c4_now_ns());
   }
   *handle = op;
+}
+
+/* Is p one of ctx's pool entries? By address only, like own_coll. */
+static struct op_ev *own_in(struct op_ev *pool, void *p) {
+  uintptr_t a = (uintptr_t)p, lo = (uintptr_t)pool, hi = (uintptr_t)(pool + OP_POOL);
+  if (a < lo || a >= hi || (a - lo) % sizeof(struct op_ev)) return NULL;
+  return p;
+}
+
+/* A proxy step: kept only as the link between a NetPlugin event and its proxy op. */
+static void start_step(struct c4_prof_ctx *ctx, void **handle, const struct c4_prof_event *e) {
+  struct op_ev *op = own_in(ctx->op, e->parent);
+  if (!op || op->kind != C4_PEV_OP) return;
+  struct op_ev *st = &ctx->step[atomic_fetch_add(&ctx->next_step, 1) % OP_POOL];
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&st->busy, &idle, 1)) {
+    atomic_fetch_add(&prof.dropped, 1);
+    return;
+  }
+  st->kind = C4_PEV_STEP;
+  st->op = op;
+  *handle = st;
+}
+
+/* The net plugin reported a connection under a proxy step: write, once per connection, which
+ * communicator ranks it joins. Data from other net plugins is left alone. */
+static void net_event(struct c4_prof_ctx *ctx, const struct c4_prof_event *e) {
+  struct op_ev *st = own_in(ctx->step, e->parent);
+  const struct c4_link_info *li = e->net_data;
+  if (!st || st->kind != C4_PEV_STEP || e->net_plugin_id != C4_PROFILER_PLUGIN_ID || !li ||
+      li->magic != C4_LINK_MAGIC)
+    return;
+  struct op_ev *op = st->op;
+  struct coll_ev *c = op ? op->coll : NULL;
+  pthread_mutex_lock(&ctx->link_lock);
+  int seen = 0;
+  for (int i = 0; i < ctx->nlinks && !seen; i++)
+    seen = ctx->link_seen[i] == li->conn_id;
+  if (!seen && ctx->nlinks < LINKS_SEEN) ctx->link_seen[ctx->nlinks++] = li->conn_id;
+  pthread_mutex_unlock(&ctx->link_lock);
+  if (seen || !op) return;
+  struct c4_record r = {.kind = C4_REC_LINK};
+  r.link = (struct c4_link_record){.comm = ctx->comm,
+                                   .conn_id = li->conn_id,
+                                   .rank = c ? c->rec.rank : ctx->rank,
+                                   .peer = op->peer,
+                                   .dir = li->dir,
+                                   .t = c4_now_ns()};
+  c4_telemetry_emit(&r);
 }
 
 void c4_prof_start(struct c4_prof_ctx *ctx, void **handle, const struct c4_prof_event *e) {
@@ -179,6 +240,10 @@ void c4_prof_start(struct c4_prof_ctx *ctx, void **handle, const struct c4_prof_
     start_coll(ctx, handle, e);
   else if (e->type == C4_PEV_OP || e->type == C4_PEV_KERNEL)
     start_op(ctx, handle, e);
+  else if (e->type == C4_PEV_STEP)
+    start_step(ctx, handle, e);
+  else if (e->type == C4_PEV_NET)
+    net_event(ctx, e);
 }
 
 static void max_store(_Atomic uint64_t *a, uint64_t v) {
@@ -190,7 +255,9 @@ static void max_store(_Atomic uint64_t *a, uint64_t v) {
 void c4_prof_stop(void *handle) {
   if (!handle) return;
   uint8_t kind = *(uint8_t *)handle;
-  if (kind == C4_PEV_OP) {
+  if (kind == C4_PEV_STEP) {
+    atomic_store(&((struct op_ev *)handle)->busy, 0);
+  } else if (kind == C4_PEV_OP) {
     struct op_ev *op = handle;
     struct coll_ev *c = op->coll;
     if (c) {
@@ -243,6 +310,7 @@ int c4_prof_finalize(struct c4_prof_ctx *ctx) {
     }
   pthread_mutex_unlock(&prof.lock);
   scan_ctx(ctx, c4_now_ns(), 1);
+  pthread_mutex_destroy(&ctx->link_lock);
   free(ctx);
   return 0;
 }

@@ -7,12 +7,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The event types c4 asks NCCL for (its activation mask). */
-#define C4_PROF_MASK                                                                               \
-  ((1 << 1) | (1 << 2) | (1 << 3) | (1 << 6)) /* Coll, P2p, ProxyOp, KernelCh                      \
-                                               */
+/* The event types c4 asks NCCL for (its activation mask): Coll, P2p, ProxyOp and KernelCh for
+ * timing; ProxyStep and NetPlugin only so that the net plugin's connections can be tied to the
+ * proxy operation (and so the communicator ranks) that uses them. */
+#define C4_PROF_MASK ((1 << 1) | (1 << 2) | (1 << 3) | (1 << 4) | (1 << 6) | (1 << 7))
 
-enum { C4_PEV_COLL = 1, C4_PEV_P2P = 2, C4_PEV_OP = 3, C4_PEV_KERNEL = 4 };
+enum {
+  C4_PEV_COLL = 1,
+  C4_PEV_P2P = 2,
+  C4_PEV_OP = 3,
+  C4_PEV_KERNEL = 4,
+  C4_PEV_STEP = 5,
+  C4_PEV_NET = 6
+};
 
 /* One startEvent, whatever NCCL version described it. */
 struct c4_prof_event {
@@ -23,7 +30,10 @@ struct c4_prof_event {
   uint64_t count;
   int root_or_peer;
   int nchannels;
-  pid_t pid; /* ops: the process that owns the parent (PXN: another one) */
+  pid_t pid;             /* ops: the process that owns the parent (PXN: another one) */
+  int is_send;           /* ops */
+  int64_t net_plugin_id; /* NetPlugin events: which net plugin reported it */
+  void *net_data;        /* NetPlugin events: that plugin's data (c4's: struct c4_link_info) */
 };
 
 struct c4_prof_ctx;

@@ -24,7 +24,7 @@ static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const 
   struct c4_prof_ctx *ctx = NULL;
   if (c4_prof_init(&ctx, comm, name, nnodes, nranks, rank) != 0) return ncclSystemError;
   *context = ctx;
-  if (mask) *mask = C4_PROF_MASK; /* only what c4 uses: Coll, P2p, ProxyOp, KernelCh */
+  if (mask) *mask = C4_PROF_MASK; /* only what c4 uses (prof_core.h says why) */
   return ncclSuccess;
 }
 
@@ -72,6 +72,14 @@ static ncclResult_t start_v5(void *context, void **handle, ncclProfilerEventDesc
   } else if (d->type == ncclProfileProxyOp) {
     e.type = C4_PEV_OP;
     e.pid = d->proxyOp.pid;
+    e.root_or_peer = d->proxyOp.peer;
+    e.is_send = d->proxyOp.isSend;
+  } else if (d->type == ncclProfileProxyStep) {
+    e.type = C4_PEV_STEP;
+  } else if (d->type == ncclProfileNetPlugin) {
+    e.type = C4_PEV_NET;
+    e.net_plugin_id = d->netPlugin.id;
+    e.net_data = d->netPlugin.data;
   } else if (d->type == ncclProfileKernelCh) {
     e.type = C4_PEV_KERNEL;
   } else {
@@ -120,6 +128,14 @@ static ncclResult_t start_v4(void *context, void **handle, ncclProfilerEventDesc
   } else if (d->type == ncclProfileProxyOp) {
     e.type = C4_PEV_OP;
     e.pid = d->proxyOp.pid;
+    e.root_or_peer = d->proxyOp.peer;
+    e.is_send = d->proxyOp.isSend;
+  } else if (d->type == ncclProfileProxyStep) {
+    e.type = C4_PEV_STEP;
+  } else if (d->type == ncclProfileNetPlugin) {
+    e.type = C4_PEV_NET;
+    e.net_plugin_id = d->netPlugin.id;
+    e.net_data = d->netPlugin.data;
   } else if (d->type == ncclProfileKernelCh) {
     e.type = C4_PEV_KERNEL;
   } else {

@@ -39,18 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
   struct c4_record r = {.kind = (uint32_t)(i + 1)};
-  if (i < 3) {
+  if (i < 4) { /* seeds 0..3: one record of each kind; 4: a hello; 5: a header */
     if (r.kind == C4_REC_COLL) strcpy(r.coll.func, "AllReduce");
     return c4_frame_put_record(buf, cap, &r);
   }
-  if (i == 3 && cap >= c4_frame_hello_size()) {
+  if (i == 4 && cap >= c4_frame_hello_size()) {
     struct c4_hello h = {.pid = 1, .rank = 2};
     strcpy(h.job, "job");
     uint8_t nonce[C4_FRAME_NONCE] = {0};
     c4_frame_put_hello(buf, &h, nonce, "token");
     return c4_frame_hello_size();
   }
-  if (i == 4 && cap >= C4_FRAME_HDR) {
+  if (i == 5 && cap >= C4_FRAME_HDR) {
     c4_frame_put_header(buf, C4_FRAME_RECORDS, 100);
     return C4_FRAME_HDR;
   }

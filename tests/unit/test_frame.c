@@ -84,6 +84,10 @@ START_TEST(every_record_kind_round_trips_exactly) {
   strcpy(m.comm.name, "dp-group");
   strcpy(m.comm.host, "node-1");
   round_trip(&m);
+  struct c4_record l = {.kind = C4_REC_LINK};
+  l.link = (struct c4_link_record){
+      .comm = 9, .conn_id = ~0ull, .rank = 3, .peer = -1, .dir = C4_DIR_RECV, .t = 77};
+  round_trip(&l);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_record.h"
 #include "nccl_profiler_abi.h"
 
 static char path[64];
@@ -91,8 +92,8 @@ START_TEST(v5_times_arrival_and_network_completion_and_waits_for_stuck_collectiv
   void *ctx = NULL;
   int mask = 0;
   ck_assert_int_eq(p->init(&ctx, 0x1234, &mask, "comm-A", 2, 4, 1, NULL), ncclSuccess);
-  ck_assert_int_eq(mask,
-                   ncclProfileColl | ncclProfileP2p | ncclProfileProxyOp | ncclProfileKernelCh);
+  ck_assert_int_eq(mask, ncclProfileColl | ncclProfileP2p | ncclProfileProxyOp |
+                             ncclProfileKernelCh | ncclProfileProxyStep | ncclProfileNetPlugin);
 
   ncclProfilerEventDescr_v5_t d;
   void *coll7 = NULL, *coll8 = NULL, *p2p = NULL;
@@ -202,6 +203,117 @@ START_TEST(events_c4_does_not_use_get_no_handle_and_stopping_null_is_harmless) {
 }
 END_TEST
 
+START_TEST(a_connection_reported_under_a_proxy_step_becomes_one_link_record) {
+  const ncclProfiler_v5_t *p = load("ncclProfiler_v5");
+  void *ctx = NULL, *coll = NULL;
+  int mask = 0;
+  p->init(&ctx, 0x77, &mask, "c", 2, 4, 1, NULL);
+  ck_assert_int_ne(mask & ncclProfileProxyStep, 0);
+  ck_assert_int_ne(mask & ncclProfileNetPlugin, 0);
+  ncclProfilerEventDescr_v5_t d;
+  coll_descr(&d, 1);
+  p->startEvent(ctx, &coll, &d);
+  ncclProfilerEventDescr_v5_t o = {.type = ncclProfileProxyOp, .parentObj = coll};
+  o.proxyOp.pid = getpid();
+  o.proxyOp.peer = 2;
+  o.proxyOp.isSend = 1;
+  void *op = NULL, *step = NULL, *net = (void *)1;
+  p->startEvent(ctx, &op, &o);
+  ncclProfilerEventDescr_v5_t s5 = {.type = ncclProfileProxyStep, .parentObj = op};
+  p->startEvent(ctx, &step, &s5);
+  ck_assert_ptr_nonnull(step);
+  struct c4_link_info link = {.magic = C4_LINK_MAGIC, .conn_id = 0xabc, .dir = C4_DIR_SEND};
+  ncclProfilerEventDescr_v5_t n5 = {.type = ncclProfileNetPlugin, .parentObj = step};
+  n5.netPlugin.id = C4_PROFILER_PLUGIN_ID;
+  n5.netPlugin.data = &link;
+  for (int i = 0; i < 3; i++)
+    p->startEvent(ctx, &net, &n5); /* once per connection is enough */
+  n5.netPlugin.id = 99;            /* another net plugin's data: not read */
+  n5.netPlugin.data = (void *)0x10;
+  p->startEvent(ctx, &net, &n5);
+  p->stopEvent(step);
+  p->stopEvent(op);
+  p->stopEvent(coll);
+  usleep(100000);
+  FILE *f = fopen(path, "r");
+  char line[4096];
+  int links = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (!strstr(line, "\"type\":\"link\"")) continue;
+    links++;
+    ck_assert_ptr_nonnull(strstr(line, "\"conn\":\"0000000000000abc\""));
+    ck_assert_ptr_nonnull(strstr(line, "\"rank\":1"));
+    ck_assert_ptr_nonnull(strstr(line, "\"peer\":2"));
+    ck_assert_ptr_nonnull(strstr(line, "\"comm\":\"0000000000000077\""));
+    ck_assert_ptr_nonnull(strstr(line, "\"dir\":\"send\""));
+  }
+  fclose(f);
+  ck_assert_int_eq(links, 1);
+  p->finalize(ctx);
+  unlink(path);
+}
+END_TEST
+
+/* NCCL's profiler callback, recorded. */
+static int calls, starts;
+static int64_t seen_id;
+static struct c4_link_info seen;
+static ncclResult_t record_callback(void **eh, int type, void *phandle, int64_t id, void *data) {
+  (void)phandle;
+  calls++;
+  if (type == 0) {
+    starts++;
+    seen_id = id;
+    if (data) memcpy(&seen, data, sizeof seen);
+    *eh = (void *)0x1;
+  }
+  return ncclSuccess;
+}
+
+START_TEST(the_net_plugin_names_each_connection_to_the_profiler_once) {
+  load("ncclProfiler_v5");
+  setenv("C4_SOCKET_IFNAME", "lo", 1);
+  const ncclNet_v11_t *n = dlsym(dl, "ncclNetPlugin_v11");
+  ck_assert_ptr_nonnull(n);
+  void *nctx = NULL;
+  ck_assert_int_eq(n->init(&nctx, 0x77, NULL, NULL, record_callback), ncclSuccess);
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+  void *lc = NULL, *sc = NULL, *rc = NULL;
+  ncclNetDeviceHandle_t *dh = NULL;
+  ck_assert_int_eq(n->listen(nctx, 0, handle, &lc), ncclSuccess);
+  for (int i = 0; i < 100000 && (!sc || !rc); i++) {
+    if (!sc) ck_assert_int_eq(n->connect(nctx, 0, handle, &sc, &dh), ncclSuccess);
+    if (!rc) ck_assert_int_eq(n->accept(lc, &rc, &dh), ncclSuccess);
+  }
+  ck_assert_ptr_nonnull(sc);
+  ck_assert_ptr_nonnull(rc);
+  char buf[64] = "x", out[64];
+  void *phandle = (void *)0x1000, *phandles[1] = {(void *)0x2000};
+  for (int round = 0; round < 3; round++) {
+    void *rr = NULL, *sr = NULL, *data[1] = {out};
+    size_t sizes[1] = {sizeof out};
+    int tags[1] = {0};
+    ck_assert_int_eq(n->irecv(rc, 1, data, sizes, tags, NULL, phandles, &rr), ncclSuccess);
+    while (!sr)
+      ck_assert_int_eq(n->isend(sc, buf, sizeof buf, 0, NULL, phandle, &sr), ncclSuccess);
+    int d1 = 0, d2 = 0, size;
+    while (!d1 || !d2) {
+      if (!d1) n->test(sr, &d1, &size);
+      if (!d2) n->test(rr, &d2, &size);
+    }
+  }
+  ck_assert_int_eq(starts, 2); /* one per connection end, not one per message */
+  ck_assert_int_eq(calls, 4);  /* each start is stopped */
+  ck_assert_int_eq(seen_id, C4_PROFILER_PLUGIN_ID);
+  ck_assert_uint_eq(seen.magic, C4_LINK_MAGIC);
+  n->closeSend(sc);
+  n->closeRecv(rc);
+  n->closeListen(lc);
+  n->finalize(nctx);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("profiler");
   TCase *tc = tcase_create("profiler");
@@ -209,6 +321,8 @@ int main(void) {
   tcase_add_test(tc, v5_times_arrival_and_network_completion_and_waits_for_stuck_collectives);
   tcase_add_test(tc, v4_reports_the_same_collective_record);
   tcase_add_test(tc, events_c4_does_not_use_get_no_handle_and_stopping_null_is_harmless);
+  tcase_add_test(tc, a_connection_reported_under_a_proxy_step_becomes_one_link_record);
+  tcase_add_test(tc, the_net_plugin_names_each_connection_to_the_profiler_once);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

@@ -61,6 +61,10 @@ START_TEST(every_record_kind_reads_back_as_written) {
   strcpy(m.comm.name, "world");
   strcpy(m.comm.host, "h");
   round_trip(&m);
+  struct c4_record l = {.kind = C4_REC_LINK};
+  l.link = (struct c4_link_record){
+      .comm = 5, .conn_id = 6, .rank = 7, .peer = 8, .dir = C4_DIR_RECV, .t = 9};
+  round_trip(&l);
 }
 END_TEST
 
