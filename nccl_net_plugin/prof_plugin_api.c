@@ -50,43 +50,50 @@ static ncclResult_t init_v5(void **context, uint64_t comm_id, int *mask, const c
   return init_common(context, comm_id, mask, name, nnodes, nranks, rank, logfn);
 }
 
+/* v5 and v4 descriptors lay these fields out differently but name them alike, so one
+ * translation, written once, serves both (d: a pointer to either; e: a struct c4_prof_event). */
+#define DESCR_TO_EVENT(d, e)                                                                       \
+  do {                                                                                             \
+    (e).parent = (d)->parentObj;                                                                   \
+    (e).root_or_peer = -1;                                                                         \
+    (e).pid = getpid();                                                                            \
+    if ((d)->type == ncclProfileColl) {                                                            \
+      (e).type = C4_PEV_COLL;                                                                      \
+      (e).seq = (d)->coll.seqNumber;                                                               \
+      (e).func = (d)->coll.func;                                                                   \
+      (e).count = (d)->coll.count;                                                                 \
+      (e).datatype = (d)->coll.datatype;                                                           \
+      (e).root_or_peer = (d)->coll.root;                                                           \
+      (e).nchannels = (d)->coll.nChannels;                                                         \
+      (e).algo = (d)->coll.algo;                                                                   \
+      (e).proto = (d)->coll.proto;                                                                 \
+    } else if ((d)->type == ncclProfileP2p) {                                                      \
+      (e).type = C4_PEV_P2P;                                                                       \
+      (e).func = (d)->p2p.func;                                                                    \
+      (e).count = (d)->p2p.count;                                                                  \
+      (e).datatype = (d)->p2p.datatype;                                                            \
+      (e).root_or_peer = (d)->p2p.peer;                                                            \
+      (e).nchannels = (d)->p2p.nChannels;                                                          \
+    } else if ((d)->type == ncclProfileProxyOp) {                                                  \
+      (e).type = C4_PEV_OP;                                                                        \
+      (e).pid = (d)->proxyOp.pid;                                                                  \
+      (e).root_or_peer = (d)->proxyOp.peer;                                                        \
+      (e).is_send = (d)->proxyOp.isSend;                                                           \
+    } else if ((d)->type == ncclProfileProxyStep) {                                                \
+      (e).type = C4_PEV_STEP;                                                                      \
+    } else if ((d)->type == ncclProfileNetPlugin) {                                                \
+      (e).type = C4_PEV_NET;                                                                       \
+      (e).net_plugin_id = (d)->netPlugin.id;                                                       \
+      (e).net_data = (d)->netPlugin.data;                                                          \
+    } else if ((d)->type == ncclProfileKernelCh) {                                                 \
+      (e).type = C4_PEV_KERNEL;                                                                    \
+    }                                                                                              \
+  } while (0)
+
 static ncclResult_t start_v5(void *context, void **handle, ncclProfilerEventDescr_v5_t *d) {
-  struct c4_prof_event e = {.parent = d->parentObj, .root_or_peer = -1, .pid = getpid()};
-  if (d->type == ncclProfileColl) {
-    e.type = C4_PEV_COLL;
-    e.seq = d->coll.seqNumber;
-    e.func = d->coll.func;
-    e.count = d->coll.count;
-    e.datatype = d->coll.datatype;
-    e.root_or_peer = d->coll.root;
-    e.nchannels = d->coll.nChannels;
-    e.algo = d->coll.algo;
-    e.proto = d->coll.proto;
-  } else if (d->type == ncclProfileP2p) {
-    e.type = C4_PEV_P2P;
-    e.func = d->p2p.func;
-    e.count = d->p2p.count;
-    e.datatype = d->p2p.datatype;
-    e.root_or_peer = d->p2p.peer;
-    e.nchannels = d->p2p.nChannels;
-  } else if (d->type == ncclProfileProxyOp) {
-    e.type = C4_PEV_OP;
-    e.pid = d->proxyOp.pid;
-    e.root_or_peer = d->proxyOp.peer;
-    e.is_send = d->proxyOp.isSend;
-  } else if (d->type == ncclProfileProxyStep) {
-    e.type = C4_PEV_STEP;
-  } else if (d->type == ncclProfileNetPlugin) {
-    e.type = C4_PEV_NET;
-    e.net_plugin_id = d->netPlugin.id;
-    e.net_data = d->netPlugin.data;
-  } else if (d->type == ncclProfileKernelCh) {
-    e.type = C4_PEV_KERNEL;
-  } else {
-    *handle = NULL;
-    return ncclSuccess;
-  }
-  c4_prof_start(context, handle, &e);
+  struct c4_prof_event e = {0};
+  DESCR_TO_EVENT(d, e);
+  c4_prof_start(context, handle, &e); /* type 0: an event c4 does not use; *handle = NULL */
   return ncclSuccess;
 }
 
@@ -107,41 +114,8 @@ static ncclResult_t init_v4(void **context, int *mask, const char *name, uint64_
 }
 
 static ncclResult_t start_v4(void *context, void **handle, ncclProfilerEventDescr_v4_t *d) {
-  struct c4_prof_event e = {.parent = d->parentObj, .root_or_peer = -1, .pid = getpid()};
-  if (d->type == ncclProfileColl) {
-    e.type = C4_PEV_COLL;
-    e.seq = d->coll.seqNumber;
-    e.func = d->coll.func;
-    e.count = d->coll.count;
-    e.datatype = d->coll.datatype;
-    e.root_or_peer = d->coll.root;
-    e.nchannels = d->coll.nChannels;
-    e.algo = d->coll.algo;
-    e.proto = d->coll.proto;
-  } else if (d->type == ncclProfileP2p) {
-    e.type = C4_PEV_P2P;
-    e.func = d->p2p.func;
-    e.count = d->p2p.count;
-    e.datatype = d->p2p.datatype;
-    e.root_or_peer = d->p2p.peer;
-    e.nchannels = d->p2p.nChannels;
-  } else if (d->type == ncclProfileProxyOp) {
-    e.type = C4_PEV_OP;
-    e.pid = d->proxyOp.pid;
-    e.root_or_peer = d->proxyOp.peer;
-    e.is_send = d->proxyOp.isSend;
-  } else if (d->type == ncclProfileProxyStep) {
-    e.type = C4_PEV_STEP;
-  } else if (d->type == ncclProfileNetPlugin) {
-    e.type = C4_PEV_NET;
-    e.net_plugin_id = d->netPlugin.id;
-    e.net_data = d->netPlugin.data;
-  } else if (d->type == ncclProfileKernelCh) {
-    e.type = C4_PEV_KERNEL;
-  } else {
-    *handle = NULL;
-    return ncclSuccess;
-  }
+  struct c4_prof_event e = {0};
+  DESCR_TO_EVENT(d, e);
   c4_prof_start(context, handle, &e);
   return ncclSuccess;
 }
