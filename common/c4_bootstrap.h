@@ -15,19 +15,30 @@ struct c4_bootstrap {
   unsigned round; /* collective counter, checked in every frame */
 };
 
-/* Joins the rendezvous. Rank 0 listens on addr:port; the others connect, retrying until the
- * timeout. Returns 0, C4_EINVAL, C4_ESYS, C4_EPROTO (a peer that is not this protocol, named in
- * the log) or C4_EREMOTE (timeout or a peer gone). */
+/* Joins the rendezvous; blocks until every rank has joined or C4_BOOTSTRAP_TIMEOUT_MS passes.
+ * Rank 0 listens on addr:port and drops (with a warning naming the address) any connection that
+ * does not open with a valid hello from a new rank of this world; the others connect, retrying
+ * with backoff. bs owns its sockets until c4_bootstrap_close (also call it after a failure; it is
+ * harmless). Returns 0, C4_EINVAL (bad rank/world/port/address), C4_ENOMEM, C4_ESYS (cannot
+ * listen), C4_EPROTO (rank 0 answered with something that is not this protocol) or C4_EREMOTE
+ * (timeout, or a peer gone). */
 int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *addr, int port);
 
-/* Same, with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment. */
+/* Same, with RANK (default 0), WORLD_SIZE (1), MASTER_ADDR (127.0.0.1) and MASTER_PORT (29500)
+ * from the environment, as torchrun sets them. */
 int c4_bootstrap_from_env(struct c4_bootstrap *bs);
 
-/* all[i*len .. (i+1)*len) receives rank i's `mine`. */
+/* Every rank passes len bytes in `mine` (len the same everywhere, at most 1 MiB); all, of
+ * world*len bytes owned by the caller, receives rank i's blob at all[i*len]. Collective: every
+ * rank must call it, in the same order as the other collectives. Each frame's magic, version,
+ * rank, world, round and length are checked: C4_EPROTO on any mismatch (the peer is named in the
+ * log), C4_EREMOTE when a peer is gone or silent for the timeout, C4_EINVAL for a bad len. */
 int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all, size_t len);
 
+/* Returns once every rank has entered the barrier; fails as c4_bootstrap_allgather does. */
 int c4_bootstrap_barrier(struct c4_bootstrap *bs);
 
+/* Closes the sockets and frees what init allocated. Safe to call twice. */
 void c4_bootstrap_close(struct c4_bootstrap *bs);
 
 #endif

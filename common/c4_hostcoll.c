@@ -3,7 +3,6 @@
  * direction, reducing each slice as it lands. */
 #include "c4_hostcoll.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,12 +31,14 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
   void *lcomm = NULL;
   int rc = 0;
   if (c4_netapi_listen(api, dev, mine, &lcomm) != ncclSuccess) {
-    C4_WARN("hostcoll: listen on device %d failed", dev);
+    C4_WARN("hostcoll: rank %d: listen on device %d failed", h->rank, dev);
     rc = C4_EREMOTE;
+    memset(mine, 0, sizeof mine); /* still take part, so the others fail fast, not on a timeout */
   }
-  if (!rc) rc = c4_bootstrap_allgather(bs, mine, all, HANDLE_BYTES);
+  int brc = c4_bootstrap_allgather(bs, mine, all, HANDLE_BYTES);
+  if (!rc) rc = brc;
   char *next = all + (size_t)((h->rank + 1) % h->world) * HANDLE_BYTES;
-  uint64_t deadline = c4_now_ns() + (uint64_t)h->timeout_ms * 1000000ull;
+  uint64_t start = c4_now_ns(), deadline = start + (uint64_t)h->timeout_ms * 1000000ull;
   while (!rc && (!h->send_comm || !h->recv_comm)) {
     if (!h->send_comm && c4_netapi_connect(api, dev, next, &h->send_comm) != ncclSuccess)
       rc = C4_EREMOTE;
@@ -48,7 +49,7 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
               h->timeout_ms);
       rc = C4_EREMOTE;
     }
-    if (!rc && (!h->send_comm || !h->recv_comm)) sched_yield();
+    if (!rc && (!h->send_comm || !h->recv_comm)) c4_idle(c4_now_ns() - start);
   }
   if (lcomm) c4_netapi_close_listen(api, lcomm);
   free(all);

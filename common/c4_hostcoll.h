@@ -22,20 +22,32 @@ struct c4_hostcoll {
   int timeout_ms;     /* no progress for this long fails the collective */
 };
 
-/* Connects the ring on plugin device dev: each rank listens, the handles are allgathered through
- * bs, then connect to the next rank and accept from the previous one are polled together.
- * Returns 0 or a negative C4_E* code (logged). */
+/* Connects the ring on plugin device dev of an opened api (its v11 context is api->ctx): each
+ * rank listens, the 128-byte handles are allgathered through bs, then connect to the next rank
+ * and accept from the previous one are polled together, so no rank waits on another. Collective
+ * over bs. h borrows api and bs (both must outlive it) and owns the comms until
+ * c4_hostcoll_ring_close. world == 1 needs no plugin calls. Tunables: C4_COLL_INFLIGHT (requests
+ * in flight per direction, default 4, at most 8), C4_COLL_SLICE_BYTES (default 1 MiB),
+ * C4_COLL_TIMEOUT_MS (no progress for this long is a failure, default 60000). Returns 0, or
+ * C4_ENOMEM, C4_EREMOTE (a plugin call failed, or the ring did not connect in time; logged), or
+ * what c4_bootstrap_allgather returned; h is then closed. */
 int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
                           struct c4_bootstrap *bs);
 
-/* In-place sum of count floats across all ranks (ring reduce-scatter, then allgather). Every rank
- * ends with the same bits. Returns 0 or a negative C4_E* code. */
+/* In-place sum of count floats across all ranks: ring reduce-scatter, then ring allgather, each
+ * step pipelined in slices with several requests in flight. count need not divide by the world
+ * size; count 0 and world 1 return at once. Every rank ends with the same bits. Collective: all
+ * ranks call it with the same count. Returns 0, C4_ENOMEM or C4_EREMOTE (a plugin call failed or
+ * no progress for C4_COLL_TIMEOUT_MS; buf is then partly reduced). */
 int c4_hostcoll_allreduce_f32(struct c4_hostcoll *h, float *buf, size_t count);
 
 /* Sends `bytes` from sbuf to the next rank while receiving `bytes` from the previous one into
- * rbuf, pipelined in slices. The building block of the ring. */
+ * rbuf (which must not overlap sbuf unless world is 1), pipelined in slices. The building block
+ * of the ring; collective like the allreduce. Returns 0 or C4_EREMOTE. */
 int c4_hostcoll_shift(struct c4_hostcoll *h, const void *sbuf, void *rbuf, size_t bytes);
 
+/* Deregisters and closes the comms and frees the scratch buffer; h can be initialised again.
+ * Safe on a ring whose init failed. */
 void c4_hostcoll_ring_close(struct c4_hostcoll *h);
 
 #endif

@@ -36,7 +36,10 @@ int c4_netapi_open(struct c4_netapi *api, const char *path, int version) {
   const char *lib = path ? path : "libnccl-net-c4.so";
   api->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!api->dl) {
-    C4_WARN("cannot load net plugin %s: %s", lib, dlerror());
+    const char *why = dlerror();
+    snprintf(api->err, sizeof api->err, "cannot load net plugin %s: %s", lib,
+             why ? why : "unknown dlopen error");
+    C4_WARN("%s", api->err);
     return C4_ENOTFOUND;
   }
   static const int versions[] = {11, 10, 9, 8};
@@ -48,27 +51,43 @@ int c4_netapi_open(struct c4_netapi *api, const char *path, int version) {
     if (api->table) api->version = versions[i];
   }
   if (!api->table) {
-    C4_WARN("%s exports no ncclNetPlugin_v%s table", lib, version > 0 ? "<requested>" : "8..11");
+    if (version > 0)
+      snprintf(api->err, sizeof api->err, "%s exports no ncclNetPlugin_v%d table", lib, version);
+    else
+      snprintf(api->err, sizeof api->err, "%s exports none of ncclNetPlugin_v11, v10, v9, v8", lib);
+    C4_WARN("%s", api->err);
     dlclose(api->dl);
     api->dl = NULL;
     return C4_ENOTFOUND;
   }
   ncclResult_t rc;
   ncclDebugLogger_t logger = (ncclDebugLogger_t)quiet_logger;
+  ncclNetCommConfig_t cfg = {.trafficClass = -1}; /* what NCCL passes when none is set */
   switch (api->version) {
-  case 11: rc = V11(api)->init(&api->ctx, 0, NULL, logger, NULL); break;
+  case 11: rc = V11(api)->init(&api->ctx, 0, &cfg, logger, NULL); break;
   case 10: rc = V10(api)->init(logger, NULL); break;
   case 9: rc = V9(api)->init(logger); break;
   default: rc = V8(api)->init(logger); break;
   }
   api->name = V8(api)->name; /* name is the first field in every version */
   if (rc != ncclSuccess) {
-    C4_WARN("%s: init failed (ncclResult %d)", lib, rc);
+    snprintf(api->err, sizeof api->err, "%s: ncclNet v%d init failed (ncclResult %d)", lib,
+             api->version, rc);
+    C4_WARN("%s", api->err);
     dlclose(api->dl);
     api->dl = NULL;
     return C4_EREMOTE;
   }
   return 0;
+}
+
+int c4_netapi_open_version(struct c4_netapi *api, const char *path, int version) {
+  if (version < 8 || version > 11) {
+    memset(api, 0, sizeof *api);
+    snprintf(api->err, sizeof api->err, "ncclNet version %d is not one of 8, 9, 10, 11", version);
+    return C4_EINVAL;
+  }
+  return c4_netapi_open(api, path, version);
 }
 
 void c4_netapi_close(struct c4_netapi *api) {

@@ -13,13 +13,23 @@ struct c4_netapi {
   int version; /* 11, 10, 9 or 8 */
   const void *table;
   const char *name;
-  void *ctx; /* v11 init context */
+  void *ctx;     /* v11 init context */
+  char err[512]; /* why the last open failed (dlerror's text, missing table, init result) */
 };
 
-/* dlopens path (NULL: "libnccl-net-c4.so" on the library path) and takes the newest table it
- * exports, or exactly `version` when version > 0; then calls init. Returns 0, C4_ENOTFOUND (with
- * dlerror's text logged) or C4_EREMOTE when the plugin's init fails. */
+/* dlopens path (NULL: "libnccl-net-c4.so" on the library path, as NCCL_NET_PLUGIN=c4 finds it)
+ * and takes the newest table it exports (v11, else v10, v9, v8), or exactly `version` when
+ * version > 0; then calls the plugin's init with a stderr logger (C4_DEBUG=NONE|WARN|INFO). The
+ * api struct owns the handle until c4_netapi_close. Returns 0, C4_ENOTFOUND (cannot load: api->err
+ * holds dlerror's text; or no such table) or C4_EREMOTE (the plugin's init failed); the reason
+ * is also logged. */
 int c4_netapi_open(struct c4_netapi *api, const char *path, int version);
+
+/* c4_netapi_open forcing one table version (8..11); C4_EINVAL for any other number. */
+int c4_netapi_open_version(struct c4_netapi *api, const char *path, int version);
+
+/* Calls finalize (v11) and forgets the handle; the library stays mapped because the plugin may
+ * still own threads. Safe on an api that failed to open or was already closed. */
 void c4_netapi_close(struct c4_netapi *api);
 
 /* Each returns the plugin's ncclResult_t. Sizes are size_t; v8's int sizes are range-checked. */

@@ -1,6 +1,6 @@
 /* tcp_pingpong.c -- the bench's reference round trip: plain blocking TCP with TCP_NODELAY, one
- * process per side. `c4-tcp-pingpong [--spin] server PORT` / `c4-tcp-pingpong [--spin] client HOST
- * PORT [SIZE] [ITERS]`; the client prints the median round trip in microseconds. --spin polls with
+ * process per side. `c4-tcp-pingpong server PORT` / `c4-tcp-pingpong client HOST PORT [--size 8]
+ * [--iters N]`; the client prints the median and p99 round trip in microseconds. --spin polls with
  * non-blocking receives instead of sleeping in recv (as a busy-polling transport does); --two uses
  * one connection per direction, the shape NCCL's send and receive comms force on any plugin. */
 #include <arpa/inet.h>
@@ -35,16 +35,54 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: c4-tcp-pingpong [--spin] [--two] server PORT\n"
+          "       c4-tcp-pingpong [--spin] [--two] client HOST PORT [--size BYTES] [--iters N]\n"
+          "Plain TCP (TCP_NODELAY) ping-pong; the client prints the median and p99 round trip in\n"
+          "microseconds. --spin busy-polls receives; --two uses one connection per direction.\n"
+          "Defaults: 8 bytes, 20000 round trips (after 100 warm-up ones).\n");
+}
+
 int main(int argc, char **argv) {
   int one = 1;
-  while (argc > 1 && (!strcmp(argv[1], "--spin") || !strcmp(argv[1], "--two"))) {
-    if (!strcmp(argv[1], "--spin"))
+  char *pos[6] = {argv[0]}; /* argv[0], then: server PORT | client HOST PORT [SIZE] [ITERS] */
+  int npos = 1;
+  long opt_size = -1, opt_iters = -1;
+  for (int i = 1; i < argc; i++) {
+    char *end = NULL;
+    if (!strcmp(argv[i], "--spin")) {
       spin = 1;
-    else
+    } else if (!strcmp(argv[i], "--two")) {
       two = 1;
-    argc--;
-    argv++;
+    } else if ((!strcmp(argv[i], "--size") || !strcmp(argv[i], "--iters")) && i + 1 < argc) {
+      long v = strtol(argv[i + 1], &end, 10);
+      if (*end || v < (argv[i][2] == 's' ? 0 : 1) ||
+          v > (argv[i][2] == 's' ? (64l << 20) : 100000000)) {
+        usage(stderr);
+        return 2;
+      }
+      *(argv[i][2] == 's' ? &opt_size : &opt_iters) = v;
+      i++;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (argv[i][0] == '-' || npos == 6) {
+      usage(stderr);
+      return 2;
+    } else {
+      pos[npos++] = argv[i];
+    }
   }
+  /* the older positional form, client HOST PORT [SIZE] [ITERS], still works */
+  if (npos > 4 && opt_size < 0) opt_size = atol(pos[4]);
+  if (npos > 5 && opt_iters < 0) opt_iters = atol(pos[5]);
+  if (opt_size > (64l << 20) || opt_iters > 100000000) {
+    usage(stderr);
+    return 2;
+  }
+  argc = npos;
+  argv = pos;
   if (argc >= 3 && !strcmp(argv[1], "server")) {
     int l = socket(AF_INET6, SOCK_STREAM, 0);
     int zero = 0;
@@ -68,8 +106,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc >= 4 && !strcmp(argv[1], "client")) {
-    size_t size = argc > 4 ? (size_t)atol(argv[4]) : 8;
-    int iters = argc > 5 ? atoi(argv[5]) : 20000;
+    size_t size = opt_size >= 0 ? (size_t)opt_size : 8;
+    int iters = opt_iters > 0 ? (int)opt_iters : 20000;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
     if (getaddrinfo(argv[2], argv[3], &hints, &res)) return 1;
     int fd = -1, back;
@@ -103,7 +141,6 @@ int main(int argc, char **argv) {
     printf("rtt_us_median %.2f\nrtt_us_p99 %.2f\n", rtt[iters / 2], rtt[(int)(iters * 0.99)]);
     return 0;
   }
-  fprintf(stderr, "usage: c4-tcp-pingpong [--spin] [--two] server PORT | [--spin] [--two] client "
-                  "HOST PORT [SIZE] [ITERS]\n");
+  usage(stderr);
   return 2;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +17,27 @@
 #include "perf.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: c4perf [options]\n"
-             "Measures an NCCL net plugin (default: c4's) between processes, driving it as NCCL's\n"
-             "proxy does.\n\n"
-             "  --mode bw|lat|allreduce  bw: rank 0 streams to rank 1 (default); lat: ping-pong\n"
-             "                           round trip; allreduce: ring allreduce over all ranks\n"
-             "  -b, --min-bytes N        smallest size (K, M, G suffixes), default 8\n"
-             "  -e, --max-bytes N        largest size, default 64M\n"
-             "  -f, --factor F           size multiplier between steps, default 2\n"
-             "  -n, --iters N            iterations per size (default: ~256 MiB worth, 20..2000)\n"
-             "  -w, --warmup N           warm-up iterations per size, default 5\n"
-             "      --inflight K         requests in flight for bw (default 8, like NCCL_STEPS)\n"
-             "      --dev D              plugin device, default 0\n"
-             "      --plugin PATH        net plugin library, default libnccl-net-c4.so\n"
-             "      --no-check           skip the data check\n"
-             "      --json               one JSON document on stdout instead of the table\n"
-             "  ranks: --rank R --world N --master ADDR:PORT, or RANK, WORLD_SIZE, MASTER_ADDR,\n"
-             "         MASTER_PORT (torchrun-style), or --spawn N to fork N ranks on 127.0.0.1\n"
-             "  -h, --help   -V, --version\n"
-             "exit: 0 ok, 1 a transfer or data check failed, 2 bad usage\n");
+  fprintf(
+      f, "usage: c4perf [options]\n"
+         "Measures an NCCL net plugin (default: c4's) between processes, driving it as NCCL's\n"
+         "proxy does.\n\n"
+         "  --mode bw|lat|allreduce  bw: rank 0 streams to rank 1 (default); lat: ping-pong\n"
+         "                           round trip; allreduce: ring allreduce over all ranks\n"
+         "  -b, --min-bytes N        smallest size (K, M, G suffixes), default 8\n"
+         "  -e, --max-bytes N        largest size, default 64M\n"
+         "  -f, --factor F           size multiplier between steps (1.1..1024), default 2\n"
+         "  -n, --iters N            iterations per size (default: ~256 MiB worth, 20..2000)\n"
+         "  -w, --warmup N           warm-up iterations per size, default 5\n"
+         "      --inflight K         requests in flight for bw (default 8, like NCCL_STEPS)\n"
+         "      --dev D              plugin device, default 0\n"
+         "      --plugin PATH        net plugin library (default: ../lib/libnccl-net-c4.so beside\n"
+         "                           this program, else libnccl-net-c4.so on the library path)\n"
+         "      --no-check           skip the data check\n"
+         "      --json               one JSON document on stdout instead of the table\n"
+         "  ranks: --rank R --world N --master ADDR:PORT, or RANK, WORLD_SIZE, MASTER_ADDR,\n"
+         "         MASTER_PORT (torchrun-style), or --spawn N to fork N ranks on 127.0.0.1\n"
+         "  -h, --help   -V, --version\n"
+         "exit: 0 ok, 1 a transfer or data check failed, 2 bad usage\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -62,6 +65,16 @@ static int parse_size(const char *s, size_t *out) {
   }
   if (*end) return -1;
   *out = (size_t)v;
+  return 0;
+}
+
+/* Parses a whole decimal integer in [min, max]; -1 on anything else. */
+static int parse_int(const char *s, int min, int max, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < min || v > max) return -1;
+  *out = (int)v;
   return 0;
 }
 
@@ -106,6 +119,47 @@ static int spawn(int n, int *port, int *status) {
     if (code > *status) *status = code;
   }
   return -1;
+}
+
+/* The plugin built beside this program (BIN/../lib/libnccl-net-c4.so) when it exists, else the
+ * bare name for the library path, as NCCL_NET_PLUGIN=c4 would find it. */
+static const char *default_plugin(char *buf, size_t len) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      static const char tail[] = "/../lib/libnccl-net-c4.so";
+      if (strlen(exe) + sizeof tail <= len) {
+        memcpy(buf, exe, strlen(exe));
+        memcpy(buf + strlen(exe), tail, sizeof tail);
+        if (access(buf, R_OK) == 0) return buf;
+      }
+    }
+  }
+  return "libnccl-net-c4.so";
+}
+
+/* Reports a failure that ends the run: on stderr, and on rank 0 in --json mode as the one JSON
+ * document ({"ok": false, "error": ...}). Returns 1. */
+static int report_error(const struct perf_opts *o, int rank, const char *mode, const char *fmt,
+                        ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "c4perf: %s\n", msg);
+  if (o->json && rank == 0) {
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:s}", "tool", "c4perf", "version", C4_VERSION,
+                            "mode", mode, "ok", 0, "error", msg);
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    printf("\n");
+    json_decref(doc);
+  }
+  return 1;
 }
 
 int main(int argc, char **argv) {
@@ -159,39 +213,43 @@ int main(int argc, char **argv) {
     case 'e':
       if (parse_size(optarg, &o.max_bytes)) goto bad;
       break;
-    case 'f':
-      o.factor = atof(optarg);
-      if (o.factor < 1) goto bad;
+    case 'f': {
+      char *end;
+      o.factor = strtod(optarg, &end);
+      if (*end || !(o.factor >= 1.1 && o.factor <= 1024)) goto bad;
       break;
+    }
     case 'n':
-      o.iters = atoi(optarg);
-      if (o.iters < 1) goto bad;
+      if (parse_int(optarg, 1, 100000000, &o.iters)) goto bad;
       break;
     case 'w':
-      o.warmup = atoi(optarg);
-      if (o.warmup < 0) goto bad;
+      if (parse_int(optarg, 0, 100000000, &o.warmup)) goto bad;
       break;
     case O_INFLIGHT:
-      o.inflight = atoi(optarg);
-      if (o.inflight < 1 || o.inflight > 32) goto bad;
+      if (parse_int(optarg, 1, 32, &o.inflight)) goto bad;
       break;
-    case O_DEV: o.dev = atoi(optarg); break;
+    case O_DEV:
+      if (parse_int(optarg, 0, 1023, &o.dev)) goto bad;
+      break;
     case O_PLUGIN: o.plugin = optarg; break;
     case O_NOCHECK: o.check = 0; break;
     case O_JSON: o.json = 1; break;
-    case O_RANK: rank = atoi(optarg); break;
-    case O_WORLD: world = atoi(optarg); break;
+    case O_RANK:
+      if (parse_int(optarg, 0, 1 << 20, &rank)) goto bad;
+      break;
+    case O_WORLD:
+      if (parse_int(optarg, 1, 1 << 20, &world)) goto bad;
+      break;
     case O_MASTER: {
       const char *colon = strrchr(optarg, ':');
       if (!colon || colon == optarg || (size_t)(colon - optarg) >= sizeof master) goto bad;
       memcpy(master, optarg, (size_t)(colon - optarg));
       master[colon - optarg] = 0;
-      port = atoi(colon + 1);
+      if (parse_int(colon + 1, 1, 65535, &port)) goto bad;
       break;
     }
     case O_SPAWN:
-      spawn_n = atoi(optarg);
-      if (spawn_n < 1 || spawn_n > 64) goto bad;
+      if (parse_int(optarg, 1, 64, &spawn_n)) goto bad;
       break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("c4perf %s\n", C4_VERSION); return 0;
@@ -200,6 +258,11 @@ int main(int argc, char **argv) {
   }
   if (optind < argc || o.min_bytes > o.max_bytes) goto bad;
   if (o.mode == MODE_ALLREDUCE && o.min_bytes < sizeof(float)) o.min_bytes = sizeof(float);
+  if (o.mode == MODE_ALLREDUCE && o.max_bytes < sizeof(float)) goto bad;
+  if (spawn_n && spawn_n < 2 && o.mode != MODE_ALLREDUCE) {
+    fprintf(stderr, "c4perf: bw and lat need 2 ranks (--spawn 2, or RANK/WORLD_SIZE)\n");
+    return 2;
+  }
   if (spawn_n) {
     int status = 0;
     int r = spawn(spawn_n, &port, &status);
@@ -220,25 +283,30 @@ int main(int argc, char **argv) {
   }
   if (rank >= world) goto bad;
 
+  char plugin_path[4096];
+  if (!o.plugin) o.plugin = default_plugin(plugin_path, sizeof plugin_path);
   struct perf_ctx p = {.o = &o};
+  static const char *mode_name[] = {"bw", "lat", "allreduce"};
   if (c4_bootstrap_init(&p.bs, rank, world, master, port) != 0) {
-    fprintf(stderr, "c4perf: rank %d: rendezvous at %s:%d failed\n", rank, master, port);
-    return 1;
+    c4_bootstrap_close(&p.bs);
+    return report_error(&o, rank, mode_name[o.mode], "rank %d of %d: rendezvous at %s:%d failed",
+                        rank, world, master, port);
   }
   if (c4_netapi_open(&p.api, o.plugin, 0) != 0) {
-    fprintf(stderr, "c4perf: cannot load the net plugin %s\n",
-            o.plugin ? o.plugin : "libnccl-net-c4.so");
-    return 1;
+    c4_bootstrap_close(&p.bs);
+    return report_error(&o, rank, mode_name[o.mode], "%s", p.api.err);
   }
   int ndev = 0;
   c4_netapi_devices(&p.api, &ndev);
   if (o.dev < 0 || o.dev >= ndev) {
-    fprintf(stderr, "c4perf: device %d does not exist (the plugin has %d)\n", o.dev, ndev);
+    c4_bootstrap_close(&p.bs);
+    c4_netapi_close(&p.api);
+    report_error(&o, rank, mode_name[o.mode], "device %d does not exist (the plugin has %d)", o.dev,
+                 ndev);
     return 2;
   }
   ncclNetProperties_v11_t props;
   c4_netapi_properties(&p.api, o.dev, &props);
-  static const char *mode_name[] = {"bw", "lat", "allreduce"};
   p.results = json_array();
   if (rank == 0 && !o.json) {
     printf("# c4perf %s: %s, %d ranks, plugin %s (ncclNet v%d), device %d = %s, %d Mbps\n",
@@ -249,16 +317,21 @@ int main(int argc, char **argv) {
       printf("# %10s %8s %12s %12s\n", "bytes", "iters", "rtt_us_med", "rtt_us_p99");
     if (o.mode == MODE_ALLREDUCE)
       printf("# %10s %8s %12s %10s %10s\n", "bytes", "iters", "time_us", "algbw", "busbw");
+    fflush(stdout);
   }
   int failed = o.mode == MODE_BW    ? perf_p2p_bw(&p)
                : o.mode == MODE_LAT ? perf_p2p_lat(&p)
                                     : perf_allreduce(&p);
   if (rank == 0) {
     if (o.json) {
-      json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:i, s:b, s:o}", "tool", "c4perf",
-                              "mode", mode_name[o.mode], "world", world, "plugin", p.api.name,
-                              "ncclnet_version", p.api.version, "device", props.name, "speed_mbps",
-                              props.speed, "ok", !failed, "results", p.results);
+      json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s, s:i, s:i, s:b, s:o}", "tool",
+                              "c4perf", "version", C4_VERSION, "mode", mode_name[o.mode], "world",
+                              world, "plugin", p.api.name, "ncclnet_version", p.api.version,
+                              "device", props.name, "speed_mbps", props.speed, "inflight",
+                              o.inflight, "ok", !failed, "results", p.results);
+      if (failed)
+        json_object_set_new(doc, "error",
+                            json_string("a transfer or the data check failed (see stderr)"));
       json_dumpf(doc, stdout, JSON_INDENT(2));
       printf("\n");
       json_decref(doc);

@@ -38,6 +38,10 @@ int perf_allreduce(struct perf_ctx *p);
 /* Iterations for one size: the -n given, else enough to move ~256 MiB (20 to 2000). */
 int perf_iters_for(const struct perf_opts *o, size_t bytes);
 
+/* The size after `size` in a sweep (times the factor, at least one byte more), or 0 past the
+ * largest. */
+size_t perf_next_size(const struct perf_opts *o, size_t size);
+
 /* Waits for a request, yielding the CPU between tests like NCCL's proxy. Returns 0 or 1. */
 int perf_wait(struct c4_netapi *api, void *req, int *size);
 

@@ -18,9 +18,9 @@ int perf_allreduce(struct perf_ctx *p) {
   int W = p->bs.world, r = p->bs.rank;
   size_t maxcount = o->max_bytes / sizeof(float);
   float *buf = malloc((maxcount ? maxcount : 1) * sizeof(float));
-  int failed = 0;
-  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
-       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
+  double *all = malloc(sizeof(double) * 2 * (size_t)W);
+  int failed = !buf || !all;
+  for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {
     size_t count = size / sizeof(float);
     for (size_t i = 0; i < count; i++)
       buf[i] = value(r, i);
@@ -30,22 +30,27 @@ int perf_allreduce(struct perf_ctx *p) {
         C4_WARN("c4perf: allreduce of %zu floats wrong at %zu: %g", count, i, (double)buf[i]);
         failed = 1;
       }
+    /* every rank learns of a failed check before the timed loop, so none waits for the others */
+    double flag[2] = {0, failed};
+    if (c4_bootstrap_allgather(&p->bs, flag, all, sizeof flag)) failed = 1;
+    for (int k = 0; k < W; k++)
+      failed |= all[2 * k + 1] != 0;
+    if (failed) break;
     int iters = perf_iters_for(o, size * 2);
     for (int i = 0; i < o->warmup && !failed; i++)
       failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
-    c4_bootstrap_barrier(&p->bs);
+    if (c4_bootstrap_barrier(&p->bs)) failed = 1;
     uint64_t t0 = c4_now_ns();
     for (int i = 0; i < iters && !failed; i++)
       failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
     double t = (double)(c4_now_ns() - t0) / 1e3 / iters;
-    double rep[2] = {t, failed}, *all = malloc(sizeof rep * (size_t)W);
-    c4_bootstrap_allgather(&p->bs, rep, all, sizeof rep);
+    double rep[2] = {t, failed};
+    if (c4_bootstrap_allgather(&p->bs, rep, all, sizeof rep)) failed = 1;
     double worst = 0;
     for (int k = 0; k < W; k++) {
       worst = all[2 * k] > worst ? all[2 * k] : worst;
       failed |= all[2 * k + 1] != 0;
     }
-    free(all);
     if (r == 0 && !failed) {
       double algbw = (double)(count * sizeof(float)) / worst / 1e3;
       double busbw = algbw * 2.0 * (W - 1) / W;
@@ -57,9 +62,9 @@ int perf_allreduce(struct perf_ctx *p) {
                                       (json_int_t)(count * sizeof(float)), "iters", iters,
                                       "time_us", worst, "algbw_GBps", algbw, "busbw_GBps", busbw));
     }
-    if (size == o->max_bytes) break;
   }
   c4_hostcoll_ring_close(&ring);
   free(buf);
+  free(all);
   return failed;
 }

@@ -1,6 +1,5 @@
 /* perf_p2p.c -- c4perf's point-to-point measurements between ranks 0 and 1: streaming bandwidth
  * with several requests in flight, and ping-pong latency. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,29 +42,42 @@ static void *post(struct c4_netapi *api, int is_send, void *comm, void *buf, siz
 
 /* Connects rank 0 -> rank 1 (and, with both_ways, rank 1 -> rank 0). */
 static int connect_pair(struct perf_ctx *p, int both_ways, void **scomm, void **rcomm) {
-  char mine[NCCL_NET_HANDLE_MAXSIZE] = {0}, all[2 * NCCL_NET_HANDLE_MAXSIZE];
+  char mine[NCCL_NET_HANDLE_MAXSIZE] = {0};
   void *lcomm = NULL;
   int r = p->bs.rank;
-  int listens = r == 1 || both_ways;
-  if (listens && c4_netapi_listen(&p->api, p->o->dev, mine, &lcomm) != ncclSuccess) return 1;
-  if (c4_bootstrap_allgather(&p->bs, mine, all, sizeof mine) != 0) return 1;
-  int connects = r == 0 || both_ways;
+  char *all = malloc(NCCL_NET_HANDLE_MAXSIZE * (size_t)p->bs.world);
   *scomm = *rcomm = NULL;
-  uint64_t deadline = c4_now_ns() + 60000000000ull;
-  while ((connects && !*scomm) || (listens && !*rcomm)) {
+  if (!all) return 1;
+  int listens = r == 1 || (both_ways && r == 0); /* ranks 2.. only take part in the allgather */
+  int rc = listens ? c4_netapi_listen(&p->api, p->o->dev, mine, &lcomm) != ncclSuccess : 0;
+  if (rc) C4_WARN("c4perf: rank %d: listen on device %d failed", r, p->o->dev);
+  if (c4_bootstrap_allgather(&p->bs, mine, all, sizeof mine) != 0) rc = 1;
+  int connects = r == 0 || (both_ways && r == 1);
+  if (rc) {
+    free(all);
+    return 1;
+  }
+  uint64_t start = c4_now_ns(), deadline = start + 60000000000ull;
+  while (!rc && ((connects && !*scomm) || (listens && !*rcomm))) {
     if (connects && !*scomm &&
-        c4_netapi_connect(&p->api, p->o->dev, all + (1 - r) * NCCL_NET_HANDLE_MAXSIZE, scomm) !=
-            ncclSuccess)
-      return 1;
-    if (listens && !*rcomm && c4_netapi_accept(&p->api, lcomm, rcomm) != ncclSuccess) return 1;
-    if (c4_now_ns() > deadline) {
-      C4_WARN("c4perf: rank %d could not connect within 60 s", r);
-      return 1;
+        c4_netapi_connect(&p->api, p->o->dev, all + (size_t)(1 - r) * NCCL_NET_HANDLE_MAXSIZE,
+                          scomm) != ncclSuccess) {
+      C4_WARN("c4perf: rank %d: connect to rank %d failed", r, 1 - r);
+      rc = 1;
     }
-    sched_yield();
+    if (!rc && listens && !*rcomm && c4_netapi_accept(&p->api, lcomm, rcomm) != ncclSuccess) {
+      C4_WARN("c4perf: rank %d: accept failed", r);
+      rc = 1;
+    }
+    if (!rc && c4_now_ns() > deadline) {
+      C4_WARN("c4perf: rank %d could not connect within 60 s", r);
+      rc = 1;
+    }
+    if (!rc) c4_idle(c4_now_ns() - start);
   }
   if (lcomm) c4_netapi_close_listen(&p->api, lcomm);
-  return 0;
+  free(all);
+  return rc;
 }
 
 static void fill(char *b, size_t n, size_t salt) {
@@ -79,65 +91,80 @@ static int verify(const char *b, size_t n, size_t salt) {
   return 0;
 }
 
+size_t perf_next_size(const struct perf_opts *o, size_t size) {
+  if (size >= o->max_bytes) return 0;
+  size_t n = (size_t)((double)size * o->factor);
+  if (n <= size) n = size + 1;
+  return n > o->max_bytes ? 0 : n;
+}
+
+/* Rank 0 posts sends, rank 1 receives, k requests in flight; ranks 2.. only keep the collectives
+ * company. The time is the receiver's: from the end of the warm-up until the last byte landed. */
 int perf_p2p_bw(struct perf_ctx *p) {
   struct perf_opts *o = p->o;
-  void *scomm, *rcomm, *mh = NULL;
+  void *scomm = NULL, *rcomm = NULL, *mh = NULL;
   if (connect_pair(p, 0, &scomm, &rcomm)) return 1;
-  int r = p->bs.rank;
+  int r = p->bs.rank, active = r < 2, W = p->bs.world;
   void *comm = r == 0 ? scomm : rcomm;
   char *buf = malloc(o->max_bytes ? o->max_bytes : 1);
-  if (!buf) return 1;
-  c4_netapi_reg_mr(&p->api, comm, buf, o->max_bytes, &mh);
+  double *rep = malloc(sizeof(double) * 2 * (size_t)W);
+  int failed = !buf || !rep;
+  if (!failed && active && c4_netapi_reg_mr(&p->api, comm, buf, o->max_bytes, &mh) != ncclSuccess)
+    failed = 1;
   int k = o->inflight > MAX_INFLIGHT ? MAX_INFLIGHT : o->inflight;
-  int failed = 0;
-  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
-       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
+  for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {
     int iters = perf_iters_for(o, size);
     if (r == 0)
       fill(buf, size, size);
-    else
+    else if (active)
       memset(buf, 0, size);
-    c4_bootstrap_barrier(&p->bs);
+    if (c4_bootstrap_barrier(&p->bs)) {
+      failed = 1;
+      break;
+    }
     void *req[MAX_INFLIGHT];
     uint64_t t0 = 0;
     int total = o->warmup + iters, posted = 0, done = 0;
-    while (done < total && !failed) {
+    while (active && done < total && !failed) {
       if (done == o->warmup && !t0) t0 = c4_now_ns();
       while (posted < total && posted - done < k) {
         req[posted % MAX_INFLIGHT] = post(&p->api, r == 0, comm, buf, size, mh);
-        if (!req[posted % MAX_INFLIGHT]) failed = 1;
-        if (failed) break;
+        if (!req[posted % MAX_INFLIGHT]) {
+          failed = 1;
+          break;
+        }
         posted++;
       }
       int got = 0;
       if (!failed && perf_wait(&p->api, req[done % MAX_INFLIGHT], &got)) failed = 1;
-      if (!failed && r == 1 && (size_t)got != size) failed = 1;
+      if (!failed && r == 1 && (size_t)got != size) {
+        C4_WARN("c4perf: received %d bytes where %zu were sent", got, size);
+        failed = 1;
+      }
       done++;
     }
-    double us = (double)(c4_now_ns() - t0) / 1e3;
+    double us = active ? (double)(c4_now_ns() - t0) / 1e3 : 0;
     if (r == 1 && !failed && o->check && verify(buf, size, size)) {
       C4_WARN("c4perf: data check failed at %zu bytes", size);
       failed = 1;
     }
-    double rep[2] = {us, failed};
-    double both[4];
-    c4_bootstrap_allgather(&p->bs, rep, both, sizeof rep);
-    failed |= both[1] != 0 || both[3] != 0;
-    if (r == 0) {
-      double t = both[2] / iters; /* the receiver's clock: time until the data has landed */
+    double mine[2] = {us, failed};
+    if (c4_bootstrap_allgather(&p->bs, mine, rep, sizeof mine)) failed = 1;
+    for (int i = 0; i < W && !failed; i++)
+      failed |= rep[2 * i + 1] != 0;
+    if (r == 0 && !failed) {
+      double t = rep[2] / iters; /* rank 1's clock: time until the data has landed */
       double gbs = (double)size / t / 1e3;
       if (!o->json) printf("%12zu %8d %12.2f %10.3f\n", size, iters, t, gbs);
       json_array_append_new(p->results, json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size,
                                                   "iters", iters, "time_us", t, "GBps", gbs));
     }
-    if (size == o->max_bytes) break;
   }
-  c4_netapi_dereg_mr(&p->api, comm, mh);
-  if (r == 0)
-    c4_netapi_close_send(&p->api, scomm);
-  else
-    c4_netapi_close_recv(&p->api, rcomm);
+  if (mh) c4_netapi_dereg_mr(&p->api, comm, mh);
+  if (scomm) c4_netapi_close_send(&p->api, scomm);
+  if (rcomm) c4_netapi_close_recv(&p->api, rcomm);
   free(buf);
+  free(rep);
   return failed;
 }
 
@@ -146,33 +173,63 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Ping-pong between ranks 0 and 1 over a comm each way: rank 0 posts its receive, sends, and
+ * waits for the echo; each round trip is timed on rank 0. */
 int perf_p2p_lat(struct perf_ctx *p) {
   struct perf_opts *o = p->o;
-  void *scomm, *rcomm, *smh = NULL, *rmh = NULL;
+  void *scomm = NULL, *rcomm = NULL, *smh = NULL, *rmh = NULL;
   if (connect_pair(p, 1, &scomm, &rcomm)) return 1;
-  int r = p->bs.rank;
+  int r = p->bs.rank, active = r < 2, W = p->bs.world;
   char *sbuf = malloc(o->max_bytes + 1), *rbuf = malloc(o->max_bytes + 1);
-  c4_netapi_reg_mr(&p->api, scomm, sbuf, o->max_bytes, &smh);
-  c4_netapi_reg_mr(&p->api, rcomm, rbuf, o->max_bytes, &rmh);
-  int failed = 0;
-  for (size_t size = o->min_bytes; size <= o->max_bytes && !failed;
-       size = size * o->factor > size ? (size_t)(size * o->factor) : size + 1) {
-    int iters = o->iters > 0 ? o->iters : 2000;
-    double *rtt = malloc(sizeof(double) * (size_t)iters);
-    fill(sbuf, size, 0);
-    c4_bootstrap_barrier(&p->bs);
-    for (int i = 0; i < o->warmup + iters && !failed; i++) {
+  double *rep = malloc(sizeof(double) * (size_t)W);
+  int maxiters = o->iters > 0 ? o->iters : 2000;
+  double *rtt = malloc(sizeof(double) * (size_t)maxiters);
+  int failed = !sbuf || !rbuf || !rep || !rtt;
+  if (!failed && active &&
+      (c4_netapi_reg_mr(&p->api, scomm, sbuf, o->max_bytes, &smh) != ncclSuccess ||
+       c4_netapi_reg_mr(&p->api, rcomm, rbuf, o->max_bytes, &rmh) != ncclSuccess))
+    failed = 1;
+  for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {
+    /* -n, else 2000 round trips for small messages, fewer for large ones (at least 20) */
+    int iters = o->iters > 0 ? o->iters : perf_iters_for(o, size * 128);
+    if (active) {
+      fill(sbuf, size, 0);
+      memset(rbuf, 0, size);
+    }
+    if (c4_bootstrap_barrier(&p->bs)) {
+      failed = 1;
+      break;
+    }
+    /* Each side keeps its next receive posted before it sends, as NCCL keeps receives posted
+     * ahead, so a message never waits for its receive to be posted. */
+    int total = o->warmup + iters;
+    void *rr = active ? post(&p->api, 0, rcomm, rbuf, size, rmh) : NULL;
+    if (active && !rr) failed = 1;
+    for (int i = 0; active && i < total && !failed; i++) {
       uint64_t t0 = c4_now_ns();
-      void *rr = post(&p->api, 0, rcomm, rbuf, size, rmh);
-      if (!rr) failed = 1;
-      if (!failed && r == 1 && perf_wait(&p->api, rr, NULL)) failed = 1;
+      if (r == 1) { /* echo: wait for the ping, post the next receive, send the pong */
+        if (perf_wait(&p->api, rr, NULL)) failed = 1;
+        rr = failed || i + 1 == total ? NULL : post(&p->api, 0, rcomm, rbuf, size, rmh);
+        if (!failed && i + 1 < total && !rr) failed = 1;
+      }
       void *sr = failed ? NULL : post(&p->api, 1, scomm, sbuf, size, smh);
       if (!sr) failed = 1;
       if (!failed && perf_wait(&p->api, sr, NULL)) failed = 1;
-      if (!failed && r == 0 && perf_wait(&p->api, rr, NULL)) failed = 1;
+      if (r == 0 && !failed) { /* wait for the pong, post the next receive */
+        if (perf_wait(&p->api, rr, NULL)) failed = 1;
+        rr = failed || i + 1 == total ? NULL : post(&p->api, 0, rcomm, rbuf, size, rmh);
+        if (!failed && i + 1 < total && !rr) failed = 1;
+      }
       if (i >= o->warmup) rtt[i - o->warmup] = (double)(c4_now_ns() - t0) / 1e3;
     }
-    if (!failed && o->check && verify(rbuf, size, 0)) failed = 1;
+    if (active && !failed && o->check && verify(rbuf, size, 0)) {
+      C4_WARN("c4perf: data check failed at %zu bytes", size);
+      failed = 1;
+    }
+    double mine = failed;
+    if (c4_bootstrap_allgather(&p->bs, &mine, rep, sizeof mine)) failed = 1;
+    for (int i = 0; i < W && !failed; i++)
+      failed |= rep[i] != 0;
     if (r == 0 && !failed) {
       qsort(rtt, (size_t)iters, sizeof *rtt, cmp_double);
       double med = rtt[iters / 2], p99 = rtt[(int)(iters * 0.99)];
@@ -181,14 +238,14 @@ int perf_p2p_lat(struct perf_ctx *p) {
                             json_pack("{s:I, s:i, s:f, s:f}", "bytes", (json_int_t)size, "iters",
                                       iters, "rtt_us_median", med, "rtt_us_p99", p99));
     }
-    free(rtt);
-    if (size == o->max_bytes) break;
   }
-  c4_netapi_dereg_mr(&p->api, scomm, smh);
-  c4_netapi_dereg_mr(&p->api, rcomm, rmh);
-  c4_netapi_close_send(&p->api, scomm);
-  c4_netapi_close_recv(&p->api, rcomm);
+  if (smh) c4_netapi_dereg_mr(&p->api, scomm, smh);
+  if (rmh) c4_netapi_dereg_mr(&p->api, rcomm, rmh);
+  if (scomm) c4_netapi_close_send(&p->api, scomm);
+  if (rcomm) c4_netapi_close_recv(&p->api, rcomm);
   free(sbuf);
   free(rbuf);
+  free(rep);
+  free(rtt);
   return failed;
 }
