@@ -68,10 +68,11 @@ static uint64_t get_le(struct cur *c, int n) {
 /* Reads a NUL-padded field of n bytes into s (capacity >= n); a field without NUL is bad. */
 static void get_str(struct cur *c, char *s, size_t n) {
   get(c, s, n);
-  if (!memchr(s, 0, n))
+  size_t len = strnlen(s, n);
+  if (len == n)
     c->bad = 1;
   else
-    memset(s + strlen(s), 0, n - strlen(s));
+    memset(s + len, 0, n - len);
 }
 
 void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length) {
@@ -113,6 +114,7 @@ size_t c4_frame_record_size(uint32_t kind) {
   case C4_REC_COLL: return 1 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 8 + 8 + 4 * C4_NAME_MAX + 3 * 8;
   case C4_REC_COMM: return 1 + 8 + 64 + 4 * 4 + C4_HOST_MAX + 8;
   case C4_REC_LINK: return 1 + 8 + 8 + 4 + 4 + 1 + 8;
+  case C4_REC_RANK: return 1 + 4 + 4 + 1 + C4_HOST_MAX + 8 * 4;
   default: return 0;
   }
 }
@@ -163,6 +165,16 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
     put_le(&c, (uint32_t)l->peer, 4);
     put_le(&c, l->dir, 1);
     put_le(&c, l->t, 8);
+  } else if (r->kind == C4_REC_RANK) {
+    const struct c4_rank_record *k = &r->rank;
+    put_le(&c, (uint32_t)k->rank, 4);
+    put_le(&c, k->pid, 4);
+    put_le(&c, k->event, 1);
+    put_str(&c, k->host, C4_HOST_MAX);
+    put_le(&c, k->t, 8);
+    put_le(&c, k->entered, 8);
+    put_le(&c, k->done, 8);
+    put_le(&c, k->dropped, 8);
   } else {
     const struct c4_comm_record *m = &r->comm;
     put_le(&c, m->comm, 8);
@@ -229,6 +241,17 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
     l->dir = (uint8_t)get_le(&c, 1);
     l->t = get_le(&c, 8);
     if (l->dir > C4_DIR_RECV) c.bad = 1;
+  } else if (r->kind == C4_REC_RANK) {
+    struct c4_rank_record *k = &r->rank;
+    k->rank = (int32_t)get_le(&c, 4);
+    k->pid = (uint32_t)get_le(&c, 4);
+    k->event = (uint8_t)get_le(&c, 1);
+    get_str(&c, k->host, C4_HOST_MAX);
+    k->t = get_le(&c, 8);
+    k->entered = get_le(&c, 8);
+    k->done = get_le(&c, 8);
+    k->dropped = get_le(&c, 8);
+    if (k->event > C4_RANK_LOST) c.bad = 1;
   } else {
     struct c4_comm_record *m = &r->comm;
     m->comm = get_le(&c, 8);

@@ -99,7 +99,21 @@ struct c4_link_info {
   uint8_t dir;
 };
 
-enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3, C4_REC_LINK = 4 };
+/* c4mon's own view of one rank's stream, never sent by a rank: a heartbeat it received, or the
+ * stream's end (BYE: a clean goodbye; LOST: the connection ended without one). c4mon writes them
+ * as "hb" and "end" trace lines so that detection can be replayed. */
+enum { C4_RANK_HB = 0, C4_RANK_BYE = 1, C4_RANK_LOST = 2 };
+struct c4_rank_record {
+  int32_t rank; /* launcher rank, -1 if none */
+  uint32_t pid;
+  uint8_t event; /* C4_RANK_* */
+  uint8_t reserved[7];
+  char host[C4_HOST_MAX];
+  uint64_t t;                      /* c4mon's clock */
+  uint64_t entered, done, dropped; /* the heartbeat's counts (0 for an end) */
+};
+
+enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3, C4_REC_LINK = 4, C4_REC_RANK = 5 };
 
 /* What the per-process ring carries. */
 struct c4_record {
@@ -110,6 +124,7 @@ struct c4_record {
     struct c4_coll_record coll;
     struct c4_comm_record comm;
     struct c4_link_record link;
+    struct c4_rank_record rank;
   };
 };
 

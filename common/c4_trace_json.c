@@ -62,12 +62,25 @@ static json_t *link_json(const struct c4_link_record *l) {
                    conn, "dir", l->dir == C4_DIR_SEND ? "send" : "recv", "t", (json_int_t)l->t);
 }
 
+/* A heartbeat c4mon received ("hb") or the end of a rank's stream ("end"). */
+static json_t *rank_json(const struct c4_rank_record *k) {
+  if (k->event == C4_RANK_HB)
+    return json_pack("{s:i, s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I}", "v", C4_RECORD_VERSION,
+                     "type", "hb", "rank", k->rank, "host", k->host, "pid", (json_int_t)k->pid, "t",
+                     (json_int_t)k->t, "entered", (json_int_t)k->entered, "done",
+                     (json_int_t)k->done, "dropped", (json_int_t)k->dropped);
+  return json_pack("{s:i, s:s, s:i, s:s, s:I, s:I, s:b}", "v", C4_RECORD_VERSION, "type", "end",
+                   "rank", k->rank, "host", k->host, "pid", (json_int_t)k->pid, "t",
+                   (json_int_t)k->t, "clean", k->event == C4_RANK_BYE);
+}
+
 json_t *c4_record_json(const struct c4_record *r) {
   switch (r->kind) {
   case C4_REC_XFER: return xfer_json(&r->xfer);
   case C4_REC_COLL: return coll_json(&r->coll);
   case C4_REC_COMM: return comm_record_json(&r->comm);
   case C4_REC_LINK: return link_json(&r->link);
+  case C4_REC_RANK: return rank_json(&r->rank);
   default: return NULL;
   }
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "c4_err.h"
+#include "c4_frame.h"
+#include "c4_trace_bin.h"
 
 /* Field readers: the first failure names its field in err, and later ones keep quiet. */
 struct parse {
@@ -142,6 +144,25 @@ static void parse_link(struct parse *p, struct c4_link_record *l) {
   l->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
 }
 
+/* "hb" and "end" lines; an hb line from before pids were written has none (read as 0), and one
+ * without "dropped" reads as 0 dropped. */
+static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {
+  k->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  get_str(p, "host", k->host, C4_HOST_MAX);
+  k->t = get_time(p, "t");
+  if (json_object_get(p->j, "pid")) k->pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
+  if (is_end) {
+    json_t *clean = json_object_get(p->j, "clean");
+    if (!json_is_boolean(clean)) fail(p, "clean", "is not true or false");
+    k->event = json_is_true(clean) ? C4_RANK_BYE : C4_RANK_LOST;
+    return;
+  }
+  k->event = C4_RANK_HB;
+  k->entered = (uint64_t)get_int(p, "entered", 0, INT64_MAX);
+  k->done = (uint64_t)get_int(p, "done", 0, INT64_MAX);
+  if (json_object_get(p->j, "dropped")) k->dropped = (uint64_t)get_int(p, "dropped", 0, INT64_MAX);
+}
+
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -174,6 +195,10 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
     out->kind = C4_REC_COMM;
     parse_comm(&p, &out->comm);
     rc = 1;
+  } else if (!p.bad && (!strcmp(type, "hb") || !strcmp(type, "end"))) {
+    out->kind = C4_REC_RANK;
+    parse_rank(&p, &out->rank, type[0] == 'e');
+    rc = 1;
   }
   json_decref(j);
   if (p.bad) {
@@ -183,22 +208,88 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
   return rc;
 }
 
+#define BIN_BUF (1 << 20)
+
 int c4_trace_open(struct c4_trace_reader *r, const char *path) {
   memset(r, 0, sizeof *r);
   r->f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-  return r->f ? 0 : C4_ENOTFOUND;
+  if (!r->f) return C4_ENOTFOUND;
+  /* Peek for the binary magic; what was read is kept (stdin cannot seek) and parsed as the
+   * start of the buffer either way. */
+  r->buf = malloc(BIN_BUF);
+  if (!r->buf) {
+    c4_trace_close(r);
+    return C4_ENOMEM;
+  }
+  r->cap = BIN_BUF;
+  r->have = fread(r->buf, 1, C4_TRACE_BIN_MAGIC_LEN, r->f);
+  if (r->have == C4_TRACE_BIN_MAGIC_LEN &&
+      !memcmp(r->buf, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN)) {
+    r->binary = 1;
+    r->pos = r->have;
+  }
+  return 0;
+}
+
+/* Refills the buffer, keeping the undecoded bytes from pos on; grows it (up to 64 MiB) when
+ * it is full without a whole line or record. Returns the bytes added (0 at the end). */
+static size_t refill(struct c4_trace_reader *r) {
+  size_t left = r->have - r->pos;
+  memmove(r->buf, r->buf + r->pos, left);
+  r->offset += r->pos;
+  r->pos = 0;
+  if (left == r->cap && r->cap < (64u << 20)) {
+    uint8_t *b = realloc(r->buf, r->cap * 2);
+    if (!b) return 0;
+    r->buf = b;
+    r->cap *= 2;
+  }
+  size_t n = fread(r->buf + left, 1, r->cap - left, r->f);
+  r->have = left + n;
+  return n;
+}
+
+/* Decodes the next record of a binary trace. */
+static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
+  for (;;) {
+    if (r->binary == 2) return 0;
+    if (r->pos < r->have) {
+      int n = c4_frame_get_record(r->buf + r->pos, r->have - r->pos, out);
+      if (n > 0) {
+        r->pos += (size_t)n;
+        r->lineno++;
+        return 1;
+      }
+      size_t need = c4_frame_record_size(r->buf[r->pos]);
+      if (need && need > r->have - r->pos && refill(r)) continue;
+      r->bad++;
+      r->binary = 2; /* no way to find the next record: stop after this error */
+      snprintf(err, errlen, "byte %" PRIu64 ": %s", r->offset + r->pos,
+               !need                     ? "not a record kind this reader knows"
+               : need > r->have - r->pos ? "truncated record"
+                                         : "a field is out of range");
+      return C4_EPROTO;
+    }
+    if (!refill(r)) return 0;
+  }
 }
 
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
+  if (r->binary) return next_binary(r, out, err, errlen);
   for (;;) {
-    ssize_t n = getline(&r->line, &r->cap, r->f);
-    if (n < 0) return 0;
+    uint8_t *nl = r->pos < r->have ? memchr(r->buf + r->pos, '\n', r->have - r->pos) : NULL;
+    if (!nl && refill(r)) continue;
+    if (!nl && r->pos == r->have) return 0;
+    /* a line, or the last one without a newline */
+    char *line = (char *)r->buf + r->pos;
+    size_t n = nl ? (size_t)(nl - (r->buf + r->pos)) : r->have - r->pos;
+    r->pos += n + (nl != NULL);
     r->lineno++;
-    while (n > 0 && (r->line[n - 1] == '\n' || r->line[n - 1] == '\r'))
+    while (n > 0 && (line[n - 1] == '\r'))
       n--;
     if (n == 0) continue;
     char why[200];
-    int rc = c4_trace_parse_line(r->line, (size_t)n, out, why, sizeof why);
+    int rc = c4_trace_parse_line(line, n, out, why, sizeof why);
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;
@@ -210,6 +301,6 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
 
 void c4_trace_close(struct c4_trace_reader *r) {
   if (r->f && r->f != stdin) fclose(r->f);
-  free(r->line);
+  free(r->buf);
   memset(r, 0, sizeof *r);
 }

@@ -4,6 +4,7 @@
 #define C4_TRACE_READ_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "c4_record.h"
@@ -17,17 +18,21 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
 
 struct c4_trace_reader {
   FILE *f;
-  char *line;
-  size_t cap;
-  unsigned long lineno; /* of the line last read */
+  unsigned long lineno; /* of the line (binary: record) last read */
   unsigned long bad;    /* lines rejected so far */
+  int binary;           /* 1: the binary form; 2: it hit a bad record and stopped */
+  uint8_t *buf;         /* bytes read, not yet parsed from pos on; cap grows for long lines */
+  size_t cap, have, pos;
+  uint64_t offset; /* file offset of buf[0] */
 };
 
-/* Opens path ("-" for standard input). Returns 0 or C4_ENOTFOUND (errno kept). */
+/* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary
+ * form's magic). Returns 0 or C4_ENOTFOUND (errno kept). */
 int c4_trace_open(struct c4_trace_reader *r, const char *path);
 
 /* Next record: 1 with *out filled, 0 at the end of the file, or C4_EPROTO for a bad line, with
- * "line N: reason" in err; call again to go on. */
+ * "line N: reason" in err; call again to go on. In the binary form a bad record cannot be
+ * skipped (its length is unknown): C4_EPROTO names its byte offset, and the next call returns 0. */
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen);
 
 void c4_trace_close(struct c4_trace_reader *r);

@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
   struct c4_record r = {.kind = (uint32_t)(i + 1)};
-  if (i < 4) { /* seeds 0..3: one record of each kind; 4: a hello; 5: a header */
+  if (i < 4) { /* seeds 0..3: one record of each kind; 4: a hello; 5: a header; 6: a rank record */
     if (r.kind == C4_REC_COLL) strcpy(r.coll.func, "AllReduce");
     return c4_frame_put_record(buf, cap, &r);
   }
@@ -53,6 +53,12 @@ size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
   if (i == 5 && cap >= C4_FRAME_HDR) {
     c4_frame_put_header(buf, C4_FRAME_RECORDS, 100);
     return C4_FRAME_HDR;
+  }
+  if (i == 6) { /* c4mon's own rank record, as binary traces carry it */
+    r.kind = C4_REC_RANK;
+    r.rank.event = C4_RANK_LOST;
+    strcpy(r.rank.host, "h");
+    return c4_frame_put_record(buf, cap, &r);
   }
   return 0;
 }

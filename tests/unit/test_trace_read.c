@@ -7,6 +7,7 @@
 
 #include "../check_run.h"
 #include "c4_err.h"
+#include "c4_trace_bin.h"
 #include "c4_trace_json.h"
 #include "c4_trace_read.h"
 
@@ -65,6 +66,16 @@ START_TEST(every_record_kind_reads_back_as_written) {
   l.link = (struct c4_link_record){
       .comm = 5, .conn_id = 6, .rank = 7, .peer = 8, .dir = C4_DIR_RECV, .t = 9};
   round_trip(&l);
+  struct c4_record k = {.kind = C4_REC_RANK};
+  k.rank = (struct c4_rank_record){
+      .rank = 3, .pid = 42, .event = C4_RANK_HB, .t = 5, .entered = 7, .done = 6, .dropped = 1};
+  strcpy(k.rank.host, "n3");
+  round_trip(&k);
+  k.rank = (struct c4_rank_record){.rank = 3, .pid = 42, .event = C4_RANK_LOST, .t = 9};
+  strcpy(k.rank.host, "n3");
+  round_trip(&k);
+  k.rank.event = C4_RANK_BYE;
+  round_trip(&k);
 }
 END_TEST
 
@@ -92,6 +103,8 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
              "\"nnodes\":1,\"host\":\"h\",\"pid\":-1,\"t\":1}",
              "\"pid\" is out of range");
   expect_bad("{\"v\":1,\"type\":\"coll\",\"v\":1}", "not a JSON object"); /* duplicate key */
+  expect_bad("{\"v\":1,\"type\":\"hb\",\"rank\":1}", "\"host\" is missing");
+  expect_bad("{\"v\":1,\"type\":\"end\",\"rank\":1,\"host\":\"h\",\"t\":1}", "\"clean\"");
 }
 END_TEST
 
@@ -99,9 +112,8 @@ START_TEST(lines_without_records_are_skipped_not_refused) {
   struct c4_record r;
   char err[200];
   const char *lines[] = {"{\"v\":1,\"type\":\"header\",\"host\":\"h\"}",
-                         "{\"v\":1,\"type\":\"summary\"}", "{\"v\":1,\"type\":\"hb\",\"rank\":1}",
-                         "{\"v\":1,\"type\":\"future\"}"};
-  for (int i = 0; i < 4; i++)
+                         "{\"v\":1,\"type\":\"summary\"}", "{\"v\":1,\"type\":\"future\"}"};
+  for (int i = 0; i < 3; i++)
     ck_assert_int_eq(c4_trace_parse_line(lines[i], strlen(lines[i]), &r, err, sizeof err), 0);
 }
 END_TEST
@@ -137,6 +149,75 @@ START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
 }
 END_TEST
 
+START_TEST(the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one) {
+  char path[] = "/tmp/c4-trace-bin-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_int_eq(c4_trace_bin_start(f), 0);
+  struct c4_record in[3000];
+  for (int i = 0; i < 3000; i++) { /* more than one read buffer's worth */
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].kind = i % 3 ? C4_REC_COLL : C4_REC_RANK;
+    if (in[i].kind == C4_REC_COLL) {
+      in[i].coll.seq = (uint64_t)i;
+      in[i].coll.nranks = 8;
+      strcpy(in[i].coll.func, "AllReduce");
+    } else {
+      in[i].rank.rank = i;
+      in[i].rank.t = (uint64_t)i * 10;
+      strcpy(in[i].rank.host, "h");
+    }
+    ck_assert_int_eq(c4_trace_bin_write(f, &in[i]), 0);
+  }
+  fputc(99, f); /* a record kind nobody knows */
+  fputs("trailing", f);
+  fclose(f);
+  struct c4_trace_reader rd;
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  struct c4_record r;
+  char err[256];
+  for (int i = 0; i < 3000; i++) {
+    ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 1);
+    ck_assert_int_eq(memcmp(&r, &in[i], sizeof r), 0);
+  }
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strstr(err, "byte ") && strstr(err, "not a record kind"), "%s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 0);
+  c4_trace_close(&rd);
+  f = fopen(path, "r+"); /* cut inside the last record: truncated */
+  ck_assert_int_eq(ftruncate(fileno(f), 8 + 5), 0);
+  fclose(f);
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strstr(err, "byte 8: truncated"), "%s", err);
+  c4_trace_close(&rd);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(a_long_line_and_a_last_line_without_newline_are_read) {
+  char path[] = "/tmp/c4-trace-long-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "{\"v\":1,\"type\":\"header\",\"pad\":\"");
+  for (int i = 0; i < 3000000; i++) /* longer than the 1 MiB buffer */
+    fputc('x', f);
+  fprintf(f, "\"}\n{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"w\",\"nranks\":2,"
+             "\"rank\":1,\"nnodes\":1,\"host\":\"h\",\"pid\":7,\"t\":9}");
+  fclose(f);
+  struct c4_trace_reader rd;
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  struct c4_record r;
+  char err[256];
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 1);
+  ck_assert_int_eq(r.kind, C4_REC_COMM);
+  ck_assert_uint_eq(rd.lineno, 2);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 0);
+  c4_trace_close(&rd);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("trace_read");
   TCase *tc = tcase_create("reader");
@@ -144,6 +225,8 @@ int main(void) {
   tcase_add_test(tc, bad_lines_are_refused_naming_what_is_wrong);
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
   tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
+  tcase_add_test(tc, the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one);
+  tcase_add_test(tc, a_long_line_and_a_last_line_without_newline_are_read);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
