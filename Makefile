@@ -23,12 +23,16 @@ CC        ?= cc
 PKGS      := jansson libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# c4mon's exporters only: the plugin never links them.
+MON_PKGS  := libmicrohttpd libpng
+MON_CFLAGS := $(shell pkg-config --cflags $(MON_PKGS) 2>/dev/null)
+MON_LIBS  := $(shell pkg-config --libs $(MON_PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload $(PKG_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 LDLIBS    += $(PKG_LIBS) -ldl -lm
@@ -38,6 +42,7 @@ NET_SRC    := $(wildcard nccl_net_plugin/*.c)
 PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
 MON_SRC    := $(wildcard monitor/*.c)
+SCEN_SRC   := $(wildcard tools/scenario/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 CONF_SRC   := $(wildcard tests/conformance/*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
@@ -51,6 +56,8 @@ PROFLINK   := $(BUILD)/lib/libnccl-profiler-c4.so
 PRELOAD    := $(BUILD)/lib/libc4-preload.so
 C4PERF     := $(BUILD)/bin/c4perf
 C4MON      := $(BUILD)/bin/c4mon
+LIBMON     := $(BUILD)/lib/libc4mon.a
+C4SCEN     := $(BUILD)/bin/c4scen
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 MONLOAD    := $(BUILD)/bin/c4-mon-load
@@ -59,7 +66,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -92,7 +99,16 @@ $(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(C4MON): $(call obj,$(MON_SRC)) $(LIBCOMMON)
+# Everything of c4mon but its main, for the unit tests to link directly.
+$(LIBMON): $(call obj,$(filter-out monitor/mon_main.c,$(MON_SRC)))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(C4MON): $(call obj,monitor/mon_main.c) $(LIBMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
+
+$(C4SCEN): $(call obj,$(SCEN_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -108,9 +124,9 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
@@ -184,7 +200,7 @@ install: all
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C4PERF) $(C4MON) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 

@@ -1,0 +1,162 @@
+/* scen_out.c -- holds generated records, sorts them by time (a stable radix sort: equal times
+ * keep the order they were made in) and encodes them as trace lines or binary records. */
+#include "scen_out.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_err.h"
+#include "c4_frame.h"
+#include "c4_trace_bin.h"
+#include "c4_trace_json.h"
+#include "scen_fault.h"
+#include "scen_sink.h"
+
+struct c4_scen_sortitem {
+  uint64_t key;
+  uint32_t idx;
+};
+
+uint64_t c4_scen_record_time(const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER:
+    if (r->xfer.t_done) return r->xfer.t_done;
+    return r->xfer.status == C4_XFER_PENDING ? r->xfer.t_posted + C4_SCEN_STUCK_NS
+                                             : r->xfer.t_posted;
+  case C4_REC_COLL: return r->coll.t_done ? r->coll.t_done : r->coll.t_arrive;
+  case C4_REC_COMM: return r->comm.t;
+  case C4_REC_LINK: return r->link.t;
+  case C4_REC_RANK: return r->rank.t;
+  default: return 0;
+  }
+}
+
+int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin) {
+  memset(o, 0, sizeof *o);
+  o->drop_rank = -1;
+  o->bin = bin;
+  int rc = c4_scen_sink_open(&o->sink, path);
+  if (!rc && bin) rc = c4_scen_sink_put(o->sink, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN);
+  return o->err = rc;
+}
+
+struct c4_record *c4_scen_out_add(struct c4_scen_out *o, uint32_t kind) {
+  if (o->err) return NULL;
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? 2 * o->cap : 1 << 16;
+    struct c4_record *rec = realloc(o->rec, cap * sizeof *rec);
+    if (rec) o->rec = rec;
+    struct c4_record *keep = realloc(o->keep, cap * sizeof *keep);
+    if (keep) o->keep = keep;
+    struct c4_scen_sortitem *items = realloc(o->items, cap * sizeof *items);
+    if (items) o->items = items;
+    struct c4_scen_sortitem *tmp = realloc(o->tmp, cap * sizeof *tmp);
+    if (tmp) o->tmp = tmp;
+    if (!rec || !keep || !items || !tmp) {
+      o->err = C4_ENOMEM;
+      return NULL;
+    }
+    o->cap = cap;
+  }
+  struct c4_record *r = &o->rec[o->n++];
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  return r;
+}
+
+/* Sorts a[0..n) by key, stably, 11 bits a pass over the keys' range. */
+static void radix_sort(struct c4_scen_sortitem *a, struct c4_scen_sortitem *tmp, size_t n) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (a[i].key < lo) lo = a[i].key;
+    if (a[i].key > hi) hi = a[i].key;
+  }
+  size_t count[1 << 11];
+  for (int shift = 0; shift < 64 && ((hi - lo) >> shift); shift += 11) {
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++)
+      count[((a[i].key - lo) >> shift) & 2047]++;
+    for (size_t b = 0, sum = 0; b < 2048; b++) {
+      size_t c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      tmp[count[((a[i].key - lo) >> shift) & 2047]++] = a[i];
+    memcpy(a, tmp, n * sizeof *a);
+  }
+}
+
+/* The launcher rank a record belongs to (in this trace, communicator ranks are launcher ranks). */
+static int owner(const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER: return r->xfer.self.rank;
+  case C4_REC_COLL: return r->coll.rank;
+  case C4_REC_COMM: return r->comm.rank;
+  case C4_REC_RANK: return r->rank.event == C4_RANK_HB ? r->rank.rank : -1;
+  default: return -1;
+  }
+}
+
+/* Encodes r as the binary form's record (the stream codec) or as a trace line. */
+static void write_one(struct c4_scen_out *o, const struct c4_record *r) {
+  if (o->err) return;
+  if (o->bin) {
+    size_t n = c4_frame_record_size(r->kind);
+    uint8_t *p = n ? c4_scen_sink_space(o->sink, n) : NULL;
+    if (!p || c4_frame_put_record(p, n, r) != n) {
+      o->err = p || !n ? C4_EINVAL : C4_ESYS;
+      return;
+    }
+    c4_scen_sink_wrote(o->sink, n);
+  } else {
+    json_t *j = c4_record_json(r);
+    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!line) {
+      o->err = C4_ENOMEM;
+      return;
+    }
+    size_t n = strlen(line);
+    line[n] = '\n'; /* over the NUL: the line goes out whole */
+    if (c4_scen_sink_put(o->sink, line, n + 1)) o->err = C4_ESYS;
+    free(line);
+  }
+  if (!o->err) o->written++;
+}
+
+int c4_scen_out_flush(struct c4_scen_out *o, uint64_t upto) {
+  if (o->err || !o->n) return o->err;
+  for (size_t i = 0; i < o->n; i++)
+    o->items[i] = (struct c4_scen_sortitem){c4_scen_record_time(&o->rec[i]), (uint32_t)i};
+  radix_sort(o->items, o->tmp, o->n);
+  size_t w = 0;
+  for (; w < o->n && o->items[w].key <= upto; w++) {
+    const struct c4_record *r = &o->rec[o->items[w].idx];
+    if (o->drop_rank < 0 || owner(r) != o->drop_rank || o->items[w].key < o->drop_from)
+      write_one(o, r);
+  }
+  size_t left = o->n - w;
+  for (size_t i = 0; i < left; i++)
+    o->keep[i] = o->rec[o->items[w + i].idx];
+  memcpy(o->rec, o->keep, left * sizeof *o->rec);
+  o->n = left;
+  return o->err;
+}
+
+int c4_scen_out_close(struct c4_scen_out *o) {
+  if (o->sink) {
+    c4_scen_out_flush(o, UINT64_MAX);
+    int rc = c4_scen_sink_close(o->sink);
+    if (rc && !o->err) o->err = rc;
+    o->sink = NULL;
+  }
+  free(o->rec);
+  free(o->keep);
+  free(o->items);
+  free(o->tmp);
+  o->rec = o->keep = NULL;
+  o->items = o->tmp = NULL;
+  return o->err;
+}

@@ -1,0 +1,278 @@
+/* scen_score.c -- matching c4mon's events to injected faults: an event matches a fault of its
+ * kind whose window (onset - 0.5 s to its end or the trace's, + 10 s) holds it; precision,
+ * recall, location and time to flag follow (docs/scenarios.md). */
+#include "scen_score.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EARLY_NS 500000000ull  /* an event may come this long before the onset */
+#define LATE_NS 10000000000ull /* ... and this long after the fault's end */
+
+static int streq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+static const char *str(const json_t *o, const char *key) {
+  return json_string_value(json_object_get(o, key));
+}
+
+static int cmp_int(const void *a, const void *b) {
+  json_int_t x = *(const json_int_t *)a, y = *(const json_int_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* 1 when the integer arrays a and b hold the same set. */
+static int same_ints(const json_t *a, const json_t *b) {
+  size_t na = json_array_size(a), nb = json_array_size(b);
+  if (!na || !nb) return 0;
+  json_int_t *x = calloc(na + nb, sizeof *x);
+  if (!x) return 0;
+  for (size_t i = 0; i < na; i++)
+    x[i] = json_integer_value(json_array_get(a, i));
+  for (size_t i = 0; i < nb; i++)
+    x[na + i] = json_integer_value(json_array_get(b, i));
+  qsort(x, na, sizeof *x, cmp_int);
+  qsort(x + na, nb, sizeof *x, cmp_int);
+  size_t ua = 0, ub = 0; /* dedupe each, then compare */
+  for (size_t i = 0; i < na; i++)
+    if (!ua || x[ua - 1] != x[i]) x[ua++] = x[i];
+  for (size_t i = 0; i < nb; i++)
+    if (!ub || x[na + ub - 1] != x[na + i]) x[na + ub++] = x[na + i];
+  int same = ua == ub && !memcmp(x, x + na, ua * sizeof *x);
+  free(x);
+  return same;
+}
+
+/* 1 when the string arrays a and b hold the same set (small arrays: quadratic). */
+static int same_strs(const json_t *a, const json_t *b) {
+  if (!json_array_size(a) || !json_array_size(b)) return 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const json_t *x = pass ? b : a, *y = pass ? a : b;
+    for (size_t i = 0; i < json_array_size(x); i++) {
+      int found = 0;
+      for (size_t k = 0; k < json_array_size(y) && !found; k++)
+        found =
+            streq(json_string_value(json_array_get(x, i)), json_string_value(json_array_get(y, k)));
+      if (!found) return 0;
+    }
+  }
+  return 1;
+}
+
+int c4_scen_place_right(const json_t *tf, const json_t *ev) {
+  const char *where = str(tf, "where");
+  if (!streq(where, str(ev, "where"))) return 0;
+  if (!strcmp(where, "gpu"))
+    return same_ints(json_object_get(tf, "ranks"), json_object_get(ev, "ranks"));
+  if (!strcmp(where, "nic_tx") || !strcmp(where, "nic_rx")) {
+    json_t *tn = json_object_get(tf, "nic"), *en = json_object_get(ev, "nic");
+    if (json_is_object(en))
+      return streq(str(tn, "host"), str(en, "host")) &&
+             json_integer_value(json_object_get(tn, "dev")) ==
+                 json_integer_value(json_object_get(en, "dev"));
+    json_t *hosts = json_object_get(ev, "hosts");
+    return json_array_size(hosts) == 1 &&
+           streq(str(tn, "host"), json_string_value(json_array_get(hosts, 0)));
+  }
+  if (!strcmp(where, "link")) {
+    json_t *tl = json_object_get(tf, "link"), *el = json_object_get(ev, "link");
+    json_t *td = json_object_get(tf, "link_devs"), *ed = json_object_get(ev, "link_devs");
+    if (!json_is_array(el) || !json_is_array(tl) ||
+        !streq(json_string_value(json_array_get(tl, 0)),
+               json_string_value(json_array_get(el, 0))) ||
+        !streq(json_string_value(json_array_get(tl, 1)), json_string_value(json_array_get(el, 1))))
+      return 0;
+    return !json_is_array(td) || !json_is_array(ed) ||
+           (json_integer_value(json_array_get(td, 0)) ==
+                json_integer_value(json_array_get(ed, 0)) &&
+            json_integer_value(json_array_get(td, 1)) == json_integer_value(json_array_get(ed, 1)));
+  }
+  if (!strcmp(where, "path")) return streq(str(tf, "path"), str(ev, "path"));
+  return same_strs(json_object_get(tf, "hosts"), json_object_get(ev, "hosts"));
+}
+
+void c4_scen_place_name(const json_t *o, char *buf, size_t n) {
+  const char *where = str(o, "where");
+  json_t *nic = json_object_get(o, "nic"), *link = json_object_get(o, "link");
+  json_t *devs = json_object_get(o, "link_devs"), *ranks = json_object_get(o, "ranks");
+  if (json_is_object(nic)) {
+    snprintf(buf, n, "%s/%lld", str(nic, "host") ? str(nic, "host") : "?",
+             (long long)json_integer_value(json_object_get(nic, "dev")));
+  } else if (json_is_array(link)) {
+    char d[48] = "";
+    if (json_is_array(devs))
+      snprintf(d, sizeof d, " dev %lld->%lld",
+               (long long)json_integer_value(json_array_get(devs, 0)),
+               (long long)json_integer_value(json_array_get(devs, 1)));
+    snprintf(buf, n, "%s->%s%s", json_string_value(json_array_get(link, 0)),
+             json_string_value(json_array_get(link, 1)), d);
+  } else if (str(o, "path")) {
+    snprintf(buf, n, "%s", str(o, "path"));
+  } else if (json_array_size(ranks) && streq(where, "gpu")) {
+    size_t len = (size_t)snprintf(buf, n, "rank%s ", json_array_size(ranks) > 1 ? "s" : "");
+    for (size_t i = 0; i < json_array_size(ranks) && len < n; i++)
+      len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? "," : "",
+                              (long long)json_integer_value(json_array_get(ranks, i)));
+  } else {
+    json_t *hosts = json_object_get(o, "hosts");
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < json_array_size(hosts) && len < n; i++)
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? "," : "",
+                              json_string_value(json_array_get(hosts, i)));
+    if (!len) snprintf(buf, n, "-");
+  }
+}
+
+/* 1 when event e falls in fault f's window and is of its kind. */
+static int matches(const struct c4_scen_truth *t, const struct c4_scen_tfault *f,
+                   const struct c4_scen_event *e) {
+  uint64_t lo = f->onset > EARLY_NS ? f->onset - EARLY_NS : 0;
+  uint64_t hi = (f->end ? f->end : t->trace_end) + LATE_NS;
+  return !strcmp(e->kind, f->kind) && e->t >= lo && e->t <= hi;
+}
+
+static int is_hang(const char *kind) {
+  return !strcmp(kind, "comm_hang") || !strcmp(kind, "noncomm_hang") || !strcmp(kind, "rank_lost");
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorted in place), or JSON null when n is 0. */
+static json_t *median(double *v, size_t n) {
+  if (!n) return json_null();
+  qsort(v, n, sizeof *v, cmp_double);
+  return json_real(n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+/* The first event (by time, then file order) that matches fault i and is not the right place
+ * of another fault it does not also fit: concurrent faults of one kind each get their own. */
+static const struct c4_scen_event *first_match(const struct c4_scen_truth *t, size_t i,
+                                               const struct c4_scen_events *e) {
+  const struct c4_scen_event *best = NULL;
+  for (size_t k = 0; k < e->n; k++) {
+    const struct c4_scen_event *ev = &e->ev[k];
+    if (!matches(t, &t->f[i], ev) || (best && best->t <= ev->t)) continue;
+    int mine = c4_scen_place_right(t->f[i].obj, ev->obj), other = 0;
+    for (size_t g = 0; g < t->n && !mine && !other; g++)
+      other = g != i && matches(t, &t->f[g], ev) && c4_scen_place_right(t->f[g].obj, ev->obj);
+    if (!other) best = ev;
+  }
+  return best;
+}
+
+static json_t *fault_result(const struct c4_scen_truth *t, size_t i, const struct c4_scen_event *m,
+                            double *flag) {
+  const struct c4_scen_tfault *f = &t->f[i];
+  char place[160];
+  c4_scen_place_name(f->obj, place, sizeof place);
+  json_t *r =
+      json_pack("{s:s, s:s, s:s, s:I, s:o, s:b}", "kind", f->kind, "where", f->where, "place",
+                place, "onset_ns", (json_int_t)f->onset, "end_ns",
+                f->end ? json_integer((json_int_t)f->end) : json_null(), "detected", m != NULL);
+  if (!r) return NULL;
+  json_t *spec = json_object_get(f->obj, "spec");
+  if (json_is_string(spec)) json_object_set(r, "spec", spec);
+  if (!m) {
+    json_object_set_new(r, "place_right", json_null());
+    json_object_set_new(r, "flag_s", json_null());
+    json_object_set_new(r, "event_id", json_null());
+    return r;
+  }
+  /* a hang is flaggable once the job has stalled (stall_ns, when the truth has it) for the
+   * threshold; a lost rank and a slowdown from the onset */
+  uint64_t from = f->onset;
+  if (is_hang(f->kind) && strcmp(f->kind, "rank_lost")) {
+    json_t *stall = json_object_get(f->obj, "stall_ns");
+    if (json_is_integer(stall) && (uint64_t)json_integer_value(stall) > from)
+      from = (uint64_t)json_integer_value(stall);
+    from += t->hang_ns;
+  }
+  *flag = ((double)m->t - (double)from) / 1e9;
+  char eplace[160];
+  c4_scen_place_name(m->obj, eplace, sizeof eplace);
+  json_object_set_new(r, "place_right", json_boolean(c4_scen_place_right(f->obj, m->obj)));
+  json_object_set_new(r, "flag_s", json_real(*flag));
+  json_t *id = json_object_get(m->obj, "id");
+  json_object_set_new(r, "event_id", json_is_integer(id) ? json_incref(id) : json_null());
+  json_object_set_new(r, "event_t", json_integer((json_int_t)m->t));
+  json_object_set_new(r, "event_where",
+                      json_string(str(m->obj, "where") ? str(m->obj, "where") : ""));
+  json_object_set_new(r, "event_place", json_string(eplace));
+  return r;
+}
+
+/* The blip (index) an unmatched event probably answers: one shortly before it; -1 if none. */
+static long near_blip(const struct c4_scen_truth *t, uint64_t at) {
+  long best = -1;
+  size_t i;
+  json_t *b;
+  json_array_foreach(t->blips, i, b) {
+    uint64_t bt = (uint64_t)json_integer_value(json_object_get(b, "t_ns"));
+    if (at + EARLY_NS >= bt && at <= bt + LATE_NS) best = (long)i;
+  }
+  return best;
+}
+
+json_t *c4_scen_score(const struct c4_scen_truth *t, const struct c4_scen_events *e) {
+  json_t *faults = json_array(), *fps = json_array(), *blips = json_array();
+  double *slow = calloc(t->n + 1, sizeof *slow), *hang = calloc(t->n + 1, sizeof *hang);
+  char *alarmed = calloc(json_array_size(t->blips) + 1, 1);
+  size_t nslow = 0, nhang = 0, found = 0, right = 0, tp = 0;
+  json_t *doc = NULL;
+  if (!faults || !fps || !blips || !slow || !hang || !alarmed) goto out;
+  for (size_t i = 0; i < t->n; i++) {
+    const struct c4_scen_event *m = first_match(t, i, e);
+    double flag = 0;
+    json_array_append_new(faults, fault_result(t, i, m, &flag));
+    if (!m) continue;
+    found++;
+    right += c4_scen_place_right(t->f[i].obj, m->obj);
+    if (is_hang(t->f[i].kind))
+      hang[nhang++] = flag;
+    else
+      slow[nslow++] = flag;
+  }
+  for (size_t k = 0; k < e->n; k++) {
+    int hit = 0;
+    for (size_t i = 0; i < t->n && !hit; i++)
+      hit = matches(t, &t->f[i], &e->ev[k]);
+    if (hit) {
+      tp++;
+      continue;
+    }
+    json_t *fp = json_deep_copy(e->ev[k].obj);
+    long b = near_blip(t, e->ev[k].t);
+    if (b >= 0) alarmed[b] = 1;
+    json_object_set_new(fp, "line", json_integer(e->ev[k].line));
+    json_object_set_new(fp, "near_blip", b >= 0 ? json_integer(b) : json_null());
+    json_array_append_new(fps, fp);
+  }
+  size_t i;
+  json_t *b;
+  json_array_foreach(t->blips, i, b) {
+    json_t *c = json_deep_copy(b);
+    json_object_set_new(c, "alarmed", json_boolean(alarmed[i]));
+    json_array_append_new(blips, c);
+  }
+  doc = json_pack("{s:f, s:f, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O, s:O}",
+                  "precision", e->n ? (double)tp / (double)e->n : 1.0, "recall",
+                  t->n ? (double)found / (double)t->n : 1.0, "location",
+                  found ? json_real((double)right / (double)found) : json_null(),
+                  "median_flag_slow_s", median(slow, nslow), "median_flag_hang_s",
+                  median(hang, nhang), "false_alarms", (json_int_t)json_array_size(fps), "events",
+                  (json_int_t)e->n, "true_positives", (json_int_t)tp, "faults_total",
+                  (json_int_t)t->n, "faults_detected", (json_int_t)found, "start_ns",
+                  (json_int_t)t->start, "faults", faults, "false_positives", fps, "blips", blips);
+out:
+  json_decref(faults);
+  json_decref(fps);
+  json_decref(blips);
+  free(slow);
+  free(hang);
+  free(alarmed);
+  return doc;
+}
