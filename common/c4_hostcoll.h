@@ -8,6 +8,7 @@
 
 #include "c4_bootstrap.h"
 #include "c4_netapi.h"
+#include "c4_record.h"
 
 struct c4_hostcoll {
   struct c4_netapi *api;
@@ -20,6 +21,11 @@ struct c4_hostcoll {
   int inflight;       /* requests per direction, at most 8 (NCCL_STEPS) */
   size_t slice_bytes; /* message size the ring cuts a segment into */
   int timeout_ms;     /* no progress for this long fails the collective */
+  /* the plugin's c4Ext* calls (ext_plugin_api.c), NULL when it has none: collectives reported
+   * to c4mon as the profiler plugin would */
+  void (*ext_enter)(void);
+  void (*ext_done)(const struct c4_coll_record *rec);
+  uint64_t comm_id, seq; /* the same on every rank: a hash of the ring's handles */
 };
 
 /* Connects the ring on plugin device dev of an opened api (its v11 context is api->ctx): each
@@ -35,10 +41,11 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
                           struct c4_bootstrap *bs);
 
 /* In-place sum of count floats across all ranks: ring reduce-scatter, then ring allgather, each
- * step pipelined in slices with several requests in flight. count need not divide by the world
- * size; count 0 and world 1 return at once. Every rank ends with the same bits. Collective: all
- * ranks call it with the same count. Returns 0, C4_ENOMEM or C4_EREMOTE (a plugin call failed or
- * no progress for C4_COLL_TIMEOUT_MS; buf is then partly reduced). */
+ * step pipelined in slices with several requests in flight. Reported to the plugin (c4ExtColl*)
+ * as one AllReduce collective record, when the plugin offers that. count need not divide by the
+ * world size; count 0 and world 1 return at once. Every rank ends with the same bits. Collective:
+ * all ranks call it with the same count. Returns 0, C4_ENOMEM or C4_EREMOTE (a plugin call failed
+ * or no progress for C4_COLL_TIMEOUT_MS; buf is then partly reduced). */
 int c4_hostcoll_allreduce_f32(struct c4_hostcoll *h, float *buf, size_t count);
 
 /* Sends `bytes` from sbuf to the next rank while receiving `bytes` from the previous one into

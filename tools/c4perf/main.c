@@ -282,6 +282,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (rank >= world) goto bad;
+  /* the plugin names this process by the launcher's variables: give them the flags' values */
+  char num[16];
+  snprintf(num, sizeof num, "%d", rank);
+  setenv("RANK", num, 0);
+  snprintf(num, sizeof num, "%d", world);
+  setenv("WORLD_SIZE", num, 0);
 
   char plugin_path[4096];
   if (!o.plugin) o.plugin = default_plugin(plugin_path, sizeof plugin_path);
