@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "c4_trace_json.h"
-#include "mon_windows.h"
+#include "det.h"
 
 static void shift(uint64_t *t, int64_t off) {
   if (*t) *t = (uint64_t)((int64_t)*t + off);
@@ -23,26 +23,19 @@ void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, str
     shift(&r->comm.t, offset);
   } else if (r->kind == C4_REC_LINK) {
     shift(&r->link.t, offset);
+  } else if (r->kind == C4_REC_RANK) {
+    shift(&r->rank.t, offset);
   }
-  s->records++;
-  c4_mon_windows_take(job, r);
+  if (r->kind == C4_REC_RANK)
+    s->heartbeats += r->rank.event == C4_RANK_HB;
+  else
+    s->records++;
+  c4_det_take(job, r);
   if (!s->out) return;
   json_t *j = c4_record_json(r);
   if (!j) return;
   json_object_set_new(j, "job", json_string(job));
   if (json_dumpf(j, s->out, JSON_COMPACT) == 0) fputc('\n', s->out);
-  json_decref(j);
-}
-
-void c4_mon_take_heartbeat(struct mon_sink *s, const char *job, int rank, const char *host,
-                           const struct c4_heartbeat *hb) {
-  s->heartbeats++;
-  if (!s->out) return;
-  json_t *j = json_pack(
-      "{s:i, s:s, s:s, s:i, s:s, s:I, s:I, s:I, s:I}", "v", 1, "type", "hb", "job", job, "rank",
-      rank, "host", host, "t", (json_int_t)((int64_t)hb->t + hb->offset), "entered",
-      (json_int_t)hb->entered, "done", (json_int_t)hb->done, "dropped", (json_int_t)hb->dropped);
-  if (j && json_dumpf(j, s->out, JSON_COMPACT) == 0) fputc('\n', s->out);
   json_decref(j);
 }
 
@@ -52,6 +45,7 @@ uint64_t c4_mon_record_time(const struct c4_record *r) {
   case C4_REC_COLL: return r->coll.t_done ? r->coll.t_done : r->coll.t_arrive;
   case C4_REC_COMM: return r->comm.t;
   case C4_REC_LINK: return r->link.t;
+  case C4_REC_RANK: return r->rank.t;
   default: return 0;
   }
 }

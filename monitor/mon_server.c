@@ -22,6 +22,7 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_log.h"
+#include "det.h"
 #include "mon_pipeline.h"
 #include "mon_windows.h"
 
@@ -32,7 +33,7 @@ enum { WAIT_HELLO, UP };
 struct conn {
   int fd, state;
   uint8_t nonce[C4_FRAME_NONCE];
-  uint64_t t_open;
+  uint64_t t_open, t_read; /* t_read: when the last bytes were read */
   uint8_t *buf;
   size_t len, cap;
   struct c4_hello hello;
@@ -126,6 +127,21 @@ static void take_record(struct conn *c, struct c4_record *r) {
   c4_mon_take_record(&mon.sink, c->hello.job, c->hb.offset, r);
 }
 
+/* c4mon's own record of a rank's heartbeat or of the end of its stream, for detection and the
+ * trace (never accepted from a rank). */
+static void take_rank_event(struct conn *c, int event, uint64_t t, int64_t offset) {
+  struct c4_record r = {.kind = C4_REC_RANK};
+  r.rank = (struct c4_rank_record){.rank = c->hello.rank,
+                                   .pid = c->hello.pid,
+                                   .event = (uint8_t)event,
+                                   .t = t,
+                                   .entered = event == C4_RANK_HB ? c->hb.entered : 0,
+                                   .done = event == C4_RANK_HB ? c->hb.done : 0,
+                                   .dropped = event == C4_RANK_HB ? c->hb.dropped : 0};
+  snprintf(r.rank.host, sizeof r.rank.host, "%s", c->hello.host);
+  c4_mon_take_record(&mon.sink, c->hello.job, offset, &r);
+}
+
 static json_t *status_json(void) {
   double secs = (double)(c4_now_ns() - mon.t_start) / 1e9;
   json_t *ranks = json_array();
@@ -149,27 +165,38 @@ static json_t *status_json(void) {
                    secs, "ranks", ranks, "windows", c4_mon_windows_json());
 }
 
-static void send_status(struct conn *c) {
+json_t *c4_mon_server_status(void) {
   json_t *st = status_json();
+  if (st) json_object_set_new(st, "detect", c4_det_state_json());
+  return st;
+}
+
+/* The document goes out as STATUS_REPLY frames of at most C4_FRAME_MAX_PAYLOAD bytes, the last
+ * one shorter (empty if need be). Sent blocking, but with a 2 s send timeout, so a client that
+ * does not read stalls c4mon for 2 s at most. */
+static void send_status(struct conn *c) {
+  json_t *st = c4_mon_server_status();
   char *doc = st ? json_dumps(st, JSON_COMPACT) : NULL;
   json_decref(st);
-  if (doc) {
-    size_t n = strlen(doc) < C4_FRAME_MAX_PAYLOAD ? strlen(doc) : C4_FRAME_MAX_PAYLOAD;
+  if (!doc) return;
+  int fl = fcntl(c->fd, F_GETFL);
+  fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+  struct timeval tv = {.tv_sec = 2};
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  const char *p = doc;
+  size_t left = strlen(doc);
+  for (;;) {
+    size_t n = left < C4_FRAME_MAX_PAYLOAD ? left : C4_FRAME_MAX_PAYLOAD;
     uint8_t hdr[C4_FRAME_HDR];
     c4_frame_put_header(hdr, C4_FRAME_STATUS_REPLY, (uint32_t)n);
-    int fl = fcntl(c->fd, F_GETFL);
-    fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK); /* one reply, then close: let it go out whole */
-    if (send_all_now(c->fd, hdr, sizeof hdr) == 0) {
-      const char *p = doc;
-      while (n) {
-        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0) break;
-        p += k;
-        n -= (size_t)k;
-      }
-    }
-    free(doc);
+    if (send_all_now(c->fd, hdr, sizeof hdr) != 0 ||
+        (n && send_all_now(c->fd, (const uint8_t *)p, n) != 0))
+      break;
+    p += n;
+    left -= n;
+    if (n < C4_FRAME_MAX_PAYLOAD) break;
   }
+  free(doc);
 }
 
 /* Acts on one whole frame. Returns 0 to go on, -1 when the connection was closed. */
@@ -204,24 +231,25 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
     for (size_t i = 0; i < n; i++) {
       struct c4_record r;
       int k = c4_frame_get_record(p + off, len - off, &r);
-      if (k <= 0) goto bad;
+      if (k <= 0 || r.kind == C4_REC_RANK) goto bad; /* a rank cannot speak for c4mon */
       off += (size_t)k;
       take_record(c, &r);
     }
     if (off != len) goto bad;
   } else if (type == C4_FRAME_HEARTBEAT) {
     if (c4_frame_get_heartbeat(p, len, &c->hb) != 0) goto bad;
-    c4_mon_take_heartbeat(&mon.sink, c->hello.job, c->hello.rank, c->hello.host, &c->hb);
+    take_rank_event(c, C4_RANK_HB, c->hb.t, c->hb.offset);
   } else if (type == C4_FRAME_TIME) {
     uint64_t t[3];
     if (c4_frame_get_time(p, len, t) != 0) goto bad;
-    t[1] = c4_now_ns();
+    t[1] = c->t_read; /* when its bytes came in: frames queued before it do not count as delay */
     t[2] = c4_now_ns();
     uint8_t b[C4_FRAME_TIME_SIZE];
     c4_frame_put_time(b, t);
     send_frame(c->fd, C4_FRAME_TIME, b, sizeof b);
   } else if (type == C4_FRAME_BYE) {
     mon.clean_exits++;
+    take_rank_event(c, C4_RANK_BYE, c4_now_ns(), 0);
     close_conn(c, NULL, 0);
     return -1;
   } else {
@@ -249,12 +277,16 @@ static void on_readable(struct conn *c) {
     }
     ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      if (c->state == UP) mon.lost++; /* gone without a BYE */
+      if (c->state == UP) { /* gone without a BYE */
+        mon.lost++;
+        take_rank_event(c, C4_RANK_LOST, c4_now_ns(), 0);
+      }
       close_conn(c, "connection ended", 0);
       return;
     }
     if (k < 0) break;
     c->len += (size_t)k;
+    c->t_read = c4_now_ns();
     size_t pos = 0;
     for (;;) {
       int type;
@@ -324,6 +356,7 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
   mon.t_start = c4_now_ns();
   struct epoll_event evs[256];
+  uint64_t next_tick = 0;
   while (!*stop) {
     int n = epoll_wait(mon.efd, evs, 256, 100);
     for (int i = 0; i < n; i++) {
@@ -334,11 +367,16 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
     }
     if (o->record) fflush(o->record);
     expire_handshakes(c4_now_ns());
+    uint64_t now = c4_now_ns();
+    if (now >= next_tick) { /* detection's clock, and the caller's periodic work */
+      c4_det_advance(now);
+      if (o->tick) o->tick(o->tick_arg);
+      next_tick = now + 100000000ull;
+    }
   }
   for (int fd = 0; fd < mon.nconn_max; fd++)
     if (mon.conn[fd]) close_conn(mon.conn[fd], NULL, 0);
   free(mon.conn);
-  c4_mon_windows_reset();
   close(mon.efd);
   close(mon.lfd);
   return 0;
@@ -357,12 +395,13 @@ int c4_mon_query_status(const char *addr, char **out) {
   uint8_t hdr[C4_FRAME_HDR];
   c4_frame_put_header(hdr, C4_FRAME_STATUS, 0);
   if (!rc && send_all_now(fd, hdr, sizeof hdr) != 0) rc = C4_EREMOTE;
-  /* c4mon sends its CHALLENGE first, then the reply */
+  /* c4mon sends its CHALLENGE first, then the reply in frames; the last one is short */
   char *doc = NULL;
-  for (int frames = 0; !rc && frames < 2 && !doc; frames++) {
+  size_t have = 0;
+  for (int frames = 0; !rc; frames++) {
     int type;
     uint32_t len;
-    if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
+    if (frames > 1024 || recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
         c4_frame_get_header(hdr, &type, &len) != 0) {
       rc = C4_EPROTO;
       break;
@@ -373,11 +412,26 @@ int c4_mon_query_status(const char *addr, char **out) {
       rc = C4_EPROTO;
       break;
     }
-    body[len] = 0;
-    if (type == C4_FRAME_STATUS_REPLY)
-      doc = body;
-    else
+    if (type != C4_FRAME_STATUS_REPLY) {
       free(body);
+      continue;
+    }
+    char *grown = realloc(doc, have + len + 1);
+    if (!grown) {
+      free(body);
+      rc = C4_ENOMEM;
+      break;
+    }
+    doc = grown;
+    memcpy(doc + have, body, len);
+    have += len;
+    doc[have] = 0;
+    free(body);
+    if (len < C4_FRAME_MAX_PAYLOAD) break;
+  }
+  if (rc) {
+    free(doc);
+    doc = NULL;
   }
   if (fd >= 0) close(fd);
   if (!rc && !doc) rc = C4_EPROTO;

@@ -3,19 +3,26 @@
 #ifndef C4_MON_SERVER_H
 #define C4_MON_SERVER_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
 struct mon_opts {
-  const char *listen; /* ADDR:PORT */
-  const char *token;  /* the job token; "" accepts only jobs without one */
-  const char *job;    /* accept only this job, or NULL for any */
-  FILE *record;       /* trace lines go here, or NULL */
+  const char *listen;      /* ADDR:PORT */
+  const char *token;       /* the job token; "" accepts only jobs without one */
+  const char *job;         /* accept only this job, or NULL for any */
+  FILE *record;            /* trace lines go here, or NULL */
+  void (*tick)(void *arg); /* called about every 100 ms from the loop (exporters), or NULL */
+  void *tick_arg;
 };
 
 /* Runs until *stop becomes nonzero (checked every 100 ms). Returns 0, or a negative C4_E* code
  * when it cannot listen (logged). */
 int c4_mon_serve(const struct mon_opts *o, volatile int *stop);
+
+/* The status document (as `c4mon status --json` prints it) with detection's state under
+ * "detect"; for the loop's own exporters. The caller owns it. */
+json_t *c4_mon_server_status(void);
 
 /* Asks the c4mon at ADDR:PORT for its status; the JSON document is written to out (a malloc'd
  * string the caller frees). Returns 0 or a negative C4_E* code. */

@@ -23,6 +23,7 @@ struct comm {
   uint64_t newest, touched;
   struct slot slot[C4MON_WINDOW];
   uint64_t *mem;
+  void *user; /* the detector's, freed through hooks.forget */
 };
 
 static struct {
@@ -33,7 +34,27 @@ static struct {
   uint64_t late, evicted, too_big;
 } win;
 
+static struct c4_win_hooks hooks;
+
+void c4_mon_windows_set_hooks(const struct c4_win_hooks *h) {
+  if (h)
+    hooks = *h;
+  else
+    memset(&hooks, 0, sizeof hooks);
+}
+
+static void view(const struct slot *s, struct c4_win_slot *v) {
+  *v = (struct c4_win_slot){.seq = s->seq,
+                            .func = s->func,
+                            .bytes = s->bytes,
+                            .arrived = s->arrived,
+                            .done = s->done,
+                            .t_arrive = s->t_arrive,
+                            .t_done = s->t_done};
+}
+
 static void comm_free(struct comm *c) {
+  if (c->user && hooks.forget) hooks.forget(c->user);
   free(c->mem);
   free(c);
 }
@@ -105,13 +126,38 @@ static void take_coll(const char *job, const struct c4_coll_record *r) {
     win.late++;
     return;
   }
-  if (!s->t_arrive[r->rank]) s->arrived++;
+  int entered_now = !s->t_arrive[r->rank];
+  if (entered_now) s->arrived++;
   s->t_arrive[r->rank] = r->t_arrive ? r->t_arrive : 1;
   if (r->t_done && !s->t_done[r->rank]) {
     s->done++;
     s->t_done[r->rank] = r->t_done;
   }
   if (r->seq > c->newest) c->newest = r->seq;
+  if (entered_now && s->arrived == c->nranks && hooks.arrived) {
+    struct c4_win_slot cur, prev;
+    const struct slot *p = &c->slot[(r->seq - 1) % C4MON_WINDOW];
+    int have_prev = r->seq > 0 && p->used && p->seq == r->seq - 1;
+    view(s, &cur);
+    if (have_prev) view(p, &prev);
+    hooks.arrived(c->job, c->id, c->nranks, &c->user, &cur, have_prev ? &prev : NULL);
+  }
+}
+
+void c4_mon_windows_each_open(const char *job,
+                              void (*fn)(uint64_t comm, int nranks, const struct c4_win_slot *s,
+                                         void *arg),
+                              void *arg) {
+  for (int i = 0; i < win.n; i++) {
+    const struct comm *c = win.comm[i];
+    if (strcmp(c->job, job)) continue;
+    const struct slot *s = &c->slot[c->newest % C4MON_WINDOW];
+    if (s->used && s->seq == c->newest && (s->arrived < c->nranks || s->done < c->nranks)) {
+      struct c4_win_slot v;
+      view(s, &v);
+      fn(c->id, c->nranks, &v, arg);
+    }
+  }
 }
 
 void c4_mon_windows_take(const char *job, const struct c4_record *r) {

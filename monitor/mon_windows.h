@@ -17,6 +17,32 @@
 #define C4MON_MAX_RANKS 65536
 #define C4MON_RANK_BUDGET 262144
 
+/* One collective of a window, read-only, for detection. */
+struct c4_win_slot {
+  uint64_t seq;
+  const char *func;
+  uint64_t bytes;
+  int arrived, done;
+  const uint64_t *t_arrive, *t_done; /* [nranks], 0 = not yet */
+};
+
+/* What detection hangs off the windows: arrived() runs when every rank has entered collective
+ * cur (prev: the one before it, NULL when it is not in the window), with *user a pointer the
+ * detector may keep per communicator; forget() frees it when the communicator is evicted. */
+struct c4_win_hooks {
+  void (*arrived)(const char *job, uint64_t comm, int nranks, void **user,
+                  const struct c4_win_slot *cur, const struct c4_win_slot *prev);
+  void (*forget)(void *user);
+};
+void c4_mon_windows_set_hooks(const struct c4_win_hooks *h);
+
+/* Calls fn for the newest collective of each communicator of job when it is not complete (some
+ * rank has not entered it, or not finished it). */
+void c4_mon_windows_each_open(const char *job,
+                              void (*fn)(uint64_t comm, int nranks, const struct c4_win_slot *s,
+                                         void *arg),
+                              void *arg);
+
 /* Takes a coll or comm record of job (other kinds are ignored). Never fails: what does not fit
  * the bounds is counted and dropped. */
 void c4_mon_windows_take(const char *job, const struct c4_record *r);

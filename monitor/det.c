@@ -1,0 +1,281 @@
+/* det.c -- detection's front: routes records to the detectors, keeps the clock, and owns the
+ * verdicts: a finding becomes an event once, and a recovered event when it clears. */
+#include "det.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_err.h"
+#include "det_internal.h"
+#include "mon_events.h"
+#include "mon_windows.h"
+
+struct c4_det_config c4_det_cfg;
+uint64_t c4_det_now;
+
+#define MAX_ACTIVE 4096
+
+struct verdict {
+  char key[320];
+  json_t *event;
+};
+
+static struct {
+  struct verdict active[MAX_ACTIVE];
+  int nactive;
+  int next_id;
+  uint64_t counts[6];
+  uint64_t periodic_at; /* next time the periodic checks run */
+} det;
+
+static const char *const kinds[] = {"straggler",    "comm_slow", "comm_hang",
+                                    "noncomm_hang", "rank_lost", "recovered"};
+
+static void count_kind(const char *kind) {
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(kinds[i], kind)) det.counts[i]++;
+}
+
+static json_t *opt_str(const char *s) { return s ? json_string(s) : json_null(); }
+
+static json_t *comm_hex(uint64_t comm) {
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016" PRIx64, comm);
+  return comm ? json_string(hex) : json_null();
+}
+
+int det_active(const char *key) {
+  for (int i = 0; i < det.nactive; i++)
+    if (!strcmp(det.active[i].key, key)) return 1;
+  return 0;
+}
+
+int det_raise(const char *key, struct det_finding *f) {
+  for (int i = 0; i < det.nactive; i++)
+    if (!strcmp(det.active[i].key, key)) {
+      json_decref(f->ranks);
+      json_decref(f->hosts);
+      return (int)json_integer_value(json_object_get(det.active[i].event, "id"));
+    }
+  int id = ++det.next_id;
+  json_t *ev = json_pack("{s:i, s:i, s:s, s:I, s:I, s:s, s:s, s:o, s:o}", "v", 1, "id", id, "kind",
+                         f->kind, "t", (json_int_t)c4_det_now, "first_seen",
+                         (json_int_t)(f->first_seen ? f->first_seen : c4_det_now), "job", f->job,
+                         "where", f->where, "ranks", f->ranks ? f->ranks : json_array(), "hosts",
+                         f->hosts ? f->hosts : json_array());
+  if (!ev) return 0;
+  json_object_set_new(ev, "nic",
+                      f->nic_host ? json_pack("{s:s, s:i}", "host", f->nic_host, "dev", f->nic_dev)
+                                  : json_null());
+  json_object_set_new(ev, "link",
+                      f->link_src ? json_pack("[s, s]", f->link_src, f->link_dst) : json_null());
+  json_object_set_new(ev, "link_devs",
+                      f->link_src ? json_pack("[i, i]", f->link_src_dev, f->link_dst_dev)
+                                  : json_null());
+  json_object_set_new(ev, "path", opt_str(f->path));
+  json_object_set_new(ev, "factor", json_real(f->factor));
+  json_object_set_new(ev, "confidence", json_real(f->confidence));
+  json_object_set_new(ev, "comm", comm_hex(f->comm));
+  json_object_set_new(ev, "detail", json_string(f->detail));
+  count_kind(f->kind);
+  if (det.nactive < MAX_ACTIVE) {
+    struct verdict *v = &det.active[det.nactive++];
+    snprintf(v->key, sizeof v->key, "%s", key);
+    v->event = json_incref(ev);
+  }
+  c4_mon_events_emit(ev);
+  return id;
+}
+
+static void clear_at(int i, const char *why) {
+  json_t *old = det.active[i].event;
+  json_t *cleared = json_object();
+  static const char *const copy[] = {"kind", "where", "ranks", "hosts", "link", "nic", "path"};
+  for (size_t k = 0; k < sizeof copy / sizeof *copy; k++)
+    json_object_set(cleared, copy[k], json_object_get(old, copy[k]));
+  json_t *ev =
+      json_pack("{s:i, s:i, s:s, s:I, s:I, s:O, s:O, s:O, s:O, s:O, s:f, s:f, s:O, s:s}", "v", 1,
+                "id", ++det.next_id, "kind", "recovered", "t", (json_int_t)c4_det_now, "first_seen",
+                (json_int_t)c4_det_now, "job", json_object_get(old, "job"), "where",
+                json_object_get(old, "where"), "ranks", json_object_get(old, "ranks"), "hosts",
+                json_object_get(old, "hosts"), "link", json_object_get(old, "link"), "factor", 0.0,
+                "confidence", 0.0, "comm", json_object_get(old, "comm"), "detail", why);
+  if (ev) {
+    json_object_set_new(ev, "clears",
+                        json_object_get(old, "id") ? json_incref(json_object_get(old, "id"))
+                                                   : json_null());
+    json_object_set_new(ev, "cleared", cleared);
+    count_kind("recovered");
+    c4_mon_events_emit(ev);
+  } else {
+    json_decref(cleared);
+  }
+  json_decref(old);
+  det.active[i] = det.active[--det.nactive];
+}
+
+void det_clear(const char *key, const char *why) {
+  for (int i = 0; i < det.nactive; i++)
+    if (!strcmp(det.active[i].key, key)) {
+      clear_at(i, why);
+      return;
+    }
+}
+
+void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg), void *arg) {
+  size_t n = strlen(prefix);
+  for (int i = 0; i < det.nactive;) {
+    if (!strncmp(det.active[i].key, prefix, n) && !keep(det.active[i].key, arg))
+      clear_at(i, "the evidence is gone");
+    else
+      i++;
+  }
+}
+
+/* (host, pid) -> launcher rank: open addressing, never shrinks, bounded. */
+#define ID_CAP (1 << 19)
+struct ident {
+  char host[C4_HOST_MAX];
+  uint32_t pid;
+  int rank;
+  int used;
+};
+static struct ident *idents;
+static long nidents;
+
+static uint64_t ident_hash(const char *host, uint32_t pid) {
+  uint64_t h = 1469598103934665603ull ^ pid;
+  for (const char *p = host; *p; p++)
+    h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  return h;
+}
+
+static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
+  if (!idents && !(idents = calloc(ID_CAP, sizeof *idents))) return NULL;
+  for (uint64_t i = ident_hash(host, pid) & (ID_CAP - 1), probes = 0; probes < 64;
+       i = (i + 1) & (ID_CAP - 1), probes++) {
+    struct ident *e = &idents[i];
+    if (!e->used) {
+      if (!insert || nidents >= ID_CAP / 2) return NULL;
+      e->used = 1;
+      e->pid = pid;
+      snprintf(e->host, sizeof e->host, "%s", host);
+      e->rank = -1;
+      nidents++;
+      return e;
+    }
+    if (e->pid == pid && !strcmp(e->host, host)) return e;
+  }
+  return NULL;
+}
+
+/* Called for every transfer: a one-entry-per-pid cache in front keeps the table (and its cache
+ * misses) out of the common case, the same process seen again. */
+static struct {
+  uint32_t pid;
+  int rank;
+  char host[16];
+} seen[1 << 16];
+
+void det_learn_rank(const char *host, uint32_t pid, int rank) {
+  if (rank < 0) return;
+  unsigned k = (pid ^ (uint32_t)host[0] << 11) & ((1 << 16) - 1);
+  if (seen[k].pid == pid && seen[k].rank == rank && !strncmp(seen[k].host, host, 16) &&
+      strlen(host) < 16)
+    return;
+  struct ident *e = ident_slot(host, pid, 1);
+  if (!e) return;
+  e->rank = rank;
+  seen[k].pid = pid;
+  seen[k].rank = rank;
+  snprintf(seen[k].host, sizeof seen[k].host, "%s", host);
+}
+
+int det_rank_of(const char *host, uint32_t pid) {
+  struct ident *e = ident_slot(host, pid, 0);
+  return e ? e->rank : -1;
+}
+
+int c4_det_init(const struct c4_det_config *cfg) {
+  c4_det_reset();
+  c4_det_cfg = *cfg;
+  if (!c4_det_cfg.hang_ns) c4_det_cfg.hang_ns = 3000000000ull;
+  if (!c4_det_cfg.lost_ns) c4_det_cfg.lost_ns = 10000000000ull;
+  det_coll_init();
+  if (cfg->plan && det_plan_load(cfg->plan) != 0) return C4_EINVAL;
+  return 0;
+}
+
+/* The clock moves to the record's time first, so a verdict it triggers carries that time. */
+void c4_det_take(const char *job, const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER:
+    c4_det_advance(r->xfer.t_done ? r->xfer.t_done : r->xfer.t_posted);
+    det_learn_rank(r->xfer.self.host, r->xfer.self.pid, r->xfer.self.rank);
+    det_matrix_take(job, &r->xfer);
+    det_hang_take_xfer(job, &r->xfer);
+    break;
+  case C4_REC_COLL:
+    c4_det_advance(r->coll.t_done ? r->coll.t_done : r->coll.t_arrive);
+    if (r->coll.t_done) /* a pipeline's p2p waits for its peer stage: not a collective's time */
+      det_hang_take_progress(job, r->coll.t_done,
+                             !r->coll.is_p2p && r->coll.t_done > r->coll.t_arrive
+                                 ? r->coll.t_done - r->coll.t_arrive
+                                 : 0);
+    c4_mon_windows_take(job, r);
+    break;
+  case C4_REC_COMM:
+    c4_det_advance(r->comm.t);
+    det_coll_take_comm(job, &r->comm);
+    c4_mon_windows_take(job, r);
+    break;
+  case C4_REC_RANK:
+    c4_det_advance(r->rank.t);
+    det_learn_rank(r->rank.host, r->rank.pid, r->rank.rank);
+    det_ranks_take(job, &r->rank);
+    break;
+  default: break;
+  }
+}
+
+/* The periodic checks run every 50 ms of detection time, not per record: at 16,384 ranks a scan
+ * per record would cost more than the records. */
+void c4_det_advance(uint64_t now) {
+  if (now <= c4_det_now) return;
+  c4_det_now = now;
+  if (now < det.periodic_at) return;
+  det.periodic_at = now + 50000000ull;
+  det_matrix_advance();
+  det_ranks_advance();
+  det_hang_advance();
+}
+
+json_t *c4_det_state_json(void) {
+  json_t *verdicts = json_array(), *counts = json_object();
+  for (int i = 0; i < det.nactive; i++)
+    json_array_append(verdicts, det.active[i].event);
+  for (int i = 0; i < 6; i++)
+    json_object_set_new(counts, kinds[i], json_integer((json_int_t)det.counts[i]));
+  return json_pack("{s:I, s:o, s:o, s:o, s:o}", "t", (json_int_t)c4_det_now, "ranks",
+                   det_ranks_state(), "matrix", det_matrix_state(), "verdicts", verdicts, "counts",
+                   counts);
+}
+
+void c4_det_reset(void) {
+  for (int i = 0; i < det.nactive; i++)
+    json_decref(det.active[i].event);
+  memset(&det, 0, sizeof det);
+  c4_det_now = 0;
+  free(idents);
+  idents = NULL;
+  nidents = 0;
+  memset(seen, 0, sizeof seen);
+  c4_mon_windows_reset();
+  det_coll_reset();
+  det_hang_reset();
+  det_matrix_reset();
+  det_plan_reset();
+  det_ranks_reset();
+  memset(&c4_det_cfg, 0, sizeof c4_det_cfg);
+}

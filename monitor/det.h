@@ -1,0 +1,44 @@
+/* det.h -- c4mon's detection: takes every record (and c4mon's own rank records: heartbeats, ends
+ * of streams) on the telemetry's clock and emits verdicts (docs/events.md) through mon_events.
+ * Three detectors share it: collectives (det_coll.c: straggler, comm_hang, noncomm_hang), the
+ * delay matrix (det_matrix.c: comm_slow) and liveness (det_ranks.c: rank_lost). Single-threaded;
+ * bounded memory. */
+#ifndef C4_DET_H
+#define C4_DET_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "c4_record.h"
+
+struct c4_det_config {
+  uint64_t hang_ns; /* a collective stalled this long is a hang (default 3 s) */
+  uint64_t lost_ns; /* heartbeats silent this long: rank lost (default 10 s) */
+  const char *plan; /* a traffic plan (docs/plan-format.md) naming paths, or NULL */
+};
+
+/* Starts (or restarts) detection. Returns 0, or C4_EINVAL with a message logged when the plan
+ * cannot be read. */
+int c4_det_init(const struct c4_det_config *cfg);
+
+/* Takes one record of job, its times already on the telemetry's clock. */
+void c4_det_take(const char *job, const struct c4_record *r);
+
+/* Moves detection's clock to now (ns) and runs what is due: hang and liveness checks, matrix
+ * evaluations. Replay calls it with each record's time, serve every 100 ms with its own clock.
+ * Time never goes back: an earlier now is ignored. */
+void c4_det_advance(uint64_t now);
+
+/* Detection's view for status, metrics, `c4mon top` and pictures (the caller owns it):
+ *   {"t":NOW, "ranks":[{"job","rank","host","slowdown","last_hb_ns","entered","done","lost"}],
+ *    "matrix":{"nodes":["HOST/DEV",...],"cells":[[SRC,DST,FACTOR,SAMPLES],...],
+ *              "rows":[FACTOR...],"cols":[FACTOR...],"t":T},
+ *    "verdicts":[EVENT...], "counts":{"straggler":N,"comm_slow":N,...,"recovered":N}}
+ * where a cell's FACTOR is its time per byte over its size class's median, and rows/cols the
+ * row and column effects (1 = normal). */
+json_t *c4_det_state_json(void);
+
+/* Forgets everything (end of replay, tests). */
+void c4_det_reset(void);
+
+#endif

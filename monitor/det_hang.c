@@ -1,0 +1,292 @@
+/* det_hang.c -- hangs: a job whose collectives stopped completing for the hang threshold. Which
+ * kind, and where, comes from who is inside a collective: ranks that went quiet (stopped
+ * processes) or never entered while others wait make a non-communication hang naming them; all
+ * ranks inside make a communication hang, located at the connection whose send is stuck (the
+ * plugin's pending transfer records). A stall that a lost rank explains is left to rank_lost. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det_internal.h"
+#include "det_ranks.h"
+#include "mon_windows.h"
+
+#define MAX_JOBS 64
+#define MAX_PENDING 4096
+#define MAX_NAMED 64 /* ranks listed in one event */
+
+struct job_state {
+  char job[64];
+  uint64_t last_progress; /* newest completion of a collective */
+  double inside_ewma;     /* typical time a rank spends inside a collective */
+  int hung;               /* a hang verdict is up */
+  uint64_t next_look;     /* a stall that needed no verdict is looked at again from then on */
+};
+
+static struct job_state jobs[MAX_JOBS];
+static int njobs;
+
+struct pending {
+  struct c4_xfer_record x;
+  char job[64];
+};
+static struct pending pend[MAX_PENDING];
+static int npend;
+
+static struct job_state *job_get(const char *job) {
+  for (int i = 0; i < njobs; i++)
+    if (!strcmp(jobs[i].job, job)) return &jobs[i];
+  if (njobs == MAX_JOBS) return NULL;
+  struct job_state *j = &jobs[njobs++];
+  memset(j, 0, sizeof *j);
+  snprintf(j->job, sizeof j->job, "%s", job);
+  return j;
+}
+
+static void hang_key(const char *job, char *key, size_t n) { snprintf(key, n, "hang/%s", job); }
+
+void det_hang_take_progress(const char *job, uint64_t t, uint64_t inside_ns) {
+  struct job_state *j = job_get(job);
+  if (!j) return;
+  if (inside_ns)
+    j->inside_ewma =
+        j->inside_ewma ? 0.95 * j->inside_ewma + 0.05 * (double)inside_ns : (double)inside_ns;
+  if (t <= j->last_progress) return;
+  j->last_progress = t;
+  j->next_look = 0;
+  if (j->hung) {
+    char key[320];
+    hang_key(job, key, sizeof key);
+    det_clear(key, "collectives are completing again");
+    j->hung = 0;
+  }
+}
+
+void det_hang_take_xfer(const char *job, const struct c4_xfer_record *x) {
+  if (x->status == C4_XFER_PENDING) {
+    for (int i = 0; i < npend; i++)
+      if (pend[i].x.conn_id == x->conn_id && pend[i].x.dir == x->dir) {
+        pend[i].x = *x;
+        return;
+      }
+    if (npend == MAX_PENDING) return;
+    pend[npend].x = *x;
+    snprintf(pend[npend].job, sizeof pend[npend].job, "%s", job);
+    npend++;
+    return;
+  }
+  for (int i = 0; i < npend; i++) /* it completed or failed: no longer stuck */
+    if (pend[i].x.conn_id == x->conn_id && pend[i].x.dir == x->dir && pend[i].x.seq <= x->seq) {
+      pend[i] = pend[--npend];
+      return;
+    }
+}
+
+struct gather {
+  const char *job;
+  json_t *ranks, *hosts;
+  int n;
+  int quiet, inside, outside, lost_recent;
+  uint64_t since;
+  int want; /* 0: collect quiet ranks; 1: ranks not inside */
+};
+
+static void add_rank(struct gather *g, int rank, const char *host) {
+  g->n++;
+  if (json_array_size(g->ranks) < MAX_NAMED) json_array_append_new(g->ranks, json_integer(rank));
+  if (!host || !host[0]) return;
+  size_t i;
+  json_t *h;
+  json_array_foreach(g->hosts, i, h) if (!strcmp(json_string_value(h), host)) return;
+  if (json_array_size(g->hosts) < MAX_NAMED) json_array_append_new(g->hosts, json_string(host));
+}
+
+static void survey(struct det_rank *r, void *arg) {
+  struct gather *g = arg;
+  if (r->lost) {
+    if (r->lost_at + c4_det_cfg.hang_ns >= g->since) g->lost_recent++;
+    return;
+  }
+  if (r->ended) return;
+  int quiet = det_rank_quiet(r);
+  g->quiet += quiet;
+  if (r->entered > r->done)
+    g->inside++;
+  else
+    g->outside++;
+  if ((g->want == 0 && quiet) || (g->want == 1 && !quiet && r->entered <= r->done))
+    add_rank(g, r->rank, r->host);
+}
+
+struct open_arg {
+  const char *job;
+  struct gather *g;
+  uint64_t comm;
+  int missing, all_in;
+};
+
+/* The newest incomplete collective of a communicator: who has not entered it. */
+static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, void *arg) {
+  struct open_arg *o = arg;
+  if (o->comm) return; /* the first communicator that shows it is enough */
+  o->comm = comm;
+  if (s->arrived == nranks) {
+    o->all_in = 1;
+    return;
+  }
+  for (int r = 0; r < nranks; r++) {
+    if (s->t_arrive[r]) continue;
+    const char *host;
+    int rank = det_coll_identity(o->job, comm, r, &host);
+    struct det_rank *e = det_rank_get(o->job, rank, host, 0, 0);
+    if (e && e->lost) continue;
+    o->missing++;
+    add_rank(o->g, rank, host);
+  }
+}
+
+static void raise_hang(struct job_state *j, const char *kind, const char *where, json_t *ranks,
+                       json_t *hosts, uint64_t comm, const char *detail) {
+  char key[320];
+  hang_key(j->job, key, sizeof key);
+  struct det_finding f = {.kind = kind,
+                          .where = where,
+                          .job = j->job,
+                          .ranks = ranks,
+                          .hosts = hosts,
+                          .confidence = 1,
+                          .comm = comm,
+                          .first_seen = j->last_progress};
+  snprintf(f.detail, sizeof f.detail, "%s", detail);
+  det_raise(key, &f);
+  j->hung = 1;
+}
+
+/* The stuck connection: a pending send whose receiver's side is pending too, else the oldest
+ * pending send, else the oldest pending receive. */
+static const struct c4_xfer_record *stuck_connection(const char *job) {
+  const struct c4_xfer_record *best = NULL;
+  int best_score = -1;
+  for (int i = 0; i < npend; i++) {
+    const struct c4_xfer_record *x = &pend[i].x;
+    if (strcmp(pend[i].job, job)) continue;
+    int score = x->dir == C4_DIR_SEND;
+    if (score)
+      for (int k = 0; k < npend; k++)
+        if (pend[k].x.conn_id == x->conn_id && pend[k].x.dir == C4_DIR_RECV) score = 2;
+    if (score > best_score || (score == best_score && x->t_posted < best->t_posted)) {
+      best = x;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g) {
+  const struct c4_xfer_record *x = stuck_connection(j->job);
+  char detail[160];
+  if (!x) {
+    snprintf(detail, sizeof detail,
+             "every rank is inside a collective that has not completed for %.1f s; no pending "
+             "transfer names the connection",
+             (double)(c4_det_now - j->last_progress) / 1e9);
+    raise_hang(j, "comm_hang", "link", json_array(), json_array(), comm, detail);
+    json_decref(g->ranks);
+    json_decref(g->hosts);
+    return;
+  }
+  json_decref(g->ranks);
+  json_decref(g->hosts);
+  const struct c4_identity *src = x->dir == C4_DIR_SEND ? &x->self : &x->peer;
+  const struct c4_identity *dst = x->dir == C4_DIR_SEND ? &x->peer : &x->self;
+  char key[320];
+  hang_key(j->job, key, sizeof key);
+  struct det_finding f = {.kind = "comm_hang",
+                          .where = "link",
+                          .job = j->job,
+                          .ranks = json_pack("[i, i]", src->rank, dst->rank),
+                          .hosts = json_pack("[s, s]", src->host, dst->host),
+                          .link_src = src->host,
+                          .link_dst = dst->host,
+                          .link_src_dev = src->dev,
+                          .link_dst_dev = dst->dev,
+                          .confidence = x->dir == C4_DIR_SEND ? 1.0 : 0.6,
+                          .comm = comm,
+                          .first_seen = j->last_progress};
+  snprintf(f.detail, sizeof f.detail,
+           "every rank is inside a collective; connection %016" PRIx64 " %s/%d -> %s/%d moved "
+           "%" PRIu64 " bytes and is stuck",
+           x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
+  det_raise(key, &f);
+  j->hung = 1;
+}
+
+static void judge_stall(struct job_state *j) {
+  struct gather g = {
+      .job = j->job, .ranks = json_array(), .hosts = json_array(), .since = j->last_progress};
+  det_ranks_each(j->job, survey, &g);
+  char detail[160];
+  double stalled = (double)(c4_det_now - j->last_progress) / 1e9;
+  if (g.lost_recent) { /* a lost rank explains it: rank_lost says so */
+    j->next_look = c4_det_now + 1000000000ull;
+    goto done;
+  }
+  if (g.quiet) {
+    snprintf(detail, sizeof detail,
+             "%d rank(s) stopped sending heartbeats while the job waits (%.1f s without progress)",
+             g.n, stalled);
+    raise_hang(j, "noncomm_hang", "gpu", g.ranks, g.hosts, 0, detail);
+    return;
+  }
+  json_decref(g.ranks);
+  json_decref(g.hosts);
+  g = (struct gather){.job = j->job, .ranks = json_array(), .hosts = json_array(), .want = 1};
+  struct open_arg o = {.job = j->job, .g = &g};
+  c4_mon_windows_each_open(j->job, open_coll, &o);
+  if (o.missing) {
+    snprintf(detail, sizeof detail,
+             "%d rank(s) never entered the collective the others wait in "
+             "for %.1f s",
+             o.missing, stalled);
+    raise_hang(j, "noncomm_hang", "gpu", g.ranks, g.hosts, o.comm, detail);
+    return;
+  }
+  if (o.all_in) {
+    raise_comm_hang(j, o.comm, &g);
+    return;
+  }
+  /* no collective record shows it (the profiler writes a collective once it completes): the
+   * heartbeats' counts say who is inside one */
+  det_ranks_each(j->job, survey, &g);
+  if (g.inside && g.outside) {
+    snprintf(
+        detail, sizeof detail,
+        "%d rank(s) are not inside a collective while %d wait in one (%.1f s without progress)",
+        g.n, g.inside, stalled);
+    raise_hang(j, "noncomm_hang", "gpu", g.ranks, g.hosts, 0, detail);
+    return;
+  }
+  if (g.inside) {
+    raise_comm_hang(j, 0, &g);
+    return;
+  }
+  j->next_look = c4_det_now + 1000000000ull; /* nobody is inside a collective: computing */
+done:
+  json_decref(g.ranks);
+  json_decref(g.hosts);
+}
+
+void det_hang_advance(void) {
+  for (int i = 0; i < njobs; i++) {
+    struct job_state *j = &jobs[i];
+    if (!j->last_progress || j->hung || c4_det_now < j->next_look) continue;
+    uint64_t threshold = c4_det_cfg.hang_ns;
+    if (10 * j->inside_ewma > (double)threshold) threshold = (uint64_t)(10 * j->inside_ewma);
+    if (c4_det_now - j->last_progress >= threshold) judge_stall(j);
+  }
+}
+
+void det_hang_reset(void) {
+  njobs = 0;
+  npend = 0;
+}

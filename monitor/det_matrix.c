@@ -1,0 +1,573 @@
+/* det_matrix.c -- the delay matrix: source NIC by destination NIC, each cell the log of its
+ * transfers' time per byte over the median cell of the same size class, over the last second,
+ * evaluated every half second. Median polish splits it into row (sending NIC), column (receiving
+ * NIC) and cell (link) effects; cells that share one path of the traffic plan and are hot
+ * together name the path. A finding must hold for three evaluations in a row, so one slow
+ * transfer (it sits in two windows) never alarms, and clears after three without it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det_internal.h"
+
+#define HALF_NS 500000000ull  /* a half-window */
+#define GRACE_NS 200000000ull /* records of a half-window may arrive this late (live) */
+#define MIN_BYTES 65536       /* smaller transfers measure latency, not bandwidth */
+#define NODE_CAP (1 << 17)
+#define CELL_CAP (1 << 18)
+#define CLASSES 4 /* size classes kept per cell and half-window */
+#define ROW_HOT 1.25
+#define LINK_HOT 1.5
+#define STREAK 3
+#define MAX_CANDS 4096
+
+struct acc {
+  int8_t cls; /* log2 of bytes; -1 unused */
+  uint16_t n;
+  float sum, max; /* of log(ns per byte) */
+};
+
+struct bucket {
+  uint64_t hw; /* which half-window it holds */
+  struct acc a[CLASSES];
+};
+
+struct cell {
+  int src, dst;       /* node indexes; -1: unused */
+  struct bucket b[4]; /* half-windows hw & 3: the two judged and the ones arriving meanwhile */
+  /* the last evaluation */
+  float v, resid;
+  int n;
+};
+
+struct node {
+  char host[C4_HOST_MAX];
+  int dev;
+  int used;
+  int nranks, ranks[4]; /* launcher ranks seen using this NIC */
+  /* the last evaluation */
+  float row, col;
+  int nrow, ncol;
+};
+
+struct cand {
+  char key[320];
+  int streak, miss, seen, raised;
+  uint64_t first_seen;
+};
+
+static struct {
+  struct node *node;
+  int nnodes;
+  int *node_hash; /* open addressing over node indexes, -1 empty */
+  struct cell *cell;
+  int ncells;
+  int *cell_hash;
+  uint64_t next_hw; /* the next half-window to evaluate, 0: no sample yet */
+  uint64_t newest_hw;
+  char job[64];
+  struct cand cand[MAX_CANDS];
+  int ncand;
+  uint64_t dropped;
+  uint64_t eval_t;
+  float overall;
+  struct { /* connection id -> its cell: a connection always joins the same two NICs */
+    uint64_t conn;
+    int cell;
+  } * by_conn;
+} m;
+
+#define CONN_CACHE (1 << 18)
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+static int alloc(void) {
+  if (m.node) return 0;
+  m.node = calloc(NODE_CAP, sizeof *m.node);
+  m.node_hash = malloc(2 * NODE_CAP * sizeof *m.node_hash);
+  m.cell = calloc(CELL_CAP, sizeof *m.cell);
+  m.cell_hash = malloc(2 * CELL_CAP * sizeof *m.cell_hash);
+  m.by_conn = calloc(CONN_CACHE, sizeof *m.by_conn);
+  if (!m.node || !m.node_hash || !m.cell || !m.cell_hash || !m.by_conn) {
+    det_matrix_reset();
+    return -1;
+  }
+  memset(m.node_hash, 0xff, 2 * NODE_CAP * sizeof *m.node_hash);
+  memset(m.cell_hash, 0xff, 2 * CELL_CAP * sizeof *m.cell_hash);
+  return 0;
+}
+
+static int node_of(const char *host, int dev) {
+  uint64_t h = 1469598103934665603ull ^ (uint32_t)dev;
+  for (const char *p = host; *p; p++)
+    h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  for (uint64_t i = mix(h) & (2 * NODE_CAP - 1);; i = (i + 1) & (2 * NODE_CAP - 1)) {
+    int k = m.node_hash[i];
+    if (k < 0) {
+      if (m.nnodes == NODE_CAP) return -1;
+      k = m.node_hash[i] = m.nnodes++;
+      snprintf(m.node[k].host, C4_HOST_MAX, "%s", host);
+      m.node[k].dev = dev;
+      m.node[k].used = 1;
+      return k;
+    }
+    if (m.node[k].dev == dev && !strcmp(m.node[k].host, host)) return k;
+  }
+}
+
+static struct cell *cell_of(int src, int dst) {
+  for (uint64_t i = mix(((uint64_t)src << 32) | (uint32_t)dst) & (2 * CELL_CAP - 1);;
+       i = (i + 1) & (2 * CELL_CAP - 1)) {
+    int k = m.cell_hash[i];
+    if (k < 0) {
+      if (m.ncells == CELL_CAP) return NULL;
+      k = m.cell_hash[i] = m.ncells++;
+      struct cell *c = &m.cell[k];
+      c->src = src;
+      c->dst = dst;
+      for (int b = 0; b < 4; b++) {
+        c->b[b].hw = UINT64_MAX;
+        for (int a = 0; a < CLASSES; a++)
+          c->b[b].a[a].cls = -1;
+      }
+      return c;
+    }
+    if (m.cell[k].src == src && m.cell[k].dst == dst) return &m.cell[k];
+  }
+}
+
+static void learn_rank(int k, int rank) {
+  struct node *nd = &m.node[k];
+  if (rank < 0) return;
+  for (int i = 0; i < nd->nranks; i++)
+    if (nd->ranks[i] == rank) return;
+  if (nd->nranks < 4) nd->ranks[nd->nranks++] = rank;
+}
+
+/* Receives, not sends: a send completes when its bytes are in the kernel's buffer, so a slow link
+ * hides behind buffering on the sending side; the receiver sees bytes arrive at the link's pace. */
+void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
+  if (x->dir != C4_DIR_RECV || x->status != C4_XFER_OK || x->bytes < MIN_BYTES ||
+      !x->t_first_byte || x->t_done <= x->t_first_byte)
+    return;
+  uint64_t hw = x->t_done / HALF_NS;
+  if (m.next_hw && hw < m.next_hw) { /* its window was judged already */
+    m.dropped++;
+    return;
+  }
+  if (alloc() != 0) return;
+  struct cell *c;
+  size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
+  if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
+    c = &m.cell[m.by_conn[k].cell - 1];
+  } else {
+    int src = node_of(x->peer.host, x->peer.dev), dst = node_of(x->self.host, x->self.dev);
+    c = src >= 0 && dst >= 0 ? cell_of(src, dst) : NULL;
+    if (!c) {
+      m.dropped++;
+      return;
+    }
+    learn_rank(src, x->peer.rank);
+    learn_rank(dst, x->self.rank);
+    m.by_conn[k].conn = x->conn_id;
+    m.by_conn[k].cell = (int)(c - m.cell) + 1;
+  }
+  if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
+  if (hw > m.newest_hw) m.newest_hw = hw;
+  if (!m.next_hw) m.next_hw = hw;
+  struct bucket *b = &c->b[hw & 3];
+  if (b->hw != hw) {
+    b->hw = hw;
+    for (int a = 0; a < CLASSES; a++)
+      b->a[a] = (struct acc){.cls = -1};
+  }
+  int cls = 63 - __builtin_clzll(x->bytes);
+  float v = (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes);
+  for (int a = 0; a < CLASSES; a++) {
+    struct acc *ac = &b->a[a];
+    if (ac->cls != cls && ac->cls != -1) continue;
+    if (ac->cls == -1) *ac = (struct acc){.cls = (int8_t)cls, .max = v};
+    if (ac->n < UINT16_MAX) ac->n++;
+    ac->sum += v;
+    if (v > ac->max) ac->max = v;
+    return;
+  }
+  m.dropped++; /* a fifth size class in one half-window: rare, and not needed */
+}
+
+/* Per evaluation: (class, mean) of every cell, to find each class's median. */
+struct cm {
+  int cls;
+  float mean;
+};
+
+/* Quickselect: the k-th smallest of v[0..n) (reorders v). */
+static float select_kth(float *v, int n, int k) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    float pivot = v[(lo + hi) / 2];
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot)
+        i++;
+      while (v[j] > pivot)
+        j--;
+      if (i <= j) {
+        float t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      return v[k];
+  }
+  return v[k];
+}
+
+/* Lower median: with two values, the smaller, so one hot cell of two does not make an effect. */
+static float lower_median(float *v, int n) { return n ? select_kth(v, n, (n - 1) / 2) : 0; }
+
+/* A cell's class sums over the window's two half-windows, the largest sample left out when there
+ * are three or more (one blip does not move it). */
+static int window_sums(const struct cell *c, uint64_t w, int *cls, float *sum, int *n) {
+  int k = 0;
+  for (int b = 0; b < 4; b++) {
+    if (c->b[b].hw != w && c->b[b].hw != w - 1) continue;
+    for (int a = 0; a < CLASSES; a++) {
+      const struct acc *ac = &c->b[b].a[a];
+      if (ac->cls < 0) continue;
+      int j = 0;
+      while (j < k && cls[j] != ac->cls)
+        j++;
+      if (j == k) {
+        if (k == 2 * CLASSES) continue;
+        cls[k] = ac->cls;
+        sum[k] = 0;
+        n[k] = 0;
+        sum[2 * CLASSES + k] = -INFINITY;
+        k++;
+      }
+      sum[j] += ac->sum;
+      n[j] += ac->n;
+      if (ac->max > sum[2 * CLASSES + j]) sum[2 * CLASSES + j] = ac->max;
+    }
+  }
+  for (int j = 0; j < k; j++)
+    if (n[j] >= 3) {
+      sum[j] -= sum[2 * CLASSES + j];
+      n[j]--;
+    }
+  return k;
+}
+
+static struct cand *cand_get(const char *key) {
+  for (int i = 0; i < m.ncand; i++)
+    if (!strcmp(m.cand[i].key, key)) return &m.cand[i];
+  if (m.ncand == MAX_CANDS) return NULL;
+  struct cand *c = &m.cand[m.ncand++];
+  memset(c, 0, sizeof *c);
+  snprintf(c->key, sizeof c->key, "%s", key);
+  return c;
+}
+
+/* Counts one more evaluation in a row for key; returns 1 when it is due to be raised. */
+static int sighting(const char *key, uint64_t window_start) {
+  struct cand *c = cand_get(key);
+  if (!c) return 0;
+  c->seen = 1;
+  c->miss = 0;
+  if (!c->streak++) c->first_seen = window_start;
+  return c->streak >= STREAK && !c->raised;
+}
+
+static uint64_t cand_first_seen(const char *key) {
+  struct cand *c = cand_get(key);
+  return c ? c->first_seen : 0;
+}
+
+static void raise_cand(const char *key, struct det_finding *f) {
+  f->first_seen = cand_first_seen(key);
+  f->job = m.job;
+  det_raise(key, f);
+  struct cand *c = cand_get(key);
+  if (c) c->raised = 1;
+}
+
+static json_t *ranks_of_node(int k) {
+  json_t *a = json_array();
+  for (int i = 0; i < m.node[k].nranks; i++)
+    json_array_append_new(a, json_integer(m.node[k].ranks[i]));
+  return a;
+}
+
+static double confidence(double logf, double thresh) {
+  return fmin(1.0, (logf - log(thresh)) / log(thresh) + 0.5);
+}
+
+static void find_paths(uint64_t wstart, char *hot_cell) {
+  int np = det_plan_npaths();
+  if (!np) return;
+  int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
+  float *maxv = calloc((size_t)np, sizeof *maxv);
+  int *path = malloc((size_t)m.ncells * sizeof *path);
+  if (!cells || !hot || !maxv || !path) goto out;
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
+    if (path[i] < 0) continue;
+    cells[path[i]]++;
+    if (c->v - m.overall >= (float)log(ROW_HOT)) {
+      hot[path[i]]++;
+      if (c->v - m.overall > maxv[path[i]]) maxv[path[i]] = c->v - m.overall;
+    }
+  }
+  for (int p = 0; p < np; p++) {
+    if (cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3) continue;
+    char key[320];
+    snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job, det_plan_path_name(p));
+    for (int i = 0; i < m.ncells; i++)
+      if (path[i] == p) hot_cell[i] = 2; /* explained */
+    if (!sighting(key, wstart)) continue;
+    struct det_finding f = {.kind = "comm_slow",
+                            .where = "path",
+                            .ranks = json_array(),
+                            .hosts = json_array(),
+                            .path = det_plan_path_name(p),
+                            .factor = exp(maxv[p]),
+                            .confidence = confidence(maxv[p], ROW_HOT)};
+    snprintf(f.detail, sizeof f.detail, "%d of %d cells on path %s hot (up to %.2fx)", hot[p],
+             cells[p], det_plan_path_name(p), exp(maxv[p]));
+    raise_cand(key, &f);
+  }
+out:
+  free(cells);
+  free(hot);
+  free(maxv);
+  free(path);
+}
+
+/* Rows (by source) or columns (by destination): a NIC whose effect is hot on most of its cells. */
+static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
+  float hot = (float)log(ROW_HOT);
+  for (int k = 0; k < m.nnodes; k++) {
+    struct node *nd = &m.node[k];
+    float eff = by_src ? nd->row : nd->col;
+    int cnt = by_src ? nd->nrow : nd->ncol;
+    if (cnt < 2 || eff < hot) continue;
+    int total = 0, hotn = 0;
+    for (int i = 0; i < m.ncells; i++) {
+      struct cell *c = &m.cell[i];
+      if (!c->n || (by_src ? c->src : c->dst) != k || hot_cell[i] == 2) continue;
+      total++;
+      hotn += c->v - m.overall >= hot;
+    }
+    if (total < 2 || hotn * 3 < total * 2) continue;
+    for (int i = 0; i < m.ncells; i++)
+      if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 2;
+    char key[320];
+    snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job, by_src ? "nic_tx" : "nic_rx",
+             nd->host, nd->dev);
+    if (!sighting(key, wstart)) continue;
+    struct det_finding f = {.kind = "comm_slow",
+                            .where = by_src ? "nic_tx" : "nic_rx",
+                            .ranks = ranks_of_node(k),
+                            .hosts = json_pack("[s]", nd->host),
+                            .nic_host = nd->host,
+                            .nic_dev = nd->dev,
+                            .factor = exp(eff),
+                            .confidence = confidence(eff, ROW_HOT)};
+    snprintf(f.detail, sizeof f.detail, "%s effect %.2fx over %d %s", by_src ? "row" : "column",
+             exp(eff), total, by_src ? "destinations" : "sources");
+    raise_cand(key, &f);
+  }
+}
+
+static void find_links(uint64_t wstart, char *hot_cell) {
+  float hot = (float)log(LINK_HOT);
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    if (!c->n || hot_cell[i] == 2 || c->v - m.overall < hot || c->resid < hot) continue;
+    struct node *s = &m.node[c->src], *d = &m.node[c->dst];
+    char key[320];
+    snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job, s->host, s->dev, d->host,
+             d->dev);
+    if (!sighting(key, wstart)) continue;
+    struct det_finding f = {.kind = "comm_slow",
+                            .where = "link",
+                            .ranks = ranks_of_node(c->src),
+                            .hosts = json_pack("[s, s]", s->host, d->host),
+                            .link_src = s->host,
+                            .link_dst = d->host,
+                            .link_src_dev = s->dev,
+                            .link_dst_dev = d->dev,
+                            .factor = exp(c->v - m.overall),
+                            .confidence = confidence(c->resid, LINK_HOT)};
+    snprintf(f.detail, sizeof f.detail,
+             "cell %.2fx (%.2fx beyond its row and column), %d transfers", exp(c->v - m.overall),
+             exp(c->resid), c->n);
+    raise_cand(key, &f);
+  }
+}
+
+/* One median-polish sweep over rows (by_src) or columns: each node's effect is the lower median
+ * of its cells' residuals, for nodes with two cells or more. */
+static void polish(int by_src, float *scratch, int *start, int *order) {
+  for (int k = 0; k < m.nnodes; k++) {
+    int n = 0;
+    for (int j = start[k]; j < start[k + 1]; j++) {
+      struct cell *c = &m.cell[order[j]];
+      scratch[n++] = c->v - m.overall - (by_src ? m.node[c->dst].col : m.node[c->src].row);
+    }
+    float eff = n >= 2 ? lower_median(scratch, n) : 0;
+    if (by_src) {
+      m.node[k].row = eff;
+      m.node[k].nrow = n;
+    } else {
+      m.node[k].col = eff;
+      m.node[k].ncol = n;
+    }
+  }
+}
+
+/* Cells grouped by source (by_src) or destination: order[start[k]..start[k+1]) are node k's. */
+static void group(int by_src, int *start, int *order) {
+  memset(start, 0, (size_t)(m.nnodes + 1) * sizeof *start);
+  for (int i = 0; i < m.ncells; i++)
+    if (m.cell[i].n) start[(by_src ? m.cell[i].src : m.cell[i].dst) + 1]++;
+  for (int k = 0; k < m.nnodes; k++)
+    start[k + 1] += start[k];
+  int *fill = malloc((size_t)(m.nnodes + 1) * sizeof *fill);
+  if (!fill) return;
+  memcpy(fill, start, (size_t)(m.nnodes + 1) * sizeof *fill);
+  for (int i = 0; i < m.ncells; i++)
+    if (m.cell[i].n) order[fill[by_src ? m.cell[i].src : m.cell[i].dst]++] = i;
+  free(fill);
+}
+
+static void evaluate(uint64_t w) {
+  struct cm *cms = malloc((size_t)m.ncells * 2 * CLASSES * sizeof *cms);
+  float *scratch = malloc(((size_t)m.ncells * 2 * CLASSES + 1) * sizeof *scratch);
+  int *rs = malloc((size_t)(m.nnodes + 1) * sizeof *rs),
+      *ro = malloc((size_t)m.ncells * sizeof *ro);
+  int *cs = malloc((size_t)(m.nnodes + 1) * sizeof *cs),
+      *co = malloc((size_t)m.ncells * sizeof *co);
+  char *hot_cell = calloc((size_t)m.ncells + 1, 1);
+  if (!cms || !scratch || !rs || !ro || !cs || !co || !hot_cell) goto out;
+  int ncm = 0, cls[2 * CLASSES], n[2 * CLASSES];
+  float sum[4 * CLASSES];
+  for (int i = 0; i < m.ncells; i++) {
+    int k = window_sums(&m.cell[i], w, cls, sum, n);
+    for (int j = 0; j < k; j++)
+      cms[ncm++] = (struct cm){cls[j], sum[j] / (float)n[j]};
+  }
+  float ref[64];
+  for (int c = 0; c < 64; c++) { /* each class's median cell */
+    int k = 0;
+    for (int i = 0; i < ncm; i++)
+      if (cms[i].cls == c) scratch[k++] = cms[i].mean;
+    ref[c] = k ? select_kth(scratch, k, k / 2) : 0;
+  }
+  int live = 0;
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    int k = window_sums(c, w, cls, sum, n);
+    double acc = 0;
+    int tot = 0;
+    for (int j = 0; j < k; j++) {
+      acc += (double)(sum[j] - (float)n[j] * ref[cls[j]]);
+      tot += n[j];
+    }
+    c->n = tot >= 2 ? tot : 0;
+    c->v = tot >= 2 ? (float)(acc / tot) : 0;
+    if (c->n) scratch[live++] = c->v;
+  }
+  m.overall = lower_median(scratch, live);
+  for (int k = 0; k < m.nnodes; k++)
+    m.node[k].row = m.node[k].col = 0;
+  group(1, rs, ro);
+  group(0, cs, co);
+  for (int it = 0; it < 3; it++) {
+    polish(1, scratch, rs, ro);
+    polish(0, scratch, cs, co);
+  }
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    c->resid = c->v - m.overall - m.node[c->src].row - m.node[c->dst].col;
+  }
+  for (int i = 0; i < m.ncand; i++)
+    m.cand[i].seen = 0;
+  uint64_t wstart = (w - 1) * HALF_NS;
+  find_paths(wstart, hot_cell);
+  find_nics(wstart, hot_cell, 1);
+  find_nics(wstart, hot_cell, 0);
+  find_links(wstart, hot_cell);
+  for (int i = 0; i < m.ncand;) { /* what was not seen this time */
+    struct cand *c = &m.cand[i];
+    if (!c->seen) {
+      c->streak = 0;
+      if (++c->miss >= STREAK || !c->raised) {
+        if (c->raised) det_clear(c->key, "the cell is back under its threshold");
+        m.cand[i] = m.cand[--m.ncand];
+        continue;
+      }
+    }
+    i++;
+  }
+  m.eval_t = (w + 1) * HALF_NS;
+out:
+  free(cms);
+  free(scratch);
+  free(rs);
+  free(ro);
+  free(cs);
+  free(co);
+  free(hot_cell);
+}
+
+/* Judges every half-window whose records are in (it ended GRACE_NS ago), while samples come;
+ * after a long silence only the last two are worth judging. */
+void det_matrix_advance(void) {
+  if (!m.next_hw) return;
+  if (m.newest_hw > m.next_hw + 2) m.next_hw = m.newest_hw - 2;
+  while (m.next_hw <= m.newest_hw && (m.next_hw + 1) * HALF_NS + GRACE_NS <= c4_det_now) {
+    evaluate(m.next_hw);
+    m.next_hw++;
+  }
+}
+
+json_t *det_matrix_state(void) {
+  json_t *nodes = json_array(), *cells = json_array(), *rows = json_array(), *cols = json_array();
+  for (int k = 0; k < m.nnodes; k++) {
+    char name[C4_HOST_MAX + 16];
+    snprintf(name, sizeof name, "%s/%d", m.node[k].host, m.node[k].dev);
+    json_array_append_new(nodes, json_string(name));
+    json_array_append_new(rows, json_real(exp(m.node[k].row)));
+    json_array_append_new(cols, json_real(exp(m.node[k].col)));
+  }
+  for (int i = 0; i < m.ncells && json_array_size(cells) < 100000; i++) {
+    const struct cell *c = &m.cell[i];
+    if (c->n)
+      json_array_append_new(cells,
+                            json_pack("[i, i, f, i]", c->src, c->dst, exp(c->v - m.overall), c->n));
+  }
+  return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "nodes", nodes, "cells", cells, "rows", rows,
+                   "cols", cols, "t", (json_int_t)m.eval_t, "dropped", (json_int_t)m.dropped);
+}
+
+void det_matrix_reset(void) {
+  free(m.node);
+  free(m.node_hash);
+  free(m.cell);
+  free(m.cell_hash);
+  free(m.by_conn);
+  memset(&m, 0, sizeof m);
+}

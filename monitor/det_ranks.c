@@ -1,0 +1,166 @@
+/* det_ranks.c -- liveness: every rank's heartbeats and the end of its stream. A stream that ended
+ * without a goodbye, or heartbeats silent for the lost threshold, is a lost rank; heartbeats
+ * again clear it. Also answers, for the hang detector, which ranks are inside a collective
+ * (entered > done) and which have gone quiet. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "det_internal.h"
+#include "det_ranks.h"
+
+#define CAP (1 << 19) /* ranks tracked in all (open addressing, half full at most) */
+
+static struct det_rank *table;
+static long used;
+static long *dense; /* the used slots, for scans */
+static uint64_t next_check;
+
+static uint64_t hash(const char *job, int rank) {
+  uint64_t h = 1469598103934665603ull ^ (uint32_t)rank;
+  for (const char *p = job; *p; p++)
+    h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  return h * 0x9e3779b97f4a7c15ull;
+}
+
+struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
+                              int insert) {
+  if (!table) {
+    table = calloc(CAP, sizeof *table);
+    dense = malloc(CAP / 2 * sizeof *dense);
+    if (!table || !dense) {
+      det_ranks_reset();
+      return NULL;
+    }
+  }
+  uint64_t h = hash(job, rank) ^ (rank < 0 ? hash(host, (int)pid) : 0);
+  for (uint64_t i = h >> 45, n = 0; n < 256; i = (i + 1) & (CAP - 1), n++) {
+    struct det_rank *e = &table[i];
+    if (!e->used) {
+      if (!insert || used >= CAP / 2) return NULL;
+      e->used = 1;
+      e->rank = rank;
+      e->pid = pid;
+      snprintf(e->host, sizeof e->host, "%s", host);
+      snprintf(e->job, sizeof e->job, "%s", job);
+      dense[used++] = (long)i;
+      return e;
+    }
+    if (e->rank == rank && !strcmp(e->job, job) &&
+        (rank >= 0 || (e->pid == pid && !strcmp(e->host, host))))
+      return e;
+  }
+  return NULL;
+}
+
+void det_ranks_each(const char *job, void (*fn)(struct det_rank *r, void *arg), void *arg) {
+  for (long i = 0; i < used; i++)
+    if (!job || !strcmp(table[dense[i]].job, job)) fn(&table[dense[i]], arg);
+}
+
+static void key_of(const struct det_rank *e, char *key, size_t n) {
+  if (e->rank >= 0)
+    snprintf(key, n, "rank_lost/%s/%d", e->job, e->rank);
+  else
+    snprintf(key, n, "rank_lost/%s/%s/%u", e->job, e->host, e->pid);
+}
+
+static void raise_lost(struct det_rank *e, const char *why) {
+  char key[320];
+  key_of(e, key, sizeof key);
+  struct det_finding f = {.kind = "rank_lost",
+                          .where = "gpu",
+                          .job = e->job,
+                          .ranks = json_pack("[i]", e->rank),
+                          .hosts = json_pack("[s]", e->host),
+                          .factor = 0,
+                          .confidence = 1,
+                          .first_seen = e->last_hb ? e->last_hb : c4_det_now};
+  snprintf(f.detail, sizeof f.detail, "%s", why);
+  det_raise(key, &f);
+  e->lost = 1;
+  e->lost_at = c4_det_now;
+}
+
+void det_ranks_take(const char *job, const struct c4_rank_record *k) {
+  struct det_rank *e = det_rank_get(job, k->rank, k->host, k->pid, 1);
+  if (!e) return;
+  snprintf(e->host, sizeof e->host, "%s", k->host);
+  e->pid = k->pid;
+  if (k->event == C4_RANK_HB) {
+    if (e->last_hb && k->t > e->last_hb) {
+      uint64_t gap = k->t - e->last_hb;
+      e->hb_interval = e->hb_interval ? (e->hb_interval * 3 + gap) / 4 : gap;
+    }
+    /* a heartbeat says a collective completed since the last one, not when: take the earliest */
+    if (k->done > e->done) det_hang_take_progress(job, e->last_hb ? e->last_hb : k->t, 0);
+    e->last_hb = k->t;
+    e->entered = k->entered;
+    e->done = k->done;
+    e->ended = 0;
+    if (e->lost) {
+      char key[320];
+      key_of(e, key, sizeof key);
+      det_clear(key, "the rank is streaming again");
+      e->lost = 0;
+    }
+  } else if (k->event == C4_RANK_BYE) {
+    e->ended = 1;
+  } else if (!e->lost) {
+    e->last_hb = e->last_hb ? e->last_hb : k->t;
+    raise_lost(e, "its stream to c4mon ended without a goodbye");
+  }
+}
+
+static void check_silence(struct det_rank *e, void *arg) {
+  (void)arg;
+  if (e->lost || e->ended || !e->last_hb) return;
+  if (c4_det_now - e->last_hb >= c4_det_cfg.lost_ns) {
+    char why[120];
+    snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(c4_det_now - e->last_hb) / 1e9);
+    raise_lost(e, why);
+  }
+}
+
+/* Liveness is checked every 500 ms of detection time: a full scan of 16,384 ranks is cheap at
+ * that rate and the lost threshold is seconds. */
+void det_ranks_advance(void) {
+  if (c4_det_now < next_check) return;
+  next_check = c4_det_now + 500000000ull;
+  det_ranks_each(NULL, check_silence, NULL);
+}
+
+int det_rank_quiet(const struct det_rank *e) {
+  uint64_t interval = e->hb_interval ? e->hb_interval : 1000000000ull;
+  return !e->lost && !e->ended && e->last_hb &&
+         c4_det_now - e->last_hb > 2 * interval + interval / 2;
+}
+
+struct state_arg {
+  json_t *ranks;
+  int n;
+};
+
+static void rank_json(struct det_rank *e, void *arg) {
+  struct state_arg *a = arg;
+  if (a->n++ >= 100000) return; /* the document stays bounded */
+  json_array_append_new(
+      a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job, "rank",
+                          e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),
+                          "last_hb_ns", (json_int_t)e->last_hb, "entered", (json_int_t)e->entered,
+                          "done", (json_int_t)e->done, "lost", e->lost));
+}
+
+json_t *det_ranks_state(void) {
+  struct state_arg a = {.ranks = json_array()};
+  det_ranks_each(NULL, rank_json, &a);
+  return a.ranks;
+}
+
+void det_ranks_reset(void) {
+  free(table);
+  free(dense);
+  table = NULL;
+  dense = NULL;
+  used = 0;
+  next_check = 0;
+}

@@ -1,0 +1,53 @@
+/* mon_addr.c -- parses ADDR:PORT and opens listening sockets for c4mon's extra ports. */
+#include "mon_addr.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_err.h"
+#include "c4_log.h"
+
+int c4_mon_parse_addr(const char *s, struct sockaddr_storage *sa, socklen_t *len) {
+  const char *colon = s ? strrchr(s, ':') : NULL;
+  if (!colon || colon == s || !colon[1] || (size_t)(colon - s) >= 256) return C4_EINVAL;
+  char host[256];
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = 0;
+  if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [v6]:port */
+    memmove(host, host + 1, strlen(host));
+    host[strlen(host) - 1] = 0;
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                  *res = NULL;
+  if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res) return C4_EINVAL;
+  memcpy(sa, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return 0;
+}
+
+int c4_mon_listen(const char *s, int *port) {
+  struct sockaddr_storage sa;
+  socklen_t len;
+  if (c4_mon_parse_addr(s, &sa, &len) != 0) {
+    C4_WARN("c4mon: %s is not ADDR:PORT", s);
+    return C4_EINVAL;
+  }
+  int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+  if (fd < 0) return C4_ESYS;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, 64) != 0) {
+    C4_WARN("c4mon: cannot listen on %s: %s", s, strerror(errno));
+    close(fd);
+    return C4_ESYS;
+  }
+  len = sizeof sa;
+  getsockname(fd, (struct sockaddr *)&sa, &len);
+  *port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                         : ((struct sockaddr_in *)&sa)->sin_port);
+  return fd;
+}

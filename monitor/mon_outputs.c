@@ -1,0 +1,99 @@
+/* mon_outputs.c -- wires the event sinks and exporters to detection. */
+#include "mon_outputs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "c4_clock.h"
+#include "c4_err.h"
+#include "det.h"
+#include "mon_events.h"
+#include "mon_prom.h"
+#include "mon_run_cmd.h"
+#include "mon_server.h"
+#include "mon_sub.h"
+
+static struct {
+  FILE *events;
+  int own_file, actions, subscribe, metrics;
+  uint64_t count, next_publish;
+} out;
+
+static void write_line(const json_t *ev, const char *line, void *arg) {
+  (void)ev;
+  (void)arg;
+  fputs(line, out.events);
+  fputc('\n', out.events);
+  fflush(out.events); /* a reader tailing the file sees each verdict as it comes */
+}
+
+static void count_event(const json_t *ev, const char *line, void *arg) {
+  (void)ev;
+  (void)line;
+  (void)arg;
+  out.count++;
+}
+
+int c4_mon_outputs_start(const struct mon_outputs_opts *o) {
+  memset(&out, 0, sizeof out);
+  c4_mon_events_reset();
+  c4_mon_events_add_sink(count_event, NULL);
+  if (o->events) {
+    out.own_file = strcmp(o->events, "-") != 0;
+    out.events = out.own_file ? fopen(o->events, "a") : stdout;
+    if (!out.events) {
+      fprintf(stderr, "c4mon: cannot open %s for the events\n", o->events);
+      return C4_ESYS;
+    }
+    c4_mon_events_add_sink(write_line, NULL);
+  }
+  if (o->on_event) {
+    if (c4_mon_run_cmd_start(o->on_event) != 0) goto fail;
+    out.actions = 1;
+    c4_mon_events_add_sink(c4_mon_run_cmd_event, NULL);
+  }
+  if (o->subscribe) {
+    if (c4_mon_sub_start(o->subscribe) != 0) {
+      fprintf(stderr, "c4mon: cannot open the subscription port %s\n", o->subscribe);
+      goto fail;
+    }
+    out.subscribe = 1;
+    c4_mon_events_add_sink(c4_mon_sub_event, NULL);
+  }
+  if (o->metrics) {
+    if (c4_mon_prom_start(o->metrics) != 0) {
+      fprintf(stderr, "c4mon: cannot serve metrics on %s\n", o->metrics);
+      goto fail;
+    }
+    out.metrics = 1;
+    c4_mon_events_add_sink(c4_mon_prom_event, NULL);
+  }
+  return 0;
+fail:
+  c4_mon_outputs_stop(0);
+  return C4_EINVAL;
+}
+
+void c4_mon_outputs_tick(int live) {
+  if (out.actions) c4_mon_run_cmd_poll();
+  uint64_t now = c4_now_ns();
+  if (!out.metrics || now < out.next_publish) return;
+  out.next_publish = now + 1000000000ull;
+  json_t *state = c4_det_state_json(), *status = live ? c4_mon_server_status() : NULL;
+  c4_mon_prom_publish(state, status);
+  json_decref(state);
+  json_decref(status);
+}
+
+void c4_mon_outputs_stop(int wait_ms) {
+  if (out.actions) c4_mon_run_cmd_stop(wait_ms);
+  if (out.subscribe) c4_mon_sub_stop();
+  if (out.metrics) c4_mon_prom_stop();
+  if (out.own_file) fclose(out.events);
+  c4_mon_events_reset();
+  uint64_t n = out.count;
+  memset(&out, 0, sizeof out);
+  out.count = n;
+}
+
+uint64_t c4_mon_outputs_events(void) { return out.count; }

@@ -1,0 +1,389 @@
+/* test_detect.c -- detection on hand-built records: each verdict fires on its fault, names the
+ * right rank, NIC, link or connection, clears when the fault goes, and stays silent on warm-up,
+ * steady unevenness and one-off blips. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check_run.h"
+#include "det.h"
+#include "mon_events.h"
+
+#define MS 1000000ull
+
+static json_t *events;
+
+static void collect(const json_t *ev, const char *line, void *arg) {
+  (void)line;
+  (void)arg;
+  json_array_append(events, (json_t *)ev);
+}
+
+static void setup(const char *plan) {
+  json_decref(events);
+  events = json_array();
+  c4_mon_events_reset();
+  c4_mon_events_add_sink(collect, NULL);
+  struct c4_det_config cfg = {.plan = plan};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+}
+
+static int count(const char *kind) {
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i, e) n +=
+      !strcmp(json_string_value(json_object_get(e, "kind")), kind);
+  return n;
+}
+
+static json_t *first(const char *kind) {
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i,
+                     e) if (!strcmp(json_string_value(json_object_get(e, "kind")), kind)) return e;
+  return NULL;
+}
+
+static void take(struct c4_record *r) { c4_det_take("job", r); }
+
+static void comm_record(int rank, int nranks, uint64_t t) {
+  struct c4_record r = {.kind = C4_REC_COMM};
+  r.comm = (struct c4_comm_record){
+      .comm = 0xc4, .rank = rank, .nranks = nranks, .pid = 100 + rank, .t = t};
+  snprintf(r.comm.host, sizeof r.comm.host, "node%d", rank);
+  take(&r);
+}
+
+static void hb(int rank, uint64_t t, uint64_t entered, uint64_t done) {
+  struct c4_record r = {.kind = C4_REC_RANK};
+  r.rank = (struct c4_rank_record){
+      .rank = rank, .pid = 100 + (uint32_t)rank, .t = t, .entered = entered, .done = done};
+  snprintf(r.rank.host, sizeof r.rank.host, "node%d", rank);
+  take(&r);
+}
+
+static void coll(int rank, int nranks, uint64_t seq, uint64_t arrive, uint64_t done) {
+  struct c4_record r = {.kind = C4_REC_COLL};
+  r.coll = (struct c4_coll_record){.comm = 0xc4,
+                                   .seq = seq,
+                                   .rank = rank,
+                                   .nranks = nranks,
+                                   .root = -1,
+                                   .bytes = 1 << 20,
+                                   .t_arrive = arrive,
+                                   .t_enqueued = arrive + 1000,
+                                   .t_done = done};
+  strcpy(r.coll.func, "AllReduce");
+  take(&r);
+}
+
+/* A data-parallel loop of n ranks: compute 60 ms times slow(rank, seq) with 2% jitter, then a
+ * 40 ms allreduce that starts when the last rank arrives. Heartbeats every 200 ms. */
+static uint64_t run_colls(int n, uint64_t seq0, uint64_t seqs, uint64_t t,
+                          double (*slow)(int rank, uint64_t seq)) {
+  uint64_t arrive[64];
+  static uint64_t next_hb;
+  for (uint64_t s = seq0; s < seq0 + seqs; s++) {
+    uint64_t last = 0;
+    for (int r = 0; r < n; r++) {
+      double jitter = 1 + 0.02 * ((double)((s * 7919 + (uint64_t)r * 104729) % 101) / 50.0 - 1);
+      arrive[r] = t + (uint64_t)(60 * MS * slow(r, s) * jitter);
+      if (arrive[r] > last) last = arrive[r];
+    }
+    uint64_t done = last + 40 * MS;
+    for (int r = 0; r < n; r++)
+      coll(r, n, s, arrive[r], done + (uint64_t)r * 1000);
+    if (done >= next_hb) {
+      for (int r = 0; r < n; r++)
+        hb(r, done, s + 1, s + 1);
+      next_hb = done + 200 * MS;
+    }
+    t = done + (uint64_t)n * 1000;
+  }
+  return t;
+}
+
+static double healthy(int r, uint64_t s) {
+  (void)r;
+  (void)s;
+  return 1;
+}
+static double rank5_twice_from_100_to_200(int r, uint64_t s) {
+  return r == 5 && s >= 100 && s < 200 ? 2.0 : 1.0;
+}
+static double rank7_always_slower(int r, uint64_t s) {
+  (void)s;
+  return r == 7 ? 1.5 : 1.0;
+}
+static double one_blip(int r, uint64_t s) { return r == 2 && s == 120 ? 3.0 : 1.0; }
+
+START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears) {
+  setup(NULL);
+  for (int r = 0; r < 8; r++)
+    comm_record(r, 8, 1);
+  uint64_t t = run_colls(8, 0, 100, 10 * MS, rank5_twice_from_100_to_200);
+  ck_assert_int_eq(json_array_size(events), 0);
+  uint64_t onset = t;
+  t = run_colls(8, 100, 100, t, rank5_twice_from_100_to_200);
+  json_t *e = first("straggler");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(count("straggler"), 1);
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "gpu");
+  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 5);
+  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "hosts"), 0)), "node5");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 1.8 && f < 2.2, "factor %.2f", f);
+  uint64_t flagged = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(flagged > onset && flagged < onset + 1200 * MS, "flagged %.2f s after onset",
+                (double)(flagged - onset) / 1e9);
+  ck_assert_int_eq(count("recovered"), 0);
+  run_colls(8, 200, 40, t, rank5_twice_from_100_to_200);
+  ck_assert_int_eq(count("recovered"), 1);
+  json_t *rec = first("recovered");
+  ck_assert_int_eq(json_integer_value(json_object_get(rec, "clears")),
+                   json_integer_value(json_object_get(e, "id")));
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(steady_unevenness_and_one_off_blips_raise_nothing) {
+  setup(NULL);
+  for (int r = 0; r < 8; r++)
+    comm_record(r, 8, 1);
+  uint64_t t = run_colls(8, 0, 300, 10 * MS, rank7_always_slower);
+  ck_assert_int_eq(json_array_size(events), 0);
+  run_colls(8, 300, 300, t, one_blip);
+  run_colls(8, 600, 300, t, healthy);
+  ck_assert_int_eq(json_array_size(events), 0);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_rank_that_never_enters_is_a_noncomm_hang_naming_it) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (int r = 0; r < 3; r++) /* rank 3 never arrives at collective 50 */
+    coll(r, 4, 50, t + 60 * MS, 0);
+  for (uint64_t k = 1; k <= 40; k++) /* heartbeats go on: everyone alive */
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, r == 3 ? 50 : 51, 50);
+  json_t *e = first("noncomm_hang");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  ck_assert_int_eq(json_array_size(json_object_get(e, "ranks")), 1);
+  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(at >= t + 3000 * MS && at <= t + 3200 * MS, "flagged at +%.2f s",
+                (double)(at - t) / 1e9);
+  c4_det_reset();
+}
+END_TEST
+
+static void pending(int src, int dst, int dir, uint64_t t) {
+  struct c4_record r = {.kind = C4_REC_XFER};
+  r.xfer = (struct c4_xfer_record){.dir = (uint8_t)dir,
+                                   .status = C4_XFER_PENDING,
+                                   .conn_id = 77,
+                                   .seq = 9,
+                                   .bytes = 4096,
+                                   .t_posted = t};
+  int self = dir == C4_DIR_SEND ? src : dst, peer = dir == C4_DIR_SEND ? dst : src;
+  r.xfer.self = (struct c4_identity){.rank = self, .pid = 100 + (uint32_t)self, .dev = 0};
+  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = 100 + (uint32_t)peer, .dev = 1};
+  snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
+  snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
+  take(&r);
+}
+
+START_TEST(all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (int r = 0; r < 4; r++)
+    coll(r, 4, 50, t + 60 * MS, 0);
+  pending(2, 3, C4_DIR_RECV, t + 2000 * MS); /* the receiver waits on the sender... */
+  pending(1, 2, C4_DIR_RECV, t + 2000 * MS); /* ...and so does the next one downstream */
+  pending(2, 3, C4_DIR_SEND, t + 2001 * MS); /* the send that does not go */
+  for (uint64_t k = 1; k <= 40; k++)
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, 51, 50);
+  json_t *e = first("comm_hang");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(count("noncomm_hang"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  /* it completes after all: recovered */
+  run_colls(4, 51, 5, t + 5000 * MS, healthy);
+  ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
+  setup(NULL);
+  for (uint64_t k = 1; k <= 5; k++)
+    for (int r = 0; r < 3; r++)
+      hb(r, k * 100 * MS, 0, 0);
+  struct c4_record end = {.kind = C4_REC_RANK};
+  end.rank = (struct c4_rank_record){.rank = 1, .pid = 101, .event = C4_RANK_LOST, .t = 600 * MS};
+  strcpy(end.rank.host, "node1");
+  take(&end);
+  json_t *e = first("rank_lost");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 1);
+  end.rank.rank = 2; /* a clean goodbye is not a loss */
+  end.rank.event = C4_RANK_BYE;
+  take(&end);
+  /* rank 0 keeps going, then falls silent: lost after the threshold (10 s) */
+  for (uint64_t k = 7; k <= 30; k++)
+    hb(0, k * 100 * MS, 0, 0);
+  hb(3, 3000 * MS, 0, 0); /* rank 3 is alive: its heartbeats are 9.9 s apart at most */
+  hb(3, 12900 * MS, 0, 0);
+  hb(3, 13500 * MS, 0, 0);
+  ck_assert_int_eq(count("rank_lost"), 2);
+  hb(1, 13600 * MS, 0, 0); /* rank 1 is back */
+  ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_stopped_process_is_a_noncomm_hang_before_it_is_lost) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (int r = 0; r < 3; r++) /* rank 3 was stopped inside the collective */
+    coll(r, 4, 50, t + 60 * MS, 0);
+  for (uint64_t k = 1; k <= 40; k++)
+    for (int r = 0; r < 3; r++)
+      hb(r, t + k * 100 * MS, 51, 50);
+  json_t *e = first("noncomm_hang");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  ck_assert_int_eq(count("rank_lost"), 0);
+  c4_det_reset();
+}
+END_TEST
+
+/* Transfers between NICs host/dev, as their receivers record them: 6 hosts x 1 NIC, each sending 1
+ * MiB to the next two hosts and the previous one every 20 ms at 10 GB/s times rate(src, dst). */
+static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, uint64_t t)) {
+  static uint64_t seq;
+  for (uint64_t t = t0; t < t1; t += 20 * MS)
+    for (int s = 0; s < 6; s++)
+      for (int k = 0; k < 3; k++) {
+        int d = (s + (k == 2 ? 5 : k + 1)) % 6;
+        double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)s * 7) % 21) / 10.0 - 1);
+        uint64_t ns = (uint64_t)(1048576 / (10.0 * rate(s, d, t)) * jitter);
+        struct c4_record r = {.kind = C4_REC_XFER};
+        r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                         .status = C4_XFER_OK,
+                                         .conn_id = (uint64_t)(s * 8 + d),
+                                         .seq = seq++,
+                                         .bytes = 1048576,
+                                         .t_posted = t,
+                                         .t_first_byte = t + 5000,
+                                         .t_done = t + 5000 + ns};
+        r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d}; /* the receiver */
+        r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
+        snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
+        snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
+        take(&r);
+      }
+}
+
+static double all_fine(int s, int d, uint64_t t) {
+  (void)s, (void)d, (void)t;
+  return 1;
+}
+static double node2_sends_at_half(int s, int d, uint64_t t) {
+  (void)d;
+  return s == 2 && t >= 5000 * MS && t < 10000 * MS ? 0.5 : 1;
+}
+static double node4_receives_at_quarter(int s, int d, uint64_t t) {
+  (void)s;
+  return d == 4 && t >= 5000 * MS ? 0.25 : 1;
+}
+static double link_1_to_2_at_30(int s, int d, uint64_t t) {
+  return s == 1 && d == 2 && t >= 5000 * MS ? 0.3 : 1;
+}
+static double one_slow_transfer(int s, int d, uint64_t t) {
+  return s == 3 && d == 4 && t == 6000 * MS ? 0.2 : 1;
+}
+
+static json_t *only_comm_slow(void) {
+  ck_assert_int_eq(count("comm_slow"), 1);
+  return first("comm_slow");
+}
+
+START_TEST(a_slow_sending_nic_is_its_row_and_clears_when_restored) {
+  setup(NULL);
+  run_xfers(1000 * MS, 15000 * MS, node2_sends_at_half);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "nic_tx");
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node2");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(at > 5000 * MS && at < 7000 * MS, "flagged at %.2f s", (double)at / 1e9);
+  ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_slow_receiving_nic_is_its_column) {
+  setup(NULL);
+  run_xfers(1000 * MS, 9000 * MS, node4_receives_at_quarter);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "nic_rx");
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node4");
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(one_slow_link_is_its_cell) {
+  setup(NULL);
+  run_xfers(1000 * MS, 9000 * MS, link_1_to_2_at_30);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 2.8 && f < 3.9, "factor %.2f", f);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_healthy_matrix_and_one_slow_transfer_raise_nothing) {
+  setup(NULL);
+  run_xfers(1000 * MS, 9000 * MS, all_fine);
+  run_xfers(9000 * MS, 12000 * MS, one_slow_transfer);
+  ck_assert_int_eq(json_array_size(events), 0);
+  json_t *st = c4_det_state_json();
+  json_t *m = json_object_get(st, "matrix");
+  ck_assert_int_eq(json_array_size(json_object_get(m, "nodes")), 6);
+  ck_assert_int_eq(json_array_size(json_object_get(m, "cells")), 18);
+  json_decref(st);
+  c4_det_reset();
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("detect");
+  TCase *tc = tcase_create("detect");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
+  tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
+  tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
+  tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
+  tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
+  tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
+  tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
+  tcase_add_test(tc, a_slow_receiving_nic_is_its_column);
+  tcase_add_test(tc, one_slow_link_is_its_cell);
+  tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
