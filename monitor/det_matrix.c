@@ -37,6 +37,7 @@ struct cell {
   struct bucket b[4]; /* half-windows hw & 3: the two judged and the ones arriving meanwhile */
   /* the last evaluation */
   float v, resid;
+  float v_all; /* v with nothing left out: what rows, columns and paths count hot cells by */
   int n;
 };
 
@@ -237,8 +238,8 @@ static float select_kth(float *v, int n, int k) {
 static float lower_median(float *v, int n) { return n ? select_kth(v, n, (n - 1) / 2) : 0; }
 
 /* A cell's class sums over the window's two half-windows, the largest sample left out when there
- * are three or more (one blip does not move it). */
-static int window_sums(const struct cell *c, uint64_t w, int *cls, float *sum, int *n) {
+ * are three or more and trim is set (one blip does not move it). */
+static int window_sums(const struct cell *c, uint64_t w, int *cls, float *sum, int *n, int trim) {
   int k = 0;
   for (int b = 0; b < 4; b++) {
     if (c->b[b].hw != w && c->b[b].hw != w - 1) continue;
@@ -261,7 +262,7 @@ static int window_sums(const struct cell *c, uint64_t w, int *cls, float *sum, i
       if (ac->max > sum[2 * CLASSES + j]) sum[2 * CLASSES + j] = ac->max;
     }
   }
-  for (int j = 0; j < k; j++)
+  for (int j = 0; j < k && trim; j++)
     if (n[j] >= 3) {
       sum[j] -= sum[2 * CLASSES + j];
       n[j]--;
@@ -325,7 +326,7 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
     path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
     if (path[i] < 0) continue;
     cells[path[i]]++;
-    if (c->v - m.overall >= (float)log(ROW_HOT)) {
+    if (c->v_all - m.overall >= (float)log(ROW_HOT)) {
       hot[path[i]]++;
       if (c->v - m.overall > maxv[path[i]]) maxv[path[i]] = c->v - m.overall;
     }
@@ -368,7 +369,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
       struct cell *c = &m.cell[i];
       if (!c->n || (by_src ? c->src : c->dst) != k || hot_cell[i] == 2) continue;
       total++;
-      hotn += c->v - m.overall >= hot;
+      hotn += c->v_all - m.overall >= hot;
     }
     if (total < 2 || hotn * 3 < total * 2) continue;
     for (int i = 0; i < m.ncells; i++)
@@ -465,7 +466,7 @@ static void evaluate(uint64_t w) {
   int ncm = 0, cls[2 * CLASSES], n[2 * CLASSES];
   float sum[4 * CLASSES];
   for (int i = 0; i < m.ncells; i++) {
-    int k = window_sums(&m.cell[i], w, cls, sum, n);
+    int k = window_sums(&m.cell[i], w, cls, sum, n, 1);
     for (int j = 0; j < k; j++)
       cms[ncm++] = (struct cm){cls[j], sum[j] / (float)n[j]};
   }
@@ -479,7 +480,7 @@ static void evaluate(uint64_t w) {
   int live = 0;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    int k = window_sums(c, w, cls, sum, n);
+    int k = window_sums(c, w, cls, sum, n, 1);
     double acc = 0;
     int tot = 0;
     for (int j = 0; j < k; j++) {
@@ -488,6 +489,17 @@ static void evaluate(uint64_t w) {
     }
     c->n = tot >= 2 ? tot : 0;
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
+    /* The first window of a slowdown holds one or two slow samples per cell, the very ones that
+     * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot
+     * make, so they are counted untrimmed. */
+    k = window_sums(c, w, cls, sum, n, 0);
+    acc = 0;
+    tot = 0;
+    for (int j = 0; j < k; j++) {
+      acc += (double)(sum[j] - (float)n[j] * ref[cls[j]]);
+      tot += n[j];
+    }
+    c->v_all = c->n ? (float)(acc / tot) : 0;
     if (c->n) scratch[live++] = c->v;
   }
   m.overall = lower_median(scratch, live);
