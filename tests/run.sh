@@ -34,6 +34,10 @@ for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] && run "unit $(basename "$t")" "$t"
 done
 [ -x "$BUILD/tests/conformance" ] && run "conformance" "$BUILD/tests/conformance"
+run "scenarios" bash tests/scenarios/run.sh "$BUILD"
+for s in tests/live/*.sh; do # across network namespaces; each says "skipped" when not root
+  [ -f "$s" ] && run "live $(basename "$s" .sh)" bash "$s" "$BUILD"
+done
 for f in "$BUILD"/tests/fuzz_*_smoke; do
   [ -x "$f" ] && run "fuzz-smoke $(basename "$f")" "$f" "$FUZZ_ITERS"
 done

@@ -5,7 +5,8 @@
 #   c. 8-byte round trip: c4perf lat vs c4-tcp-pingpong (blocking; also busy-polling, and
 #      busy-polling with one connection per direction, the shape of NCCL's send and receive comms);
 #   d. bandwidth with timing on (the default) vs C4_TIMING=0;
-#   e. the hot-path cost of timing one request (c4-ring-bench), and c4mon's ingest rate.
+#   e. the hot-path cost of timing one request (c4-ring-bench), and c4mon's ingest rate;
+#   f. detection scored on fault scenarios at 16 to 16,384 ranks (detect_bench.sh).
 # Every figure is the median of $C4_BENCH_RUNS runs (default 5). Prints a table with targets and
 # writes it as JSON to BUILD/bench.json. Exit 0 when every figure was measured (a missed target
 # is reported, not an error), 1 when a measurement failed, 2 on bad usage.
@@ -185,6 +186,11 @@ row "c4mon ingest, records/s per core, ${C4_BENCH_RANKS:-16384} ranks" c4mon_ing
 printf '%-54s %10s\n' "timing cost, ns per request (clocks + record + push)" "$hot"
 printf '%-54s %10s\n' "reporter, ns per record on c4's thread (encode)" "$enc"
 echo "($((SECONDS - t_start)) s)"
+
+# f. Detection, scored on generated fault scenarios (writes $BUILD/bench-detect.json).
+echo
+echo "f. detection ..."
+bash "$(dirname "$0")/detect_bench.sh" "$BUILD" || echo "   the detection bench failed" >&2
 
 {
   printf '{"runs": %s, "streams": %s, "seconds": %s,\n' "$RUNS" "$STREAMS" "$((SECONDS - t_start))"
