@@ -211,9 +211,17 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
 #define BIN_BUF (1 << 20)
 
 int c4_trace_open(struct c4_trace_reader *r, const char *path) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+  if (!f) {
+    memset(r, 0, sizeof *r);
+    return C4_ENOTFOUND;
+  }
+  return c4_trace_open_stream(r, f);
+}
+
+int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f) {
   memset(r, 0, sizeof *r);
-  r->f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-  if (!r->f) return C4_ENOTFOUND;
+  r->f = f;
   /* Peek for the binary magic; what was read is kept (stdin cannot seek) and parsed as the
    * start of the buffer either way. */
   r->buf = malloc(BIN_BUF);

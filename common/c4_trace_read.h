@@ -30,6 +30,9 @@ struct c4_trace_reader {
  * form's magic). Returns 0 or C4_ENOTFOUND (errno kept). */
 int c4_trace_open(struct c4_trace_reader *r, const char *path);
 
+/* Same, on a stream already open (a pipe, fmemopen); the reader closes it. */
+int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f);
+
 /* Next record: 1 with *out filled, 0 at the end of the file, or C4_EPROTO for a bad line, with
  * "line N: reason" in err; call again to go on. In the binary form a bad record cannot be
  * skipped (its length is unknown): C4_EPROTO names its byte offset, and the next call returns 0. */

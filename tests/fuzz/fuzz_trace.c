@@ -1,8 +1,11 @@
-/* fuzz_trace.c -- fuzz target for the trace reader: any bytes as a line; whatever it accepts must
- * be written back by c4_record_json and read again to the same record. */
+/* fuzz_trace.c -- fuzz target for the trace reader: any bytes as a line (whatever it accepts must
+ * be written back by c4_record_json and read again to the same record), and any bytes after the
+ * binary form's magic, read as a whole file (c4mon replay's reader). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_trace_bin.h"
 #include "c4_trace_json.h"
 #include "c4_trace_read.h"
 #include "fuzz.h"
@@ -11,9 +14,35 @@ static void must(int cond) {
   if (!cond) abort();
 }
 
+/* The bytes as the rest of a binary trace: records come out, a bad one ends it with an error. */
+static void read_binary(const uint8_t *data, size_t size) {
+  uint8_t *file = malloc(size + C4_TRACE_BIN_MAGIC_LEN);
+  if (!file) return;
+  memcpy(file, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN);
+  memcpy(file + C4_TRACE_BIN_MAGIC_LEN, data, size);
+  FILE *f = fmemopen(file, size + C4_TRACE_BIN_MAGIC_LEN, "r");
+  struct c4_trace_reader rd;
+  if (f && c4_trace_open_stream(&rd, f) == 0) {
+    must(rd.binary == 1);
+    struct c4_record r;
+    char err[256];
+    int rc, errors = 0;
+    size_t n = 0;
+    while ((rc = c4_trace_next(&rd, &r, err, sizeof err)) != 0) {
+      must(rc == 1 || (rc < 0 && strlen(err) > 0));
+      errors += rc < 0;
+      must(++n <= size + 1); /* every record takes at least one byte */
+    }
+    must(errors <= 1);
+    c4_trace_close(&rd);
+  }
+  free(file);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct c4_record r, back;
   char err[256];
+  read_binary(data, size);
   int rc = c4_trace_parse_line((const char *)data, size, &r, err, sizeof err);
   must(rc == 0 || rc == 1 || strlen(err) > 0);
   if (rc != 1) return 0;
