@@ -370,6 +370,41 @@ START_TEST(a_healthy_matrix_and_one_slow_transfer_raise_nothing) {
 }
 END_TEST
 
+/* All-to-all among 6 NICs with a different, steady size per pair (64 KiB to 8 MiB): uneven, but
+ * every pair moves at the link's rate, so time per byte is even and nothing is slow. */
+START_TEST(an_uneven_but_steady_all_to_all_raises_nothing) {
+  setup(NULL);
+  uint64_t seq = 0;
+  for (uint64_t t = 1000 * MS; t < 12000 * MS; t += 50 * MS)
+    for (int s = 0; s < 6; s++)
+      for (int d = 0; d < 6; d++) {
+        if (s == d) continue;
+        uint64_t bytes = 65536ull << ((s * 5 + d * 3) % 8);
+        double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)d * 7) % 21) / 10.0 - 1);
+        struct c4_record r = {.kind = C4_REC_XFER};
+        r.xfer =
+            (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                    .status = C4_XFER_OK,
+                                    .conn_id = (uint64_t)(s * 8 + d),
+                                    .seq = seq++,
+                                    .bytes = bytes,
+                                    .t_posted = t,
+                                    .t_first_byte = t + 5000,
+                                    .t_done = t + 5000 + (uint64_t)((double)bytes / 10.0 * jitter)};
+        r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d};
+        r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
+        snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
+        snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
+        take(&r);
+      }
+  ck_assert_int_eq(json_array_size(events), 0);
+  json_t *st = c4_det_state_json();
+  ck_assert_int_eq(json_array_size(json_object_get(json_object_get(st, "matrix"), "cells")), 30);
+  json_decref(st);
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -384,6 +419,7 @@ int main(void) {
   tcase_add_test(tc, a_slow_receiving_nic_is_its_column);
   tcase_add_test(tc, one_slow_link_is_its_cell);
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
+  tcase_add_test(tc, an_uneven_but_steady_all_to_all_raises_nothing);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
