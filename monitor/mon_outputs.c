@@ -7,11 +7,11 @@
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "det.h"
+#include "mon_actions.h"
 #include "mon_events.h"
-#include "mon_prom.h"
-#include "mon_run_cmd.h"
+#include "mon_metrics.h"
 #include "mon_server.h"
-#include "mon_sub.h"
+#include "mon_subscribe.h"
 
 static struct {
   FILE *events;
@@ -40,7 +40,7 @@ int c4_mon_outputs_start(const struct mon_outputs_opts *o) {
   c4_mon_events_add_sink(count_event, NULL);
   if (o->events) {
     out.own_file = strcmp(o->events, "-") != 0;
-    out.events = out.own_file ? fopen(o->events, "a") : stdout;
+    out.events = out.own_file ? fopen(o->events, "ae") : stdout; /* not for --on-event */
     if (!out.events) {
       fprintf(stderr, "c4mon: cannot open %s for the events\n", o->events);
       return C4_ESYS;
@@ -48,25 +48,19 @@ int c4_mon_outputs_start(const struct mon_outputs_opts *o) {
     c4_mon_events_add_sink(write_line, NULL);
   }
   if (o->on_event) {
-    if (c4_mon_run_cmd_start(o->on_event) != 0) goto fail;
+    if (c4_mon_actions_start(o->on_event) != 0) goto fail;
     out.actions = 1;
-    c4_mon_events_add_sink(c4_mon_run_cmd_event, NULL);
+    c4_mon_events_add_sink(c4_mon_actions_event, NULL);
   }
   if (o->subscribe) {
-    if (c4_mon_sub_start(o->subscribe) != 0) {
-      fprintf(stderr, "c4mon: cannot open the subscription port %s\n", o->subscribe);
-      goto fail;
-    }
+    if (c4_mon_subscribe_start(o->subscribe) != 0) goto fail; /* it says why */
     out.subscribe = 1;
-    c4_mon_events_add_sink(c4_mon_sub_event, NULL);
+    c4_mon_events_add_sink(c4_mon_subscribe_event, NULL);
   }
   if (o->metrics) {
-    if (c4_mon_prom_start(o->metrics) != 0) {
-      fprintf(stderr, "c4mon: cannot serve metrics on %s\n", o->metrics);
-      goto fail;
-    }
+    if (c4_mon_metrics_start(o->metrics) != 0) goto fail; /* it says why */
     out.metrics = 1;
-    c4_mon_events_add_sink(c4_mon_prom_event, NULL);
+    c4_mon_events_add_sink(c4_mon_metrics_event, NULL);
   }
   return 0;
 fail:
@@ -75,20 +69,20 @@ fail:
 }
 
 void c4_mon_outputs_tick(int live) {
-  if (out.actions) c4_mon_run_cmd_poll();
+  if (out.actions) c4_mon_actions_poll();
   uint64_t now = c4_now_ns();
   if (!out.metrics || now < out.next_publish) return;
   out.next_publish = now + 1000000000ull;
   json_t *state = c4_det_state_json(), *status = live ? c4_mon_server_status() : NULL;
-  c4_mon_prom_publish(state, status);
+  c4_mon_metrics_publish(state, status);
   json_decref(state);
   json_decref(status);
 }
 
 void c4_mon_outputs_stop(int wait_ms) {
-  if (out.actions) c4_mon_run_cmd_stop(wait_ms);
-  if (out.subscribe) c4_mon_sub_stop();
-  if (out.metrics) c4_mon_prom_stop();
+  if (out.actions) c4_mon_actions_stop(wait_ms);
+  if (out.subscribe) c4_mon_subscribe_stop();
+  if (out.metrics) c4_mon_metrics_stop();
   if (out.own_file) fclose(out.events);
   c4_mon_events_reset();
   uint64_t n = out.count;

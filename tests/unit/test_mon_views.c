@@ -1,0 +1,94 @@
+/* test_mon_views.c -- c4mon's pictures of its state: the delay matrix as PNG and SVG, and
+ * `c4mon top`'s frame. (The exporters are in test_mon_exporters.c.) */
+#include <check.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "mon_image.h"
+#include "mon_tty.h"
+
+/* A detection state (det.h's schema) with 4 NICs, n0/0 sending slowly, and one verdict. */
+static json_t *state(void) {
+  return json_loads(
+      "{\"t\":5000000000,\"ranks\":[{\"job\":\"j\",\"rank\":0,\"host\":\"n\\\"0\",\"slowdown\":1.0,"
+      "\"last_hb_ns\":4000000000,\"entered\":7,\"done\":7,\"lost\":false},"
+      "{\"job\":\"j\",\"rank\":1,\"host\":\"n1\",\"slowdown\":2.5,\"last_hb_ns\":4900000000,"
+      "\"entered\":7,\"done\":6,\"lost\":false}],"
+      "\"matrix\":{\"nodes\":[\"n0/0\",\"n1/0\",\"n2/0\",\"n<3>&/0\"],"
+      "\"cells\":[[0,1,2.6,9],[0,2,2.4,9],[1,2,1.0,9],[2,3,1.0,9],[3,0,1.05,9]],"
+      "\"rows\":[2.5,1,1,1],\"cols\":[1,1,1,1],\"t\":5000000000},"
+      "\"verdicts\":[{\"v\":1,\"id\":1,\"kind\":\"comm_slow\",\"where\":\"nic_tx\",\"t\":"
+      "4500000000,"
+      "\"factor\":2.5,\"detail\":\"row effect 2.50x\"}],\"counts\":{}}",
+      0, NULL);
+}
+
+START_TEST(the_matrix_is_drawn_as_png_and_svg_with_the_hot_row_red) {
+  json_t *st = state();
+  char png[] = "/tmp/c4-matrix-XXXXXX", svg[] = "/tmp/c4-matrix-svg-XXXXXX";
+  close(mkstemp(png));
+  close(mkstemp(svg));
+  ck_assert_int_eq(c4_mon_image_png(st, png), 0);
+  png_image img = {.version = PNG_IMAGE_VERSION};
+  ck_assert_int_ne(png_image_begin_read_from_file(&img, png), 0);
+  img.format = PNG_FORMAT_RGB;
+  unsigned char *px = malloc(PNG_IMAGE_SIZE(img));
+  ck_assert_int_ne(png_image_finish_read(&img, NULL, px, 0, NULL), 0);
+  int w = (int)img.width, cell = w / 6; /* 4 nodes + 2 margin */
+  unsigned char *hot = px + ((size_t)(cell / 2) * (size_t)w + (size_t)(cell + cell / 2)) * 3;
+  unsigned char *cool =
+      px + ((size_t)(cell + cell / 2) * (size_t)w + (size_t)(2 * cell + cell / 2)) * 3;
+  ck_assert_msg(hot[0] > 200 && hot[1] < 80, "hot cell %d,%d,%d", hot[0], hot[1], hot[2]);
+  ck_assert_msg(cool[1] > 150 && cool[0] < 100, "normal cell %d,%d,%d", cool[0], cool[1], cool[2]);
+  free(px);
+  ck_assert_int_eq(c4_mon_image_svg(st, svg), 0);
+  FILE *f = fopen(svg, "r");
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  ck_assert_int_eq(strncmp(text, "<svg", 4), 0);
+  ck_assert_ptr_nonnull(strstr(text, "</svg>"));
+  ck_assert_ptr_nonnull(strstr(text, "n&lt;3&gt;&amp;/0"));
+  ck_assert_ptr_nonnull(strstr(text, "row effect 2.50x"));
+  ck_assert_int_lt(c4_mon_image_png(st, "/nonexistent/dir/m.png"), 0);
+  json_decref(st);
+  unlink(png);
+  unlink(svg);
+}
+END_TEST
+
+START_TEST(top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters) {
+  json_t *status =
+      json_pack("{s:s, s:i, s:o}", "c4mon", "0.1.0", "ranks_connected", 2, "detect", state());
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  c4_mon_tty_render(f, status, 120, 20, 0);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(buf, "comm_slow"));
+  char *r1 = strstr(buf, "\n1 "), *r0 = strstr(buf, "\n0 ");
+  ck_assert_msg(r1 && r0 && r1 < r0, "the slower rank is not first:\n%s", buf);
+  ck_assert_msg(strstr(buf, " @@"), "the hot row is not drawn hot:\n%s", buf);
+  int nl = 0;
+  for (char *p = buf; *p; p++)
+    nl += *p == '\n';
+  ck_assert_int_le(nl, 20);
+  free(buf);
+  json_decref(status);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("mon_views");
+  TCase *tc = tcase_create("views");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, the_matrix_is_drawn_as_png_and_svg_with_the_hot_row_red);
+  tcase_add_test(tc, top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
