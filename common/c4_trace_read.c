@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "c4_err.h"
 #include "c4_frame.h"
@@ -219,6 +221,21 @@ int c4_trace_open(struct c4_trace_reader *r, const char *path) {
   return c4_trace_open_stream(r, f);
 }
 
+/* A binary trace in a regular file is read through a mapping of the whole file: replaying a
+ * 16,384-rank trace moves gigabytes, and copying them out of the page cache cost as much as
+ * decoding them. Pipes and memory streams keep the buffered path. */
+static void map_whole(struct c4_trace_reader *r) {
+  struct stat st;
+  int fd = fileno(r->f);
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= C4_TRACE_BIN_MAGIC_LEN)
+    return;
+  void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) return;
+  madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+  r->map = p;
+  r->map_len = (size_t)st.st_size;
+}
+
 int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f) {
   memset(r, 0, sizeof *r);
   r->f = f;
@@ -235,6 +252,7 @@ int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f) {
       !memcmp(r->buf, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN)) {
     r->binary = 1;
     r->pos = r->have;
+    map_whole(r);
   }
   return 0;
 }
@@ -261,24 +279,26 @@ static size_t refill(struct c4_trace_reader *r) {
 static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
   for (;;) {
     if (r->binary == 2) return 0;
-    if (r->pos < r->have) {
-      int n = c4_frame_get_record(r->buf + r->pos, r->have - r->pos, out);
+    const uint8_t *b = r->map ? r->map : r->buf;
+    size_t have = r->map ? r->map_len : r->have;
+    if (r->pos < have) {
+      int n = c4_frame_get_record(b + r->pos, have - r->pos, out);
       if (n > 0) {
         r->pos += (size_t)n;
         r->lineno++;
         return 1;
       }
-      size_t need = c4_frame_record_size(r->buf[r->pos]);
-      if (need && need > r->have - r->pos && refill(r)) continue;
+      size_t need = c4_frame_record_size(b[r->pos]);
+      if (need && need > have - r->pos && !r->map && refill(r)) continue;
       r->bad++;
       r->binary = 2; /* no way to find the next record: stop after this error */
       snprintf(err, errlen, "byte %" PRIu64 ": %s", r->offset + r->pos,
-               !need                     ? "not a record kind this reader knows"
-               : need > r->have - r->pos ? "truncated record"
-                                         : "a field is out of range");
+               !need                  ? "not a record kind this reader knows"
+               : need > have - r->pos ? "truncated record"
+                                      : "a field is out of range");
       return C4_EPROTO;
     }
-    if (!refill(r)) return 0;
+    if (r->map || !refill(r)) return 0;
   }
 }
 
@@ -308,6 +328,7 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
 }
 
 void c4_trace_close(struct c4_trace_reader *r) {
+  if (r->map) munmap((void *)r->map, r->map_len);
   if (r->f && r->f != stdin) fclose(r->f);
   free(r->buf);
   memset(r, 0, sizeof *r);

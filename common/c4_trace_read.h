@@ -23,7 +23,9 @@ struct c4_trace_reader {
   int binary;           /* 1: the binary form; 2: it hit a bad record and stopped */
   uint8_t *buf;         /* bytes read, not yet parsed from pos on; cap grows for long lines */
   size_t cap, have, pos;
-  uint64_t offset; /* file offset of buf[0] */
+  uint64_t offset;    /* file offset of buf[0] */
+  const uint8_t *map; /* a binary trace in a regular file, mapped whole (no copy), or NULL */
+  size_t map_len;
 };
 
 /* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary
