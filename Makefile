@@ -32,7 +32,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 LDLIBS    += $(PKG_LIBS) -ldl -lm
@@ -43,6 +43,7 @@ PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
 MON_SRC    := $(wildcard monitor/*.c)
 SCEN_SRC   := $(wildcard tools/scenario/*.c)
+TRAIN_SRC  := $(wildcard trainer/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 CONF_SRC   := $(wildcard tests/conformance/*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
@@ -57,6 +58,7 @@ PRELOAD    := $(BUILD)/lib/libc4-preload.so
 C4PERF     := $(BUILD)/bin/c4perf
 C4MON      := $(BUILD)/bin/c4mon
 LIBMON     := $(BUILD)/lib/libc4mon.a
+LIBTRAIN   := $(BUILD)/lib/libc4train.a
 C4SCEN     := $(BUILD)/bin/c4scen
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
@@ -66,7 +68,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(LIBTRAIN) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -108,6 +110,11 @@ $(C4MON): $(call obj,monitor/mon_main.c) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
+# The trainer's library (the straggler planner), for c4train and the unit tests.
+$(LIBTRAIN): $(call obj,$(TRAIN_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
 $(C4SCEN): $(call obj,$(SCEN_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -124,7 +131,7 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(LDLIBS)
 

@@ -1,0 +1,85 @@
+/* planner.c -- exact integer splitting by searching the bottleneck time. For a time T, worker i
+ * can do floor(T * rate[i]) units (capped): T is feasible when those sum to at least total. The
+ * optimum is one of the breakpoints k / rate[i]; a bisection over T finds the smallest feasible
+ * one up to rounding, and the split is then trimmed back to total, taking units off whoever is
+ * the bottleneck, which cannot raise it. */
+#include "planner.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static long fill(double t, int n, const double *rate, const int *cap, int *out) {
+  long sum = 0;
+  for (int i = 0; i < n; i++) {
+    double k = rate[i] > 0 ? floor(t * rate[i] * (1 + 1e-12)) : 0;
+    long v = (long)k;
+    if (cap && v > cap[i]) v = cap[i];
+    if (v < 0) v = 0;
+    out[i] = (int)v;
+    sum += v;
+  }
+  return sum;
+}
+
+double c4_plan_split(int total, int n, const double *rate, const int *cap, int *out) {
+  if (n < 1 || total < 0) return -1;
+  double best_rate = 0;
+  long room = 0;
+  for (int i = 0; i < n; i++) {
+    if (rate[i] > best_rate) best_rate = rate[i];
+    room += rate[i] > 0 ? (cap ? cap[i] : total) : 0;
+  }
+  if (best_rate <= 0 || room < total) return -1;
+  double lo = 0, hi = total / best_rate;
+  while (fill(hi, n, rate, cap, out) < total) /* caps may push it further */
+    hi *= 2;
+  for (int it = 0; it < 200; it++) {
+    double mid = (lo + hi) / 2;
+    if (fill(mid, n, rate, cap, out) >= total)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  long sum = fill(hi, n, rate, cap, out);
+  while (sum > total) { /* trim from the current bottleneck */
+    int worst = -1;
+    for (int i = 0; i < n; i++)
+      if (out[i] > 0 && (worst < 0 || out[i] / rate[i] > out[worst] / rate[worst])) worst = i;
+    out[worst]--;
+    sum--;
+  }
+  double t = 0;
+  for (int i = 0; i < n; i++)
+    if (out[i] > 0 && out[i] / rate[i] > t) t = out[i] / rate[i];
+  return t;
+}
+
+static double *rates_of(int n, const double *slowdown) {
+  double *r = malloc((size_t)n * sizeof *r);
+  for (int i = 0; r && i < n; i++)
+    r[i] = slowdown[i] > 0 ? 1 / slowdown[i] : 0;
+  return r;
+}
+
+double c4_plan_microbatches(int total, int n, const double *slowdown, int *out) {
+  double *r = n > 0 ? rates_of(n, slowdown) : NULL;
+  double t = r ? c4_plan_split(total, n, r, NULL, out) : -1;
+  free(r);
+  return t;
+}
+
+double c4_plan_layers(int layers, int stages, const double *slowdown, const int *max_layers,
+                      int *out) {
+  double *r = stages > 0 ? rates_of(stages, slowdown) : NULL;
+  double t = r ? c4_plan_split(layers, stages, r, max_layers, out) : -1;
+  free(r);
+  return t;
+}
+
+int c4_plan_needs_replan(int n, const double *planned, const double *measured) {
+  for (int i = 0; i < n; i++)
+    if (fabs(measured[i] - planned[i]) >= C4_PLAN_MOVE &&
+        (measured[i] >= C4_PLAN_STRAGGLER || planned[i] >= C4_PLAN_STRAGGLER))
+      return 1;
+  return 0;
+}
