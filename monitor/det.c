@@ -207,6 +207,10 @@ int c4_det_init(const struct c4_det_config *cfg) {
   return 0;
 }
 
+void c4_det_prefetch(const struct c4_record *r, int stage) {
+  if (r->kind == C4_REC_XFER) det_matrix_prefetch(&r->xfer, stage);
+}
+
 /* The clock moves to the record's time first, so a verdict it triggers carries that time. */
 void c4_det_take(const char *job, const struct c4_record *r) {
   switch (r->kind) {

@@ -24,6 +24,11 @@ int c4_det_init(const struct c4_det_config *cfg);
 /* Takes one record of job, its times already on the telemetry's clock. */
 void c4_det_take(const char *job, const struct c4_record *r);
 
+/* A hint, before c4_det_take(r) of a batch: stage 0 then stage 1 over the whole batch start the
+ * memory loads take will need (the matrix's connection slot, then its cell). No effect on
+ * results. */
+void c4_det_prefetch(const struct c4_record *r, int stage);
+
 /* Moves detection's clock to now (ns) and runs what is due: hang and liveness checks, matrix
  * evaluations. Replay calls it with each record's time, serve every 100 ms with its own clock.
  * Time never goes back: an earlier now is ignored. */

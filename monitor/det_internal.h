@@ -54,6 +54,7 @@ void det_coll_reset(void);
 int det_coll_identity(const char *job, uint64_t comm, int comm_rank, const char **host);
 
 void det_matrix_take(const char *job, const struct c4_xfer_record *x);
+void det_matrix_prefetch(const struct c4_xfer_record *x, int stage);
 void det_matrix_advance(void);
 json_t *det_matrix_state(void);
 void det_matrix_reset(void);

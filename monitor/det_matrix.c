@@ -78,7 +78,7 @@ static struct {
   } * by_conn;
 } m;
 
-#define CONN_CACHE (1 << 18)
+#define CONN_CACHE (1 << 20)
 
 static uint64_t mix(uint64_t h) {
   h ^= h >> 33;
@@ -148,6 +148,16 @@ static void learn_rank(int k, int rank) {
   for (int i = 0; i < nd->nranks; i++)
     if (nd->ranks[i] == rank) return;
   if (nd->nranks < 4) nd->ranks[nd->nranks++] = rank;
+}
+
+void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
+  if (!m.by_conn || x->dir != C4_DIR_RECV) return;
+  size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
+  if (stage == 0) {
+    __builtin_prefetch(&m.by_conn[k]);
+  } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
+    __builtin_prefetch(&m.cell[m.by_conn[k].cell - 1].b[(x->t_done / HALF_NS) & 3]);
+  }
 }
 
 /* Receives, not sends: a send completes when its bytes are in the kernel's buffer, so a slow link
@@ -470,12 +480,20 @@ static void evaluate(uint64_t w) {
     for (int j = 0; j < k; j++)
       cms[ncm++] = (struct cm){cls[j], sum[j] / (float)n[j]};
   }
-  float ref[64];
-  for (int c = 0; c < 64; c++) { /* each class's median cell */
-    int k = 0;
-    for (int i = 0; i < ncm; i++)
-      if (cms[i].cls == c) scratch[k++] = cms[i].mean;
-    ref[c] = k ? select_kth(scratch, k, k / 2) : 0;
+  /* each class's median cell: the means grouped by class (counting sort), then selected */
+  float ref[64] = {0};
+  int start[65] = {0};
+  for (int i = 0; i < ncm; i++)
+    start[cms[i].cls + 1]++;
+  for (int c = 0; c < 64; c++)
+    start[c + 1] += start[c];
+  int fill[64];
+  memcpy(fill, start, sizeof fill);
+  for (int i = 0; i < ncm; i++)
+    scratch[fill[cms[i].cls]++] = cms[i].mean;
+  for (int c = 0; c < 64; c++) {
+    int k = start[c + 1] - start[c];
+    if (k) ref[c] = select_kth(scratch + start[c], k, k / 2);
   }
   int live = 0;
   for (int i = 0; i < m.ncells; i++) {
