@@ -122,7 +122,7 @@ done
 speed=$(printf '%s\n' "${speeds[@]}" | median)
 size=$(du -h "$WORK/speed.bin" | cut -f1)
 rm -f "$WORK/speed.bin"
-echo "   replay: ${speed}x real time (median of ${speeds[*]}; trace $size; target >= 10: $(awk -v s="$speed" 'BEGIN {print s >= 10 ? "ok" : "MISSED"}'))"
+echo "   replay: ${speed}x real time (median of ${speeds[*]}; trace $size; target >= 10: $(awk -v s="$speed" 'BEGIN {print (s >= 10 ? "ok" : "MISSED")}'))"
 
 {
   printf '{"scales": [\n  %s\n ],\n' "$(IFS=$'\n'; printf '%s' "${json_scales[*]}" | sed '$!s/$/,/')"
