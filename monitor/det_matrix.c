@@ -431,13 +431,12 @@ static void find_links(uint64_t wstart, char *hot_cell) {
 
 /* One median-polish sweep over rows (by_src) or columns: each node's effect is the lower median
  * of its cells' residuals, for nodes with two cells or more. */
-static void polish(int by_src, float *scratch, int *start, int *order) {
+static void polish(int by_src, float *scratch, const int *start, const float *val,
+                   const int *other) {
   for (int k = 0; k < m.nnodes; k++) {
     int n = 0;
-    for (int j = start[k]; j < start[k + 1]; j++) {
-      struct cell *c = &m.cell[order[j]];
-      scratch[n++] = c->v - m.overall - (by_src ? m.node[c->dst].col : m.node[c->src].row);
-    }
+    for (int j = start[k]; j < start[k + 1]; j++)
+      scratch[n++] = val[j] - m.overall - (by_src ? m.node[other[j]].col : m.node[other[j]].row);
     float eff = n >= 2 ? lower_median(scratch, n) : 0;
     if (by_src) {
       m.node[k].row = eff;
@@ -525,10 +524,29 @@ static void evaluate(uint64_t w) {
     m.node[k].row = m.node[k].col = 0;
   group(1, rs, ro);
   group(0, cs, co);
-  for (int it = 0; it < 3; it++) {
-    polish(1, scratch, rs, ro);
-    polish(0, scratch, cs, co);
+  /* the cells' values copied in row and column order once, so the sweeps read memory in
+   * sequence instead of jumping across every cell (tens of MB at 16,384 NICs) six times */
+  int live_cells = rs[m.nnodes];
+  float *rv = malloc(((size_t)live_cells + 1) * sizeof *rv),
+        *cv = malloc(((size_t)live_cells + 1) * sizeof *cv);
+  int *rk = malloc(((size_t)live_cells + 1) * sizeof *rk),
+      *ck = malloc(((size_t)live_cells + 1) * sizeof *ck);
+  if (rv && cv && rk && ck) {
+    for (int j = 0; j < live_cells; j++) {
+      rv[j] = m.cell[ro[j]].v;
+      rk[j] = m.cell[ro[j]].dst;
+      cv[j] = m.cell[co[j]].v;
+      ck[j] = m.cell[co[j]].src;
+    }
+    for (int it = 0; it < 3; it++) {
+      polish(1, scratch, rs, rv, rk);
+      polish(0, scratch, cs, cv, ck);
+    }
   }
+  free(rv);
+  free(cv);
+  free(rk);
+  free(ck);
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     c->resid = c->v - m.overall - m.node[c->src].row - m.node[c->dst].col;
