@@ -71,14 +71,27 @@ static uint64_t get_le(struct cur *c, int n) {
 #endif
 }
 
-/* Reads a NUL-padded field of n bytes into s (capacity >= n); a field without NUL is bad. */
+/* Reads a NUL-padded field of n bytes into s (capacity >= n, zeroed by the caller: both callers
+ * clear their whole struct first); a field without NUL is bad. A word at a time up to the NUL,
+ * with no string call: c4mon replays millions of records a second, four strings each, and
+ * strnlen there cost a quarter of the replay. */
 static void get_str(struct cur *c, char *s, size_t n) {
-  get(c, s, n);
-  size_t len = strnlen(s, n);
-  if (len == n)
+  if (c->bad || n > c->left) {
     c->bad = 1;
-  else
-    memset(s + len, 0, n - len);
+    return;
+  }
+  const uint8_t *f = c->r;
+  size_t i = 0;
+  for (uint64_t w; i + 8 <= n; i += 8) { /* whole words, up to the one holding the NUL */
+    memcpy(&w, f + i, 8);
+    if ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) break;
+    memcpy(s + i, &w, 8);
+  }
+  for (; i < n && f[i]; i++)
+    s[i] = (char)f[i];
+  if (i == n) c->bad = 1;
+  c->r += n;
+  c->left -= n;
 }
 
 void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length) {

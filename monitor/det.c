@@ -171,25 +171,30 @@ static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
 }
 
 /* Called for every transfer: a one-entry-per-pid cache in front keeps the table (and its cache
- * misses) out of the common case, the same process seen again. */
+ * misses) out of the common case, the same process seen again. A cached host is NUL-padded to 16
+ * bytes and compared whole with the caller's (a record's C4_HOST_MAX field, so 16 bytes are
+ * there to read): no string calls per transfer, and a host padded otherwise only misses. */
 static struct {
   uint32_t pid;
   int rank;
   char host[16];
 } seen[1 << 16];
 
+static unsigned seen_slot(const char *host, uint32_t pid) {
+  return (pid ^ (uint32_t)host[0] << 11) & ((1 << 16) - 1);
+}
+
 void det_learn_rank(const char *host, uint32_t pid, int rank) {
   if (rank < 0) return;
-  unsigned k = (pid ^ (uint32_t)host[0] << 11) & ((1 << 16) - 1);
-  if (seen[k].pid == pid && seen[k].rank == rank && !strncmp(seen[k].host, host, 16) &&
-      strlen(host) < 16)
-    return;
+  unsigned k = seen_slot(host, pid);
+  if (seen[k].pid == pid && seen[k].rank == rank && !memcmp(seen[k].host, host, 16)) return;
   struct ident *e = ident_slot(host, pid, 1);
   if (!e) return;
   e->rank = rank;
+  if (strnlen(host, 16) == 16) return; /* too long to cache */
   seen[k].pid = pid;
   seen[k].rank = rank;
-  snprintf(seen[k].host, sizeof seen[k].host, "%s", host);
+  strncpy(seen[k].host, host, sizeof seen[k].host);
 }
 
 int det_rank_of(const char *host, uint32_t pid) {
@@ -208,7 +213,9 @@ int c4_det_init(const struct c4_det_config *cfg) {
 }
 
 void c4_det_prefetch(const struct c4_record *r, int stage) {
-  if (r->kind == C4_REC_XFER) det_matrix_prefetch(&r->xfer, stage);
+  if (r->kind != C4_REC_XFER) return;
+  if (stage == 0) __builtin_prefetch(&seen[seen_slot(r->xfer.self.host, r->xfer.self.pid)]);
+  det_matrix_prefetch(&r->xfer, stage);
 }
 
 /* The clock moves to the record's time first, so a verdict it triggers carries that time. */

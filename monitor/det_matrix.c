@@ -27,14 +27,20 @@ struct acc {
   float sum, max; /* of log(ns per byte) */
 };
 
+/* One cache line: a transfer touches one bucket, an evaluation two per cell. */
 struct bucket {
-  uint64_t hw; /* which half-window it holds */
+  _Alignas(64) uint64_t hw; /* which half-window it holds */
   struct acc a[CLASSES];
 };
 
-struct cell {
-  int src, dst;       /* node indexes; -1: unused */
+/* A cell's samples, apart from the rest of it: evaluations scan the cells several times, and
+ * read these once. */
+struct samples {
   struct bucket b[4]; /* half-windows hw & 3: the two judged and the ones arriving meanwhile */
+};
+
+struct cell {
+  int src, dst; /* node indexes */
   /* the last evaluation */
   float v, resid;
   float v_all; /* v with nothing left out: what rows, columns and paths count hot cells by */
@@ -51,6 +57,12 @@ struct node {
   int nrow, ncol;
 };
 
+/* One size class of a cell over the window's two half-windows. */
+struct wsum {
+  int cls, n;
+  float sum, max; /* of log(ns per byte) */
+};
+
 struct cand {
   char key[320];
   int streak, miss, seen, raised;
@@ -62,6 +74,7 @@ static struct {
   int nnodes;
   int *node_hash; /* open addressing over node indexes, -1 empty */
   struct cell *cell;
+  struct samples *samples; /* cell i's are samples[i] */
   int ncells;
   int *cell_hash;
   uint64_t next_hw; /* the next half-window to evaluate, 0: no sample yet */
@@ -72,10 +85,26 @@ static struct {
   uint64_t dropped;
   uint64_t eval_t;
   float overall;
-  struct { /* connection id -> its cell: a connection always joins the same two NICs */
+  struct { /* connection id -> its cell + 1 (0: empty): a connection always joins the same two
+              NICs. Open addressing, at most half full. */
     uint64_t conn;
     int cell;
   } * by_conn;
+  int nconns;
+  /* evaluate's working arrays, sized for CELL_CAP and NODE_CAP once: fresh ones per evaluation
+   * (megabytes at 16,384 NICs) cost more in page faults than the evaluation */
+  struct {
+    struct wsum *ws; /* every cell's sums: cell i's are ws[at[i]..at[i+1]) */
+    int *at;
+    float *scratch;
+    /* the live cells: value, source, destination; then grouped by source and destination */
+    float *lv, *rv, *cv;
+    int *ls, *ld, *order, *rk, *ck;
+    int *rs, *cs; /* group starts per node */
+    float *row, *col;
+    int *nrow, *ncol;
+    char *hot_cell;
+  } ev;
 } m;
 
 #define CONN_CACHE (1 << 20)
@@ -92,9 +121,29 @@ static int alloc(void) {
   m.node = calloc(NODE_CAP, sizeof *m.node);
   m.node_hash = malloc(2 * NODE_CAP * sizeof *m.node_hash);
   m.cell = calloc(CELL_CAP, sizeof *m.cell);
+  m.samples = aligned_alloc(_Alignof(struct samples), CELL_CAP * sizeof *m.samples);
   m.cell_hash = malloc(2 * CELL_CAP * sizeof *m.cell_hash);
   m.by_conn = calloc(CONN_CACHE, sizeof *m.by_conn);
-  if (!m.node || !m.node_hash || !m.cell || !m.cell_hash || !m.by_conn) {
+  m.ev.ws = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.ws);
+  m.ev.at = malloc((CELL_CAP + 1) * sizeof *m.ev.at);
+  m.ev.scratch = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.scratch);
+  float **fl[] = {&m.ev.lv, &m.ev.rv, &m.ev.cv};
+  int **in[] = {&m.ev.ls, &m.ev.ld, &m.ev.order, &m.ev.rk, &m.ev.ck};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof fl / sizeof *fl; i++)
+    ok &= !!(*fl[i] = malloc(CELL_CAP * sizeof **fl));
+  for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+    ok &= !!(*in[i] = malloc(CELL_CAP * sizeof **in));
+  m.ev.rs = malloc((NODE_CAP + 2) * sizeof *m.ev.rs);
+  m.ev.cs = malloc((NODE_CAP + 2) * sizeof *m.ev.cs);
+  m.ev.row = malloc(NODE_CAP * sizeof *m.ev.row);
+  m.ev.col = malloc(NODE_CAP * sizeof *m.ev.col);
+  m.ev.nrow = malloc(NODE_CAP * sizeof *m.ev.nrow);
+  m.ev.ncol = malloc(NODE_CAP * sizeof *m.ev.ncol);
+  m.ev.hot_cell = malloc(CELL_CAP);
+  if (!ok || !m.node || !m.node_hash || !m.cell || !m.samples || !m.cell_hash || !m.by_conn ||
+      !m.ev.ws || !m.ev.at || !m.ev.scratch || !m.ev.rs || !m.ev.cs || !m.ev.row || !m.ev.col ||
+      !m.ev.nrow || !m.ev.ncol || !m.ev.hot_cell) {
     det_matrix_reset();
     return -1;
   }
@@ -121,24 +170,24 @@ static int node_of(const char *host, int dev) {
   }
 }
 
-static struct cell *cell_of(int src, int dst) {
+/* The cell from src to dst, added if new; its index, or -1 when the table is full. */
+static int cell_of(int src, int dst) {
   for (uint64_t i = mix(((uint64_t)src << 32) | (uint32_t)dst) & (2 * CELL_CAP - 1);;
        i = (i + 1) & (2 * CELL_CAP - 1)) {
     int k = m.cell_hash[i];
     if (k < 0) {
-      if (m.ncells == CELL_CAP) return NULL;
+      if (m.ncells == CELL_CAP) return -1;
       k = m.cell_hash[i] = m.ncells++;
-      struct cell *c = &m.cell[k];
-      c->src = src;
-      c->dst = dst;
+      m.cell[k].src = src;
+      m.cell[k].dst = dst;
       for (int b = 0; b < 4; b++) {
-        c->b[b].hw = UINT64_MAX;
+        m.samples[k].b[b].hw = UINT64_MAX;
         for (int a = 0; a < CLASSES; a++)
-          c->b[b].a[a].cls = -1;
+          m.samples[k].b[b].a[a] = (struct acc){.cls = -1};
       }
-      return c;
+      return k;
     }
-    if (m.cell[k].src == src && m.cell[k].dst == dst) return &m.cell[k];
+    if (m.cell[k].src == src && m.cell[k].dst == dst) return k;
   }
 }
 
@@ -150,13 +199,21 @@ static void learn_rank(int k, int rank) {
   if (nd->nranks < 4) nd->ranks[nd->nranks++] = rank;
 }
 
+/* The by_conn slot of conn: its own, or the empty one where it goes. */
+static size_t conn_slot(uint64_t conn) {
+  size_t k = mix(conn) & (CONN_CACHE - 1);
+  while (m.by_conn[k].cell && m.by_conn[k].conn != conn)
+    k = (k + 1) & (CONN_CACHE - 1);
+  return k;
+}
+
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
   if (!m.by_conn || x->dir != C4_DIR_RECV) return;
   size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
   if (stage == 0) {
     __builtin_prefetch(&m.by_conn[k]);
   } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
-    __builtin_prefetch(&m.cell[m.by_conn[k].cell - 1].b[(x->t_done / HALF_NS) & 3]);
+    __builtin_prefetch(&m.samples[m.by_conn[k].cell - 1].b[(x->t_done / HALF_NS) & 3]);
   }
 }
 
@@ -172,26 +229,29 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
     return;
   }
   if (alloc() != 0) return;
-  struct cell *c;
-  size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
-  if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
-    c = &m.cell[m.by_conn[k].cell - 1];
+  int c;
+  size_t k = conn_slot(x->conn_id);
+  if (m.by_conn[k].cell) {
+    c = m.by_conn[k].cell - 1;
   } else {
     int src = node_of(x->peer.host, x->peer.dev), dst = node_of(x->self.host, x->self.dev);
-    c = src >= 0 && dst >= 0 ? cell_of(src, dst) : NULL;
-    if (!c) {
+    c = src >= 0 && dst >= 0 ? cell_of(src, dst) : -1;
+    if (c < 0) {
       m.dropped++;
       return;
     }
     learn_rank(src, x->peer.rank);
     learn_rank(dst, x->self.rank);
-    m.by_conn[k].conn = x->conn_id;
-    m.by_conn[k].cell = (int)(c - m.cell) + 1;
+    if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */
+      m.nconns++;
+      m.by_conn[k].conn = x->conn_id;
+      m.by_conn[k].cell = c + 1;
+    }
   }
   if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
   if (hw > m.newest_hw) m.newest_hw = hw;
   if (!m.next_hw) m.next_hw = hw;
-  struct bucket *b = &c->b[hw & 3];
+  struct bucket *b = &m.samples[c].b[hw & 3];
   if (b->hw != hw) {
     b->hw = hw;
     for (int a = 0; a < CLASSES; a++)
@@ -210,12 +270,6 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
   }
   m.dropped++; /* a fifth size class in one half-window: rare, and not needed */
 }
-
-/* Per evaluation: (class, mean) of every cell, to find each class's median. */
-struct cm {
-  int cls;
-  float mean;
-};
 
 /* Quickselect: the k-th smallest of v[0..n) (reorders v). */
 static float select_kth(float *v, int n, int k) {
@@ -244,40 +298,60 @@ static float select_kth(float *v, int n, int k) {
   return v[k];
 }
 
-/* Lower median: with two values, the smaller, so one hot cell of two does not make an effect. */
-static float lower_median(float *v, int n) { return n ? select_kth(v, n, (n - 1) / 2) : 0; }
+/* Lower median: with two values, the smaller, so one hot cell of two does not make an effect.
+ * A NIC has a handful of cells, and the polish takes six medians per NIC per evaluation: those
+ * are sorted in place, cheaper than quickselect's partitioning at that size. */
+static float lower_median(float *v, int n) {
+  if (!n) return 0;
+  if (n > 16) return select_kth(v, n, (n - 1) / 2);
+  for (int i = 1; i < n; i++) {
+    float x = v[i];
+    int j = i;
+    for (; j > 0 && v[j - 1] > x; j--)
+      v[j] = v[j - 1];
+    v[j] = x;
+  }
+  return v[(n - 1) / 2];
+}
 
-/* A cell's class sums over the window's two half-windows, the largest sample left out when there
- * are three or more and trim is set (one blip does not move it). */
-static int window_sums(const struct cell *c, uint64_t w, int *cls, float *sum, int *n, int trim) {
+/* A cell's class sums over the window's two half-windows, into s (room for 2 * CLASSES). Half-
+ * window h can only be in bucket h & 3: the two are read, in bucket order, and the others not. */
+static int window_sums(const struct samples *c, uint64_t w, struct wsum *s) {
   int k = 0;
-  for (int b = 0; b < 4; b++) {
+  int pick[2] = {(int)((w - 1) & 3), (int)(w & 3)};
+  if (!pick[1]) { /* bucket order: 0 (w) before 3 (w - 1) */
+    pick[0] = 0;
+    pick[1] = 3;
+  }
+  for (int i = 0; i < 2; i++) {
+    int b = pick[i];
     if (c->b[b].hw != w && c->b[b].hw != w - 1) continue;
     for (int a = 0; a < CLASSES; a++) {
       const struct acc *ac = &c->b[b].a[a];
       if (ac->cls < 0) continue;
       int j = 0;
-      while (j < k && cls[j] != ac->cls)
+      while (j < k && s[j].cls != ac->cls)
         j++;
       if (j == k) {
         if (k == 2 * CLASSES) continue;
-        cls[k] = ac->cls;
-        sum[k] = 0;
-        n[k] = 0;
-        sum[2 * CLASSES + k] = -INFINITY;
-        k++;
+        s[k++] = (struct wsum){.cls = ac->cls, .max = -INFINITY};
       }
-      sum[j] += ac->sum;
-      n[j] += ac->n;
-      if (ac->max > sum[2 * CLASSES + j]) sum[2 * CLASSES + j] = ac->max;
+      s[j].sum += ac->sum;
+      s[j].n += ac->n;
+      if (ac->max > s[j].max) s[j].max = ac->max;
     }
   }
-  for (int j = 0; j < k && trim; j++)
-    if (n[j] >= 3) {
-      sum[j] -= sum[2 * CLASSES + j];
-      n[j]--;
-    }
   return k;
+}
+
+/* The same, trimmed: the largest sample left out when there are three or more (one blip does
+ * not move it). */
+static struct wsum trimmed(struct wsum s) {
+  if (s.n >= 3) {
+    s.sum -= s.max;
+    s.n--;
+  }
+  return s;
 }
 
 static struct cand *cand_get(const char *key) {
@@ -429,127 +503,115 @@ static void find_links(uint64_t wstart, char *hot_cell) {
   }
 }
 
-/* One median-polish sweep over rows (by_src) or columns: each node's effect is the lower median
- * of its cells' residuals, for nodes with two cells or more. */
-static void polish(int by_src, float *scratch, const int *start, const float *val,
-                   const int *other) {
+/* One median-polish sweep over rows or columns: each node's effect (eff, over cnt cells) is the
+ * lower median of its cells' residuals, for nodes with two cells or more. Cells are grouped by
+ * node (val[start[k]..start[k+1]) are node k's, other[j] the node at the cell's other end, whose
+ * effect is other_eff); all of it in compact arrays, so a sweep reads memory in sequence instead
+ * of jumping across every cell and node. */
+static void polish(float *scratch, const int *start, const float *val, const int *other,
+                   const float *other_eff, float *eff, int *cnt) {
   for (int k = 0; k < m.nnodes; k++) {
     int n = 0;
     for (int j = start[k]; j < start[k + 1]; j++)
-      scratch[n++] = val[j] - m.overall - (by_src ? m.node[other[j]].col : m.node[other[j]].row);
-    float eff = n >= 2 ? lower_median(scratch, n) : 0;
-    if (by_src) {
-      m.node[k].row = eff;
-      m.node[k].nrow = n;
-    } else {
-      m.node[k].col = eff;
-      m.node[k].ncol = n;
-    }
+      scratch[n++] = val[j] - m.overall - other_eff[other[j]];
+    eff[k] = n >= 2 ? lower_median(scratch, n) : 0;
+    cnt[k] = n;
   }
 }
 
-/* Cells grouped by source (by_src) or destination: order[start[k]..start[k+1]) are node k's. */
-static void group(int by_src, int *start, int *order) {
-  memset(start, 0, (size_t)(m.nnodes + 1) * sizeof *start);
-  for (int i = 0; i < m.ncells; i++)
-    if (m.cell[i].n) start[(by_src ? m.cell[i].src : m.cell[i].dst) + 1]++;
+/* The live cells grouped by node (key: their source or destination): order[start[k]..start[k+1])
+ * are node k's, as positions in key, in the order they come there. */
+static void group(const int *key, int live, int *start, int *order) {
+  memset(start, 0, (size_t)(m.nnodes + 2) * sizeof *start);
+  for (int j = 0; j < live; j++)
+    start[key[j] + 2]++;
   for (int k = 0; k < m.nnodes; k++)
-    start[k + 1] += start[k];
-  int *fill = malloc((size_t)(m.nnodes + 1) * sizeof *fill);
-  if (!fill) return;
-  memcpy(fill, start, (size_t)(m.nnodes + 1) * sizeof *fill);
-  for (int i = 0; i < m.ncells; i++)
-    if (m.cell[i].n) order[fill[by_src ? m.cell[i].src : m.cell[i].dst]++] = i;
-  free(fill);
+    start[k + 2] += start[k + 1];
+  for (int j = 0; j < live; j++)
+    order[start[key[j] + 1]++] = j;
 }
 
 static void evaluate(uint64_t w) {
-  struct cm *cms = malloc((size_t)m.ncells * 2 * CLASSES * sizeof *cms);
-  float *scratch = malloc(((size_t)m.ncells * 2 * CLASSES + 1) * sizeof *scratch);
-  int *rs = malloc((size_t)(m.nnodes + 1) * sizeof *rs),
-      *ro = malloc((size_t)m.ncells * sizeof *ro);
-  int *cs = malloc((size_t)(m.nnodes + 1) * sizeof *cs),
-      *co = malloc((size_t)m.ncells * sizeof *co);
-  char *hot_cell = calloc((size_t)m.ncells + 1, 1);
-  if (!cms || !scratch || !rs || !ro || !cs || !co || !hot_cell) goto out;
-  int ncm = 0, cls[2 * CLASSES], n[2 * CLASSES];
-  float sum[4 * CLASSES];
+  struct wsum *ws = m.ev.ws;
+  int *at = m.ev.at, *ls = m.ev.ls, *ld = m.ev.ld, *order = m.ev.order, *rk = m.ev.rk,
+      *ck = m.ev.ck, *rs = m.ev.rs, *cs = m.ev.cs, *nrow = m.ev.nrow, *ncol = m.ev.ncol;
+  float *scratch = m.ev.scratch, *lv = m.ev.lv, *rv = m.ev.rv, *cv = m.ev.cv, *row = m.ev.row,
+        *col = m.ev.col;
+  char *hot_cell = m.ev.hot_cell;
+  memset(row, 0, (size_t)m.nnodes * sizeof *row);
+  memset(col, 0, (size_t)m.nnodes * sizeof *col);
+  memset(hot_cell, 0, (size_t)m.ncells);
+  /* every cell's sums, read once: the cells are tens of MB at 16,384 NICs */
+  int nws = 0;
   for (int i = 0; i < m.ncells; i++) {
-    int k = window_sums(&m.cell[i], w, cls, sum, n, 1);
-    for (int j = 0; j < k; j++)
-      cms[ncm++] = (struct cm){cls[j], sum[j] / (float)n[j]};
+    at[i] = nws;
+    nws += window_sums(&m.samples[i], w, ws + nws);
   }
-  /* each class's median cell: the means grouped by class (counting sort), then selected */
+  at[m.ncells] = nws;
+  /* each class's median cell: the trimmed means grouped by class (counting sort), then selected */
   float ref[64] = {0};
   int start[65] = {0};
-  for (int i = 0; i < ncm; i++)
-    start[cms[i].cls + 1]++;
+  for (int i = 0; i < nws; i++)
+    start[ws[i].cls + 1]++;
   for (int c = 0; c < 64; c++)
     start[c + 1] += start[c];
   int fill[64];
   memcpy(fill, start, sizeof fill);
-  for (int i = 0; i < ncm; i++)
-    scratch[fill[cms[i].cls]++] = cms[i].mean;
+  for (int i = 0; i < nws; i++) {
+    struct wsum t = trimmed(ws[i]);
+    scratch[fill[t.cls]++] = t.sum / (float)t.n;
+  }
   for (int c = 0; c < 64; c++) {
     int k = start[c + 1] - start[c];
     if (k) ref[c] = select_kth(scratch + start[c], k, k / 2);
   }
+  /* The first window of a slowdown holds one or two slow samples per cell, the very ones that
+   * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot make,
+   * so v_all counts them untrimmed. */
   int live = 0;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    int k = window_sums(c, w, cls, sum, n, 1);
-    double acc = 0;
-    int tot = 0;
-    for (int j = 0; j < k; j++) {
-      acc += (double)(sum[j] - (float)n[j] * ref[cls[j]]);
-      tot += n[j];
+    double acc = 0, acc_all = 0;
+    int tot = 0, tot_all = 0;
+    for (int j = at[i]; j < at[i + 1]; j++) {
+      struct wsum t = trimmed(ws[j]);
+      acc += (double)(t.sum - (float)t.n * ref[t.cls]);
+      tot += t.n;
+      acc_all += (double)(ws[j].sum - (float)ws[j].n * ref[ws[j].cls]);
+      tot_all += ws[j].n;
     }
     c->n = tot >= 2 ? tot : 0;
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
-    /* The first window of a slowdown holds one or two slow samples per cell, the very ones that
-     * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot
-     * make, so they are counted untrimmed. */
-    k = window_sums(c, w, cls, sum, n, 0);
-    acc = 0;
-    tot = 0;
-    for (int j = 0; j < k; j++) {
-      acc += (double)(sum[j] - (float)n[j] * ref[cls[j]]);
-      tot += n[j];
-    }
-    c->v_all = c->n ? (float)(acc / tot) : 0;
-    if (c->n) scratch[live++] = c->v;
+    c->v_all = c->n ? (float)(acc_all / tot_all) : 0;
+    if (!c->n) continue;
+    scratch[live] = lv[live] = c->v;
+    ls[live] = c->src;
+    ld[live++] = c->dst;
   }
   m.overall = lower_median(scratch, live);
-  for (int k = 0; k < m.nnodes; k++)
-    m.node[k].row = m.node[k].col = 0;
-  group(1, rs, ro);
-  group(0, cs, co);
-  /* the cells' values copied in row and column order once, so the sweeps read memory in
-   * sequence instead of jumping across every cell (tens of MB at 16,384 NICs) six times */
-  int live_cells = rs[m.nnodes];
-  float *rv = malloc(((size_t)live_cells + 1) * sizeof *rv),
-        *cv = malloc(((size_t)live_cells + 1) * sizeof *cv);
-  int *rk = malloc(((size_t)live_cells + 1) * sizeof *rk),
-      *ck = malloc(((size_t)live_cells + 1) * sizeof *ck);
-  if (rv && cv && rk && ck) {
-    for (int j = 0; j < live_cells; j++) {
-      rv[j] = m.cell[ro[j]].v;
-      rk[j] = m.cell[ro[j]].dst;
-      cv[j] = m.cell[co[j]].v;
-      ck[j] = m.cell[co[j]].src;
-    }
-    for (int it = 0; it < 3; it++) {
-      polish(1, scratch, rs, rv, rk);
-      polish(0, scratch, cs, cv, ck);
-    }
+  group(ls, live, rs, order);
+  for (int j = 0; j < live; j++) {
+    rv[j] = lv[order[j]];
+    rk[j] = ld[order[j]];
   }
-  free(rv);
-  free(cv);
-  free(rk);
-  free(ck);
+  group(ld, live, cs, order);
+  for (int j = 0; j < live; j++) {
+    cv[j] = lv[order[j]];
+    ck[j] = ls[order[j]];
+  }
+  for (int it = 0; it < 3; it++) {
+    polish(scratch, rs, rv, rk, col, row, nrow);
+    polish(scratch, cs, cv, ck, row, col, ncol);
+  }
+  for (int k = 0; k < m.nnodes; k++) {
+    m.node[k].row = row[k];
+    m.node[k].col = col[k];
+    m.node[k].nrow = nrow[k];
+    m.node[k].ncol = ncol[k];
+  }
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    c->resid = c->v - m.overall - m.node[c->src].row - m.node[c->dst].col;
+    c->resid = c->v - m.overall - row[c->src] - col[c->dst];
   }
   for (int i = 0; i < m.ncand; i++)
     m.cand[i].seen = 0;
@@ -571,14 +633,6 @@ static void evaluate(uint64_t w) {
     i++;
   }
   m.eval_t = (w + 1) * HALF_NS;
-out:
-  free(cms);
-  free(scratch);
-  free(rs);
-  free(ro);
-  free(cs);
-  free(co);
-  free(hot_cell);
 }
 
 /* Judges every half-window whose records are in (it ended GRACE_NS ago), while samples come;
@@ -615,7 +669,13 @@ void det_matrix_reset(void) {
   free(m.node);
   free(m.node_hash);
   free(m.cell);
+  free(m.samples);
   free(m.cell_hash);
   free(m.by_conn);
+  void *ev[] = {m.ev.ws, m.ev.at,  m.ev.scratch, m.ev.lv,   m.ev.rv,   m.ev.cv,
+                m.ev.ls, m.ev.ld,  m.ev.order,   m.ev.rk,   m.ev.ck,   m.ev.rs,
+                m.ev.cs, m.ev.row, m.ev.col,     m.ev.nrow, m.ev.ncol, m.ev.hot_cell};
+  for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
+    free(ev[i]);
   memset(&m, 0, sizeof m);
 }
