@@ -27,12 +27,15 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 MON_PKGS  := libmicrohttpd libpng
 MON_CFLAGS := $(shell pkg-config --cflags $(MON_PKGS) 2>/dev/null)
 MON_LIBS  := $(shell pkg-config --libs $(MON_PKGS) 2>/dev/null)
+# The CPU kernels' BLAS: only c4train and its tests link it.
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 LDLIBS    += $(PKG_LIBS) -ldl -lm
@@ -44,6 +47,8 @@ PERF_SRC   := $(wildcard tools/c4perf/*.c)
 MON_SRC    := $(wildcard monitor/*.c)
 SCEN_SRC   := $(wildcard tools/scenario/*.c)
 TRAIN_SRC  := $(wildcard trainer/*.c)
+KERN_SRC   := $(wildcard kernels/cpu_*.c)
+CUDA_SRC   := $(wildcard kernels/cuda_*.cu)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 CONF_SRC   := $(wildcard tests/conformance/*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
@@ -59,6 +64,12 @@ C4PERF     := $(BUILD)/bin/c4perf
 C4MON      := $(BUILD)/bin/c4mon
 LIBMON     := $(BUILD)/lib/libc4mon.a
 LIBTRAIN   := $(BUILD)/lib/libc4train.a
+LIBKERN    := $(BUILD)/lib/libc4k.a
+# The CUDA kernels: built whenever nvcc is there (CI has it); they never run on a machine
+# without a GPU.
+NVCC       ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+CUDA_HOME  ?= /usr/local/cuda
+LIBKCUDA   := $(if $(NVCC),$(if $(CUDA_SRC),$(BUILD)/lib/libc4k-cuda.so $(BUILD)/bin/c4k-gpu-check))
 C4SCEN     := $(BUILD)/bin/c4scen
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
@@ -68,7 +79,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(LIBTRAIN) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -115,6 +126,36 @@ $(LIBTRAIN): $(call obj,$(TRAIN_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+# The CPU kernels (OpenBLAS for every matmul).
+$(BUILD)/obj/kernels/%.o: CFLAGS += $(BLAS_CFLAGS)
+$(LIBKERN): $(call obj,$(KERN_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# The CUDA kernels, one shared object that c4train dlopens for --device cuda. Host code is
+# compiled without the sanitizers (nvcc's host compiler is not given them).
+# Machine code for Turing (sm_75, the oldest CUDA 13 supports) through Blackwell, plus
+# compute_75 PTX that the driver compiles for any newer GPU.
+NVCC_ARCH ?= 75 80 86 89 90 100 120
+NVCCFLAGS ?= -O2 -g -std=c++20 -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra -Ikernels \
+             $(foreach a,$(NVCC_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_75,code=compute_75
+$(BUILD)/obj/kernels/%.cu.o: kernels/%.cu kernels/c4k.h kernels/cuda_common.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+$(BUILD)/lib/libc4k-cuda.so: $(patsubst kernels/%.cu,$(BUILD)/obj/kernels/%.cu.o,$(CUDA_SRC))
+	@mkdir -p $(dir $@)
+	$(NVCC) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -lcublas -lcudart -Xlinker -rpath,$(CUDA_HOME)/lib64
+
+# c4k-gpu-check compares every CUDA op with the CPU op on the same inputs. It builds anywhere but
+# needs a GPU to run; without one it says so and exits 2.
+.PHONY: gpu-check
+$(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKERN)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)
+gpu-check: $(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
+	$(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
+
 $(C4SCEN): $(call obj,$(SCEN_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -131,9 +172,9 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBKERN) $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(BLAS_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
