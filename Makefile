@@ -190,7 +190,7 @@ $(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
 
 # Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
 # and, with clang, libFuzzer (`make fuzz`).
-$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
