@@ -71,6 +71,7 @@ NVCC       ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -
 CUDA_HOME  ?= /usr/local/cuda
 LIBKCUDA   := $(if $(NVCC),$(if $(CUDA_SRC),$(BUILD)/lib/libc4k-cuda.so $(BUILD)/bin/c4k-gpu-check))
 C4SCEN     := $(BUILD)/bin/c4scen
+C4TRAIN    := $(BUILD)/bin/c4train
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 MONLOAD    := $(BUILD)/bin/c4-mon-load
@@ -79,7 +80,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -121,8 +122,8 @@ $(C4MON): $(call obj,monitor/mon_main.c) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
-# The trainer's library (the straggler planner), for c4train and the unit tests.
-$(LIBTRAIN): $(call obj,$(TRAIN_SRC))
+# The trainer's library (everything of c4train but its main), for c4train and the unit tests.
+$(LIBTRAIN): $(call obj,$(filter-out trainer/train_main.c,$(TRAIN_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
@@ -155,6 +156,10 @@ $(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKER
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)
 gpu-check: $(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
 	$(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
+
+$(C4TRAIN): $(call obj,trainer/train_main.c) $(LIBTRAIN) $(LIBKERN) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)
 
 $(C4SCEN): $(call obj,$(SCEN_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -248,7 +253,7 @@ install: all
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 

@@ -1,0 +1,509 @@
+/* test_train.c -- c4train: the model's gradients against finite differences, micro-batches that
+ * add up to the same gradient as one batch, launcher variables, the data sampler; then the real
+ * program ($C4_BUILD_DIR/bin/c4train): the loss falls, an uneven split trains the same
+ * parameters as an even one, a restart on fewer ranks continues the same loss curve, and a
+ * killed or stopped rank is dropped while the job goes on. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "ckpt.h"
+#include "gpt.h"
+#include "mon_sub.h"
+#include "text_data.h"
+#include "train_ranks.h"
+
+static char dir[] = "/tmp/c4-train-test-XXXXXX";
+static char bin[4096];
+
+static void setup(void) {
+  strcpy(dir, "/tmp/c4-train-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *b = getenv("C4_BUILD_DIR");
+  snprintf(bin, sizeof bin, "%s/bin/c4train", b ? b : "build");
+}
+
+static void teardown(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* --- the model, in process --- */
+
+static const struct gpt_config tiny = {
+    .vocab = 256, .context = 6, .layers = 2, .heads = 2, .width = 8};
+
+static void fill_tokens(int *tok, int *tgt, int n, unsigned seed) {
+  for (int i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    tok[i] = (int)(seed >> 16) % 256;
+    tgt[i] = (int)(seed >> 8) % 256;
+  }
+}
+
+START_TEST(model_gradients_match_finite_differences) {
+  struct gpt m;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&m, &tiny, &c4k_cpu_ops, 2, 7, err, sizeof err), 0);
+  int tok[12], tgt[12];
+  fill_tokens(tok, tgt, 12, 3);
+  gpt_zero_grad(&m);
+  float loss = gpt_step_microbatch(&m, tok, tgt, 1.0f / 12);
+  ck_assert(loss > 5.0f && loss < 6.2f); /* ln 256 = 5.55 at initialisation */
+  /* the largest gradient entries of every tensor, checked by central differences in double */
+  int checked = 0;
+  for (int p = 0; p < GPT_NPARAMS; p++) {
+    const struct gpt_tensor_info *t = &m.info[p];
+    size_t best = t->offset;
+    for (size_t k = t->offset; k < t->offset + t->count; k++)
+      if (fabsf(m.grads[k]) > fabsf(m.grads[best])) best = k;
+    if (fabsf(m.grads[best]) < 1e-4f) continue;
+    float keep = m.params[best], h = 1e-2f;
+    m.params[best] = keep + h;
+    double up = gpt_eval_microbatch(&m, tok, tgt);
+    m.params[best] = keep - h;
+    double down = gpt_eval_microbatch(&m, tok, tgt);
+    m.params[best] = keep;
+    double fd = (up - down) / (2.0 * h), an = m.grads[best];
+    ck_assert_msg(fabs(fd - an) <= 0.05 * fabs(an) + 2e-4, "%s[%zu]: analytic %g, numeric %g",
+                  t->name, best - t->offset, an, fd);
+    checked++;
+  }
+  ck_assert_int_ge(checked, 12);
+  gpt_free(&m);
+}
+END_TEST
+
+/* Two micro-batches of 2 with dloss 1/(4T) give the gradient of one micro-batch of 4: the
+ * average is weighted by samples, so how a batch is cut does not change the step. */
+START_TEST(micro_batches_add_up_to_the_whole_batch) {
+  struct gpt one, two;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&one, &tiny, &c4k_cpu_ops, 4, 9, err, sizeof err), 0);
+  ck_assert_int_eq(gpt_init(&two, &tiny, &c4k_cpu_ops, 2, 9, err, sizeof err), 0);
+  int tok[24], tgt[24];
+  fill_tokens(tok, tgt, 24, 11);
+  float d = 1.0f / 24;
+  gpt_zero_grad(&one);
+  gpt_zero_grad(&two);
+  gpt_step_microbatch(&one, tok, tgt, d);
+  gpt_step_microbatch(&two, tok, tgt, d);
+  gpt_step_microbatch(&two, tok + 12, tgt + 12, d);
+  double worst = 0, scale = 0;
+  for (size_t k = 0; k < one.nparams; k++) {
+    worst = fmax(worst, fabs((double)one.grads[k] - two.grads[k]));
+    scale = fmax(scale, fabs((double)one.grads[k]));
+  }
+  ck_assert_double_gt(scale, 1e-3);
+  ck_assert_double_le(worst, 1e-5 * scale + 1e-7);
+  gpt_free(&one);
+  gpt_free(&two);
+}
+END_TEST
+
+/* --- launcher variables and data --- */
+
+static void clear_rank_env(void) {
+  const char *vars[] = {"RANK",
+                        "WORLD_SIZE",
+                        "LOCAL_RANK",
+                        "MASTER_ADDR",
+                        "MASTER_PORT",
+                        "SLURM_PROCID",
+                        "SLURM_NTASKS",
+                        "SLURM_LOCALID",
+                        "SLURM_LAUNCH_NODE_IPADDR",
+                        "OMPI_COMM_WORLD_RANK",
+                        "OMPI_COMM_WORLD_SIZE",
+                        "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    unsetenv(vars[i]);
+}
+
+START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
+  struct train_ranks r;
+  char err[256];
+  clear_rank_env();
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_str_eq(r.source, "single");
+  ck_assert_int_eq(r.world, 1);
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "8", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("MASTER_ADDR", "198.18.0.1", 1);
+  setenv("MASTER_PORT", "29511", 1);
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_str_eq(r.source, "torchrun");
+  ck_assert_int_eq(r.rank, 3);
+  ck_assert_int_eq(r.world, 8);
+  ck_assert_int_eq(r.local_rank, 1);
+  ck_assert_str_eq(r.master, "198.18.0.1");
+  ck_assert_int_eq(r.port, 29511);
+  clear_rank_env();
+  setenv("SLURM_PROCID", "5", 1);
+  setenv("SLURM_NTASKS", "16", 1);
+  setenv("SLURM_LOCALID", "5", 1);
+  setenv("SLURM_LAUNCH_NODE_IPADDR", "198.18.0.7", 1);
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_str_eq(r.source, "slurm");
+  ck_assert_int_eq(r.rank, 5);
+  ck_assert_str_eq(r.master, "198.18.0.7");
+  ck_assert_int_eq(r.port, 29500);
+  clear_rank_env();
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1); /* two nodes, no address */
+  ck_assert_ptr_nonnull(strstr(err, "MASTER_ADDR"));
+  clear_rank_env();
+  setenv("RANK", "4", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "RANK=4"));
+  setenv("RANK", "x", 1);
+  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "RANK=\"x\""));
+  clear_rank_env();
+}
+END_TEST
+
+START_TEST(samples_depend_only_on_seed_step_and_index) {
+  struct text_data d;
+  char err[256];
+  ck_assert_int_eq(text_data_load(&d, C4_DEFAULT_DATA, 32, err, sizeof err), 0);
+  int a[32], at[32], b[32], bt[32];
+  text_data_sample(&d, 1, 5, 17, 32, a, at);
+  text_data_sample(&d, 1, 5, 17, 32, b, bt);
+  ck_assert_mem_eq(a, b, sizeof a);
+  for (int t = 0; t + 1 < 32; t++)
+    ck_assert_int_eq(at[t], a[t + 1]); /* next-byte targets */
+  text_data_sample(&d, 1, 5, 18, 32, b, bt);
+  ck_assert(memcmp(a, b, sizeof a) != 0);
+  text_data_free(&d);
+  ck_assert_int_eq(text_data_load(&d, "/nonexistent/c4.txt", 32, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "/nonexistent/c4.txt"));
+  ck_assert_int_eq(text_data_load(&d, "/etc/hostname", 32, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "too short"));
+}
+END_TEST
+
+/* --- c4mon's subscription port, served by the test --- */
+
+static int seen_lost[8], seen_kinds;
+
+static void on_event(void *arg, const char *kind, const int *ranks, int n, long long t) {
+  (void)arg;
+  ck_assert_int_eq(t, 77);
+  seen_kinds++;
+  if (strcmp(kind, "rank_lost") == 0)
+    for (int i = 0; i < n; i++)
+      if (ranks[i] >= 0 && ranks[i] < 8) seen_lost[ranks[i]] = 1;
+}
+
+static void wait_for(struct mon_sub *s, long events) {
+  for (int i = 0; i < 200 && mon_sub_events(s) < events; i++)
+    usleep(10000);
+  ck_assert_int_ge(mon_sub_events(s), events);
+}
+
+START_TEST(c4mon_verdicts_reach_the_trainer_through_the_subscription_port) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(lfd, 4), 0);
+  ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+  struct mon_sub *s = mon_sub_start(addr, 2, on_event, NULL);
+  ck_assert_ptr_nonnull(s);
+  int fd = accept(lfd, NULL, NULL);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_double_eq(mon_sub_factor(s), 0);
+  /* a straggler verdict for another rank, one for rank 2 split across two writes, garbage */
+  const char *lines[] = {
+      "{\"v\":1,\"id\":4,\"kind\":\"straggler\",\"t\":77,\"ranks\":[5],\"factor\":3.0}\n",
+      "{\"v\":1,\"id\":5,\"kind\":\"straggler\",\"t\":77,\"ran", "ks\":[2],\"factor\":1.8}\n",
+      "not json at all\n"};
+  for (size_t i = 0; i < 4; i++)
+    ck_assert_int_gt(write(fd, lines[i], strlen(lines[i])), 0);
+  wait_for(s, 2);
+  ck_assert_double_eq_tol(mon_sub_factor(s), 1.8, 1e-9);
+  const char *clear = "{\"v\":1,\"id\":6,\"kind\":\"recovered\",\"t\":77,\"clears\":4}\n"
+                      "{\"v\":1,\"id\":7,\"kind\":\"rank_lost\",\"t\":77,\"ranks\":[3]}\n";
+  ck_assert_int_gt(write(fd, clear, strlen(clear)), 0);
+  wait_for(s, 4);
+  ck_assert_double_eq_tol(mon_sub_factor(s), 1.8, 1e-9); /* id 4 was rank 5's */
+  ck_assert_int_eq(seen_lost[3], 1);
+  const char *mine = "{\"v\":1,\"id\":8,\"kind\":\"recovered\",\"t\":77,\"clears\":5}\n";
+  ck_assert_int_gt(write(fd, mine, strlen(mine)), 0);
+  wait_for(s, 5);
+  ck_assert_double_eq(mon_sub_factor(s), 0);
+  /* c4mon goes away and comes back: the reader reconnects */
+  close(fd);
+  fd = accept(lfd, NULL, NULL);
+  ck_assert_int_ge(fd, 0);
+  const char *again =
+      "{\"v\":1,\"id\":1,\"kind\":\"straggler\",\"t\":77,\"ranks\":[2],\"factor\":2.5}\n";
+  ck_assert_int_gt(write(fd, again, strlen(again)), 0);
+  wait_for(s, 6);
+  ck_assert_double_eq_tol(mon_sub_factor(s), 2.5, 1e-9);
+  ck_assert_int_eq(seen_kinds, 4); /* two stragglers, the lost rank, the second straggler */
+  mon_sub_stop(s);
+  close(fd);
+  close(lfd);
+  ck_assert_ptr_null(mon_sub_start("no-port", 0, NULL, NULL));
+}
+END_TEST
+
+/* --- the program --- */
+
+#define SMALL                                                                                      \
+  "--layers 1 --width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 "                 \
+  "--eval-windows 8 --json"
+
+/* Runs c4train with ARGS, its standard output into DIR/NAME.out (stderr into NAME.err); returns
+ * its exit status. */
+static int run(const char *name, const char *fmt, ...) {
+  char args[2048], cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "'%s' %s >'%s/%s.out' 2>'%s/%s.err'", bin, args, dir, name, dir, name);
+  int st = system(cmd);
+  ck_assert_msg(st != -1 && WIFEXITED(st), "could not run %s", cmd);
+  return WEXITSTATUS(st);
+}
+
+/* The JSON lines of DIR/NAME.out whose "event" is ev, in order (caller decrefs the array). */
+static json_t *events(const char *name, const char *ev) {
+  char path[256], line[8192];
+  snprintf(path, sizeof path, "%s/%s.out", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  json_t *all = json_array();
+  while (fgets(line, sizeof line, f)) {
+    json_t *j = json_loads(line, 0, NULL);
+    ck_assert_msg(j != NULL, "%s: not JSON: %s", path, line);
+    const char *e = json_string_value(json_object_get(j, "event"));
+    if (e && strcmp(e, ev) == 0) json_array_append(all, j);
+    json_decref(j);
+  }
+  fclose(f);
+  return all;
+}
+
+static double step_loss(json_t *steps, int step) {
+  size_t i;
+  json_t *s;
+  json_array_foreach(steps, i, s) if (json_integer_value(json_object_get(s, "step")) ==
+                                      step) return json_number_value(json_object_get(s, "loss"));
+  ck_abort_msg("no step %d", step);
+  return 0;
+}
+
+START_TEST(loss_falls_on_the_default_text) {
+  ck_assert_int_eq(run("one", SMALL " --steps 40"), 0);
+  json_t *end = events("one", "end"), *steps = events("one", "step");
+  ck_assert_int_eq(json_array_size(end), 1);
+  ck_assert_int_eq(json_array_size(steps), 40);
+  json_t *e = json_array_get(end, 0);
+  double start = json_number_value(json_object_get(e, "eval_loss_start"));
+  double stop = json_number_value(json_object_get(e, "eval_loss"));
+  ck_assert_double_gt(start, 5.0);
+  ck_assert_double_lt(stop, start - 1.5); /* bytes of English text: well under uniform */
+  ck_assert_double_lt(step_loss(steps, 40), step_loss(steps, 1) - 1.5);
+  json_decref(end);
+  json_decref(steps);
+}
+END_TEST
+
+/* Loads tensor name of checkpoint path into a fresh buffer of n floats. */
+static float *load_tensor(const char *path, const char *name, size_t *n) {
+  char err[512];
+  struct c4_ckpt *ck = c4_ckpt_open(path, err, sizeof err);
+  ck_assert_msg(ck != NULL, "%s", err);
+  const struct c4_ckpt_tensor *t = c4_ckpt_find(ck, name);
+  ck_assert_msg(t != NULL, "%s has no %s", path, name);
+  struct c4_ckpt_tensor want = *t;
+  *n = 1;
+  for (int d = 0; d < t->ndim; d++)
+    *n *= (size_t)t->shape[d];
+  want.data = malloc(*n * sizeof(float));
+  ck_assert_msg(c4_ckpt_load(ck, &want, 1, err, sizeof err) == 0, "%s", err);
+  c4_ckpt_close(ck);
+  return want.data;
+}
+
+START_TEST(an_uneven_split_trains_the_same_parameters_as_an_even_one) {
+  ck_assert_int_eq(
+      run("even", SMALL " --steps 8 --local-ranks 4 --no-resplit --ckpt-dir %s/even", dir), 0);
+  ck_assert_int_eq(
+      run("uneven", SMALL " --steps 8 --local-ranks 4 --slow 1:4 --ckpt-dir %s/uneven", dir), 0);
+  json_t *steps = events("uneven", "step");
+  /* the planner moved work off rank 1 */
+  json_t *last = json_array_get(steps, json_array_size(steps) - 1);
+  int rank1 = (int)json_integer_value(json_array_get(json_object_get(last, "split"), 1));
+  ck_assert_int_lt(rank1, 2);
+  json_decref(steps);
+  const char *names[] = {"wte", "qkv.w", "fc.w", "lnf.w", "adam.m.fcproj.w"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/even/step-00000008.c4ck", dir);
+    snprintf(b, sizeof b, "%s/uneven/step-00000008.c4ck", dir);
+    size_t na, nb;
+    float *va = load_tensor(a, names[i], &na), *vb = load_tensor(b, names[i], &nb);
+    ck_assert_uint_eq(na, nb);
+    double worst = 0;
+    for (size_t k = 0; k < na; k++)
+      worst = fmax(worst, fabs((double)va[k] - vb[k]));
+    ck_assert_msg(worst < 2e-4, "%s differs by %g", names[i], worst);
+    free(va);
+    free(vb);
+  }
+}
+END_TEST
+
+START_TEST(a_restart_on_fewer_ranks_continues_the_same_loss_curve) {
+  ck_assert_int_eq(run("whole", SMALL " --steps 16 --local-ranks 4"), 0);
+  ck_assert_int_eq(
+      run("first", SMALL " --steps 8 --local-ranks 4 --ckpt-dir %s/ck --ckpt-every 8", dir), 0);
+  ck_assert_int_eq(run("rest", SMALL " --steps 16 --local-ranks 2 --ckpt-dir %s/ck", dir), 0);
+  json_t *whole = events("whole", "step"), *rest = events("rest", "step");
+  ck_assert_int_eq(json_array_size(rest), 8);
+  for (int s = 9; s <= 16; s++)
+    ck_assert_double_eq_tol(step_loss(rest, s), step_loss(whole, s), 1e-3);
+  json_decref(whole);
+  json_decref(rest);
+}
+END_TEST
+
+/* Starts c4train with ARGS; returns its pid, its standard output readable on *out. */
+static pid_t start(FILE **out, const char *args) {
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "exec '%s' %s 2>'%s/drill.err'", bin, args, dir);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  *out = fdopen(fds[0], "r");
+  return pid;
+}
+
+/* The pid of rank `rank`'s process in the launcher's first attempt: it forks ranks in order,
+ * so the rank-th smallest of its children's pids (setenv in a forked child does not show in
+ * /proc/PID/environ, so the variables cannot tell). */
+static pid_t rank_pid(pid_t launcher, int rank) {
+  char cmd[256], line[64];
+  snprintf(cmd, sizeof cmd, "pgrep -P %d | sort -n", (int)launcher);
+  FILE *p = popen(cmd, "r");
+  pid_t found = -1;
+  for (int i = 0; p && fgets(line, sizeof line, p); i++)
+    if (i == rank) found = atoi(line);
+  if (p) pclose(p);
+  return found;
+}
+
+/* Runs a 3-rank job, hits rank 1 with sig at step 6, and checks the job ends at step 24 on 2. */
+static void drill(int sig) {
+  char args[1024];
+  /* a model big enough that the job is still early when the test reads step 6 */
+  snprintf(args, sizeof args,
+           "--layers 2 --width 64 --heads 2 --context 64 --micro-batch 2 --microbatches 8 "
+           "--eval-windows 8 --json --steps 24 --local-ranks 3 --ckpt-dir %s/ck --ckpt-every 4",
+           dir);
+  setenv("C4_COLL_TIMEOUT_MS", "2000", 1);
+  setenv("C4TRAIN_HANG_GRACE_MS", "1000", 1);
+  FILE *out;
+  pid_t pid = start(&out, args);
+  char line[8192];
+  int hit = 0, last_step = 0, worlds_seen = 0;
+  while (fgets(line, sizeof line, out)) {
+    json_t *j = json_loads(line, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    if (strcmp(ev, "start") == 0)
+      worlds_seen = worlds_seen * 10 + (int)json_integer_value(json_object_get(j, "ranks"));
+    if (strcmp(ev, "step") == 0) last_step = (int)json_integer_value(json_object_get(j, "step"));
+    if (!hit && last_step == 6) {
+      pid_t victim = rank_pid(pid, 1);
+      ck_assert_int_gt(victim, 0);
+      ck_assert_int_eq(kill(victim, sig), 0);
+      hit = 1;
+    }
+    json_decref(j);
+  }
+  fclose(out);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "c4train ended with %d", st);
+  ck_assert_int_eq(last_step, 24);
+  ck_assert_int_eq(worlds_seen, 32); /* started on 3 ranks, went on with 2 */
+  unsetenv("C4_COLL_TIMEOUT_MS");
+  unsetenv("C4TRAIN_HANG_GRACE_MS");
+}
+
+START_TEST(a_killed_rank_is_dropped_and_the_job_goes_on) { drill(SIGKILL); }
+END_TEST
+
+START_TEST(a_stopped_rank_is_found_hung_and_the_job_goes_on) { drill(SIGSTOP); }
+END_TEST
+
+START_TEST(bad_flags_and_missing_data_are_clear_errors) {
+  ck_assert_int_eq(run("bad", "--slow 2"), 2);
+  ck_assert_int_eq(run("bad2", "--width 30 --heads 4"), 2);
+  ck_assert_int_eq(run("nodata", SMALL " --data /nonexistent/corpus.txt --steps 1"), 1);
+  char path[256], text[1024] = "";
+  snprintf(path, sizeof path, "%s/nodata.err", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(text, "/nonexistent/corpus.txt"));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("train");
+  TCase *model = tcase_create("model");
+  tcase_add_test(model, model_gradients_match_finite_differences);
+  tcase_add_test(model, micro_batches_add_up_to_the_whole_batch);
+  tcase_add_test(model, ranks_come_from_torchrun_slurm_or_open_mpi);
+  tcase_add_test(model, samples_depend_only_on_seed_step_and_index);
+  tcase_add_test(model, c4mon_verdicts_reach_the_trainer_through_the_subscription_port);
+  suite_add_tcase(s, model);
+  TCase *prog = tcase_create("program");
+  tcase_add_checked_fixture(prog, setup, teardown);
+  tcase_set_timeout(prog, 300);
+  tcase_add_test(prog, loss_falls_on_the_default_text);
+  tcase_add_test(prog, an_uneven_split_trains_the_same_parameters_as_an_even_one);
+  tcase_add_test(prog, a_restart_on_fewer_ranks_continues_the_same_loss_curve);
+  tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
+  tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
+  tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
+  suite_add_tcase(s, prog);
+  return c4_check_run(s);
+}

@@ -1,0 +1,84 @@
+/* dp.c -- the CPU group: bootstrap + the plugin's host ring; GPU groups go to dp_nccl.c. */
+#include "dp.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The plugin built beside this program (BIN/../lib/libnccl-net-c4.so) when it is there, else the
+ * bare name, found on the library path as NCCL_NET_PLUGIN=c4 would find it. */
+static const char *plugin_beside_program(char *buf, size_t len) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      if ((size_t)snprintf(buf, len, "%s/../lib/libnccl-net-c4.so", exe) < len &&
+          access(buf, R_OK) == 0)
+        return buf;
+    }
+  }
+  return "libnccl-net-c4.so";
+}
+
+int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, int use_nccl,
+            size_t bucket_bytes, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  d->rank = r->rank;
+  d->world = r->world;
+  d->bucket_floats = bucket_bytes / sizeof(float) ? bucket_bytes / sizeof(float) : 1;
+  int rc = c4_bootstrap_init(&d->bs, r->rank, r->world, r->master, r->port);
+  if (rc) {
+    snprintf(err, errlen, "rendezvous of %d ranks at %s:%d failed (error %d; see the log above)",
+             r->world, r->master, r->port, rc);
+    c4_bootstrap_close(&d->bs);
+    return -1;
+  }
+  if (use_nccl) {
+    if (dp_nccl_open(d, r, err, errlen)) {
+      c4_bootstrap_close(&d->bs);
+      return -1;
+    }
+    return 0;
+  }
+  char buf[PATH_MAX];
+  if (!plugin_path) plugin_path = plugin_beside_program(buf, sizeof buf);
+  if (c4_netapi_open(&d->api, plugin_path, 0)) {
+    snprintf(err, errlen, "net plugin %s: %s", plugin_path, d->api.err);
+    c4_bootstrap_close(&d->bs);
+    return -1;
+  }
+  if (c4_hostcoll_ring_init(&d->ring, &d->api, 0, &d->bs)) {
+    snprintf(err, errlen, "the ring of %d ranks over %s did not connect (see the log above)",
+             r->world, plugin_path);
+    c4_netapi_close(&d->api);
+    c4_bootstrap_close(&d->bs);
+    return -1;
+  }
+  d->ring_up = 1;
+  return 0;
+}
+
+int dp_allreduce(struct dp *d, float *grads, size_t n) {
+  if (d->nccl) return dp_nccl_allreduce(d, grads, n);
+  for (size_t at = 0; at < n; at += d->bucket_floats) {
+    size_t len = n - at < d->bucket_floats ? n - at : d->bucket_floats;
+    if (c4_hostcoll_allreduce_f32(&d->ring, grads + at, len)) return -1;
+  }
+  return 0;
+}
+
+int dp_allgather(struct dp *d, const void *mine, void *all, size_t len) {
+  return c4_bootstrap_allgather(&d->bs, mine, all, len) ? -1 : 0;
+}
+
+void dp_close(struct dp *d) {
+  if (d->nccl) dp_nccl_close(d);
+  if (d->ring_up) c4_hostcoll_ring_close(&d->ring);
+  if (d->ring_up) c4_netapi_close(&d->api);
+  d->ring_up = 0;
+  c4_bootstrap_close(&d->bs);
+}

@@ -1,0 +1,49 @@
+/* dp.h -- the data-parallel group of c4train: a rendezvous (for small exchanges: step timings,
+ * losses) and a gradient allreduce in buckets, over the c4 net plugin's API on CPUs (the host
+ * ring of c4_hostcoll, driven as NCCL drives a net plugin, and reported to c4mon as collectives)
+ * or over NCCL on GPUs (dp_nccl.c). */
+#ifndef C4_DP_H
+#define C4_DP_H
+
+#include <stddef.h>
+
+#include "c4_bootstrap.h"
+#include "c4_hostcoll.h"
+#include "c4_netapi.h"
+#include "train_ranks.h"
+
+struct dp_nccl; /* dp_nccl.c */
+
+struct dp {
+  int rank, world;
+  size_t bucket_floats;
+  struct c4_bootstrap bs;
+  struct c4_netapi api;
+  struct c4_hostcoll ring;
+  int ring_up;
+  struct dp_nccl *nccl; /* non-NULL: gradients live on the GPU and go through NCCL */
+};
+
+/* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
+ * the program, else libnccl-net-c4.so on the library path) and connects the ring on device 0.
+ * GPU (use_nccl): loads libnccl.so.2 and builds a communicator for local_rank's GPU. bucket_bytes
+ * is the allreduce bucket size. Returns 0, or -1 with err naming what failed. */
+int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, int use_nccl,
+            size_t bucket_bytes, char *err, size_t errlen);
+
+/* Sums n floats of grads (host memory on CPU, device memory on GPU) across the group in place,
+ * one collective per bucket. Returns 0, or -1 when a peer is gone or silent (the group is then
+ * broken: the caller should stop and let the launcher restart on the healthy ranks). */
+int dp_allreduce(struct dp *d, float *grads, size_t n);
+
+/* Every rank gives len bytes and receives all ranks' (rank order). 0 or -1 as above. */
+int dp_allgather(struct dp *d, const void *mine, void *all, size_t len);
+
+void dp_close(struct dp *d);
+
+/* dp_nccl.c */
+int dp_nccl_open(struct dp *d, const struct train_ranks *r, char *err, size_t errlen);
+int dp_nccl_allreduce(struct dp *d, float *grads, size_t n);
+void dp_nccl_close(struct dp *d);
+
+#endif

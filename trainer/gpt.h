@@ -1,0 +1,110 @@
+/* gpt.h -- a GPT-2-style decoder (token and position embedding, pre-norm blocks of causal
+ * self-attention and a GELU MLP with residuals, final layernorm, logits tied to the token
+ * embedding), its parameters, activations and gradients, run through a c4k_ops table so the same
+ * code trains on CPU or GPU. One forward+backward call processes one micro-batch and ADDS its
+ * gradients, so a rank runs any number of micro-batches before the gradients are all-reduced. */
+#ifndef C4_GPT_H
+#define C4_GPT_H
+
+#include <stddef.h>
+
+#include "c4k.h"
+
+struct gpt_config {
+  int vocab;   /* V: 256 for bytes */
+  int context; /* T: positions the model sees */
+  int layers;  /* L */
+  int heads;   /* NH */
+  int width;   /* C, a multiple of heads */
+};
+
+/* The parameter tensors, in the order they sit in one flat buffer. */
+enum gpt_param {
+  GPT_WTE,      /* V x C */
+  GPT_WPE,      /* T x C */
+  GPT_LN1W,     /* L x C */
+  GPT_LN1B,     /* L x C */
+  GPT_QKVW,     /* L x 3C x C */
+  GPT_QKVB,     /* L x 3C */
+  GPT_ATTPROJW, /* L x C x C */
+  GPT_ATTPROJB, /* L x C */
+  GPT_LN2W,     /* L x C */
+  GPT_LN2B,     /* L x C */
+  GPT_FCW,      /* L x 4C x C */
+  GPT_FCB,      /* L x 4C */
+  GPT_FCPROJW,  /* L x C x 4C */
+  GPT_FCPROJB,  /* L x C */
+  GPT_LNFW,     /* C */
+  GPT_LNFB,     /* C */
+  GPT_NPARAMS
+};
+
+/* Name and shape of parameter tensor i as a checkpoint stores it (per layer tensors are stacked:
+ * leading dimension L). */
+struct gpt_tensor_info {
+  const char *name;
+  int ndim;
+  long shape[3];
+  size_t offset; /* in floats from the start of the flat buffer */
+  size_t count;
+};
+
+/* Views into an activation buffer (and, with the same offsets, into its gradient buffer). */
+struct gpt_layer_acts {
+  float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
+      *fch, *fch_gelu, *fcproj, *res3; /* res3: the layer's output */
+};
+struct gpt_acts {
+  float *encoded; /* the residual stream entering layer 0 */
+  struct gpt_layer_acts *layer;
+  float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
+};
+
+struct gpt {
+  struct gpt_config cfg;
+  const struct c4k_ops *ops;
+  int B; /* micro-batch size the activations are sized for */
+  struct gpt_tensor_info info[GPT_NPARAMS];
+  size_t nparams;         /* floats in params (and grads, m, v) */
+  float *params, *grads;  /* ops memory */
+  float *adam_m, *adam_v; /* ops memory */
+  float *acts, *dacts;    /* ops memory: activations and their gradients (same layout) */
+  size_t nacts;
+  struct gpt_acts acts_view, grads_view;
+  int *tokens, *targets; /* ops memory, B x T */
+  float *host_losses;    /* B x T, host */
+};
+
+/* Fills cfg's derived sizes into m->info and allocates everything through ops for micro-batches
+ * of B sequences. Parameters are initialised from seed (GPT-2's scheme: normal(0, 0.02), the
+ * residual projections scaled by 1/sqrt(2L), layernorm weights 1, biases 0), the same bits on
+ * every rank and every device. Returns 0, or -1 with err filled (bad config, out of memory). */
+int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
+             unsigned long long seed, char *err, size_t errlen);
+void gpt_free(struct gpt *m);
+
+/* Parameter p of layer `layer` (ignored for wte, wpe, lnf) inside base: m->params, m->grads,
+ * m->adam_m or m->adam_v. */
+float *gpt_param(const struct gpt *m, float *base, enum gpt_param p, int layer);
+
+/* Zeroes the gradients (before the first micro-batch of a step). */
+void gpt_zero_grad(struct gpt *m);
+
+/* One micro-batch: tokens and targets (host, B x T each, values < vocab) are uploaded, the
+ * forward pass computes the mean loss over its B*T positions (returned), and the backward pass
+ * adds the gradient of (sum of the position losses) * dloss into m->grads. dloss is
+ * 1/(positions in the whole global batch), so that summing every rank's gradients gives the
+ * gradient of the global batch's mean loss whatever the split. */
+float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, float dloss);
+
+/* Forward only (no gradients): mean loss over the micro-batch. */
+float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets);
+
+/* AdamW on every parameter with the (already reduced) gradients; t is the 1-based step. */
+void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t);
+
+/* The FLOPs of one token's forward+backward (6 per parameter, plus attention), for tokens/s
+ * to model FLOP/s. */
+double gpt_flops_per_token(const struct gpt *m);
+
+#endif

@@ -1,0 +1,189 @@
+/* launch.c -- the local supervisor. A rank that dies (a signal, an error) or hangs is dropped:
+ * its peers notice (their collectives fail and they exit with C4TRAIN_EXIT_PEER_LOST) or c4mon
+ * says so; a rank still running when the others have given up on it is hung and is killed. Then
+ * the survivors start again, renumbered, and resume from the newest checkpoint. */
+#include "launch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_env.h"
+#include "mon_sub.h"
+#include "train_loop.h"
+
+enum rank_state { RUNNING, FINISHED, PEER_LOST, FAILED };
+
+struct attempt {
+  int world;
+  pid_t pid[1024];
+  int orig[1024];
+  enum rank_state state[1024];
+  uint64_t started_ns;
+  pthread_mutex_t lock;
+  int condemned[1024]; /* set by c4mon's verdicts, acted on by the supervisor's loop */
+};
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (void *)&a, &len)) {
+    if (fd >= 0) close(fd);
+    return 29500;
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* c4mon's verdicts, on the subscription thread: lost or hung ranks of the current attempt. */
+static void on_verdict(void *arg, const char *kind, const int *ranks, int n, long long t_ns) {
+  struct attempt *a = arg;
+  if (strcmp(kind, "rank_lost") != 0 && strcmp(kind, "noncomm_hang") != 0) return;
+  pthread_mutex_lock(&a->lock);
+  if ((uint64_t)t_ns >= a->started_ns) /* not about an earlier attempt's ranks */
+    for (int i = 0; i < n; i++)
+      if (ranks[i] >= 0 && ranks[i] < a->world) a->condemned[ranks[i]] = 1;
+  pthread_mutex_unlock(&a->lock);
+}
+
+static int fork_ranks(struct attempt *a) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", free_port());
+  for (int r = 0; r < a->world; r++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("c4train: fork");
+      return -2;
+    }
+    if (pid == 0) {
+      char v[16];
+      snprintf(v, sizeof v, "%d", r);
+      setenv("RANK", v, 1);
+      setenv("LOCAL_RANK", v, 1);
+      snprintf(v, sizeof v, "%d", a->world);
+      setenv("WORLD_SIZE", v, 1);
+      setenv("LOCAL_WORLD_SIZE", v, 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", port, 1);
+      snprintf(v, sizeof v, "%d", a->orig[r]);
+      setenv("C4TRAIN_ORIG_RANK", v, 1);
+      return r;
+    }
+    a->pid[r] = pid;
+    a->state[r] = RUNNING;
+  }
+  return -1;
+}
+
+static void say(const struct launch_opts *lo, const char *fmt, int x, int y) {
+  if (lo->quiet) return;
+  fprintf(stderr, "c4train: ");
+  fprintf(stderr, fmt, x, y);
+  fprintf(stderr, "\n");
+}
+
+/* Supervises one attempt until every rank has exited; returns how many failed (died, hung, or
+ * were named by c4mon). */
+static int supervise(const struct launch_opts *lo, struct attempt *a) {
+  /* how long ranks that gave up on a peer wait for the rest before those are called hung */
+  uint64_t grace_ns = (uint64_t)c4_env_long("C4TRAIN_HANG_GRACE_MS", 5000, 100, 3600000) * 1000000;
+  uint64_t first_peer_lost = 0;
+  int running = a->world, failed = 0;
+  while (running > 0) {
+    int st;
+    pid_t pid = waitpid(-1, &st, WNOHANG);
+    if (pid > 0) {
+      for (int r = 0; r < a->world; r++) {
+        if (a->pid[r] != pid || a->state[r] != RUNNING) continue;
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        a->state[r] = code == 0 ? FINISHED : code == C4TRAIN_EXIT_PEER_LOST ? PEER_LOST : FAILED;
+        running--;
+        if (a->state[r] == FAILED) {
+          failed++;
+          if (WIFSIGNALED(st))
+            say(lo, "rank %d died (signal %d)", a->orig[r], WTERMSIG(st));
+          else
+            say(lo, "rank %d failed (exit %d)", a->orig[r], code);
+        }
+        if (a->state[r] == PEER_LOST && !first_peer_lost) first_peer_lost = c4_now_ns();
+      }
+      continue;
+    }
+    pthread_mutex_lock(&a->lock);
+    for (int r = 0; r < a->world; r++)
+      if (a->condemned[r] && a->state[r] == RUNNING) {
+        say(lo, "c4mon reports rank %d lost or hung: stopping it", a->orig[r], 0);
+        kill(a->pid[r], SIGKILL);
+        a->condemned[r] = 0;
+      }
+    pthread_mutex_unlock(&a->lock);
+    if (first_peer_lost && c4_now_ns() - first_peer_lost > grace_ns)
+      for (int r = 0; r < a->world; r++)
+        if (a->state[r] == RUNNING) {
+          say(lo, "rank %d is hung (its peers gave up on it %d ms ago): stopping it", a->orig[r],
+              (int)(grace_ns / 1000000));
+          kill(a->pid[r], SIGKILL);
+        }
+    usleep(50000);
+  }
+  return failed;
+}
+
+int launch_local(const struct launch_opts *lo, int *status) {
+  static struct attempt a;
+  if (lo->ranks < 1 || lo->ranks > 1024) {
+    fprintf(stderr, "c4train: --local-ranks %d: expected 1 to 1024\n", lo->ranks);
+    *status = 2;
+    return -1;
+  }
+  pthread_mutex_init(&a.lock, NULL);
+  a.world = lo->ranks;
+  for (int r = 0; r < a.world; r++)
+    a.orig[r] = r;
+  a.started_ns = c4_now_ns();
+  struct mon_sub *sub = lo->monitor_sub ? mon_sub_start(lo->monitor_sub, -1, on_verdict, &a) : NULL;
+  for (;;) {
+    int r = fork_ranks(&a);
+    if (r >= 0) return r; /* the subscription thread does not exist in the child */
+    int failed = supervise(lo, &a);
+    int peer_lost = 0, finished = 0;
+    for (int i = 0; i < a.world; i++) {
+      peer_lost += a.state[i] == PEER_LOST;
+      finished += a.state[i] == FINISHED;
+    }
+    if (finished == a.world) {
+      *status = 0;
+      break;
+    }
+    int survivors = a.world - failed;
+    if (!lo->restart || failed == 0 || survivors < 1 || r == -2) {
+      if (failed == 0 && peer_lost)
+        fprintf(stderr, "c4train: every rank gave up on a peer, and none died or hung\n");
+      else if (!lo->restart)
+        fprintf(stderr, "c4train: a rank was lost; give --ckpt-dir to go on with the others\n");
+      *status = 1;
+      break;
+    }
+    pthread_mutex_lock(&a.lock);
+    int w = 0;
+    for (int i = 0; i < a.world; i++)
+      if (a.state[i] != FAILED) a.orig[w++] = a.orig[i];
+    a.world = w;
+    memset(a.condemned, 0, sizeof a.condemned);
+    a.started_ns = c4_now_ns();
+    pthread_mutex_unlock(&a.lock);
+    say(lo, "going on with %d ranks from the last checkpoint (%d lost)", w, failed);
+  }
+  if (sub) mon_sub_stop(sub);
+  return -1;
+}

@@ -1,0 +1,20 @@
+/* launch.h -- `c4train --local-ranks N`: N ranks of this program on this machine, torchrun-style
+ * variables set for each, supervised so that a lost or hung rank does not end the job: the
+ * survivors are restarted from the last checkpoint, the same global batch split among them. */
+#ifndef C4_LAUNCH_H
+#define C4_LAUNCH_H
+
+struct launch_opts {
+  int ranks;
+  int restart;             /* 1: go on with fewer ranks after a loss (needs a checkpoint dir) */
+  const char *monitor_sub; /* c4mon's subscription port: its rank_lost and noncomm_hang verdicts
+                            * name ranks to stop at once (c4mon on this machine) */
+  int quiet;               /* no supervisor lines on stderr */
+};
+
+/* Forks the ranks. Returns in each child (>= 0: its rank; RANK, WORLD_SIZE, LOCAL_RANK,
+ * MASTER_ADDR, MASTER_PORT and C4TRAIN_ORIG_RANK are set); in the parent, once the job is over,
+ * returns -1 with *status the job's exit status (0: every rank finished). */
+int launch_local(const struct launch_opts *lo, int *status);
+
+#endif

@@ -1,0 +1,139 @@
+/* train_ckpt.c -- the model as checkpoint tensors: each parameter whole (per-layer tensors
+ * stacked, leading dimension L) under its name, AdamW's moments as "adam.m.<name>" and
+ * "adam.v.<name>"; the metadata holds the model shape, the global batch and the step. Nothing
+ * depends on the number of ranks, so a job on N ranks resumes on M. */
+#include "train_ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "c4_err.h"
+#include "ckpt.h"
+
+/* The tensor list over host copies of params, m and v (3 * GPT_NPARAMS entries). */
+static void tensors(const struct gpt *m, float *host, struct c4_ckpt_tensor *t,
+                    char names[][C4_CKPT_MAX_NAME]) {
+  static const char *prefix[3] = {"", "adam.m.", "adam.v."};
+  for (int part = 0; part < 3; part++)
+    for (int p = 0; p < GPT_NPARAMS; p++) {
+      const struct gpt_tensor_info *info = &m->info[p];
+      int i = part * GPT_NPARAMS + p;
+      snprintf(names[i], C4_CKPT_MAX_NAME, "%s%s", prefix[part], info->name);
+      t[i].name = names[i];
+      t[i].ndim = info->ndim;
+      for (int d = 0; d < info->ndim; d++)
+        t[i].shape[d] = info->shape[d];
+      t[i].data = host + (size_t)part * m->nparams + info->offset;
+    }
+}
+
+static json_t *config_json(const struct gpt_config *c) {
+  return json_pack("{s:i,s:i,s:i,s:i,s:i}", "vocab", c->vocab, "context", c->context, "layers",
+                   c->layers, "heads", c->heads, "width", c->width);
+}
+
+/* Keeps the two newest step files: a damaged newest still leaves one to resume from. */
+static void prune(const char *dir, int step) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    unsigned long s;
+    int used = 0;
+    if (sscanf(e->d_name, "step-%lu.c4ck%n", &s, &used) == 1 && e->d_name[used] == 0 &&
+        s + 2 <= (unsigned long)step) {
+      char path[4096];
+      if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) unlink(path);
+    }
+  }
+  closedir(d);
+}
+
+int train_ckpt_save(struct gpt *m, const struct train_opts *o, int step, int world, char *err,
+                    size_t errlen) {
+  if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "%s: %s", o->ckpt_dir, strerror(errno));
+    return -1;
+  }
+  size_t n = m->nparams;
+  float *host = malloc(3 * n * sizeof(float));
+  struct c4_ckpt_tensor t[3 * GPT_NPARAMS];
+  static char names[3 * GPT_NPARAMS][C4_CKPT_MAX_NAME];
+  char path[4096];
+  if (!host) {
+    snprintf(err, errlen, "out of memory for %zu parameters", n);
+    return -1;
+  }
+  m->ops->download(host, m->params, n * sizeof(float));
+  m->ops->download(host + n, m->adam_m, n * sizeof(float));
+  m->ops->download(host + 2 * n, m->adam_v, n * sizeof(float));
+  tensors(m, host, t, names);
+  json_t *meta =
+      json_pack("{s:i,s:i,s:o,s:i,s:i,s:I,s:f,s:s}", "step", step, "world", world, "model",
+                config_json(&m->cfg), "micro_batch", o->micro_batch, "microbatches",
+                o->microbatches, "seed", (json_int_t)o->seed, "lr", (double)o->lr, "data", o->data);
+  int rc = c4_ckpt_step_path(path, sizeof path, o->ckpt_dir, (uint64_t)step);
+  if (rc == 0)
+    rc = c4_ckpt_save(path, meta, t, 3 * GPT_NPARAMS, err, errlen);
+  else
+    snprintf(err, errlen, "%s: directory name too long", o->ckpt_dir);
+  json_decref(meta);
+  free(host);
+  if (rc == 0) prune(o->ckpt_dir, step);
+  return rc ? -1 : 0;
+}
+
+int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
+                      size_t errlen) {
+  char path[4096];
+  uint64_t at = 0;
+  int rc = c4_ckpt_latest(o->ckpt_dir, path, sizeof path, &at, err, errlen);
+  if (rc == C4_ENOTFOUND) {
+    err[0] = 0;
+    return 0;
+  }
+  if (rc) return -1;
+  struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
+  if (!ck) return -1;
+  json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);
+  int same_model = json_equal(json_object_get(meta, "model"), want);
+  json_decref(want);
+  long mb = (long)json_integer_value(json_object_get(meta, "micro_batch"));
+  long mbs = (long)json_integer_value(json_object_get(meta, "microbatches"));
+  if (!same_model || mb != o->micro_batch || mbs != o->microbatches) {
+    snprintf(err, errlen,
+             "%s is for another model or global batch (its micro-batch %ld x %ld): give the same "
+             "--layers/--width/--heads/--context/--micro-batch/--microbatches, or another "
+             "--ckpt-dir",
+             path, mb, mbs);
+    c4_ckpt_close(ck);
+    return -1;
+  }
+  size_t n = m->nparams;
+  float *host = malloc(3 * n * sizeof(float));
+  struct c4_ckpt_tensor t[3 * GPT_NPARAMS];
+  static char names[3 * GPT_NPARAMS][C4_CKPT_MAX_NAME];
+  if (!host) {
+    snprintf(err, errlen, "out of memory for %zu parameters", n);
+    c4_ckpt_close(ck);
+    return -1;
+  }
+  tensors(m, host, t, names);
+  rc = c4_ckpt_load(ck, t, 3 * GPT_NPARAMS, err, errlen);
+  c4_ckpt_close(ck);
+  if (rc == 0) {
+    m->ops->upload(m->params, host, n * sizeof(float));
+    m->ops->upload(m->adam_m, host + n, n * sizeof(float));
+    m->ops->upload(m->adam_v, host + 2 * n, n * sizeof(float));
+    *step = (int)at;
+    snprintf(err, errlen, "%s", path);
+  }
+  free(host);
+  return rc ? -1 : 1;
+}

@@ -1,0 +1,22 @@
+/* train_ckpt.h -- c4train's use of the checkpoint format (ckpt.h): the model's parameters and
+ * AdamW state as per-parameter tensors, and the step (the data position: samples are named by
+ * step and index), so any number of ranks can resume. */
+#ifndef C4_TRAIN_CKPT_H
+#define C4_TRAIN_CKPT_H
+
+#include <stddef.h>
+
+#include "gpt.h"
+#include "train_loop.h"
+
+/* Writes o->ckpt_dir/step-NNNNNNNN.c4ck (atomically) after `step` steps on `world` ranks, and
+ * removes older ones beyond the two newest. 0, or -1 with err. */
+int train_ckpt_save(struct gpt *m, const struct train_opts *o, int step, int world, char *err,
+                    size_t errlen);
+
+/* Loads the newest checkpoint of o->ckpt_dir into m and *step: 1 (err holds its file name), 0
+ * when there is none (a fresh start), -1 with err (unreadable, or for another model shape). */
+int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
+                      size_t errlen);
+
+#endif

@@ -1,0 +1,360 @@
+/* train_loop.c -- one rank's training loop. Each global step: the planner's split says how many
+ * micro-batches this rank runs (its sample indices follow from the split, so the global batch is
+ * the same set of samples whatever the split); the rank adds their gradients, scaled by one over
+ * the global batch's positions; the buckets are summed across ranks (so the average is weighted
+ * by samples); every rank applies the same AdamW step; a small allgather shares losses and
+ * compute times, from which every rank computes the same next split. */
+#include "train_loop.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "c4_clock.h"
+#include "c4_env.h"
+#include "dp.h"
+#include "mon_sub.h"
+#include "planner.h"
+#include "text_data.h"
+#include "train_ckpt.h"
+
+void openblas_set_num_threads(int num_threads);
+
+/* What each rank shares after a step. */
+struct step_report {
+  double loss_sum;     /* sum of position losses over its micro-batches */
+  double compute_s;    /* its forward+backward time, the drill's slowdown included */
+  double monitor_slow; /* c4mon's straggler factor for it, 0 when c4mon names none */
+  int32_t microbatches;
+  int32_t pad;
+};
+
+/* --- matmul timing on the CPU: the share of the step spent in GEMM --- */
+static const struct c4k_ops *timed_base;
+static double gemm_seconds, gemm_flops;
+
+static void timed_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
+                             int C, int OC) {
+  uint64_t t0 = c4_now_ns();
+  timed_base->matmul_fwd(out, inp, w, bias, N, C, OC);
+  gemm_seconds += (double)(c4_now_ns() - t0) * 1e-9;
+  gemm_flops += 2.0 * N * C * OC;
+}
+
+static void timed_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+                             const float *inp, const float *w, int N, int C, int OC) {
+  uint64_t t0 = c4_now_ns();
+  timed_base->matmul_bwd(dinp, dw, dbias, dout, inp, w, N, C, OC);
+  gemm_seconds += (double)(c4_now_ns() - t0) * 1e-9;
+  gemm_flops += 4.0 * N * C * OC;
+}
+
+/* The kernels for o->device: the CPU ops with matmuls timed, or the CUDA ops from
+ * libc4k-cuda.so (beside the program, else on the library path). */
+static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
+                                      size_t errlen) {
+  if (strcmp(o->device, "cpu") == 0) {
+    timed_base = &c4k_cpu_ops;
+    *timed = c4k_cpu_ops;
+    timed->matmul_fwd = timed_matmul_fwd;
+    timed->matmul_bwd = timed_matmul_bwd;
+    openblas_set_num_threads(o->threads);
+    return timed;
+  }
+  char path[PATH_MAX + 32] = "libc4k-cuda.so", exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(path, sizeof path, "%s/../lib/libc4k-cuda.so", exe);
+      if (access(path, R_OK) != 0) snprintf(path, sizeof path, "libc4k-cuda.so");
+    }
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  const struct c4k_ops *ops = h ? dlsym(h, C4K_CUDA_SYMBOL) : NULL;
+  if (!ops) snprintf(err, errlen, "--device cuda: %s", h ? "no " C4K_CUDA_SYMBOL : dlerror());
+  return ops;
+}
+
+/* The micro-batches of the global step each rank runs: even, or by speed. */
+static void split(const struct train_opts *o, int world, const double *slowdown, int *out) {
+  double ones[world];
+  for (int i = 0; i < world; i++)
+    ones[i] = 1.0;
+  c4_plan_microbatches(o->microbatches, world, o->resplit ? slowdown : ones, out);
+}
+
+/* Healthy micro-batch times of the step under a split: the slowest rank's. */
+static double bottleneck(int world, const int *mb, const double *slowdown) {
+  double worst = 0;
+  for (int i = 0; i < world; i++)
+    if (mb[i] * slowdown[i] > worst) worst = mb[i] * slowdown[i];
+  return worst;
+}
+
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* New per-rank slowdowns from the step's reports: per micro-batch time over the median's,
+ * averaged over steps (weight 0.3 for the newest) once a rank has a first sample, so that noise
+ * neither re-plans nor skews the plan. A rank that ran nothing keeps its value; c4mon's factor,
+ * when it names a rank, wins. */
+static void measure(int world, const struct step_report *rep, double *slowdown, int *samples) {
+  double per[world], sorted[world];
+  int n = 0;
+  for (int i = 0; i < world; i++) {
+    per[i] = rep[i].microbatches ? rep[i].compute_s / rep[i].microbatches : 0;
+    if (rep[i].microbatches) sorted[n++] = per[i];
+  }
+  if (n == 0) return;
+  double mid = median(sorted, n);
+  for (int i = 0; i < world; i++) {
+    if (rep[i].monitor_slow > 0) {
+      slowdown[i] = rep[i].monitor_slow;
+    } else if (rep[i].microbatches && mid > 0) {
+      double now = per[i] / mid;
+      slowdown[i] = samples[i]++ ? 0.7 * slowdown[i] + 0.3 * now : now;
+    }
+  }
+}
+
+static void sleep_seconds(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* Mean held-out loss over o->eval_windows windows, micro-batch by micro-batch. */
+static double eval_loss(struct gpt *m, const struct train_opts *o, const struct text_data *d,
+                        int *tok, int *tgt) {
+  int B = o->micro_batch, T = o->cfg.context, done = 0;
+  double sum = 0;
+  while (done < o->eval_windows) {
+    for (int b = 0; b < B; b++)
+      text_data_eval(d, (done + b) % o->eval_windows, o->eval_windows, T, tok + b * T, tgt + b * T);
+    sum += gpt_eval_microbatch(m, tok, tgt);
+    done += B;
+  }
+  return sum / ((o->eval_windows + B - 1) / B);
+}
+
+static void print_split(FILE *f, int world, const int *mb) {
+  for (int i = 0; i < world; i++)
+    fprintf(f, "%s%d", i ? "," : "", mb[i]);
+}
+
+int train_run(const struct train_opts *o, const struct train_ranks *r) {
+  char err[512] = "";
+  int rank = r->rank, world = r->world, status = 1;
+  /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
+  int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
+  struct text_data data;
+  if (text_data_load(&data, o->data, o->cfg.context, err, sizeof err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    return 1;
+  }
+  /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
+  struct c4k_ops timed;
+  const struct c4k_ops *ops = pick_ops(o, &timed, err, sizeof err);
+  if (!ops) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    text_data_free(&data);
+    return 1;
+  }
+  struct dp dp;
+  if (dp_init(&dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, err,
+              sizeof err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    text_data_free(&data);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  struct gpt m;
+  if (gpt_init(&m, &o->cfg, ops, o->micro_batch, o->seed, err, sizeof err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    dp_close(&dp);
+    text_data_free(&data);
+    return 1;
+  }
+  struct mon_sub *sub = o->monitor_sub ? mon_sub_start(o->monitor_sub, rank, NULL, NULL) : NULL;
+  int B = o->micro_batch, T = o->cfg.context;
+  int *tok = malloc(sizeof(int) * (size_t)B * T), *tgt = malloc(sizeof(int) * (size_t)B * T);
+  int *mb = calloc((size_t)world, sizeof *mb);
+  double *slowdown = calloc((size_t)world, sizeof *slowdown);
+  double *planned = calloc((size_t)world, sizeof *planned);
+  struct step_report *rep = calloc((size_t)world, sizeof *rep);
+  int *samples = calloc((size_t)world, sizeof *samples);
+  double *step_secs = calloc((size_t)o->steps + 1, sizeof *step_secs);
+  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs) {
+    fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
+    goto out;
+  }
+  for (int i = 0; i < world; i++)
+    slowdown[i] = planned[i] = 1.0;
+
+  int step = 0; /* steps done */
+  if (o->ckpt_dir) {
+    int rc = train_ckpt_resume(&m, o, &step, err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+      goto out;
+    }
+    if (rc > 0 && rank == 0 && !o->json)
+      printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
+  }
+  double eval_start = o->eval_windows && rank == 0 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  if (rank == 0) {
+    if (o->json)
+      printf("{\"event\":\"start\",\"ranks\":%d,\"device\":\"%s\",\"params\":%zu,\"step\":%d,"
+             "\"eval_loss\":%.6f}\n",
+             world, o->device, m.nparams, step, eval_start);
+    else
+      printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
+             "eval loss %.4f\n",
+             world, o->device, m.nparams, o->microbatches, B, T, o->data, eval_start);
+    fflush(stdout);
+  }
+  split(o, world, planned, mb);
+  const float dloss = 1.0f / ((float)o->microbatches * B * T);
+  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0;
+  int timed_steps = 0, first = step;
+  while (step < o->steps) {
+    uint64_t t_step = c4_now_ns();
+    int start = 0;
+    for (int i = 0; i < rank; i++)
+      start += mb[i];
+    gpt_zero_grad(&m);
+    double loss_sum = 0, gemm0 = gemm_seconds;
+    uint64_t t0 = c4_now_ns();
+    for (int k = 0; k < mb[rank]; k++) {
+      uint64_t tk = c4_now_ns();
+      for (int b = 0; b < B; b++)
+        text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
+                         tok + b * T, tgt + b * T);
+      loss_sum += (double)gpt_step_microbatch(&m, tok, tgt, dloss) * B * T;
+      if (orig_rank == o->slow_rank && o->slow_factor > 1)
+        sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+    }
+    ops->sync();
+    struct step_report mine = {.loss_sum = loss_sum,
+                               .compute_s = (double)(c4_now_ns() - t0) * 1e-9,
+                               .monitor_slow = sub ? mon_sub_factor(sub) : 0,
+                               .microbatches = mb[rank]};
+    if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
+      fprintf(stderr,
+              "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
+              "the healthy ranks\n",
+              rank, step + 1);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
+    /* linear warm-up: Adam's first steps are its largest, and a small model diverges */
+    float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
+    gpt_adamw(&m, lr, o->weight_decay, step + 1);
+    step++;
+    double total = 0;
+    for (int i = 0; i < world; i++)
+      total += rep[i].loss_sum;
+    last_loss = total / ((double)o->microbatches * B * T);
+    double secs = (double)(c4_now_ns() - t_step) * 1e-9;
+    double tps = (double)o->microbatches * B * T / secs;
+    int old_mb[world];
+    memcpy(old_mb, mb, sizeof old_mb);
+    if (step > first + 1) { /* the first step warms caches: not a speed sample */
+      step_secs[timed_steps] = secs;
+      gemm_s_steps += gemm_seconds - gemm0;
+      compute_s_steps += mine.compute_s;
+      timed_steps++;
+      measure(world, rep, slowdown, samples);
+      if (o->resplit && c4_plan_needs_replan(world, planned, slowdown)) {
+        memcpy(planned, slowdown, sizeof(double) * (size_t)world);
+        split(o, world, planned, mb);
+      }
+    }
+    if (rank == 0) {
+      if (o->json) {
+        printf(
+            "{\"event\":\"step\",\"step\":%d,\"loss\":%.6f,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
+            "\"split\":[",
+            step, last_loss, tps, secs * 1e3);
+        for (int i = 0; i < world; i++)
+          printf("%s%d", i ? "," : "", old_mb[i]);
+        printf("],\"slowdown\":[");
+        for (int i = 0; i < world; i++)
+          printf("%s%.3f", i ? "," : "", slowdown[i]);
+        printf("]}\n");
+      } else {
+        printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", step, last_loss, tps,
+               secs * 1e3);
+        print_split(stdout, world, old_mb);
+        if (memcmp(old_mb, mb, sizeof old_mb) != 0) {
+          printf("  -> re-split ");
+          print_split(stdout, world, mb);
+        }
+        printf("\n");
+      }
+      fflush(stdout);
+    }
+    if (o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps) &&
+        rank == 0 && train_ckpt_save(&m, o, step, world, err, sizeof err))
+      fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, err);
+  }
+  if (rank == 0) {
+    double eval_end = o->eval_windows ? eval_loss(&m, o, &data, tok, tgt) : 0;
+    double even_mb[world];
+    int even[world];
+    for (int i = 0; i < world; i++)
+      even_mb[i] = 1.0;
+    c4_plan_microbatches(o->microbatches, world, even_mb, even);
+    double ratio = bottleneck(world, even, planned) / bottleneck(world, mb, planned);
+    /* the median step: the steady pace, not the steps before the planner's first re-split */
+    double mid = timed_steps ? median(step_secs, timed_steps) : 0;
+    double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
+    double gemm_share = compute_s_steps > 0 ? gemm_s_steps / compute_s_steps : 0;
+    if (o->json)
+      printf("{\"event\":\"end\",\"steps\":%d,\"loss\":%.6f,\"eval_loss_start\":%.6f,"
+             "\"eval_loss\":%.6f,\"tokens_per_s\":%.1f,\"gemm_share\":%.4f,\"gemm_gflops\":%.3f,"
+             "\"model_gflops\":%.3f,\"planned_speedup\":%.4f,\"split\":[",
+             step, last_loss, eval_start, eval_end, tps, gemm_share,
+             gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
+             tps * gpt_flops_per_token(&m) * 1e-9, ratio);
+    else
+      printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
+             "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
+             "split ",
+             step, last_loss, eval_start, eval_end, tps, tps * gpt_flops_per_token(&m) * 1e-9,
+             100 * gemm_share, gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0, ratio);
+    print_split(stdout, world, mb);
+    printf(o->json ? "]}\n" : "\n");
+    fflush(stdout);
+  }
+  status = 0;
+out:
+  if (sub) mon_sub_stop(sub);
+  free(tok);
+  free(tgt);
+  free(mb);
+  free(slowdown);
+  free(planned);
+  free(rep);
+  free(samples);
+  free(step_secs);
+  gpt_free(&m);
+  dp_close(&dp);
+  text_data_free(&data);
+  return status;
+}

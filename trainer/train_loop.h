@@ -1,0 +1,42 @@
+/* train_loop.h -- one rank of c4train: the data-parallel training loop with the straggler
+ * planner's re-split, drills (--slow) and checkpoints. */
+#ifndef C4_TRAIN_LOOP_H
+#define C4_TRAIN_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt.h"
+#include "train_ranks.h"
+
+struct train_opts {
+  struct gpt_config cfg;
+  int micro_batch;  /* sequences per micro-batch */
+  int microbatches; /* micro-batches per global step, split among the ranks */
+  int steps;        /* global steps to reach (a resumed run counts from its checkpoint) */
+  float lr, weight_decay;
+  int warmup; /* steps of linear learning-rate warm-up */
+  uint64_t seed;
+  const char *data;
+  const char *device; /* "cpu" or "cuda" */
+  const char *plugin; /* net plugin for the CPU ring (NULL: the one beside the program) */
+  size_t bucket_bytes;
+  int threads; /* OpenBLAS threads per rank */
+  int json;
+  int slow_rank; /* launcher rank (C4TRAIN_ORIG_RANK when restarted) slowed by slow_factor */
+  double slow_factor;
+  int resplit; /* 1: re-split micro-batches by measured speed */
+  const char *ckpt_dir;
+  int ckpt_every;
+  const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */
+  int eval_windows;        /* held-out windows for the eval loss at start and end */
+};
+
+/* Exit status of a rank that stopped because a peer was lost or silent: its launcher should
+ * restart the job on the healthy ranks from the last checkpoint. */
+#define C4TRAIN_EXIT_PEER_LOST 75
+
+/* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
+int train_run(const struct train_opts *o, const struct train_ranks *r);
+
+#endif

@@ -1,0 +1,229 @@
+/* train_main.c -- c4train: command line, then one rank (launched by torchrun, srun or mpirun),
+ * or --local-ranks N ranks supervised on this machine. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_env.h"
+#include "launch.h"
+#include "text_data.h"
+#include "train_loop.h"
+#include "train_ranks.h"
+
+static void usage(FILE *f) {
+  fprintf(
+      f, "usage: c4train [options]\n"
+         "Trains a GPT-2-style byte-level model, data-parallel, and re-splits the global batch\n"
+         "around slow ranks (the straggler planner).\n"
+         "  --data FILE          training text (default " C4_DEFAULT_DATA ", on every Debian\n"
+         "                       system); bytes are the tokens; the last 10%% is held out\n"
+         "  --layers L --width C --heads H --context T   model (default 2, 64, 4, 64)\n"
+         "  --micro-batch B      sequences per micro-batch (default 4)\n"
+         "  --microbatches M     micro-batches per global step, split among ranks (default 16)\n"
+         "  --steps N            train to step N (default 50)\n"
+         "  --lr X --wd X        AdamW learning rate and weight decay (default 0.002, 0)\n"
+         "  --warmup N           steps of linear learning-rate warm-up (default 10)\n"
+         "  --seed S             parameters and data order (default 1)\n"
+         "  --device cpu|cuda    cpu: OpenBLAS, gradients over the c4 net plugin's host ring;\n"
+         "                       cuda: libc4k-cuda.so and NCCL (set NCCL_NET_PLUGIN=c4)\n"
+         "  --threads N          OpenBLAS threads per rank (default 1)\n"
+         "  --bucket-mb X        allreduce bucket size (default 1)\n"
+         "  --plugin PATH        net plugin for the CPU ring (default: the one beside c4train)\n"
+         "  --slow R:F           drill: launcher rank R computes F times slower\n"
+         "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
+         "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
+         "  --ckpt-every N       steps between checkpoints (default 10)\n"
+         "  --monitor ADDR:PORT  c4mon's subscription port: straggler factors for the planner;\n"
+         "                       with --local-ranks, lost or hung ranks are stopped at once\n"
+         "  --eval-windows N     held-out windows for the eval loss at start and end (default 32)\n"
+         "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
+         "                       from the last checkpoint (with --ckpt-dir)\n"
+         "  --json               one JSON object per line (start, step, end) from rank 0\n"
+         "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
+         "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n");
+}
+
+static int parse_int(const char *flag, const char *v, int min, int max, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*v == 0 || *end || x < min || x > max) {
+    fprintf(stderr, "c4train: %s %s: expected an integer in [%d, %d]\n", flag, v, min, max);
+    return -1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+static int parse_double(const char *flag, const char *v, double min, double max, double *out) {
+  char *end;
+  double x = strtod(v, &end);
+  if (*v == 0 || *end || !(x >= min && x <= max)) {
+    fprintf(stderr, "c4train: %s %s: expected a number in [%g, %g]\n", flag, v, min, max);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct train_opts o = {
+      .cfg = {.vocab = 256, .context = 64, .layers = 2, .heads = 4, .width = 64},
+      .micro_batch = 4,
+      .microbatches = 16,
+      .steps = 50,
+      .lr = 2e-3f,
+      .warmup = 10,
+      .seed = 1,
+      .data = C4_DEFAULT_DATA,
+      .device = "cpu",
+      .bucket_bytes = 1 << 20,
+      .threads = 1,
+      .slow_rank = -1,
+      .slow_factor = 1,
+      .resplit = 1,
+      .ckpt_every = 10,
+      .eval_windows = 32,
+  };
+  struct launch_opts lo = {.ranks = 0, .restart = 1};
+  enum {
+    O_DATA = 256,
+    O_LAYERS,
+    O_WIDTH,
+    O_HEADS,
+    O_CONTEXT,
+    O_MB,
+    O_MBS,
+    O_STEPS,
+    O_LR,
+    O_WD,
+    O_SEED,
+    O_DEVICE,
+    O_THREADS,
+    O_BUCKET,
+    O_PLUGIN,
+    O_SLOW,
+    O_NORESPLIT,
+    O_CKPT,
+    O_CKPT_EVERY,
+    O_MONITOR,
+    O_EVAL,
+    O_LOCAL,
+    O_JSON,
+    O_WARMUP
+  };
+  static const struct option opts[] = {{"data", 1, 0, O_DATA},
+                                       {"layers", 1, 0, O_LAYERS},
+                                       {"width", 1, 0, O_WIDTH},
+                                       {"heads", 1, 0, O_HEADS},
+                                       {"context", 1, 0, O_CONTEXT},
+                                       {"micro-batch", 1, 0, O_MB},
+                                       {"microbatches", 1, 0, O_MBS},
+                                       {"steps", 1, 0, O_STEPS},
+                                       {"lr", 1, 0, O_LR},
+                                       {"wd", 1, 0, O_WD},
+                                       {"seed", 1, 0, O_SEED},
+                                       {"device", 1, 0, O_DEVICE},
+                                       {"threads", 1, 0, O_THREADS},
+                                       {"bucket-mb", 1, 0, O_BUCKET},
+                                       {"plugin", 1, 0, O_PLUGIN},
+                                       {"slow", 1, 0, O_SLOW},
+                                       {"no-resplit", 0, 0, O_NORESPLIT},
+                                       {"ckpt-dir", 1, 0, O_CKPT},
+                                       {"ckpt-every", 1, 0, O_CKPT_EVERY},
+                                       {"monitor", 1, 0, O_MONITOR},
+                                       {"eval-windows", 1, 0, O_EVAL},
+                                       {"local-ranks", 1, 0, O_LOCAL},
+                                       {"json", 0, 0, O_JSON},
+                                       {"warmup", 1, 0, O_WARMUP},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int c, bad = 0, seed = 1;
+  double x;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case O_DATA: o.data = optarg; break;
+    case O_LAYERS: bad |= parse_int("--layers", optarg, 1, 256, &o.cfg.layers); break;
+    case O_WIDTH: bad |= parse_int("--width", optarg, 1, 65536, &o.cfg.width); break;
+    case O_HEADS: bad |= parse_int("--heads", optarg, 1, 1024, &o.cfg.heads); break;
+    case O_CONTEXT: bad |= parse_int("--context", optarg, 1, 65536, &o.cfg.context); break;
+    case O_MB: bad |= parse_int("--micro-batch", optarg, 1, 65536, &o.micro_batch); break;
+    case O_MBS: bad |= parse_int("--microbatches", optarg, 1, 1 << 20, &o.microbatches); break;
+    case O_STEPS: bad |= parse_int("--steps", optarg, 0, 1 << 30, &o.steps); break;
+    case O_LR:
+      bad |= parse_double("--lr", optarg, 0, 10, &x);
+      o.lr = (float)x;
+      break;
+    case O_WD:
+      bad |= parse_double("--wd", optarg, 0, 10, &x);
+      o.weight_decay = (float)x;
+      break;
+    case O_SEED:
+      bad |= parse_int("--seed", optarg, 0, 1 << 30, &seed);
+      o.seed = (uint64_t)seed;
+      break;
+    case O_DEVICE:
+      if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda")) {
+        fprintf(stderr, "c4train: --device %s: expected cpu or cuda\n", optarg);
+        bad = 1;
+      }
+      o.device = optarg;
+      break;
+    case O_THREADS: bad |= parse_int("--threads", optarg, 1, 256, &o.threads); break;
+    case O_BUCKET:
+      bad |= parse_double("--bucket-mb", optarg, 0.001, 4096, &x);
+      o.bucket_bytes = (size_t)(x * 1048576);
+      break;
+    case O_PLUGIN: o.plugin = optarg; break;
+    case O_SLOW: {
+      char *colon = strchr(optarg, ':');
+      if (!colon) {
+        fprintf(stderr, "c4train: --slow %s: expected RANK:FACTOR, e.g. 2:2.0\n", optarg);
+        bad = 1;
+        break;
+      }
+      *colon = 0;
+      bad |= parse_int("--slow (rank)", optarg, 0, 1 << 24, &o.slow_rank);
+      bad |= parse_double("--slow (factor)", colon + 1, 1, 1000, &o.slow_factor);
+      break;
+    }
+    case O_NORESPLIT: o.resplit = 0; break;
+    case O_CKPT: o.ckpt_dir = optarg; break;
+    case O_CKPT_EVERY: bad |= parse_int("--ckpt-every", optarg, 1, 1 << 30, &o.ckpt_every); break;
+    case O_MONITOR: o.monitor_sub = lo.monitor_sub = optarg; break;
+    case O_EVAL: bad |= parse_int("--eval-windows", optarg, 0, 1 << 20, &o.eval_windows); break;
+    case O_LOCAL: bad |= parse_int("--local-ranks", optarg, 1, 1024, &lo.ranks); break;
+    case O_JSON: o.json = 1; break;
+    case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
+    case 'h': usage(stdout); return 0;
+    default: bad = 1;
+    }
+  }
+  if (bad || optind < argc) {
+    if (optind < argc) fprintf(stderr, "c4train: unexpected argument %s\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (o.cfg.width % o.cfg.heads) {
+    fprintf(stderr, "c4train: --width %d is not a multiple of --heads %d\n", o.cfg.width,
+            o.cfg.heads);
+    return 2;
+  }
+  if (lo.ranks > 0) {
+    lo.restart = o.ckpt_dir != NULL;
+    int status;
+    if (launch_local(&lo, &status) < 0) return status;
+  }
+  struct train_ranks r;
+  char err[512];
+  if (train_ranks_from_env(&r, err, sizeof err)) {
+    fprintf(stderr, "c4train: %s\n", err);
+    return 2;
+  }
+  /* a lost peer should end a collective in seconds, not the plugin's default minute */
+  setenv("C4_COLL_TIMEOUT_MS",
+         getenv("C4_COLL_TIMEOUT_MS") ? getenv("C4_COLL_TIMEOUT_MS") : "15000", 1);
+  setenv("C4_BOOTSTRAP_TIMEOUT_MS",
+         getenv("C4_BOOTSTRAP_TIMEOUT_MS") ? getenv("C4_BOOTSTRAP_TIMEOUT_MS") : "30000", 1);
+  return train_run(&o, &r);
+}
