@@ -75,12 +75,13 @@ C4TRAIN    := $(BUILD)/bin/c4train
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 MONLOAD    := $(BUILD)/bin/c4-mon-load
+SGEMMRATE  := $(BUILD)/bin/c4-sgemm-rate
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -172,6 +173,11 @@ $(TCPPINGPONG): $(call obj,tools/bench/tcp_pingpong.c) $(LIBCOMMON)
 $(MONLOAD): $(call obj,tools/bench/mon_load.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/tools/bench/sgemm_rate.o: CFLAGS += $(BLAS_CFLAGS)
+$(SGEMMRATE): $(call obj,tools/bench/sgemm_rate.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)
 
 $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

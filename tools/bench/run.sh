@@ -6,7 +6,9 @@
 #      busy-polling with one connection per direction, the shape of NCCL's send and receive comms);
 #   d. bandwidth with timing on (the default) vs C4_TIMING=0;
 #   e. the hot-path cost of timing one request (c4-ring-bench), and c4mon's ingest rate;
-#   f. detection scored on fault scenarios at 16 to 16,384 ranks (detect_bench.sh).
+#   f. detection scored on fault scenarios at 16 to 16,384 ranks (detect_bench.sh);
+#   g. c4train: CPU tokens/s and GEMM share against OpenBLAS's sgemm, and the straggler
+#      planner's re-split on 4 ranks with one at half speed (train_bench.sh).
 # Every figure is the median of $C4_BENCH_RUNS runs (default 5). Prints a table with targets and
 # writes it as JSON to BUILD/bench.json. Exit 0 when every figure was measured (a missed target
 # is reported, not an error), 1 when a measurement failed, 2 on bad usage.
@@ -191,6 +193,9 @@ echo "($((SECONDS - t_start)) s)"
 echo
 echo "f. detection ..."
 bash "$(dirname "$0")/detect_bench.sh" "$BUILD" || echo "   the detection bench failed" >&2
+
+# g. The trainer (writes $BUILD/bench-train.json).
+bash "$(dirname "$0")/train_bench.sh" "$BUILD" || echo "   the trainer bench failed" >&2
 
 {
   printf '{"runs": %s, "streams": %s, "seconds": %s,\n' "$RUNS" "$STREAMS" "$((SECONDS - t_start))"

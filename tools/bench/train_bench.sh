@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# train_bench.sh -- c4train's part of `make bench` (g):
+#   1. CPU tokens/s of one rank (one OpenBLAS thread), the share of its compute spent in GEMM
+#      (the matmul ops), and its in-step GEMM rate against OpenBLAS's own sgemm on the same
+#      shapes (c4-sgemm-rate), measured in the same run;
+#   2. four ranks over the plugin with --slow 2:2.0: tokens/s with the straggler planner's
+#      re-split against without it (target >= 1.5x), and against the planner's own prediction
+#      for the speeds it measured (target within 5%). Each rank stands for a GPU of its own, so
+#      each gets its own CPU quota (nproc/4 of a core, a cgroup; needs root): ranks sharing
+#      cores freely would hand a sleeping straggler's CPU to the others, and no split could
+#      then gain or lose anything.
+# Medians of $C4_BENCH_RUNS runs (default 3). Writes BUILD/bench-train.json.
+# Usage: tools/bench/train_bench.sh [BUILD_DIR]
+set -uo pipefail
+BUILD=${1:-build}
+RUNS=${C4_BENCH_RUNS:-3}
+BIN="$PWD/$BUILD/bin"
+export C4_DEBUG=${C4_DEBUG:-NONE}
+[ -x "$BIN/c4train" ] && [ -x "$BIN/c4-sgemm-rate" ] || { echo "train bench: build $BUILD first" >&2; exit 2; }
+
+median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
+field() { sed -n 's/.*"event":"end".*"'"$1"'":\([0-9.]*\).*/\1/p'; } # from the end line
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}'; }
+
+# 1. one rank
+ONE=(--layers 4 --width 256 --heads 4 --context 128 --micro-batch 4 --microbatches 4 --steps 8
+  --eval-windows 0 --threads 1 --json)
+tps=() share=() rate=() ref=()
+for _ in $(seq "$RUNS"); do
+  out=$("$BIN/c4train" "${ONE[@]}")
+  tps+=("$(field tokens_per_s <<<"$out")")
+  share+=("$(field gemm_share <<<"$out")")
+  rate+=("$(field gemm_gflops <<<"$out")")
+  ref+=("$("$BIN/c4-sgemm-rate" 512 256 256 1)")
+done
+tps1=$(printf '%s\n' "${tps[@]}" | median)
+share1=$(printf '%s\n' "${share[@]}" | median)
+rate1=$(printf '%s\n' "${rate[@]}" | median)
+ref1=$(printf '%s\n' "${ref[@]}" | median)
+
+# Moves the launcher's n rank processes into cgroups of `share` of a core each (cgroup v1 cpu,
+# or v2 with the cpu controller). Returns 1 when it cannot.
+cg_root=""
+[ -w /sys/fs/cgroup/cpu ] && cg_root=/sys/fs/cgroup/cpu
+[ -z "$cg_root" ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && [ -w /sys/fs/cgroup ] && cg_root=/sys/fs/cgroup
+confine() { # launcher pid, n, share
+  local pid=$1 n=$2 share=$3 kids=()
+  for _ in $(seq 200); do
+    mapfile -t kids < <(pgrep -P "$pid" | sort -n)
+    [ ${#kids[@]} -ge "$n" ] && break
+    sleep 0.05
+  done
+  for i in "${!kids[@]}"; do
+    local g=$cg_root/c4bench-rank$i quota
+    quota=$(awk -v s="$share" 'BEGIN {printf "%d", s * 10000}')
+    mkdir -p "$g" || return 1
+    if [ -f "$g/cpu.max" ]; then
+      echo "$quota 10000" >"$g/cpu.max"
+    else
+      echo 10000 >"$g/cpu.cfs_period_us" && echo "$quota" >"$g/cpu.cfs_quota_us"
+    fi
+    echo "${kids[$i]}" >"$g/cgroup.procs" || return 1
+  done
+}
+release() { for g in "$cg_root"/c4bench-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
+confined_run() { # c4train args...: the end line's tokens_per_s and planned_speedup
+  "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
+  local pid=$!
+  confine "$pid" 4 "$share"
+  wait "$pid"
+  release
+  grep '"event":"end"' "$BUILD/bench-train.out"
+}
+
+# 2. four ranks, rank 2 at half speed
+FOUR=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
+  --microbatches 32 --steps 24 --eval-windows 0 --slow 2:2.0 --json)
+with=() without=() predicted=()
+share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
+if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
+  for _ in $(seq "$RUNS"); do
+    out=$(confined_run "${FOUR[@]}")
+    with+=("$(field tokens_per_s <<<"$out")")
+    predicted+=("$(field planned_speedup <<<"$out")")
+    without+=("$(confined_run "${FOUR[@]}" --no-resplit | field tokens_per_s)")
+  done
+else
+  echo "train bench: the 4-rank re-split figures need root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
+fi
+tw=$(printf '%s\n' "${with[@]}" | median)
+two=$(printf '%s\n' "${without[@]}" | median)
+pred=$(printf '%s\n' "${predicted[@]}" | median)
+gain=$(ratio "$tw" "$two")
+of_bound=$(ratio "$gain" "$pred")
+
+verdict() { awk -v r="$1" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
+printf '\n%-62s %10s %10s %8s %s\n' "c4train" "c4" "reference" "ratio" "target"
+printf '%-62s %10s\n' "CPU tokens/s, 1 rank, 1 thread (4 x 256, context 128)" "$tps1"
+printf '%-62s %10s\n' "  share of compute in GEMM (matmul ops)" "$share1"
+printf '%-62s %10s %10s %8s %s\n' "  in-step GEMM GFLOP/s vs OpenBLAS sgemm, same shapes" "$rate1" "$ref1" "$(ratio "$rate1" "$ref1")" ""
+printf '%-62s %10s %10s %8s %s\n' "4 ranks, --slow 2:2.0: tokens/s re-split vs even" "$tw" "$two" "$gain" ">= 1.5 $(verdict "$gain" 1.5)"
+band() { awk -v r="$1" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= 0.95 && r <= 1.05) print "met"; else print "MISSED"}'; }
+printf '%-62s %10s %10s %8s %s\n' "  gain vs the planner's predicted gain" "$gain" "$pred" "$of_bound" "1 +- 0.05 $(band "$of_bound")"
+num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" >"$BUILD/bench-train.json"
