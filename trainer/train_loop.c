@@ -112,15 +112,15 @@ static double median(double *v, int n) {
 /* New per-rank slowdowns from the step's reports: per micro-batch time over the median's,
  * averaged over steps (weight 0.3 for the newest) once a rank has a first sample, so that noise
  * neither re-plans nor skews the plan. A rank that ran nothing keeps its value; c4mon's factor,
- * when it names a rank, wins. */
-static void measure(int world, const struct step_report *rep, double *slowdown, int *samples) {
+ * when it names a rank, wins. Returns the median rank's time per micro-batch. */
+static double measure(int world, const struct step_report *rep, double *slowdown, int *samples) {
   double per[world], sorted[world];
   int n = 0;
   for (int i = 0; i < world; i++) {
     per[i] = rep[i].microbatches ? rep[i].compute_s / rep[i].microbatches : 0;
     if (rep[i].microbatches) sorted[n++] = per[i];
   }
-  if (n == 0) return;
+  if (n == 0) return 0;
   double mid = median(sorted, n);
   for (int i = 0; i < world; i++) {
     if (rep[i].monitor_slow > 0) {
@@ -130,6 +130,7 @@ static void measure(int world, const struct step_report *rep, double *slowdown, 
       slowdown[i] = samples[i]++ ? 0.7 * slowdown[i] + 0.3 * now : now;
     }
   }
+  return mid;
 }
 
 static void sleep_seconds(double s) {
@@ -199,7 +200,8 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
   struct step_report *rep = calloc((size_t)world, sizeof *rep);
   int *samples = calloc((size_t)world, sizeof *samples);
   double *step_secs = calloc((size_t)o->steps + 1, sizeof *step_secs);
-  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs) {
+  double *mb_secs = calloc((size_t)o->steps + 1, sizeof *mb_secs);
+  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs || !mb_secs) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
@@ -279,7 +281,7 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
       gemm_s_steps += gemm_seconds - gemm0;
       compute_s_steps += mine.compute_s;
       timed_steps++;
-      measure(world, rep, slowdown, samples);
+      mb_secs[timed_steps - 1] = measure(world, rep, slowdown, samples);
       if (o->resplit && c4_plan_needs_replan(world, planned, slowdown)) {
         memcpy(planned, slowdown, sizeof(double) * (size_t)world);
         split(o, world, planned, mb);
@@ -325,13 +327,18 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;
     double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
     double gemm_share = compute_s_steps > 0 ? gemm_s_steps / compute_s_steps : 0;
+    /* the planner's bound: its split's slowest rank at the measured pace, nothing else */
+    double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
+    double bound =
+        t_mb > 0 ? (double)o->microbatches * B * T / (bottleneck(world, mb, planned) * t_mb) : 0;
     if (o->json)
       printf("{\"event\":\"end\",\"steps\":%d,\"loss\":%.6f,\"eval_loss_start\":%.6f,"
              "\"eval_loss\":%.6f,\"tokens_per_s\":%.1f,\"gemm_share\":%.4f,\"gemm_gflops\":%.3f,"
-             "\"model_gflops\":%.3f,\"planned_speedup\":%.4f,\"split\":[",
+             "\"model_gflops\":%.3f,\"planned_speedup\":%.4f,\"bound_tokens_per_s\":%.1f,"
+             "\"split\":[",
              step, last_loss, eval_start, eval_end, tps, gemm_share,
              gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
-             tps * gpt_flops_per_token(&m) * 1e-9, ratio);
+             tps * gpt_flops_per_token(&m) * 1e-9, ratio, bound);
     else
       printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
              "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
@@ -353,6 +360,7 @@ out:
   free(rep);
   free(samples);
   free(step_secs);
+  free(mb_secs);
   gpt_free(&m);
   dp_close(&dp);
   text_data_free(&data);

@@ -4,8 +4,9 @@
 #      (the matmul ops), and its in-step GEMM rate against OpenBLAS's own sgemm on the same
 #      shapes (c4-sgemm-rate), measured in the same run;
 #   2. four ranks over the plugin with --slow 2:2.0: tokens/s with the straggler planner's
-#      re-split against without it (target >= 1.5x), and against the planner's own prediction
-#      for the speeds it measured (target within 5%). Each rank stands for a GPU of its own, so
+#      re-split against without it (target >= 1.5x), and against the planner's bound: the
+#      tokens/s its split allows at the measured per-micro-batch pace, communication and
+#      optimizer left out (target >= 0.95 of it). Each rank stands for a GPU of its own, so
 #      each gets its own CPU quota (nproc/4 of a core, a cgroup; needs root): ranks sharing
 #      cores freely would hand a sleeping straggler's CPU to the others, and no split could
 #      then gain or lose anything.
@@ -75,13 +76,14 @@ confined_run() { # c4train args...: the end line's tokens_per_s and planned_spee
 # 2. four ranks, rank 2 at half speed
 FOUR=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
   --microbatches 32 --steps 24 --eval-windows 0 --slow 2:2.0 --json)
-with=() without=() predicted=()
+with=() without=() predicted=() bound=()
 share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
 if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
   for _ in $(seq "$RUNS"); do
     out=$(confined_run "${FOUR[@]}")
     with+=("$(field tokens_per_s <<<"$out")")
     predicted+=("$(field planned_speedup <<<"$out")")
+    bound+=("$(field bound_tokens_per_s <<<"$out")")
     without+=("$(confined_run "${FOUR[@]}" --no-resplit | field tokens_per_s)")
   done
 else
@@ -90,8 +92,9 @@ fi
 tw=$(printf '%s\n' "${with[@]}" | median)
 two=$(printf '%s\n' "${without[@]}" | median)
 pred=$(printf '%s\n' "${predicted[@]}" | median)
+tb=$(printf '%s\n' "${bound[@]}" | median)
 gain=$(ratio "$tw" "$two")
-of_bound=$(ratio "$gain" "$pred")
+of_bound=$(ratio "$tw" "$tb")
 
 verdict() { awk -v r="$1" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
 printf '\n%-62s %10s %10s %8s %s\n' "c4train" "c4" "reference" "ratio" "target"
@@ -99,8 +102,8 @@ printf '%-62s %10s\n' "CPU tokens/s, 1 rank, 1 thread (4 x 256, context 128)" "$
 printf '%-62s %10s\n' "  share of compute in GEMM (matmul ops)" "$share1"
 printf '%-62s %10s %10s %8s %s\n' "  in-step GEMM GFLOP/s vs OpenBLAS sgemm, same shapes" "$rate1" "$ref1" "$(ratio "$rate1" "$ref1")" ""
 printf '%-62s %10s %10s %8s %s\n' "4 ranks, --slow 2:2.0: tokens/s re-split vs even" "$tw" "$two" "$gain" ">= 1.5 $(verdict "$gain" 1.5)"
-band() { awk -v r="$1" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= 0.95 && r <= 1.05) print "met"; else print "MISSED"}'; }
-printf '%-62s %10s %10s %8s %s\n' "  gain vs the planner's predicted gain" "$gain" "$pred" "$of_bound" "1 +- 0.05 $(band "$of_bound")"
+printf '%-62s %10s %10s %8s %s\n' "  re-split tokens/s vs the planner's bound" "$tw" "$tb" "$of_bound" ">= 0.95 $(verdict "$of_bound" 0.95)"
+printf '%-62s %10s\n' "  the planner's predicted gain over the even split" "$pred"
 num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
-printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s}\n' \
-  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" >"$BUILD/bench-train.json"
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" >"$BUILD/bench-train.json"
