@@ -283,7 +283,10 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
       timed_steps++;
       mb_secs[timed_steps - 1] = measure(world, rep, slowdown, samples);
       if (o->resplit && c4_plan_needs_replan(world, planned, slowdown)) {
-        memcpy(planned, slowdown, sizeof(double) * (size_t)world);
+        /* a rank under the straggler threshold is healthy: planning on its noise would hand
+         * the "fastest" healthy rank extra work that it then finishes last */
+        for (int i = 0; i < world; i++)
+          planned[i] = slowdown[i] < C4_PLAN_STRAGGLER ? 1.0 : slowdown[i];
         split(o, world, planned, mb);
       }
     }
