@@ -35,7 +35,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels -Itraffic_planner $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 LDLIBS    += $(PKG_LIBS) -ldl -lm
@@ -44,6 +44,7 @@ COMMON_SRC := $(wildcard common/*.c)
 NET_SRC    := $(wildcard nccl_net_plugin/*.c)
 PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
+PLAN_SRC   := $(wildcard traffic_planner/*.c)
 MON_SRC    := $(wildcard monitor/*.c)
 SCEN_SRC   := $(wildcard tools/scenario/*.c)
 TRAIN_SRC  := $(wildcard trainer/*.c)
@@ -63,8 +64,11 @@ PRELOAD    := $(BUILD)/lib/libc4-preload.so
 C4PERF     := $(BUILD)/bin/c4perf
 C4MON      := $(BUILD)/bin/c4mon
 LIBMON     := $(BUILD)/lib/libc4mon.a
+PLANBENCH  := $(BUILD)/bin/c4-plan-bench
 LIBTRAIN   := $(BUILD)/lib/libc4train.a
 LIBKERN    := $(BUILD)/lib/libc4k.a
+LIBPLAN    := $(BUILD)/lib/libc4plan.a
+C4PLAN     := $(BUILD)/bin/c4plan
 # The CUDA kernels: built whenever nvcc is there (CI has it); they never run on a machine
 # without a GPU.
 NVCC       ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
@@ -81,7 +85,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -122,6 +126,11 @@ $(LIBMON): $(call obj,$(filter-out monitor/mon_main.c,$(MON_SRC)))
 $(C4MON): $(call obj,monitor/mon_main.c) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
+
+# The planner's benchmark: 1,024 hosts x 8 ports, planned against the lower bound.
+$(PLANBENCH): $(call obj,tools/bench/plan_bench.c) $(LIBPLAN) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The trainer's library (everything of c4train but its main), for c4train and the unit tests.
 $(LIBTRAIN): $(call obj,$(filter-out trainer/train_main.c,$(TRAIN_SRC)))
@@ -183,7 +192,16 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBKERN) $(LIBMON) $(LIBNETCORE) $(LIBCOMMON)
+# The traffic planner: everything of c4plan but its main, for c4plan, the tools and the unit tests.
+$(LIBPLAN): $(call obj,$(filter-out traffic_planner/main.c,$(PLAN_SRC)))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(C4PLAN): $(call obj,traffic_planner/main.c) $(LIBPLAN) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBKERN) $(LIBMON) $(LIBPLAN) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(BLAS_LIBS) $(LDLIBS)
 
@@ -201,7 +219,7 @@ $(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
 
 # Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
 # and, with clang, libFuzzer (`make fuzz`).
-$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBPLAN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -259,7 +277,7 @@ install: all
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(C4PLAN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 

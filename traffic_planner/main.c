@@ -1,0 +1,162 @@
+/* main.c -- c4plan's command line: `assign` places a job's flows on the fabric's paths and writes
+ * the plan; `probe` (probe.h) finds which spine each source port takes. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "assign.h"
+#include "flows.h"
+#include "plan.h"
+#include "portmap.h"
+#include "probe.h"
+#include "topo.h"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage:\n"
+             "  c4plan assign --topo FILE (--flows FILE | --trace FILE) [--probe FILE]...\n"
+             "                [--out PLAN] [--json] [--seed N]\n"
+             "  c4plan probe ...   (c4plan probe --help)\n"
+             "\n"
+             "assign: a path for every flow (NIC ports, spine, source port from the probe maps)\n"
+             "that keeps the most loaded link as light as it can; prints that load over a lower\n"
+             "bound, beside ECMP's random hashing (seeded by --seed), and writes the plan\n"
+             "(docs/plan-format.md) to --out.\n");
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct args {
+  const char *topo, *flows, *trace, *out, **probes;
+  int nprobes, json;
+  unsigned long long seed;
+};
+
+static int parse(int argc, char **argv, struct args *a) {
+  static const struct option opts[] = {{"topo", required_argument, 0, 't'},
+                                       {"flows", required_argument, 0, 'f'},
+                                       {"trace", required_argument, 0, 'r'},
+                                       {"probe", required_argument, 0, 'p'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"json", no_argument, 0, 'j'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+    switch (c) {
+    case 't': a->topo = optarg; break;
+    case 'f': a->flows = optarg; break;
+    case 'r': a->trace = optarg; break;
+    case 'p': a->probes[a->nprobes++] = optarg; break;
+    case 'o': a->out = optarg; break;
+    case 'j': a->json = 1; break;
+    case 's': a->seed = strtoull(optarg, NULL, 0); break;
+    case 'h': usage(stdout); exit(0);
+    default: return -1;
+    }
+  if (optind < argc) return fprintf(stderr, "c4plan: unexpected argument %s\n", argv[optind]), -1;
+  if (!a->topo || !!a->flows == !!a->trace)
+    return fprintf(stderr, "c4plan assign: needs --topo and one of --flows, --trace\n"), -1;
+  return 0;
+}
+
+/* Prints the result: one JSON object with --json, else lines for people. */
+static void report(const struct args *a, int n, double bound, double plan, double hash, double ms) {
+  if (a->json) {
+    json_t *j =
+        json_pack("{sisfsfsfsfsfsIss?}", "flows", n, "lower_bound_s", bound, "plan_max_s", plan,
+                  "plan_ratio", bound > 0 ? plan / bound : 1.0, "hash_max_s", hash, "hash_ratio",
+                  bound > 0 ? hash / bound : 1.0, "seed", (json_int_t)a->seed, "out", a->out);
+    json_object_set_new(j, "plan_ms", json_real(ms));
+    json_dumpf(j, stdout, JSON_COMPACT);
+    putchar('\n');
+    json_decref(j);
+    return;
+  }
+  printf("%d flows, lower bound on the most loaded link: %.6f s\n", n, bound);
+  printf("plan:           max link load %.6f s = %.3f x bound (%.1f ms to plan)\n", plan,
+         bound > 0 ? plan / bound : 1.0, ms);
+  printf("random hashing: max link load %.6f s = %.3f x bound (seed %llu)\n", hash,
+         bound > 0 ? hash / bound : 1.0, a->seed);
+  if (a->out) printf("plan written to %s\n", a->out);
+}
+
+static int assign_main(int argc, char **argv) {
+  struct args a = {.probes = calloc((size_t)argc, sizeof(char *)), .seed = 1};
+  struct c4_plan_portmap ports = {0};
+  struct c4_plan_topo *t = NULL;
+  struct c4_plan_flow *flows = NULL;
+  struct c4_plan_path *paths = NULL, *hashed = NULL;
+  json_t *plan = NULL;
+  char err[512];
+  int rc = 1, n = 0;
+  if (!a.probes || parse(argc, argv, &a) < 0) {
+    usage(stderr);
+    rc = 2;
+    goto out;
+  }
+  if (!(t = c4_plan_topo_load(a.topo, err, sizeof err))) goto fail;
+  n = a.flows ? c4_plan_flows_load(a.flows, t, &flows, err, sizeof err)
+              : c4_plan_flows_from_trace(a.trace, t, &flows, err, sizeof err);
+  if (n < 0) goto fail;
+  for (int i = 0; i < a.nprobes; i++)
+    if (c4_plan_portmap_load(&ports, a.probes[i], t, err, sizeof err) < 0) goto fail;
+  paths = malloc(sizeof *paths * (size_t)(n ? n : 1));
+  hashed = malloc(sizeof *hashed * (size_t)(n ? n : 1));
+  if (!paths || !hashed) {
+    snprintf(err, sizeof err, "out of memory");
+    goto fail;
+  }
+  double t0 = now_ms();
+  if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a.seed, hashed) < 0) {
+    snprintf(err, sizeof err, "%s: some flow's hosts have no path between them", a.topo);
+    goto fail;
+  }
+  double ms = now_ms() - t0;
+  if (a.out) {
+    if (!(plan = c4_plan_json(t, flows, n, paths, a.nprobes ? &ports : NULL))) {
+      snprintf(err, sizeof err, "out of memory");
+      goto fail;
+    }
+    if (c4_plan_write(a.out, plan, err, sizeof err) < 0) goto fail;
+  }
+  report(&a, n, c4_plan_lower_bound(t, flows, n), c4_plan_max_load(t, flows, n, paths),
+         c4_plan_max_load(t, flows, n, hashed), ms);
+  rc = 0;
+  goto out;
+fail:
+  if (a.json) {
+    json_t *j = json_pack("{ss}", "error", err);
+    json_dumpf(j, stdout, JSON_COMPACT);
+    putchar('\n');
+    json_decref(j);
+  }
+  fprintf(stderr, "c4plan assign: %s\n", err);
+out:
+  json_decref(plan);
+  free(hashed);
+  free(paths);
+  free(flows);
+  c4_plan_portmap_free(&ports);
+  c4_plan_topo_free(t);
+  free(a.probes);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "assign")) return assign_main(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "probe")) return c4plan_probe_main(argc - 1, argv + 1);
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    usage(stdout);
+    return 0;
+  }
+  usage(stderr);
+  return 2;
+}

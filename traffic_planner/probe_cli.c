@@ -1,0 +1,271 @@
+/* probe_cli.c -- `c4plan probe`: maps each source port of a host pair to the spine its 5-tuple
+ * takes, naming hosts and spines from the fabric's topology file (docs/topology.md). */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4_err.h"
+#include "probe.h"
+#include "topo.h"
+
+#define DEFAULT_TOPO "/run/c4-fabric/c4f.json"
+#define DEFAULT_TCP_PORT 40000
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: c4plan probe --dst HOST|ADDR [--src HOST] [--src-addr ADDR] [--topo FILE]\n"
+          "                    [--proto tcp|udp] [--dst-port N] [--sports LO-HI] [--ttl N]\n"
+          "                    [--timeout-ms N] [--tries N] [--json]\n"
+          "  Run inside the source host's namespace (needs CAP_NET_RAW). --topo defaults to\n"
+          "  $C4_TOPO, then " DEFAULT_TOPO ". TCP probes are SYNs (default dst port %d), UDP\n"
+          "  probes go to %d (RoCEv2). Default source ports 49152-49215, TTL 2.\n",
+          DEFAULT_TCP_PORT, C4_PLAN_ROCE_PORT);
+}
+
+/* The host and port index owning addr (dotted quad), or -1. */
+static int host_of_addr(const struct c4_plan_topo *t, const char *addr, int *port) {
+  for (int h = 0; h < t->nhosts; h++)
+    for (int p = 0; p < t->hosts[h].nports; p++)
+      if (!strcmp(t->ports[t->hosts[h].port0 + p].addr, addr)) {
+        if (port) *port = p;
+        return h;
+      }
+  return -1;
+}
+
+/* The topology host one of this namespace's IPv4 addresses belongs to, or -1. */
+static int local_host(const struct c4_plan_topo *t, char *addr, size_t addrlen) {
+  struct ifaddrs *ifs, *i;
+  int h = -1;
+  if (getifaddrs(&ifs) < 0) return -1;
+  for (i = ifs; i && h < 0; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, (socklen_t)addrlen);
+    h = host_of_addr(t, addr, NULL);
+  }
+  freeifaddrs(ifs);
+  return h;
+}
+
+/* The node (a link's "a" or "b") that owns a link-end address, from links[].a_addr/b_addr; NULL
+ * when no link end has it. Points into root. */
+static const char *node_of_addr(json_t *root, const char *addr) {
+  size_t i;
+  json_t *l;
+  json_array_foreach(json_object_get(root, "links"), i, l) {
+    const char *a = json_string_value(json_object_get(l, "a_addr"));
+    const char *b = json_string_value(json_object_get(l, "b_addr"));
+    if (a && !strcmp(a, addr)) return json_string_value(json_object_get(l, "a"));
+    if (b && !strcmp(b, addr)) return json_string_value(json_object_get(l, "b"));
+  }
+  return NULL;
+}
+
+static int is_spine(const struct c4_plan_topo *t, const char *name) {
+  for (int s = 0; name && s < t->nspines; s++)
+    if (!strcmp(t->spine_names[s], name)) return 1;
+  return 0;
+}
+
+struct opts {
+  const char *topo, *src, *src_addr, *dst;
+  struct c4_plan_probe_req req;
+  int json;
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o) {
+  static const struct option longs[] = {
+      {"topo", 1, 0, 'T'},   {"src", 1, 0, 's'},   {"src-addr", 1, 0, 'a'},
+      {"dst", 1, 0, 'd'},    {"proto", 1, 0, 'P'}, {"dst-port", 1, 0, 'p'},
+      {"sports", 1, 0, 'r'}, {"ttl", 1, 0, 't'},   {"timeout-ms", 1, 0, 'w'},
+      {"tries", 1, 0, 'n'},  {"json", 0, 0, 'j'},  {"help", 0, 0, 'h'},
+      {0, 0, 0, 0}};
+  int dst_port = -1, c;
+  unsigned lo = 49152, hi = 49215;
+  o->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : DEFAULT_TOPO;
+  o->req =
+      (struct c4_plan_probe_req){.proto = C4_PLAN_TCP, .ttl = 2, .timeout_ms = 300, .tries = 3};
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    switch (c) {
+    case 'T': o->topo = optarg; break;
+    case 's': o->src = optarg; break;
+    case 'a': o->src_addr = optarg; break;
+    case 'd': o->dst = optarg; break;
+    case 'p': dst_port = atoi(optarg); break;
+    case 't': o->req.ttl = atoi(optarg); break;
+    case 'w': o->req.timeout_ms = atoi(optarg); break;
+    case 'n': o->req.tries = atoi(optarg); break;
+    case 'j': o->json = 1; break;
+    case 'P':
+      if (!strcmp(optarg, "tcp") || !strcmp(optarg, "udp")) {
+        o->req.proto = optarg[0] == 't' ? C4_PLAN_TCP : C4_PLAN_UDP;
+        break;
+      }
+      fprintf(stderr, "c4plan probe: --proto: want tcp or udp, not \"%s\"\n", optarg);
+      return -1;
+    case 'r':
+      if (sscanf(optarg, "%u-%u", &lo, &hi) == 2 && lo >= 1 && lo <= hi && hi <= 65535) break;
+      fprintf(stderr, "c4plan probe: --sports: want LO-HI within 1-65535, not \"%s\"\n", optarg);
+      return -1;
+    default: return -1;
+    }
+  }
+  if (optind < argc && !o->dst) o->dst = argv[optind++];
+  if (!o->dst || optind < argc) return -1;
+  if (dst_port < 0) dst_port = o->req.proto == C4_PLAN_TCP ? DEFAULT_TCP_PORT : C4_PLAN_ROCE_PORT;
+  if (dst_port < 1 || dst_port > 65535) {
+    fprintf(stderr, "c4plan probe: --dst-port: want 1-65535, not %d\n", dst_port);
+    return -1;
+  }
+  o->req.dst_port = (uint16_t)dst_port;
+  o->req.sport_lo = (uint16_t)lo;
+  o->req.sport_hi = (uint16_t)hi;
+  return 0;
+}
+
+/* Resolves --src/--src-addr/--dst against the topology into req's addresses and the host
+ * indices. Returns 0, or -1 having said what is wrong. */
+static int resolve(const struct c4_plan_topo *t, struct opts *o, int *src, int *dst, int *src_port,
+                   int *dst_port) {
+  char addr[INET_ADDRSTRLEN] = "";
+  if (o->src_addr) {
+    *src = host_of_addr(t, o->src_addr, src_port);
+    snprintf(addr, sizeof addr, "%s", o->src_addr);
+  } else if (o->src) {
+    *src = c4_plan_topo_host(t, o->src);
+    *src_port = 0;
+    if (*src >= 0) snprintf(addr, sizeof addr, "%s", t->ports[t->hosts[*src].port0].addr);
+  } else {
+    *src = local_host(t, addr, sizeof addr);
+    host_of_addr(t, addr, src_port);
+  }
+  if (*src < 0) {
+    fprintf(stderr, "c4plan probe: %s: no topology host has %s%s (run inside a host's namespace)\n",
+            o->topo,
+            o->src_addr ? "address "
+            : o->src    ? "name "
+                        : "a local address",
+            o->src_addr ? o->src_addr
+            : o->src    ? o->src
+                        : "");
+    return -1;
+  }
+  inet_pton(AF_INET, addr, &o->req.src_addr);
+  *dst = c4_plan_topo_host(t, o->dst);
+  *dst_port = 0;
+  const char *daddr = *dst >= 0 ? t->ports[t->hosts[*dst].port0].addr : o->dst;
+  if (*dst < 0) *dst = host_of_addr(t, o->dst, dst_port);
+  if (*dst < 0 || inet_pton(AF_INET, daddr, &o->req.dst_addr) != 1) {
+    fprintf(stderr, "c4plan probe: %s: no host or host address \"%s\"\n", o->topo, o->dst);
+    return -1;
+  }
+  return 0;
+}
+
+static void print_table(const struct opts *o, json_t *out) {
+  printf("c4plan probe: %s -> %s, %s to port %d, TTL %d\n",
+         json_string_value(json_object_get(out, "src")),
+         json_string_value(json_object_get(out, "dst")),
+         o->req.proto == C4_PLAN_TCP ? "tcp" : "udp", o->req.dst_port, o->req.ttl);
+  printf("%-9s %-6s %s\n", "src_port", "path", "hop");
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(out, "map"), i, m) {
+    const char *path = json_string_value(json_object_get(m, "path"));
+    const char *hop = json_string_value(json_object_get(m, "hop"));
+    printf("%-9d %-6s %s\n", (int)json_integer_value(json_object_get(m, "src_port")),
+           path ? path : "-", hop ? hop : "(no reply)");
+  }
+  const char *key;
+  json_t *v;
+  printf("per path:");
+  json_object_foreach(json_object_get(out, "counts"), key, v) {
+    printf(" %s %d", key, (int)json_integer_value(v));
+  }
+  printf("\n");
+}
+
+/* Builds the output tree: the fixed fields, then one map entry per source port. A port whose
+ * flow stays inside one leaf takes that leaf as its path and is not probed. */
+static json_t *build_output(const struct c4_plan_topo *t, json_t *root, const struct opts *o,
+                            int src, int dst, const uint32_t *hops, const char *same_leaf) {
+  json_t *out = json_object(), *map = json_array(), *counts = json_object();
+  json_object_set_new(out, "v", json_integer(1));
+  json_object_set_new(out, "src", json_string(t->hosts[src].name));
+  json_object_set_new(out, "dst", json_string(t->hosts[dst].name));
+  json_object_set_new(out, "proto", json_string(o->req.proto == C4_PLAN_TCP ? "tcp" : "udp"));
+  json_object_set_new(out, "dst_port", json_integer(o->req.dst_port));
+  char a[INET_ADDRSTRLEN];
+  json_object_set_new(out, "src_addr",
+                      json_string(inet_ntop(AF_INET, &o->req.src_addr, a, sizeof a)));
+  json_object_set_new(out, "dst_addr",
+                      json_string(inet_ntop(AF_INET, &o->req.dst_addr, a, sizeof a)));
+  for (int p = o->req.sport_lo; p <= o->req.sport_hi; p++) {
+    json_t *e = json_object();
+    const char *path = same_leaf, *hop = NULL;
+    if (!same_leaf && hops[p - o->req.sport_lo]) {
+      hop = inet_ntop(AF_INET, &hops[p - o->req.sport_lo], a, sizeof a);
+      const char *node = node_of_addr(root, hop);
+      path = is_spine(t, node) ? node : NULL;
+    }
+    json_object_set_new(e, "src_port", json_integer(p));
+    json_object_set_new(e, "path", path ? json_string(path) : json_null());
+    if (hop) json_object_set_new(e, "hop", json_string(hop));
+    json_array_append_new(map, e);
+    const char *k = path ? path : "unmapped";
+    json_object_set_new(counts, k,
+                        json_integer(json_integer_value(json_object_get(counts, k)) + 1));
+  }
+  json_object_set_new(out, "map", map);
+  json_object_set_new(out, "counts", counts);
+  return out;
+}
+
+int c4plan_probe_main(int argc, char **argv) {
+  struct opts o = {0};
+  char err[256];
+  int src, dst, src_port, dst_port, status = 1;
+  if (parse_opts(argc, argv, &o) < 0) return usage(), 2;
+  struct c4_plan_topo *t = c4_plan_topo_load(o.topo, err, sizeof err);
+  if (!t) return fprintf(stderr, "c4plan probe: %s\n", err), 1;
+  json_error_t jerr;
+  json_t *root = json_load_file(o.topo, 0, &jerr); /* for the link-end addresses topo.h omits */
+  uint32_t *hops = calloc((size_t)(o.req.sport_hi - o.req.sport_lo + 1), sizeof *hops);
+  if (!root || !hops) {
+    fprintf(stderr, "c4plan probe: %s: %s\n", o.topo, root ? "out of memory" : jerr.text);
+    goto out;
+  }
+  if (resolve(t, &o, &src, &dst, &src_port, &dst_port) < 0) goto out;
+  const struct c4_plan_port *sp = &t->ports[t->hosts[src].port0 + src_port];
+  const struct c4_plan_port *dp = &t->ports[t->hosts[dst].port0 + dst_port];
+  const char *same_leaf = sp->leaf == dp->leaf ? t->leaf_names[sp->leaf] : NULL;
+  int nports = o.req.sport_hi - o.req.sport_lo + 1, answered = nports;
+  if (!same_leaf) {
+    answered = c4_plan_probe_run(&o.req, hops, err, sizeof err);
+    if (answered < 0) {
+      fprintf(stderr, "c4plan probe: %s\n", err);
+      status = strstr(err, "CAP_NET_RAW") ? 2 : 1;
+      goto out;
+    }
+  }
+  json_t *out = build_output(t, root, &o, src, dst, hops, same_leaf);
+  if (o.json) {
+    json_dumpf(out, stdout, JSON_COMPACT);
+    printf("\n");
+  } else {
+    print_table(&o, out);
+  }
+  json_t *unmapped = json_object_get(json_object_get(out, "counts"), "unmapped");
+  status = answered == nports && !unmapped ? 0 : 1;
+  json_decref(out);
+out:
+  free(hops);
+  json_decref(root);
+  c4_plan_topo_free(t);
+  return status;
+}
