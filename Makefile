@@ -30,6 +30,9 @@ MON_LIBS  := $(shell pkg-config --libs $(MON_PKGS) 2>/dev/null)
 # The CPU kernels' BLAS: only c4train and its tests link it.
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+# c4cap's capture library: c4cap, its unit test and nothing else link it.
+CAP_CFLAGS := $(shell pkg-config --cflags libpcap 2>/dev/null)
+CAP_LIBS   := $(shell pkg-config --libs libpcap 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -44,6 +47,7 @@ COMMON_SRC := $(wildcard common/*.c)
 NET_SRC    := $(wildcard nccl_net_plugin/*.c)
 PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
+CAP_SRC    := $(wildcard tools/c4cap/*.c)
 PLAN_SRC   := $(wildcard traffic_planner/*.c)
 MON_SRC    := $(wildcard monitor/*.c)
 SCEN_SRC   := $(wildcard tools/scenario/*.c)
@@ -67,6 +71,8 @@ LIBMON     := $(BUILD)/lib/libc4mon.a
 PLANBENCH  := $(BUILD)/bin/c4-plan-bench
 LIBTRAIN   := $(BUILD)/lib/libc4train.a
 LIBKERN    := $(BUILD)/lib/libc4k.a
+LIBCAP     := $(BUILD)/lib/libc4cap.a
+C4CAP      := $(BUILD)/bin/c4cap
 LIBPLAN    := $(BUILD)/lib/libc4plan.a
 C4PLAN     := $(BUILD)/bin/c4plan
 # The CUDA kernels: built whenever nvcc is there (CI has it); they never run on a machine
@@ -85,7 +91,7 @@ CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH) $(C4CAP)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -192,6 +198,16 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Everything of c4cap but its main: the unit tests and the fuzz smoke drivers link its parser.
+$(BUILD)/obj/tools/c4cap/%.o: CFLAGS += $(CAP_CFLAGS)
+$(LIBCAP): $(call obj,$(filter-out tools/c4cap/main.c,$(CAP_SRC)))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(C4CAP): $(call obj,tools/c4cap/main.c) $(LIBCAP)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CAP_LIBS) $(LDLIBS)
+
 # The traffic planner: everything of c4plan but its main, for c4plan, the tools and the unit tests.
 $(LIBPLAN): $(call obj,$(filter-out traffic_planner/main.c,$(PLAN_SRC)))
 	@mkdir -p $(dir $@)
@@ -201,9 +217,9 @@ $(C4PLAN): $(call obj,traffic_planner/main.c) $(LIBPLAN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBKERN) $(LIBMON) $(LIBPLAN) $(LIBNETCORE) $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBTRAIN) $(LIBKERN) $(LIBMON) $(LIBPLAN) $(LIBNETCORE) $(LIBCAP) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(BLAS_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(MON_LIBS) $(BLAS_LIBS) $(CAP_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
@@ -219,7 +235,7 @@ $(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
 
 # Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
 # and, with clang, libFuzzer (`make fuzz`).
-$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBPLAN) $(LIBCOMMON)
+$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCAP) $(LIBPLAN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -277,7 +293,7 @@ install: all
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(C4PLAN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(C4PLAN) $(C4CAP) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 

@@ -1,0 +1,141 @@
+/* paths.c -- c4cap's path balance: which path each flow took, and how evenly the bytes spread. */
+#include "paths.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load_map(struct c4cap_paths *p, const char *file, char *err, size_t errlen) {
+  FILE *f = fopen(file, "r");
+  if (!f) {
+    snprintf(err, errlen, "cannot read path map %s: %s", file, strerror(errno));
+    return -ENOENT;
+  }
+  char line[512];
+  int rc = 0, lineno = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    unsigned port;
+    char name[sizeof p->map->name], extra;
+    int got = sscanf(line, "%u %47s %c", &port, name, &extra);
+    if (got <= 0) continue; /* blank or comment */
+    if (got != 2 || port == 0 || port > 65535) {
+      snprintf(err, errlen, "%s:%d: expected \"SOURCE_PORT PATH\"", file, lineno);
+      rc = -EINVAL;
+      break;
+    }
+    struct c4cap_path_entry *m = realloc(p->map, (p->nmap + 1) * sizeof *m);
+    if (!m) {
+      snprintf(err, errlen, "out of memory reading %s", file);
+      rc = -ENOMEM;
+      break;
+    }
+    p->map = m;
+    m[p->nmap].port = (uint16_t)port;
+    snprintf(m[p->nmap++].name, sizeof m->name, "%s", name);
+  }
+  fclose(f);
+  if (rc == 0 && p->nmap == 0) {
+    snprintf(err, errlen, "path map %s names no source port", file);
+    rc = -EINVAL;
+  }
+  return rc;
+}
+
+int c4cap_paths_parse(struct c4cap_paths *p, const char *spec, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->spec, sizeof p->spec, "%s", spec);
+  if (strcmp(spec, "iface") == 0) {
+    p->by = C4CAP_PATHS_IFACE;
+    return 0;
+  }
+  if (strcmp(spec, "flow") == 0) {
+    p->by = C4CAP_PATHS_FLOW;
+    return 0;
+  }
+  p->by = C4CAP_PATHS_MAP;
+  int rc = load_map(p, spec, err, errlen);
+  if (rc) c4cap_paths_free(p);
+  return rc;
+}
+
+/* The path named name in v[0..*n), added with no bytes when it is not there yet. */
+static struct c4cap_path_load *find(struct c4cap_path_load **v, size_t *n, const char *name) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*v)[i].name, name) == 0) return &(*v)[i];
+  struct c4cap_path_load *t = realloc(*v, (*n + 1) * sizeof *t);
+  if (!t) return NULL;
+  *v = t;
+  memset(&t[*n], 0, sizeof *t);
+  snprintf(t[*n].name, sizeof t->name, "%s", name);
+  return &t[(*n)++];
+}
+
+static void flow_name(const struct c4cap_flow *f, char *buf, size_t len) {
+  char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+  int af = f->key.family == 6 ? AF_INET6 : AF_INET;
+  inet_ntop(af, f->key.src, s, sizeof s);
+  inet_ntop(af, f->key.dst, d, sizeof d);
+  int n = snprintf(buf, len, "%s:%u>%s:%u/%u", s, f->key.sport, d, f->key.dport, f->key.proto);
+  if (f->key.qp != C4CAP_NO_QP && n > 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, "/qp%u", f->key.qp);
+}
+
+/* The path flow f took, or NULL when a map does not name its source port. */
+static const char *path_of(const struct c4cap_paths *p, const struct c4cap_agg *a,
+                           const struct c4cap_flow *f, char *buf, size_t len) {
+  switch (p->by) {
+  case C4CAP_PATHS_IFACE: return a->ifaces[f->iface].name;
+  case C4CAP_PATHS_FLOW: flow_name(f, buf, len); return buf;
+  case C4CAP_PATHS_MAP:
+    for (size_t i = 0; i < p->nmap; i++)
+      if (p->map[i].port == f->key.sport) return p->map[i].name;
+    return NULL;
+  default: return NULL;
+  }
+}
+
+struct c4cap_path_load *c4cap_paths_sum(const struct c4cap_paths *p, const struct c4cap_agg *a,
+                                        size_t *n, uint64_t *unmapped, double *imbalance) {
+  struct c4cap_path_load *v = NULL;
+  *n = 0;
+  *unmapped = 0;
+  *imbalance = 0;
+  for (size_t i = 0; i < p->nmap; i++)
+    if (!find(&v, n, p->map[i].name)) goto fail;
+  for (size_t i = 0; i < a->nslots; i++) {
+    const struct c4cap_flow *f = &a->slots[i];
+    if (!f->n.packets) continue;
+    char buf[128];
+    const char *name = path_of(p, a, f, buf, sizeof buf);
+    if (!name) {
+      *unmapped += f->n.ip_bytes;
+      continue;
+    }
+    struct c4cap_path_load *l = find(&v, n, name);
+    if (!l) goto fail;
+    l->bytes += f->n.ip_bytes;
+    l->flows++;
+  }
+  uint64_t max = 0, sum = 0;
+  for (size_t i = 0; i < *n; i++) {
+    sum += v[i].bytes;
+    if (v[i].bytes > max) max = v[i].bytes;
+  }
+  if (sum) *imbalance = (double)max * (double)*n / (double)sum;
+  return v;
+fail:
+  free(v);
+  *n = 0;
+  return NULL;
+}
+
+void c4cap_paths_free(struct c4cap_paths *p) {
+  free(p->map);
+  p->map = NULL;
+  p->nmap = 0;
+}
