@@ -248,7 +248,8 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
         text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
                          tok + b * T, tgt + b * T);
       loss_sum += (double)gpt_step_microbatch(&m, tok, tgt, dloss) * B * T;
-      if (orig_rank == o->slow_rank && o->slow_factor > 1)
+      if (orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
+          step + 1 <= o->slow_to)
         sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
     }
     ops->sync();

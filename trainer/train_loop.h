@@ -25,7 +25,8 @@ struct train_opts {
   int json;
   int slow_rank; /* launcher rank (C4TRAIN_ORIG_RANK when restarted) slowed by slow_factor */
   double slow_factor;
-  int resplit; /* 1: re-split micro-batches by measured speed */
+  int slow_from, slow_to; /* the steps (1-based, inclusive) it is slow in */
+  int resplit;            /* 1: re-split micro-batches by measured speed */
   const char *ckpt_dir;
   int ckpt_every;
   const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */

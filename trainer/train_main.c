@@ -30,7 +30,7 @@ static void usage(FILE *f) {
          "  --threads N          OpenBLAS threads per rank (default 1)\n"
          "  --bucket-mb X        allreduce bucket size (default 1)\n"
          "  --plugin PATH        net plugin for the CPU ring (default: the one beside c4train)\n"
-         "  --slow R:F           drill: launcher rank R computes F times slower\n"
+         "  --slow R:F[:A[:B]]   drill: launcher rank R computes F times slower (in steps A..B)\n"
          "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
          "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
          "  --ckpt-every N       steps between checkpoints (default 10)\n"
@@ -81,6 +81,8 @@ int main(int argc, char **argv) {
       .threads = 1,
       .slow_rank = -1,
       .slow_factor = 1,
+      .slow_from = 1,
+      .slow_to = 1 << 30,
       .resplit = 1,
       .ckpt_every = 10,
       .eval_windows = 32,
@@ -176,15 +178,22 @@ int main(int argc, char **argv) {
       break;
     case O_PLUGIN: o.plugin = optarg; break;
     case O_SLOW: {
-      char *colon = strchr(optarg, ':');
-      if (!colon) {
-        fprintf(stderr, "c4train: --slow %s: expected RANK:FACTOR, e.g. 2:2.0\n", optarg);
+      /* RANK:FACTOR[:FROM_STEP[:TO_STEP]] */
+      char *f[4] = {optarg, NULL, NULL, NULL};
+      for (int i = 1; i < 4 && f[i - 1]; i++) {
+        f[i] = strchr(f[i - 1], ':');
+        if (f[i]) *f[i]++ = 0;
+      }
+      if (!f[1]) {
+        fprintf(stderr, "c4train: --slow %s: expected RANK:FACTOR[:FROM[:TO]], e.g. 2:2.0\n",
+                optarg);
         bad = 1;
         break;
       }
-      *colon = 0;
-      bad |= parse_int("--slow (rank)", optarg, 0, 1 << 24, &o.slow_rank);
-      bad |= parse_double("--slow (factor)", colon + 1, 1, 1000, &o.slow_factor);
+      bad |= parse_int("--slow (rank)", f[0], 0, 1 << 24, &o.slow_rank);
+      bad |= parse_double("--slow (factor)", f[1], 1, 1000, &o.slow_factor);
+      if (f[2]) bad |= parse_int("--slow (from step)", f[2], 1, 1 << 30, &o.slow_from);
+      if (f[3]) bad |= parse_int("--slow (to step)", f[3], 1, 1 << 30, &o.slow_to);
       break;
     }
     case O_NORESPLIT: o.resplit = 0; break;
