@@ -164,14 +164,15 @@ $(BUILD)/lib/libc4k-cuda.so: $(patsubst kernels/%.cu,$(BUILD)/obj/kernels/%.cu.o
 	@mkdir -p $(dir $@)
 	$(NVCC) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -lcublas -lcudart -Xlinker -rpath,$(CUDA_HOME)/lib64
 
-# c4k-gpu-check compares every CUDA op with the CPU op on the same inputs. It builds anywhere but
-# needs a GPU to run; without one it says so and exits 2.
+# c4k-gpu-check compares every CUDA op with the CPU op on the same inputs; gpu-check then trains
+# on the GPUs through NCCL with c4's plugins (tools/gpu_check/gpu_check.sh). It builds anywhere
+# but needs a GPU to run; without one it says so and exits 2.
 .PHONY: gpu-check
 $(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKERN)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)
-gpu-check: $(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
-	$(BUILD)/bin/c4k-gpu-check $(BUILD)/lib/libc4k-cuda.so
+gpu-check: all
+	bash tools/gpu_check/gpu_check.sh $(BUILD)
 
 $(C4TRAIN): $(call obj,trainer/train_main.c) $(LIBTRAIN) $(LIBKERN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# gpu_check.sh -- `make gpu-check`, for a machine with NVIDIA GPUs (this project's machines have
+# none, so it has never run to the end; without a GPU it stops at step 1 with exit 2):
+#   1. every CUDA op (libc4k-cuda.so) against the CPU op on the same inputs (c4k-gpu-check);
+#   2. c4train on the GPUs, one rank per GPU, gradients through NCCL with c4's net plugin under
+#      it (NCCL_NET_PLUGIN) and c4's profiler (NCCL_PROFILER_PLUGIN), to the same loss as the
+#      CPU run of the same seed (within 2%), then with a straggler drill.
+# Usage: tools/gpu_check/gpu_check.sh [BUILD_DIR]
+set -euo pipefail
+BUILD=${1:-build}
+BIN="$PWD/$BUILD/bin"
+LIB="$PWD/$BUILD/lib"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+echo "== 1. CUDA ops against the CPU ops"
+"$BIN/c4k-gpu-check" "$LIB/libc4k-cuda.so"
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "$ngpu" -ge 1 ] || { echo "gpu-check: nvidia-smi lists no GPU" >&2; exit 2; }
+ranks=$((ngpu > 4 ? 4 : ngpu))
+export LD_LIBRARY_PATH="$LIB:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}"
+export NCCL_NET_PLUGIN="$LIB/libnccl-net-c4.so" NCCL_PROFILER_PLUGIN="$LIB/libnccl-profiler-c4.so"
+export C4_TRACE=${C4_TRACE:-/tmp/c4-gpu-check-trace.jsonl}
+ARGS=(--local-ranks "$ranks" --steps 30 --layers 2 --width 128 --heads 4 --context 64 --json)
+
+echo "== 2. c4train on $ranks GPU(s) through NCCL and the c4 plugins, against the CPU run"
+gpu=$("$BIN/c4train" "${ARGS[@]}" --device cuda | grep '"event":"end"')
+cpu=$("$BIN/c4train" "${ARGS[@]}" --device cpu | grep '"event":"end"')
+loss() { sed 's/.*"loss":\([0-9.]*\).*/\1/'; }
+echo "   GPU: $gpu"
+echo "   CPU: $cpu"
+awk -v g="$(loss <<<"$gpu")" -v c="$(loss <<<"$cpu")" 'BEGIN {
+  d = (g > c ? g - c : c - g) / c
+  printf "   final loss GPU %.4f CPU %.4f (%.2f%% apart)\n", g, c, 100 * d
+  exit d > 0.02 }'
+echo "   the plugin's trace: $(grep -c '"type":"coll"' "$C4_TRACE") collective lines in $C4_TRACE"
+
+if [ "$ranks" -ge 2 ]; then
+  echo "== 3. straggler drill: rank 1 at half speed from step 10"
+  "$BIN/c4train" "${ARGS[@]}" --device cuda --slow 1:2.0:10 | grep -E '"event":"end"'
+fi
+echo "gpu-check: ok"
