@@ -8,7 +8,9 @@
 #   e. the hot-path cost of timing one request (c4-ring-bench), and c4mon's ingest rate;
 #   f. detection scored on fault scenarios at 16 to 16,384 ranks (detect_bench.sh);
 #   g. c4train: CPU tokens/s and GEMM share against OpenBLAS's sgemm, and the straggler
-#      planner's re-split on 4 ranks with one at half speed (train_bench.sh).
+#      planner's re-split on 4 ranks with one at half speed (train_bench.sh);
+#   h. the traffic planner: 1,024 hosts x 8 ports, max link load over the lower bound for
+#      c4plan's placement and for random hashing, and the time to plan (c4-plan-bench).
 # Every figure is the median of $C4_BENCH_RUNS runs (default 5). Prints a table with targets and
 # writes it as JSON to BUILD/bench.json. Exit 0 when every figure was measured (a missed target
 # is reported, not an error), 1 when a measurement failed, 2 on bad usage.
@@ -196,6 +198,10 @@ bash "$(dirname "$0")/detect_bench.sh" "$BUILD" || echo "   the detection bench 
 
 # g. The trainer (writes $BUILD/bench-train.json).
 bash "$(dirname "$0")/train_bench.sh" "$BUILD" || echo "   the trainer bench failed" >&2
+
+# h. The traffic planner (targets: plan <= 1.05 x the bound, <= 100 ms).
+echo
+"$BIN/c4-plan-bench" || echo "   the planner bench failed" >&2
 
 {
   printf '{"runs": %s, "streams": %s, "seconds": %s,\n' "$RUNS" "$STREAMS" "$((SECONDS - t_start))"
