@@ -57,6 +57,7 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   c->conn_id = conn_id;
   c->self = *self;
   c->peer = *peer;
+  c4_fault_conn_init(&c->fault, is_send, peer->rank);
   c->ctrl_fd = ctrl_fd;
   c->nsocks = nsocks;
   c->link = (struct c4_link_info){.magic = C4_LINK_MAGIC,
@@ -96,6 +97,7 @@ static int ctrl_queue(struct c4_comm *c, const struct c4_wire_ctrl *f, const cha
   o->payload_len = len;
   o->sent = 0;
   o->req = req;
+  o->not_before = 0;
   c->out_tail++;
   return 0;
 }
@@ -110,8 +112,25 @@ static void ctrl_flush(struct c4_comm *c) {
     size_t psent = o->sent > C4_CTRL_SIZE ? o->sent - C4_CTRL_SIZE : 0;
     if (psent < o->payload_len)
       iov[n++] = (struct iovec){(void *)(o->payload + psent), o->payload_len - psent};
+    uint64_t now = 0;
+    /* C4_FAULT: a delayed send waits for its time; a paced one writes what the pacer allows. */
+    if (__builtin_expect(c->fault.active, 0)) {
+      now = c4_now_ns();
+      if (o->sent == 0 && o->not_before > now) return;
+      size_t allow =
+          c4_fault_pace_allow(&c->fault, now, iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
+      if (allow == 0) return;
+      if (allow < iov[0].iov_len) {
+        iov[0].iov_len = allow;
+        n = 1;
+      } else if (n > 1 && allow - iov[0].iov_len < iov[1].iov_len) {
+        iov[1].iov_len = allow - iov[0].iov_len;
+      }
+    }
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     ssize_t k = sendmsg(c->ctrl_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (__builtin_expect(c->fault.active, 0) && k > 0)
+      c4_fault_pace_charge(&c->fault, now, (size_t)k);
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
       c4_comm_fail(c, C4_EREMOTE, "control connection to %s (pid %u, rank %d) failed: %s",
@@ -324,10 +343,16 @@ static void slot_fill(struct c4_comm *c, struct c4_request *r, void *data, uint6
   atomic_store_explicit(&r->seq, c->next_post, memory_order_release);
 }
 
+/* C4_FAULT stall: inside the window the comm takes no request and moves nothing (a hung rank). */
+static int stalled(struct c4_comm *c) {
+  return __builtin_expect(c->fault.active, 0) && c4_fault_stalled(&c->fault, c4_now_ns());
+}
+
 int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
                        struct c4_request **req) {
   *req = NULL;
   if (atomic_load(&c->failed)) return atomic_load(&c->failed);
+  if (stalled(c)) return 0;
   struct c4_request *r = slot_take(c);
   if (!r || c->out_tail - c->out_head >= C4_CTRL_QUEUE) {
     comm_progress(c);
@@ -343,6 +368,12 @@ int c4_transport_isend(struct c4_comm *c, void *data, size_t size, int tag,
   struct c4_wire_ctrl f = {
       .type = r->is_inline ? C4_CTRL_DATA : C4_CTRL_RTS, .arg = tag, .seq = seq, .size = size};
   ctrl_queue(c, &f, r->is_inline ? data : NULL, r->is_inline ? size : 0, r->is_inline ? r : NULL);
+  /* C4_FAULT delay: the frame that starts the message (DATA or RTS) waits in the queue; the
+   * request is posted (and timed) now, its first byte goes later. */
+  if (__builtin_expect(c->fault.active, 0)) {
+    uint64_t now = c4_now_ns(), d = c4_fault_send_delay(&c->fault, now);
+    if (d) c->out[(c->out_tail - 1) % C4_CTRL_QUEUE].not_before = now + d;
+  }
   ctrl_flush(c);
   *req = r;
   return 0;
@@ -352,6 +383,7 @@ int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,
                        struct c4_request **req) {
   *req = NULL;
   if (atomic_load(&c->failed)) return atomic_load(&c->failed);
+  if (stalled(c)) return 0;
   struct c4_request *r = slot_take(c);
   if (!r || c->out_tail - c->out_head >= C4_CTRL_QUEUE) return 0;
   slot_fill(c, r, data, size, tag);
@@ -403,6 +435,7 @@ static void slot_release(struct c4_request *r) {
 int c4_transport_test(struct c4_request *r, int *done, size_t *size) {
   struct c4_comm *c = r->comm;
   *done = 0;
+  if (stalled(c)) return 0; /* even a finished request is reported pending: the rank is hung */
   int st = atomic_load_explicit(&r->state, memory_order_acquire);
   if (st == C4_REQ_POSTED) {
     comm_progress(c);

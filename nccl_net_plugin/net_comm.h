@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "net_fault.h"
 #include "net_transport.h"
 
 enum { C4_REQ_FREE = 0, C4_REQ_POSTED, C4_REQ_DONE, C4_REQ_ERROR };
@@ -38,6 +39,7 @@ struct c4_ctrl_out {
   size_t payload_len;
   size_t sent;            /* bytes of hdr + payload already written */
   struct c4_request *req; /* inline send completed by this item, or NULL */
+  uint64_t not_before;    /* C4_FAULT delay: no byte goes before this time (ns); 0: none */
 };
 
 #define C4_CTRL_QUEUE 64 /* 32 requests + their error frames */
@@ -55,6 +57,7 @@ struct c4_comm {
   uint64_t nccl_comm;
   struct c4_identity self, peer;
   struct c4_transport_config cfg;
+  struct c4_fault_conn fault; /* C4_FAULT for this connection; fault.active 0 when none applies */
 
   struct c4_request reqs[C4_MAX_REQUESTS];
   uint64_t next_post; /* caller thread only */

@@ -104,8 +104,24 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
   if (s->hdr_done < C4_CHUNK_HDR_SIZE)
     iov[n++] = (struct iovec){s->hdr + s->hdr_done, C4_CHUNK_HDR_SIZE - s->hdr_done};
   if (s->moved < s->len) iov[n++] = (struct iovec){s->payload + s->moved, s->len - s->moved};
+  uint64_t now = 0;
+  /* C4_FAULT rate: write only what the comm's pacer allows now (shared by its sockets). */
+  if (__builtin_expect(c->fault.active, 0)) {
+    now = c4_now_ns();
+    size_t allow =
+        c4_fault_pace_allow(&c->fault, now, iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
+    if (allow == 0) return 0;
+    if (allow < iov[0].iov_len) {
+      iov[0].iov_len = allow;
+      n = 1;
+    } else if (n > 1 && allow - iov[0].iov_len < iov[1].iov_len) {
+      iov[1].iov_len = allow - iov[0].iov_len;
+    }
+  }
   struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
   ssize_t k = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (__builtin_expect(c->fault.active, 0) && k > 0)
+    c4_fault_pace_charge(&c->fault, now, (size_t)k);
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       s->want_out = 1;
@@ -216,15 +232,22 @@ static void helper_wait(struct c4_helper *h) {
   int n = 0;
   pfd[n++] = (struct pollfd){.fd = h->efd, .events = POLLIN};
   int broken = atomic_load(&c->failed) != 0;
-  for (int i = 0; i < h->nsock && !broken; i++) {
+  int timeout = IDLE_POLL_MS, hold = -1;
+  /* C4_FAULT: a stalled or paced comm has work it may not do yet. Sleep until it may, on the
+   * wake fd only: ready sockets would otherwise wake us at once, again and again. */
+  if (__builtin_expect(c->fault.active, 0)) {
+    hold = c4_fault_hold_ms(&c->fault, c4_now_ns());
+    if (hold >= 0 && hold < timeout) timeout = hold;
+  }
+  for (int i = 0; i < h->nsock && !broken && hold < 0; i++) {
     struct sock_state *s = &h->sock[i];
     short ev = c->is_send ? (s->req && s->want_out ? POLLOUT : 0) : (s->eof ? 0 : POLLIN);
     if (ev) pfd[n++] = (struct pollfd){.fd = s->fd, .events = ev};
   }
   atomic_store(&h->sleeping, 1);
   /* Dekker with c4_helpers_wake: re-check for posted work after announcing sleep. */
-  int work = c->is_send && !broken && c->claim_seq < atomic_load(&c->posted);
-  if (!work && !atomic_load(&c->stop)) poll(pfd, (nfds_t)n, IDLE_POLL_MS);
+  int work = c->is_send && !broken && hold < 0 && c->claim_seq < atomic_load(&c->posted);
+  if (!work && !atomic_load(&c->stop)) poll(pfd, (nfds_t)n, timeout);
   atomic_store(&h->sleeping, 0);
   if (pfd[0].revents & POLLIN) {
     uint64_t v;
@@ -238,7 +261,9 @@ static void *helper_main(void *arg) {
   struct c4_comm *c = h->comm;
   while (!atomic_load(&c->stop)) {
     int moved = 0;
-    if (!atomic_load(&c->failed))
+    /* C4_FAULT stall: no byte moves inside the window (helper_wait sleeps it out). */
+    int stall = __builtin_expect(c->fault.active, 0) && c4_fault_stalled(&c->fault, c4_now_ns());
+    if (!atomic_load(&c->failed) && !stall)
       for (int i = 0; i < h->nsock; i++)
         moved |= c->is_send ? send_step(c, &h->sock[i]) : recv_step(c, &h->sock[i]);
     if (!moved) helper_wait(h);

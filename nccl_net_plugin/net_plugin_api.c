@@ -12,6 +12,7 @@
 #include "c4_telemetry.h"
 #include "nccl_net_abi.h"
 #include "net_comm.h"
+#include "net_fault.h"
 #include "net_iface.h"
 #include "net_transport.h"
 
@@ -62,6 +63,7 @@ static ncclResult_t to_nccl(int rc) {
 
 static void plugin_setup(void) {
   c4_transport_config_load(&plugin.cfg);
+  c4_fault_load(); /* before any comm: comms read the faults without locks */
   plugin.rc = c4_iface_discover(plugin.dev, C4_MAX_DEVS, &plugin.ndev);
   if (plugin.rc == 0 && plugin.ndev == 0) plugin.rc = C4_ENOTFOUND;
   if (plugin.rc != 0) {
