@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "c4_log.h"
 
@@ -38,4 +41,19 @@ int c4_env_rank(void) {
   long x = strtol(v, &end, 10);
   if (errno || *end || x < 0 || x > INT_MAX) return -1;
   return (int)x;
+}
+
+void c4_host_name(char *buf, size_t len) {
+  const char *v = getenv("C4_HOSTNAME");
+  if (v && *v) {
+    /* "%r" stands for the launcher rank, so one setting names every rank of a local job */
+    const char *r = strstr(v, "%r");
+    if (r)
+      snprintf(buf, len, "%.*s%d%s", (int)(r - v), v, c4_env_rank(), r + 2);
+    else
+      snprintf(buf, len, "%s", v);
+    return;
+  }
+  memset(buf, 0, len);
+  if (gethostname(buf, len - 1) != 0 || !buf[0]) snprintf(buf, len, "unknown");
 }

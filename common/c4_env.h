@@ -2,6 +2,7 @@
 #ifndef C4_ENV_H
 #define C4_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Returns the integer in variable `name`, or `def` when unset. A value that is not an integer
@@ -14,5 +15,10 @@ const char *c4_env_first(const char *const *names);
 /* This process's rank as the launcher gave it (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
  * PMI_RANK, in that order), or -1 when none is set or it is not a non-negative integer. */
 int c4_env_rank(void);
+
+/* The host name c4 reports for this process, NUL-terminated in buf (len >= 2): C4_HOSTNAME when
+ * set, "%r" in it replaced by the launcher rank (ranks that share a machine can stand for
+ * separate hosts in demos and tests), else gethostname's, else "unknown". */
+void c4_host_name(char *buf, size_t len);
 
 #endif

@@ -42,7 +42,7 @@ static void find_ext(struct c4_hostcoll *h, const char *all) {
                              .pid = (uint32_t)getpid(),
                              .t = c4_now_ns()};
   snprintf(c.name, sizeof c.name, "hostcoll");
-  gethostname(c.host, sizeof c.host - 1);
+  c4_host_name(c.host, sizeof c.host);
   ext_comm(&c);
 }
 

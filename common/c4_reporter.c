@@ -168,7 +168,7 @@ static void consume_frame(uint32_t len) {
 static void send_hello(void) {
   struct c4_hello h = {.pid = (uint32_t)getpid(), .rank = c4_env_rank()};
   snprintf(h.job, sizeof h.job, "%s", rep.job);
-  gethostname(h.host, sizeof h.host - 1);
+  c4_host_name(h.host, sizeof h.host);
   uint8_t payload[256];
   c4_frame_put_hello(payload, &h, rep.in + C4_FRAME_HDR, rep.token);
   queue_frame(C4_FRAME_HELLO, payload, c4_frame_hello_size());

@@ -130,7 +130,7 @@ static void write_json_line(json_t *j) {
 
 static void write_clock_line(const char *type) {
   char host[C4_HOST_MAX] = "unknown";
-  gethostname(host, sizeof host - 1);
+  c4_host_name(host, sizeof host);
   uint64_t emitted, dropped, written;
   c4_telemetry_counters(&emitted, &dropped, &written);
   json_t *j =

@@ -221,7 +221,7 @@ int c4_wire_get_chunk(const uint8_t in[C4_CHUNK_HDR_SIZE], struct c4_wire_chunk 
 
 void c4_wire_self_identity(struct c4_identity *id, int dev) {
   char host[C4_HOST_MAX] = {0};
-  if (gethostname(host, sizeof host - 1) != 0) strcpy(host, "unknown");
+  c4_host_name(host, sizeof host);
   memset(id, 0, sizeof *id);
   memcpy(id->host, host, sizeof host);
   id->pid = (uint32_t)getpid();

@@ -105,7 +105,7 @@ int c4_prof_init(struct c4_prof_ctx **out, uint64_t comm, const char *name, int 
   r.comm.nranks = nranks;
   r.comm.nnodes = nnodes;
   r.comm.pid = (uint32_t)getpid();
-  gethostname(r.comm.host, sizeof r.comm.host - 1);
+  c4_host_name(r.comm.host, sizeof r.comm.host);
   r.comm.t = c4_now_ns();
   c4_telemetry_emit(&r);
   pthread_mutex_lock(&prof.lock);

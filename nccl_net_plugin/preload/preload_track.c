@@ -3,6 +3,7 @@
  * that one poller thread queries. Calls inside a group wait, per thread, for the outermost
  * ncclGroupEnd: only then has NCCL put their work on the stream. */
 #include "preload_track.h"
+#include "c4_env.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,7 +84,7 @@ void c4_shim_comm_add(ncclComm_t comm, uint64_t id, int rank, int nranks) {
   r.comm.nranks = nranks;
   r.comm.nnodes = -1; /* the public API does not say */
   r.comm.pid = (uint32_t)getpid();
-  gethostname(r.comm.host, sizeof r.comm.host - 1);
+  c4_host_name(r.comm.host, sizeof r.comm.host);
   r.comm.t = c4_now_ns();
   c4_reporter_set_progress(progress);
   c4_telemetry_start();

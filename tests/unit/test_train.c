@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_env.h"
 #include "ckpt.h"
 #include "gpt.h"
 #include "mon_sub.h"
@@ -176,6 +177,32 @@ START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
   setenv("RANK", "x", 1);
   ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "RANK=\"x\""));
+  clear_rank_env();
+}
+END_TEST
+
+/* C4_HOSTNAME names the host every c4 record carries; %r is the rank, so a local job's ranks can
+ * stand for separate hosts. */
+START_TEST(c4_hostname_overrides_the_host_name_with_the_rank_in_it) {
+  char h[64];
+  clear_rank_env();
+  unsetenv("C4_HOSTNAME");
+  char real[64] = {0};
+  gethostname(real, sizeof real - 1);
+  c4_host_name(h, sizeof h);
+  ck_assert_str_eq(h, real);
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("C4_HOSTNAME", "node-%r.lab", 1);
+  c4_host_name(h, sizeof h);
+  ck_assert_str_eq(h, "node-3.lab");
+  setenv("C4_HOSTNAME", "fixed", 1);
+  c4_host_name(h, sizeof h);
+  ck_assert_str_eq(h, "fixed");
+  char tiny[4];
+  c4_host_name(tiny, sizeof tiny);
+  ck_assert_str_eq(tiny, "fix");
+  unsetenv("C4_HOSTNAME");
   clear_rank_env();
 }
 END_TEST
@@ -493,6 +520,7 @@ int main(void) {
   tcase_add_test(model, micro_batches_add_up_to_the_whole_batch);
   tcase_add_test(model, ranks_come_from_torchrun_slurm_or_open_mpi);
   tcase_add_test(model, samples_depend_only_on_seed_step_and_index);
+  tcase_add_test(model, c4_hostname_overrides_the_host_name_with_the_rank_in_it);
   tcase_add_test(model, c4mon_verdicts_reach_the_trainer_through_the_subscription_port);
   suite_add_tcase(s, model);
   TCase *prog = tcase_create("program");
