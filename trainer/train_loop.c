@@ -111,8 +111,11 @@ static double median(double *v, int n) {
 
 /* New per-rank slowdowns from the step's reports: per micro-batch time over the median's,
  * averaged over steps (weight 0.3 for the newest) once a rank has a first sample, so that noise
- * neither re-plans nor skews the plan. A rank that ran nothing keeps its value; c4mon's factor,
- * when it names a rank, wins. Returns the median rank's time per micro-batch. */
+ * neither re-plans nor skews the plan. A rank that ran nothing keeps its value. c4mon's factor,
+ * when it names a rank, counts when it is the larger: it measures all the time between
+ * collectives, so it reads lower than the compute time per micro-batch measured here, but it is
+ * there when this rank's own timing is not (a rank with no micro-batches, or a slowdown outside
+ * its compute). Returns the median rank's time per micro-batch. */
 static double measure(int world, const struct step_report *rep, double *slowdown, int *samples) {
   double per[world], sorted[world];
   int n = 0;
@@ -123,12 +126,11 @@ static double measure(int world, const struct step_report *rep, double *slowdown
   if (n == 0) return 0;
   double mid = median(sorted, n);
   for (int i = 0; i < world; i++) {
-    if (rep[i].monitor_slow > 0) {
-      slowdown[i] = rep[i].monitor_slow;
-    } else if (rep[i].microbatches && mid > 0) {
+    if (rep[i].microbatches && mid > 0) {
       double now = per[i] / mid;
       slowdown[i] = samples[i]++ ? 0.7 * slowdown[i] + 0.3 * now : now;
     }
+    if (rep[i].monitor_slow > slowdown[i]) slowdown[i] = rep[i].monitor_slow;
   }
   return mid;
 }
@@ -288,7 +290,12 @@ int train_run(const struct train_opts *o, const struct train_ranks *r) {
          * the "fastest" healthy rank extra work that it then finishes last */
         for (int i = 0; i < world; i++)
           planned[i] = slowdown[i] < C4_PLAN_STRAGGLER ? 1.0 : slowdown[i];
-        split(o, world, planned, mb);
+        /* and the split changes only when that pays 5%: between two splits about as good,
+         * measurement noise would otherwise flip it back and forth */
+        int cand[world];
+        split(o, world, planned, cand);
+        if (bottleneck(world, cand, planned) < 0.95 * bottleneck(world, mb, planned))
+          memcpy(mb, cand, sizeof cand);
       }
     }
     if (rank == 0) {
