@@ -1,6 +1,9 @@
 /* net_connect.c -- the connecting side: opens the control and data connections to a handle,
  * says hello on each and waits for the listener's ack, all without blocking (NCCL polls). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "net_comm.h"
+#include "net_plan.h"
 #include "net_sock.h"
 
 #define SCRATCH_OFFSET 120 /* handle bytes 112..127 are 0 on the wire; connect keeps state here */
@@ -19,6 +23,8 @@ struct conn_sock {
   int connected;
   size_t hello_sent;
   uint8_t hello[C4_HELLO_SIZE];
+  int bind_local;                /* C4_PLAN: bind to local before connecting */
+  struct sockaddr_storage local; /* the planned source address and port (0: any) */
 };
 
 struct connect_state {
@@ -50,6 +56,63 @@ static void state_free(void *handle, struct connect_state *s) {
   scratch_set(handle, NULL);
 }
 
+/* The first IPv4 address of interface ifname into *out. Returns 0 or C4_ENOTFOUND. */
+static int iface_ipv4(const char *ifname, struct in_addr *out) {
+  struct ifaddrs *all = NULL;
+  int rc = C4_ENOTFOUND;
+  if (getifaddrs(&all) != 0) return rc;
+  for (struct ifaddrs *i = all; i; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, ifname) == 0) {
+      *out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+      rc = 0;
+      break;
+    }
+  freeifaddrs(all);
+  return rc;
+}
+
+/* C4_PLAN: the data sockets' planned source ports and interface addresses for this host -> the
+ * listener's host, taken in turn; sockets beyond the plan's flows stay unbound. */
+static void plan_binds(struct connect_state *s) {
+  struct c4_netplan_bind b[C4_MAX_NSOCKS];
+  int n = c4_netplan_bindings(s->self.host, s->target.id.host, b, s->nsocks);
+  const char *warned = "";
+  for (int i = 0; i < n; i++) {
+    struct conn_sock *cs = &s->sock[i + 1];
+    int family = s->target.addr.ss_family;
+    memset(&cs->local, 0, sizeof cs->local);
+    cs->local.ss_family = (sa_family_t)family;
+    struct in_addr in;
+    if (b[i].ifname[0] && family == AF_INET && iface_ipv4(b[i].ifname, &in) == 0) {
+      ((struct sockaddr_in *)&cs->local)->sin_addr = in;
+      cs->bind_local = 1;
+    } else if (b[i].ifname[0] && strcmp(warned, b[i].ifname) != 0) {
+      C4_WARN("connect to %s (%s): the plan's interface %s has no IPv4 address here%s; not binding "
+              "to it",
+              s->where, s->target.id.host, b[i].ifname,
+              family == AF_INET ? " (no such interface?)" : " (the listener is IPv6)");
+      warned = b[i].ifname;
+    }
+    if (b[i].src_port) {
+      if (family == AF_INET)
+        ((struct sockaddr_in *)&cs->local)->sin_port = htons(b[i].src_port);
+      else
+        ((struct sockaddr_in6 *)&cs->local)->sin6_port = htons(b[i].src_port);
+      cs->bind_local = 1;
+    }
+  }
+}
+
+/* A planned bind that failed: this socket goes on with an ephemeral port. */
+static void bind_fallback(struct connect_state *s, struct conn_sock *cs, int e) {
+  char local[96];
+  C4_WARN("connect to %s: cannot use the planned source %s for a data socket: %s; it uses an "
+          "ephemeral port",
+          s->where, c4_sock_addr_str(&cs->local, local, sizeof local), strerror(e));
+  atomic_fetch_add(&c4_netplan_stats.bind_fallbacks, 1);
+  cs->bind_local = 0;
+}
+
 static int state_new(const struct c4_transport_config *cfg, int dev, void *handle,
                      struct connect_state **out) {
   struct connect_state *s = calloc(1, sizeof *s);
@@ -76,6 +139,7 @@ static int state_new(const struct c4_transport_config *cfg, int dev, void *handl
     c4_wire_put_hello(s->sock[i].hello, &h);
     s->sock[i].fd = -1;
   }
+  plan_binds(s);
   *out = s;
   return 0;
 }
@@ -84,16 +148,29 @@ static int state_new(const struct c4_transport_config *cfg, int dev, void *handl
 static int sock_step(const struct c4_transport_config *cfg, struct connect_state *s,
                      struct conn_sock *cs) {
   if (cs->fd < 0) {
-    cs->fd = c4_sock_connect_start(&s->target.addr);
+    int bind_errno;
+    cs->fd = c4_sock_connect_from(&s->target.addr, cs->bind_local ? &cs->local : NULL, &bind_errno);
+    if (cs->fd < 0 && cs->bind_local && (errno == EADDRNOTAVAIL || errno == EADDRINUSE)) {
+      bind_fallback(s, cs,
+                    errno); /* the planned 4-tuple is taken: connect from an ephemeral port */
+      cs->fd = c4_sock_connect_from(&s->target.addr, NULL, &bind_errno);
+    }
     if (cs->fd < 0) {
       C4_WARN("connect to %s: socket failed: %s", s->where, strerror(errno));
       return C4_ESYS;
     }
+    if (bind_errno) bind_fallback(s, cs, bind_errno);
   }
   if (!cs->connected) {
     int e;
     int rc = c4_sock_connect_check(cs->fd, &e);
     if (rc == 0) return 0;
+    if (rc < 0 && cs->bind_local && (e == EADDRNOTAVAIL || e == EADDRINUSE)) {
+      bind_fallback(s, cs, e); /* the planned 4-tuple is taken: retry from an ephemeral port */
+      close(cs->fd);
+      cs->fd = -1;
+      return 0;
+    }
     if (rc < 0) {
       uint64_t waited_ms = (c4_now_ns() - s->t_start) / 1000000ull;
       if ((e == ECONNREFUSED || e == ETIMEDOUT || e == EHOSTUNREACH) &&
@@ -170,6 +247,7 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
   }
   int data_fd[C4_MAX_NSOCKS];
   for (int i = 0; i < s->nsocks; i++) {
+    if (s->sock[i + 1].bind_local) atomic_fetch_add(&c4_netplan_stats.bound, 1);
     data_fd[i] = s->sock[i + 1].fd;
     s->sock[i + 1].fd = -1;
   }

@@ -52,10 +52,21 @@ int c4_sock_listen(const struct sockaddr_storage *addr, struct sockaddr_storage 
 }
 
 int c4_sock_connect_start(const struct sockaddr_storage *addr) {
+  int unused;
+  return c4_sock_connect_from(addr, NULL, &unused);
+}
+
+int c4_sock_connect_from(const struct sockaddr_storage *addr, const struct sockaddr_storage *local,
+                         int *bind_errno) {
+  *bind_errno = 0;
   int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return C4_ESYS;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (local) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)local, addr_len(local)) != 0) *bind_errno = errno;
+  }
   if (connect(fd, (const struct sockaddr *)addr, addr_len(addr)) != 0 && errno != EINPROGRESS) {
     int e = errno;
     close(fd);

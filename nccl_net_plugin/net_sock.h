@@ -14,6 +14,12 @@ int c4_sock_listen(const struct sockaddr_storage *addr, struct sockaddr_storage 
  * negative C4_E* code. */
 int c4_sock_connect_start(const struct sockaddr_storage *addr);
 
+/* As c4_sock_connect_start, but first binds the socket to local (SO_REUSEADDR set) when local is
+ * not NULL. A bind that fails leaves the socket unbound (the kernel then picks the address and
+ * port) and sets *bind_errno; it is 0 otherwise. */
+int c4_sock_connect_from(const struct sockaddr_storage *addr, const struct sockaddr_storage *local,
+                         int *bind_errno);
+
 /* Checks a connect started above without blocking: 1 connected, 0 still in progress, or a
  * negative C4_E* code (errno_out receives the socket error, e.g. ECONNREFUSED). */
 int c4_sock_connect_check(int fd, int *errno_out);

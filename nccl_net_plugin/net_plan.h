@@ -1,0 +1,70 @@
+/* net_plan.h -- the traffic plan as the plugin follows it (C4_PLAN, docs/plan-format.md): which
+ * source port and interface each data socket to a peer host binds to before it connects. */
+#ifndef C4_NET_PLAN_H
+#define C4_NET_PLAN_H
+
+#include <net/if.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "c4_record.h"
+
+/* One planned flow of a host pair: a data socket binds to src_port (0: ephemeral) on the IPv4
+ * address of ifname ("": any address). */
+struct c4_netplan_bind {
+  uint16_t src_port;
+  char ifname[IFNAMSIZ];
+};
+
+/* The flows of one directed host pair, in the plan file's order. */
+struct c4_netplan_pair {
+  char src[C4_HOST_MAX];
+  char dst[C4_HOST_MAX];
+  int nbinds;
+  struct c4_netplan_bind *binds;
+};
+
+/* A parsed plan. Immutable once c4_netplan_parse has returned it. */
+struct c4_netplan {
+  int npairs;
+  struct c4_netplan_pair *pairs;
+};
+
+/* Parses a plan file's bytes (len bytes, no NUL needed): `v` must be 1; `flows` (optional) must be
+ * an array of objects with string `src` and `dst` (shorter than C4_HOST_MAX), and optionally an
+ * integer `src_port` 1..65535 or null, a string `ifname` (shorter than IFNAMSIZ) or null, an
+ * integer `src_port_idx` >= 0 and a string `path`; other fields are ignored. On success sets *out
+ * (owned by the caller, freed with c4_netplan_free) and returns 0. On error returns C4_EINVAL with
+ * what is wrong in err ("flows[3].src_port is not an integer 1..65535 or null"). Pure: no I/O. */
+int c4_netplan_parse(const char *buf, size_t len, struct c4_netplan **out, char *err,
+                     size_t errlen);
+
+/* Frees a plan from c4_netplan_parse; NULL is fine. */
+void c4_netplan_free(struct c4_netplan *p);
+
+/* The flows planned from host src to host dst, or NULL when the plan has none. */
+const struct c4_netplan_pair *c4_netplan_find(const struct c4_netplan *p, const char *src,
+                                              const char *dst);
+
+/* For a connect from host src to host dst: copies the bindings of the plan named by C4_PLAN (up
+ * to max) into out and returns their count; 0 when C4_PLAN is unset, the plan is bad or has no
+ * flow for the pair. Re-reads the file when its identity, size or mtime changed, checking at most
+ * once a second; a bad file is logged once (file and what is wrong), counted and ignored. Never
+ * fails and never waits for another thread. Thread-safe; call at connect time only. */
+int c4_netplan_bindings(const char *src, const char *dst, struct c4_netplan_bind *out, int max);
+
+/* Frees the current plan and every replaced one, and forgets the file's state (tests; finalize
+ * once no connect is in progress). */
+void c4_netplan_reset(void);
+
+/* Counters, for logs and tests. */
+struct c4_netplan_stats {
+  atomic_ulong loads;          /* plan files read and accepted */
+  atomic_ulong bad_plans;      /* plan files missing or rejected */
+  atomic_ulong bound;          /* data sockets bound as planned */
+  atomic_ulong bind_fallbacks; /* planned binds that failed: the socket used an ephemeral port */
+};
+extern struct c4_netplan_stats c4_netplan_stats;
+
+#endif
