@@ -5,9 +5,15 @@
 #include <stdlib.h>
 
 #include "c4_err.h"
+#include "port_sched.h"
 
 #define SECONDS_PER_GBIT 8e-9 /* bytes * 8 / (gbps * 1e9) */
 #define MAX_PASSES 64         /* local search ends well before; this only bounds a cycle */
+/* Branch-and-bound nodes per host and direction. Planning only needs a better placement, which
+ * comes early; the bound needs the search to end (a host with ~20 flows on 8 ports proves its
+ * optimum in ~50k nodes), and hosts no busier than the bound so far end at once. */
+#define PLAN_NODES 5000
+#define BOUND_NODES 200000
 
 /* Every directed link's load, indexed as the topology is: tx/rx by global port, up/down by
  * leaf * nspines + spine. inv_* hold seconds per byte, 0 where a link does not exist. */
@@ -199,8 +205,11 @@ static int by_host_init(struct by_host *g, const struct c4_plan_topo *t,
     g->start[(side ? flows[i].dst : flows[i].src) + 1]++;
   for (int h = 0; h < t->nhosts; h++)
     g->start[h + 1] += g->start[h];
-  for (int i = n - 1; i >= 0; i--)
-    g->list[--g->start[(side ? flows[i].dst : flows[i].src) + 1]] = i;
+  for (int i = 0; i < n; i++)
+    g->list[g->start[side ? flows[i].dst : flows[i].src]++] = i;
+  for (int h = t->nhosts; h > 0; h--) /* the fill moved each start to the next host's */
+    g->start[h] = g->start[h - 1];
+  g->start[0] = 0;
   return 0;
 }
 
@@ -214,52 +223,131 @@ static int *port_of(struct c4_plan_path *p, int side) { return side ? &p->dst_po
 
 /* Swaps two flows of one host between two of its ports on one leaf (the spines stay valid) when
  * that lowers a busiest port: what moves cannot do when every flow on that port is bigger than
- * the gap to the others. Returns how many swaps were made. */
+ * the gap to the others. Rounds repeat on the new busiest ports while any swap is made (each
+ * swap narrows two ports' loads, so this ends); returns how many swaps were made. */
 static int swap_pass(struct loads *l, const struct c4_plan_flow *flows, struct c4_plan_path *paths,
                      const struct by_host *g, int side) {
   const struct c4_plan_topo *t = l->t;
-  double top = loads_max(l), *load = side ? l->rx : l->tx;
-  int swaps = 0;
-  for (int h = 0; h < t->nhosts; h++) {
-    int p0 = t->hosts[h].port0;
-    for (int i = g->start[h]; i < g->start[h + 1]; i++) {
-      int f = g->list[i], p = p0 + *port_of(&paths[f], side);
-      if (load[p] < top) continue;
-      for (int j = g->start[h]; j < g->start[h + 1]; j++) {
-        int e = g->list[j], q = p0 + *port_of(&paths[e], side);
-        if (q == p || t->ports[q].leaf != t->ports[p].leaf || flows[e].bytes >= flows[f].bytes)
-          continue;
-        double d = (double)(flows[f].bytes - flows[e].bytes);
-        if (max2(load[p] - d * l->inv_port[p], load[q] + d * l->inv_port[q]) >= load[p]) continue;
-        loads_add(l, &flows[f], &paths[f], -1);
-        loads_add(l, &flows[e], &paths[e], -1);
-        *port_of(&paths[f], side) = q - p0;
-        *port_of(&paths[e], side) = p - p0;
-        loads_add(l, &flows[f], &paths[f], 1);
-        loads_add(l, &flows[e], &paths[e], 1);
-        swaps++;
-        break;
+  double *load = side ? l->rx : l->tx;
+  int swaps = 0, round;
+  do {
+    double top = loads_max(l);
+    round = 0;
+    for (int h = 0; h < t->nhosts; h++) {
+      int p0 = t->hosts[h].port0;
+      for (int i = g->start[h]; i < g->start[h + 1]; i++) {
+        int f = g->list[i], p = p0 + *port_of(&paths[f], side);
+        if (load[p] < top) continue;
+        for (int j = g->start[h]; j < g->start[h + 1]; j++) {
+          int e = g->list[j], q = p0 + *port_of(&paths[e], side);
+          if (q == p || t->ports[q].leaf != t->ports[p].leaf || flows[e].bytes >= flows[f].bytes)
+            continue;
+          double d = (double)(flows[f].bytes - flows[e].bytes);
+          if (max2(load[p] - d * l->inv_port[p], load[q] + d * l->inv_port[q]) >= load[p]) continue;
+          loads_add(l, &flows[f], &paths[f], -1);
+          loads_add(l, &flows[e], &paths[e], -1);
+          *port_of(&paths[f], side) = q - p0;
+          *port_of(&paths[e], side) = p - p0;
+          loads_add(l, &flows[f], &paths[f], 1);
+          loads_add(l, &flows[e], &paths[e], 1);
+          round++;
+          break;
+        }
       }
     }
-  }
+    swaps += round;
+  } while (round);
   return swaps;
 }
 
-/* Local search: moves, then swaps, until neither lowers a busiest link. */
+/* Scratch for resched_pass, each array as long as the most flows or ports one host has. */
+struct group {
+  struct order *o;   /* the group's flows, largest first */
+  double *w, *inv;   /* their bytes in that order; its ports' seconds per byte */
+  int *port, *ports; /* the scheduler's placement (index into ports); global port indices */
+};
+
+/* Re-places a host's flows on its ports on one leaf, per leaf and side, by c4_plan_sched_ports
+ * when that lowers the busiest of those ports and it is a busiest link (others do not set the max,
+ * and leaving them keeps this fast): swaps exchange one pair at a time, this the whole group. The
+ * leaf stays, so every spine and uplink load stays as it was. Returns how many groups changed, or
+ * C4_ENOMEM. */
+static int resched_pass(struct loads *l, const struct c4_plan_flow *flows,
+                        struct c4_plan_path *paths, const struct by_host *g, int side,
+                        struct group *s) {
+  const struct c4_plan_topo *t = l->t;
+  double *load = side ? l->rx : l->tx, busiest = loads_max(l);
+  int changed = 0;
+  for (int h = 0; h < t->nhosts; h++) {
+    int p0 = t->hosts[h].port0, np = t->hosts[h].nports;
+    for (int k = 0; k < np; k++) {
+      int leaf = t->ports[p0 + k].leaf, m = 0, n = 0, first = 1, exact;
+      for (int j = 0; j < k; j++)
+        first &= t->ports[p0 + j].leaf != leaf;
+      if (!first) continue; /* this leaf's group was done at its first port */
+      double top = 0;
+      for (int j = k; j < np; j++)
+        if (t->ports[p0 + j].leaf == leaf) {
+          s->ports[m] = p0 + j;
+          s->inv[m++] = l->inv_port[p0 + j];
+          top = max2(top, load[p0 + j]);
+        }
+      if (top < busiest) continue;
+      for (int i = g->start[h]; i < g->start[h + 1]; i++) {
+        int f = g->list[i];
+        if (t->ports[p0 + *port_of(&paths[f], side)].leaf == leaf)
+          s->o[n++] = (struct order){flows[f].bytes, f};
+      }
+      qsort(s->o, (size_t)n, sizeof *s->o, larger_first);
+      for (int i = 0; i < n; i++)
+        s->w[i] = (double)s->o[i].bytes;
+      double best = c4_plan_sched_ports(s->w, n, s->inv, m, 0, PLAN_NODES, s->port, &exact);
+      if (best < 0) return C4_ENOMEM;
+      if (best >= top * (1 - 1e-12)) continue; /* not a rounding error's worth of gain */
+      for (int i = 0; i < n; i++) {
+        int f = s->o[i].flow;
+        loads_add(l, &flows[f], &paths[f], -1);
+        *port_of(&paths[f], side) = s->ports[s->port[i]] - p0;
+        loads_add(l, &flows[f], &paths[f], 1);
+      }
+      changed++;
+    }
+  }
+  return changed;
+}
+
+/* Local search: moves, then swaps, then whole groups rescheduled, until none lowers a busiest
+ * link. */
 static int improve(struct loads *l, const struct c4_plan_flow *flows, const struct order *ord,
                    int n, struct c4_plan_path *paths, struct choice *sc, struct choice *dc) {
+  const struct c4_plan_topo *t = l->t;
   struct by_host out = {0}, in = {0};
+  size_t nf = (size_t)(n ? n : 1), np = (size_t)t->nports;
+  struct group s = {.o = malloc(sizeof *s.o * nf),
+                    .w = malloc(sizeof *s.w * (nf + np)),
+                    .port = malloc(sizeof *s.port * (nf + np))};
   int rc = C4_ENOMEM;
-  if (by_host_init(&out, l->t, flows, n, 0) < 0 || by_host_init(&in, l->t, flows, n, 1) < 0)
+  if (!s.o || !s.w || !s.port || by_host_init(&out, t, flows, n, 0) < 0 ||
+      by_host_init(&in, t, flows, n, 1) < 0)
     goto out;
-  for (int pass = 0; pass < MAX_PASSES; pass++)
-    if (!move_pass(l, flows, ord, n, paths, sc, dc) && !swap_pass(l, flows, paths, &out, 0) &&
-        !swap_pass(l, flows, paths, &in, 1))
-      break;
+  s.inv = s.w + nf;
+  s.ports = s.port + nf;
+  for (int pass = 0; pass < MAX_PASSES; pass++) {
+    if (move_pass(l, flows, ord, n, paths, sc, dc) || swap_pass(l, flows, paths, &out, 0) ||
+        swap_pass(l, flows, paths, &in, 1))
+      continue;
+    int r_out = resched_pass(l, flows, paths, &out, 0, &s),
+        r_in = resched_pass(l, flows, paths, &in, 1, &s);
+    if (r_out < 0 || r_in < 0) goto out;
+    if (!r_out && !r_in) break;
+  }
   rc = 0;
 out:
   by_host_free(&out);
   by_host_free(&in);
+  free(s.o);
+  free(s.w);
+  free(s.port);
   return rc;
 }
 
@@ -386,12 +474,19 @@ static double pigeonhole(double *w, int n, int m, double fastest_gbps) {
   return best * SECONDS_PER_GBIT / fastest_gbps;
 }
 
-/* The pigeonhole bound of every host, over its flows out (by_src) or in. */
-static double pigeonhole_hosts(const struct c4_plan_topo *t, const struct c4_plan_flow *flows,
-                               int n, int by_src) {
+/* bound raised to every host's least possible busiest port over its flows out (by_src) or in.
+ * Any plan puts each flow whole on one port of each end, and a port's load one way is the sum of
+ * what it carries, so no plan's busiest link is lighter than the best placement of one host's
+ * flows on its ports alone, leaves and spines aside: c4_plan_sched_ports gives it when its search
+ * ends, or shows it is no more than bound already is; otherwise the pigeonhole bound, itself below
+ * that best, stands in. */
+static double host_port_bound(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
+                              int by_src, double bound) {
   int H = t->nhosts, *start = calloc((size_t)H + 1, sizeof(int));
-  double *w = malloc(sizeof(double) * (size_t)(n ? n : 1)), bound = 0;
-  if (!start || !w) goto out;
+  int *port = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  double *w = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  double *inv = malloc(sizeof(double) * (size_t)t->nports);
+  if (!start || !port || !w || !inv) goto out;
   for (int i = 0; i < n; i++)
     start[(by_src ? flows[i].src : flows[i].dst) + 1]++;
   for (int h = 0; h < H; h++)
@@ -401,16 +496,29 @@ static double pigeonhole_hosts(const struct c4_plan_topo *t, const struct c4_pla
   for (int h = H; h > 0; h--) /* the fill moved each start to the next host's */
     start[h] = start[h - 1];
   start[0] = 0;
-  for (int h = 0; h < H; h++) {
-    double fastest = 0;
-    for (int k = 0; k < t->hosts[h].nports; k++)
-      fastest = max2(fastest, t->ports[t->hosts[h].port0 + k].gbps);
-    bound =
-        max2(bound, pigeonhole(w + start[h], start[h + 1] - start[h], t->hosts[h].nports, fastest));
-  }
+  /* pigeonhole first, for every host: the higher bound is, the sooner each search below stops */
+  for (int pass = 0; pass < 2; pass++)
+    for (int h = 0; h < H; h++) {
+      const struct c4_plan_host *host = &t->hosts[h];
+      double fastest = 0, *hw = w + start[h];
+      int hn = start[h + 1] - start[h], exact;
+      for (int k = 0; k < host->nports; k++) {
+        fastest = max2(fastest, t->ports[host->port0 + k].gbps);
+        inv[k] = SECONDS_PER_GBIT / t->ports[host->port0 + k].gbps;
+      }
+      if (!pass) { /* pigeonhole also sorts hw largest first, for the search */
+        bound = max2(bound, pigeonhole(hw, hn, host->nports, fastest));
+        continue;
+      }
+      double best =
+          c4_plan_sched_ports(hw, hn, inv, host->nports, bound, BOUND_NODES, port, &exact);
+      if (exact) bound = max2(bound, best / (1 + C4_PLAN_SCHED_TOL));
+    }
 out:
   free(start);
+  free(port);
   free(w);
+  free(inv);
   return bound;
 }
 
@@ -449,5 +557,5 @@ double c4_plan_lower_bound(const struct c4_plan_topo *t, const struct c4_plan_fl
       bound = max2(bound, max2(leaf_up[leaf], leaf_down[leaf]) * SECONDS_PER_GBIT / gbps);
   }
   free(out);
-  return max2(bound, max2(pigeonhole_hosts(t, flows, n, 1), pigeonhole_hosts(t, flows, n, 0)));
+  return host_port_bound(t, flows, n, 0, host_port_bound(t, flows, n, 1, bound));
 }

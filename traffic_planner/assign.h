@@ -22,7 +22,8 @@ struct c4_plan_path {
  * direction of a link on its own (host port out, host port in, leaf up to a spine, spine down). */
 
 /* Plans n flows into paths[n]: largest flows first, each on the path whose busiest link ends up
- * least loaded, then flows on the busiest links move while that lowers their path's load. Returns
+ * least loaded, then flows on the busiest links move while that lowers their path's load, and a
+ * host's flows on its busiest ports are re-placed together over its ports on that leaf. Returns
  * 0, or C4_EINVAL (a host index out of range, a flow between hosts with no path) or C4_ENOMEM. */
 int c4_plan_assign(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
                    struct c4_plan_path *paths);
@@ -38,8 +39,9 @@ double c4_plan_max_load(const struct c4_plan_topo *t, const struct c4_plan_flow 
                         const struct c4_plan_path *paths);
 
 /* A lower bound (seconds) on the max link load of any placement: the largest of each host's
- * traffic out (in) over its ports' capacity, each flow's bytes over its fastest ports, and each
- * leaf's traffic that must leave (enter) it over its uplink capacity. */
+ * traffic out (in) over its ports' capacity, each flow's bytes over its fastest ports, each leaf's
+ * traffic that must leave (enter) it over its uplink capacity, and each host's least possible
+ * busiest port out (in) with its flows whole, when a bounded search proves it. */
 double c4_plan_lower_bound(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n);
 
 #endif

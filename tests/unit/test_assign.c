@@ -1,7 +1,8 @@
 /* test_assign.c -- the traffic planner's assignment: topology errors name the field, every flow
  * gets a valid path, flows within a leaf take no spine, NIC ports share the load, the plan is
  * within 5% of the lower bound on ring and random traffic and beats random hashing, it is exact on
- * tiny cases (brute force), and the plan file carries c4mon's paths consistent with the flows. */
+ * tiny cases (brute force), the bound never exceeds the optimum (brute force), and the plan file
+ * carries c4mon's paths consistent with the flows. */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -167,6 +168,27 @@ START_TEST(tiny_cases_are_exact_against_brute_force) {
 }
 END_TEST
 
+START_TEST(the_bound_never_exceeds_the_optimum_and_is_it_when_only_ports_matter) {
+  /* 3 hosts x 3 ports on one leaf: no spine is used, so the optimum is each host's best
+   * placement of its flows out and in on its ports, which the bound computes exactly */
+  struct c4_plan_topo *t = c4_plan_topo_synth(3, 3, 1, 1, 1, 1);
+  uint64_t seed = 29;
+  for (int trial = 0; trial < 40; trial++) {
+    struct c4_plan_flow f[4];
+    struct c4_plan_path q[4];
+    for (int i = 0; i < 4; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      int src = (int)(seed >> 33) % 3, dst = (src + 1 + (int)(seed >> 40) % 2) % 3;
+      f[i] = (struct c4_plan_flow){src, dst, 1000 + (seed >> 44) % 3000};
+    }
+    double best = brute(t, f, 4, q, 0), bound = c4_plan_lower_bound(t, f, 4);
+    ck_assert_msg(bound <= best * (1 + 1e-9), "trial %d: bound %g, best %g", trial, bound, best);
+    ck_assert_msg(bound >= best * (1 - 1e-6), "trial %d: bound %g, best %g", trial, bound, best);
+  }
+  c4_plan_topo_free(t);
+}
+END_TEST
+
 START_TEST(the_plan_file_carries_every_flow_and_c4mons_paths_consistent_with_them) {
   struct c4_plan_topo *t = c4_plan_topo_synth(16, 2, 4, 2, 100, 0);
   struct c4_plan_flow *f;
@@ -246,6 +268,7 @@ int main(void) {
   tcase_add_test(tc, ring_and_random_traffic_plan_within_5_percent_of_the_bound_and_beat_hashing);
   tcase_add_test(tc, both_ports_of_a_nic_carry_equal_traffic_and_intra_leaf_flows_take_no_spine);
   tcase_add_test(tc, tiny_cases_are_exact_against_brute_force);
+  tcase_add_test(tc, the_bound_never_exceeds_the_optimum_and_is_it_when_only_ports_matter);
   tcase_add_test(tc, the_plan_file_carries_every_flow_and_c4mons_paths_consistent_with_them);
   tcase_add_test(tc, rocev2_flow_labels_follow_rdma_core);
   suite_add_tcase(s, tc);
