@@ -327,3 +327,16 @@ void c4_bootstrap_close(struct c4_bootstrap *bs) {
     bs->peer_fd = NULL;
   }
 }
+
+int c4_bootstrap_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
+      getsockname(fd, (struct sockaddr *)&a, &len)) {
+    if (fd >= 0) close(fd);
+    return 29500;
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}

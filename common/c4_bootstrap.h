@@ -38,6 +38,10 @@ int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all,
 /* Returns once every rank has entered the barrier; fails as c4_bootstrap_allgather does. */
 int c4_bootstrap_barrier(struct c4_bootstrap *bs);
 
+/* A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick), for a launcher that
+ * starts every rank on this machine; 29500 if the kernel would not say. */
+int c4_bootstrap_free_port(void);
+
 /* Closes the sockets and frees what init allocated. Safe to call twice. */
 void c4_bootstrap_close(struct c4_bootstrap *bs);
 

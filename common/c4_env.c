@@ -57,3 +57,15 @@ void c4_host_name(char *buf, size_t len) {
   memset(buf, 0, len);
   if (gethostname(buf, len - 1) != 0 || !buf[0]) snprintf(buf, len, "unknown");
 }
+
+const char *c4_beside_program(char *buf, size_t len, const char *rel, const char *fallback) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return fallback;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return fallback;
+  *slash = 0;
+  int w = snprintf(buf, len, "%s/%s", exe, rel);
+  return w > 0 && (size_t)w < len && access(buf, R_OK) == 0 ? buf : fallback;
+}

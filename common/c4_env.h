@@ -21,4 +21,8 @@ int c4_env_rank(void);
  * separate hosts in demos and tests), else gethostname's, else "unknown". */
 void c4_host_name(char *buf, size_t len);
 
+/* "<this program's directory>/<rel>" in buf when that file is readable (a build's bin/ next to
+ * its lib/), else `fallback` (a bare name for the library path). Returns buf or fallback. */
+const char *c4_beside_program(char *buf, size_t len, const char *rel, const char *fallback);
+
 #endif

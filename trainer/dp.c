@@ -2,27 +2,11 @@
 #include "dp.h"
 
 #include <limits.h>
+
+#include "c4_env.h"
+
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-/* The plugin built beside this program (BIN/../lib/libnccl-net-c4.so) when it is there, else the
- * bare name, found on the library path as NCCL_NET_PLUGIN=c4 would find it. */
-static const char *plugin_beside_program(char *buf, size_t len) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      if ((size_t)snprintf(buf, len, "%s/../lib/libnccl-net-c4.so", exe) < len &&
-          access(buf, R_OK) == 0)
-        return buf;
-    }
-  }
-  return "libnccl-net-c4.so";
-}
 
 int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen) {
@@ -45,7 +29,9 @@ int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, 
     return 0;
   }
   char buf[PATH_MAX];
-  if (!plugin_path) plugin_path = plugin_beside_program(buf, sizeof buf);
+  if (!plugin_path) /* the one built beside this program, else the name NCCL_NET_PLUGIN=c4 finds */
+    plugin_path =
+        c4_beside_program(buf, sizeof buf, "../lib/libnccl-net-c4.so", "libnccl-net-c4.so");
   if (c4_netapi_open(&d->api, plugin_path, 0)) {
     snprintf(err, errlen, "net plugin %s: %s", plugin_path, d->api.err);
     c4_bootstrap_close(&d->bs);

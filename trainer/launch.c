@@ -4,18 +4,16 @@
  * the survivors start again, renumbered, and resume from the newest checkpoint. */
 #include "launch.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "c4_bootstrap.h"
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "mon_sub.h"
@@ -33,18 +31,6 @@ struct attempt {
   int condemned[1024]; /* set by c4mon's verdicts, acted on by the supervisor's loop */
 };
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (void *)&a, &len)) {
-    if (fd >= 0) close(fd);
-    return 29500;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 /* c4mon's verdicts, on the subscription thread: lost or hung ranks of the current attempt. */
 static void on_verdict(void *arg, const char *kind, const int *ranks, int n, long long t_ns) {
   struct attempt *a = arg;
@@ -58,7 +44,7 @@ static void on_verdict(void *arg, const char *kind, const int *ranks, int n, lon
 
 static int fork_ranks(struct attempt *a) {
   char port[16];
-  snprintf(port, sizeof port, "%d", free_port());
+  snprintf(port, sizeof port, "%d", c4_bootstrap_free_port());
   for (int r = 0; r < a->world; r++) {
     pid_t pid = fork();
     if (pid < 0) {

@@ -66,17 +66,8 @@ static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops
     openblas_set_num_threads(o->threads);
     return timed;
   }
-  char path[PATH_MAX + 32] = "libc4k-cuda.so", exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      snprintf(path, sizeof path, "%s/../lib/libc4k-cuda.so", exe);
-      if (access(path, R_OK) != 0) snprintf(path, sizeof path, "libc4k-cuda.so");
-    }
-  }
+  char buf[PATH_MAX];
+  const char *path = c4_beside_program(buf, sizeof buf, "../lib/libc4k-cuda.so", "libc4k-cuda.so");
   void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   const struct c4k_ops *ops = h ? dlsym(h, C4K_CUDA_SYMBOL) : NULL;
   if (!ops) snprintf(err, errlen, "--device cuda: %s", h ? "no " C4K_CUDA_SYMBOL : dlerror());

@@ -1,14 +1,11 @@
 /* main.c -- c4perf: bandwidth, latency and allreduce through an NCCL net plugin between processes.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,23 +75,10 @@ static int parse_int(const char *s, int min, int max, int *out) {
   return 0;
 }
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
-      getsockname(fd, (struct sockaddr *)&a, &len)) {
-    if (fd >= 0) close(fd);
-    return 29500;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 /* Forks n ranks; returns -1 in the parent after they all exit (worst status in *status), or the
  * child's rank. */
 static int spawn(int n, int *port, int *status) {
-  *port = free_port();
+  *port = c4_bootstrap_free_port();
   for (int r = 0; r < n; r++) {
     pid_t pid = fork();
     if (pid < 0) {
@@ -119,27 +103,6 @@ static int spawn(int n, int *port, int *status) {
     if (code > *status) *status = code;
   }
   return -1;
-}
-
-/* The plugin built beside this program (BIN/../lib/libnccl-net-c4.so) when it exists, else the
- * bare name for the library path, as NCCL_NET_PLUGIN=c4 would find it. */
-static const char *default_plugin(char *buf, size_t len) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      static const char tail[] = "/../lib/libnccl-net-c4.so";
-      if (strlen(exe) + sizeof tail <= len) {
-        memcpy(buf, exe, strlen(exe));
-        memcpy(buf + strlen(exe), tail, sizeof tail);
-        if (access(buf, R_OK) == 0) return buf;
-      }
-    }
-  }
-  return "libnccl-net-c4.so";
 }
 
 /* Reports a failure that ends the run: on stderr, and on rank 0 in --json mode as the one JSON
@@ -290,7 +253,9 @@ int main(int argc, char **argv) {
   setenv("WORLD_SIZE", num, 0);
 
   char plugin_path[4096];
-  if (!o.plugin) o.plugin = default_plugin(plugin_path, sizeof plugin_path);
+  if (!o.plugin) /* the one built beside this program, else the name NCCL_NET_PLUGIN=c4 finds */
+    o.plugin = c4_beside_program(plugin_path, sizeof plugin_path, "../lib/libnccl-net-c4.so",
+                                 "libnccl-net-c4.so");
   struct perf_ctx p = {.o = &o};
   static const char *mode_name[] = {"bw", "lat", "allreduce"};
   if (c4_bootstrap_init(&p.bs, rank, world, master, port) != 0) {
