@@ -152,7 +152,7 @@ static uint64_t ident_hash(const char *host, uint32_t pid) {
 }
 
 static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
-  if (!idents && !(idents = calloc(ID_CAP, sizeof *idents))) return NULL;
+  if (!idents && !(idents = det_table_alloc(ID_CAP * sizeof *idents))) return NULL;
   for (uint64_t i = ident_hash(host, pid) & (ID_CAP - 1), probes = 0; probes < 64;
        i = (i + 1) & (ID_CAP - 1), probes++) {
     struct ident *e = &idents[i];
@@ -278,7 +278,7 @@ void c4_det_reset(void) {
     json_decref(det.active[i].event);
   memset(&det, 0, sizeof det);
   c4_det_now = 0;
-  free(idents);
+  det_table_free(idents, ID_CAP * sizeof *idents);
   idents = NULL;
   nidents = 0;
   memset(seen, 0, sizeof seen);

@@ -46,6 +46,11 @@ void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg
 int det_rank_of(const char *host, uint32_t pid);
 void det_learn_rank(const char *host, uint32_t pid, int rank);
 
+/* A zeroed table of bytes for a detector's random-access state, on huge pages where the kernel
+ * gives them (det_mem.c); NULL on failure. Freed with the same size. */
+void *det_table_alloc(size_t bytes);
+void det_table_free(void *p, size_t bytes);
+
 /* The detectors. Each has take/advance/state/reset as it needs. */
 void det_coll_init(void);
 void det_coll_take_comm(const char *job, const struct c4_comm_record *c);

@@ -118,12 +118,12 @@ static uint64_t mix(uint64_t h) {
 
 static int alloc(void) {
   if (m.node) return 0;
-  m.node = calloc(NODE_CAP, sizeof *m.node);
-  m.node_hash = malloc(2 * NODE_CAP * sizeof *m.node_hash);
-  m.cell = calloc(CELL_CAP, sizeof *m.cell);
-  m.samples = aligned_alloc(_Alignof(struct samples), CELL_CAP * sizeof *m.samples);
-  m.cell_hash = malloc(2 * CELL_CAP * sizeof *m.cell_hash);
-  m.by_conn = calloc(CONN_CACHE, sizeof *m.by_conn);
+  m.node = det_table_alloc(NODE_CAP * sizeof *m.node);
+  m.node_hash = det_table_alloc(2 * NODE_CAP * sizeof *m.node_hash);
+  m.cell = det_table_alloc(CELL_CAP * sizeof *m.cell);
+  m.samples = det_table_alloc(CELL_CAP * sizeof *m.samples); /* page-aligned */
+  m.cell_hash = det_table_alloc(2 * CELL_CAP * sizeof *m.cell_hash);
+  m.by_conn = det_table_alloc(CONN_CACHE * sizeof *m.by_conn);
   m.ev.ws = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.ws);
   m.ev.at = malloc((CELL_CAP + 1) * sizeof *m.ev.at);
   m.ev.scratch = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.scratch);
@@ -666,12 +666,12 @@ json_t *det_matrix_state(void) {
 }
 
 void det_matrix_reset(void) {
-  free(m.node);
-  free(m.node_hash);
-  free(m.cell);
-  free(m.samples);
-  free(m.cell_hash);
-  free(m.by_conn);
+  det_table_free(m.node, NODE_CAP * sizeof *m.node);
+  det_table_free(m.node_hash, 2 * NODE_CAP * sizeof *m.node_hash);
+  det_table_free(m.cell, CELL_CAP * sizeof *m.cell);
+  det_table_free(m.samples, CELL_CAP * sizeof *m.samples);
+  det_table_free(m.cell_hash, 2 * CELL_CAP * sizeof *m.cell_hash);
+  det_table_free(m.by_conn, CONN_CACHE * sizeof *m.by_conn);
   void *ev[] = {m.ev.ws, m.ev.at,  m.ev.scratch, m.ev.lv,   m.ev.rv,   m.ev.cv,
                 m.ev.ls, m.ev.ld,  m.ev.order,   m.ev.rk,   m.ev.ck,   m.ev.rs,
                 m.ev.cs, m.ev.row, m.ev.col,     m.ev.nrow, m.ev.ncol, m.ev.hot_cell};

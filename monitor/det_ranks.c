@@ -25,7 +25,7 @@ static uint64_t hash(const char *job, int rank) {
 struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
                               int insert) {
   if (!table) {
-    table = calloc(CAP, sizeof *table);
+    table = det_table_alloc(CAP * sizeof *table);
     dense = malloc(CAP / 2 * sizeof *dense);
     if (!table || !dense) {
       det_ranks_reset();
@@ -157,7 +157,7 @@ json_t *det_ranks_state(void) {
 }
 
 void det_ranks_reset(void) {
-  free(table);
+  det_table_free(table, CAP * sizeof *table);
   free(dense);
   table = NULL;
   dense = NULL;
