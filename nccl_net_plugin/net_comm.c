@@ -2,6 +2,8 @@
 #include "net_comm.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,7 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   c4_fault_conn_init(&c->fault, is_send, peer->rank);
   c->ctrl_fd = ctrl_fd;
   c->nsocks = nsocks;
+  c4_paths_init(&c->paths, nsocks);
   c->link = (struct c4_link_info){.magic = C4_LINK_MAGIC,
                                   .conn_id = conn_id,
                                   .dir = (uint8_t)(is_send ? C4_DIR_SEND : C4_DIR_RECV)};
@@ -72,6 +75,13 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
   int rc = c4_sock_tune(ctrl_fd);
   for (int i = 0; i < nsocks && rc == 0; i++)
     rc = c4_sock_tune(data_fd[i]);
+  /* Multipath: a sending data socket queues little beyond what its path has in flight, so the
+   * time a chunk takes to write is its path's pace, and a slow path cannot hoard chunks in its
+   * kernel buffer that the other paths would have delivered sooner. */
+  for (int i = 0; i < nsocks && rc == 0 && is_send && nsocks > 1 && cfg->notsent_lowat; i++)
+    if (setsockopt(data_fd[i], IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cfg->notsent_lowat,
+                   sizeof cfg->notsent_lowat) != 0)
+      C4_TRACE("TCP_NOTSENT_LOWAT not taken on data socket %d: %s", i, strerror(errno));
   if (rc == 0) rc = c4_helpers_start(c);
   if (rc == 0) c4_watch_add(c);
   if (rc != 0) {
@@ -118,7 +128,7 @@ static void ctrl_flush(struct c4_comm *c) {
       now = c4_now_ns();
       if (o->sent == 0 && o->not_before > now) return;
       size_t allow =
-          c4_fault_pace_allow(&c->fault, now, iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
+          c4_fault_pace_allow(&c->fault, now, -1, iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
       if (allow == 0) return;
       if (allow < iov[0].iov_len) {
         iov[0].iov_len = allow;
@@ -130,7 +140,7 @@ static void ctrl_flush(struct c4_comm *c) {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     ssize_t k = sendmsg(c->ctrl_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (__builtin_expect(c->fault.active, 0) && k > 0)
-      c4_fault_pace_charge(&c->fault, now, (size_t)k);
+      c4_fault_pace_charge(&c->fault, now, -1, (size_t)k);
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
       c4_comm_fail(c, C4_EREMOTE, "control connection to %s (pid %u, rank %d) failed: %s",

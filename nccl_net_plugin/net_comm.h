@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "net_fault.h"
+#include "net_paths.h"
 #include "net_transport.h"
 
 enum { C4_REQ_FREE = 0, C4_REQ_POSTED, C4_REQ_DONE, C4_REQ_ERROR };
@@ -78,6 +79,7 @@ struct c4_comm {
   _Atomic uint64_t posted;    /* send: requests below this are cleared to go (helpers take them) */
   pthread_mutex_t claim_lock; /* taken by helper threads only, never by the caller */
   uint64_t claim_seq, claim_off;
+  struct c4_paths paths; /* send: each data socket's throughput (under claim_lock) */
   int nhelpers;
   struct c4_helper *helpers;
   atomic_int stop;

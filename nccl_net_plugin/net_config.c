@@ -7,6 +7,7 @@
 #define DEFAULT_NTHREADS 0
 #define DEFAULT_INLINE (64 << 10)
 #define DEFAULT_CHUNK (512 << 10)
+#define DEFAULT_NOTSENT_LOWAT 0 /* off: on loopback it cost 15% of a single comm's rate */
 
 void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->nsocks = (int)c4_env_long("C4_NSOCKS", DEFAULT_NSOCKS, 1, C4_MAX_NSOCKS);
@@ -18,4 +19,6 @@ void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->connect_timeout_ms = (int)c4_env_long("C4_CONNECT_TIMEOUT_MS", 30000, 0, 3600000);
   cfg->timing = (int)c4_env_long("C4_TIMING", 1, 0, 1);
   cfg->stuck_ms = (int)c4_env_long("C4_STUCK_MS", 2000, 1, 3600000);
+  cfg->path_weights = (int)c4_env_long("C4_PATH_WEIGHTS", 1, 0, 1);
+  cfg->notsent_lowat = (int)c4_env_long("C4_NOTSENT_LOWAT", DEFAULT_NOTSENT_LOWAT, 0, 1 << 30);
 }

@@ -82,7 +82,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
   const char *colon = memchr(s, ':', len);
   const char *kind = s;
   size_t klen = trim(&kind, colon ? (size_t)(colon - s) : len);
-  *c = (struct c4_fault_clause){.rank = -1, .peer = -1};
+  *c = (struct c4_fault_clause){.rank = -1, .peer = -1, .sock = -1};
   if (klen == 5 && !memcmp(s, "delay", 5))
     c->kind = C4_FAULT_DELAY;
   else if (klen == 4 && !memcmp(s, "rate", 4))
@@ -124,6 +124,16 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
         return -1;
       }
       *(KEY("peer") ? &c->peer : &c->rank) = (int)x;
+    } else if (KEY("sock")) {
+      if (c->kind != C4_FAULT_RATE) {
+        clause_error(out, index, s, len, "sock applies to rate only");
+        return -1;
+      }
+      if (parse_int(val, vlen, C4_FAULT_SOCKS - 1, &x) != 0) {
+        clause_error(out, index, s, len, "sock is not an integer in [0, %d]", C4_FAULT_SOCKS - 1);
+        return -1;
+      }
+      c->sock = (int)x;
     } else if (KEY("us")) {
       if (c->kind != C4_FAULT_DELAY) {
         clause_error(out, index, s, len, "us applies to delay only");
@@ -282,11 +292,13 @@ int c4_fault_stalled(const struct c4_fault_conn *f, uint64_t now) {
   return 1;
 }
 
-/* Nanoseconds one byte takes at the slowest rate clause open at now; 0: not paced. */
-static double pace_ns_per_byte(const struct c4_fault_conn *f, uint64_t now) {
+/* Nanoseconds one byte takes at the slowest rate clause open at now, among the clauses for the
+ * whole connection (sock < 0) or those naming data socket sock (sock >= 0); 0: not paced. */
+static double pace_ns_per_byte(const struct c4_fault_conn *f, uint64_t now, int sock) {
   double ns = 0;
   for (int i = 0; i < faults.n; i++)
-    if ((f->rate_mask >> i & 1) && window_open(&faults.clause[i], now)) {
+    if ((f->rate_mask >> i & 1) && faults.clause[i].sock == sock &&
+        window_open(&faults.clause[i], now)) {
       double c = 8000.0 / faults.clause[i].mbps; /* 8 bits / (M * 1e6 bit/s) in ns */
       if (c > ns) ns = c;
     }
@@ -299,10 +311,10 @@ static double pace_ns_per_byte(const struct c4_fault_conn *f, uint64_t now) {
 #define BURST_NS 4000000ull /* 4 ms of the rate */
 #define BURST_MIN 16384     /* but never writes so small that syscalls dominate */
 
-size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, size_t want) {
-  double ns = pace_ns_per_byte(f, now);
+/* One bucket's allowance of want bytes at ns per byte. */
+static size_t bucket_allow(_Atomic uint64_t *tat, double ns, uint64_t now, size_t want) {
   if (ns == 0) return want;
-  if (atomic_load_explicit(&f->tat, memory_order_relaxed) > now) {
+  if (atomic_load_explicit(tat, memory_order_relaxed) > now) {
     atomic_fetch_add_explicit(&c4_fault_stats.paced_waits, 1, memory_order_relaxed);
     return 0;
   }
@@ -311,24 +323,42 @@ size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, size_t want) {
   return want < burst ? want : burst;
 }
 
-void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, size_t sent) {
-  double ns = pace_ns_per_byte(f, now);
+static void bucket_charge(_Atomic uint64_t *tat, double ns, uint64_t now, size_t sent) {
   if (ns == 0 || sent == 0) return;
   uint64_t cost = (uint64_t)((double)sent * ns);
   uint64_t floor = now > BURST_NS ? now - BURST_NS : 0;
-  uint64_t old = atomic_load_explicit(&f->tat, memory_order_relaxed), next;
+  uint64_t old = atomic_load_explicit(tat, memory_order_relaxed), next;
   do {
     next = (old > floor ? old : floor) + cost;
-  } while (!atomic_compare_exchange_weak_explicit(&f->tat, &old, next, memory_order_relaxed,
+  } while (!atomic_compare_exchange_weak_explicit(tat, &old, next, memory_order_relaxed,
                                                   memory_order_relaxed));
 }
 
-int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now) {
+/* A socket's writes pass two buckets: the connection's (clauses without sock=) and, for a data
+ * socket, its own (clauses naming it); the stricter one decides. */
+size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, int sock, size_t want) {
+  size_t allow = bucket_allow(&f->tat, pace_ns_per_byte(f, now, -1), now, want);
+  if (sock >= 0 && sock < C4_FAULT_SOCKS && allow)
+    allow = bucket_allow(&f->tat_sock[sock], pace_ns_per_byte(f, now, sock), now, allow);
+  return allow;
+}
+
+void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, int sock, size_t sent) {
+  bucket_charge(&f->tat, pace_ns_per_byte(f, now, -1), now, sent);
+  if (sock >= 0 && sock < C4_FAULT_SOCKS)
+    bucket_charge(&f->tat_sock[sock], pace_ns_per_byte(f, now, sock), now, sent);
+}
+
+int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now, int sock) {
   uint64_t until = 0;
   const struct c4_fault_clause *st = stall_at(now);
   if (st) until = st->for_ns ? faults.t0 + st->after_ns + st->for_ns : UINT64_MAX;
   uint64_t tat = atomic_load_explicit(&f->tat, memory_order_relaxed);
   if (f->rate_mask && tat > now && tat > until) until = tat;
+  if (sock >= 0 && sock < C4_FAULT_SOCKS) {
+    tat = atomic_load_explicit(&f->tat_sock[sock], memory_order_relaxed);
+    if (f->rate_mask && tat > now && tat > until) until = tat;
+  }
   if (until <= now) return -1;
   uint64_t ms = (until - now + 999999) / 1000000;
   return ms > INT_MAX ? INT_MAX : (int)ms;

@@ -10,6 +10,7 @@
 
 #define C4_FAULT_MAX 16      /* clauses kept; more are reported as errors */
 #define C4_FAULT_ERR_MAX 160 /* one error message, NUL included */
+#define C4_FAULT_SOCKS 64    /* data sockets a rate clause can name (C4_MAX_NSOCKS) */
 
 enum { C4_FAULT_DELAY = 1, C4_FAULT_RATE, C4_FAULT_STALL };
 
@@ -18,6 +19,7 @@ struct c4_fault_clause {
   int kind;    /* C4_FAULT_* */
   int rank;    /* applies only in the process with this launcher rank; -1: every process */
   int peer;    /* delay, rate: the peer's launcher rank; -1 for stall */
+  int sock;    /* rate: only this data socket of the connection (one path); -1: all of it */
   uint64_t us; /* delay: microseconds each send is held */
   double mbps; /* rate: megabits per second */
   uint64_t after_ns, for_ns;
@@ -48,6 +50,7 @@ struct c4_fault_conn {
   uint32_t delay_mask;  /* delay clauses for this connection's peer (bit i: clause i) */
   uint32_t rate_mask;   /* rate clauses for this connection's peer */
   _Atomic uint64_t tat; /* pacing: when the bytes already charged are paid for (ns) */
+  _Atomic uint64_t tat_sock[C4_FAULT_SOCKS]; /* the same for clauses naming one data socket */
 };
 
 /* Fills *f for a connection to launcher rank peer_rank (is_send: delay and rate apply to sends
@@ -60,14 +63,15 @@ uint64_t c4_fault_send_delay(const struct c4_fault_conn *f, uint64_t now);
 /* 1 while a stall window is open: the comm must make no progress. */
 int c4_fault_stalled(const struct c4_fault_conn *f, uint64_t now);
 
-/* Pacing: how many of want bytes may be written now (0: wait; see c4_fault_hold_ms). After the
- * write, c4_fault_pace_charge with the bytes written. Lock-free; helper threads share it. */
-size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, size_t want);
-void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, size_t sent);
+/* Pacing of socket sock (a data socket's index, or -1 for the control socket, which only clauses
+ * without sock= pace): how many of want bytes may be written now (0: wait; see c4_fault_hold_ms).
+ * After the write, c4_fault_pace_charge with the bytes written. Lock-free; helpers share it. */
+size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, int sock, size_t want);
+void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, int sock, size_t sent);
 
-/* Milliseconds (>= 1) a helper should sleep because a stall or the pacer holds the comm, or -1
- * when neither does. */
-int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now);
+/* Milliseconds (>= 1) socket sock should wait because a stall or its pacer holds it, or -1 when
+ * neither does. */
+int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now, int sock);
 
 /* Faults applied so far, for logs and tests. */
 struct c4_fault_stats {

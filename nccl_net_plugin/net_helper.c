@@ -20,6 +20,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "net_comm.h"
+#include "net_paths.h"
 #include "net_sock.h"
 
 #define MIN_CHUNK (16u << 10)
@@ -35,7 +36,10 @@ struct sock_state {
   uint32_t len;
   uint32_t moved;
   int want_out;
-  int eof; /* receive: the peer closed this socket between chunks */
+  int eof;           /* receive: the peer closed this socket between chunks */
+  uint64_t t_claim;  /* send: when the chunk in progress was taken */
+  uint32_t done_len; /* send: the last chunk finished and not yet counted in the path weights */
+  uint64_t done_ns;  /* its time from being taken to its last byte written */
 };
 
 struct c4_helper {
@@ -47,18 +51,39 @@ struct c4_helper {
   struct sock_state sock[C4_MAX_NSOCKS];
 };
 
-static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off) {
+/* An even share of the message per socket, within [MIN_CHUNK, C4_CHUNK_BYTES], scaled by the
+ * socket's path weight: a path at a quarter of the fastest's rate takes quarter-size chunks, so
+ * they land about when the others' do. */
+static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, double weight) {
   uint64_t even = (size + (uint64_t)c->nsocks - 1) / (uint64_t)c->nsocks;
   uint64_t want = even < MIN_CHUNK ? MIN_CHUNK : even;
   if (want > c->cfg.chunk_bytes) want = c->cfg.chunk_bytes;
+  want = (uint64_t)((double)want * weight);
+  if (want < MIN_CHUNK) want = MIN_CHUNK;
   uint64_t left = size - off;
   return (uint32_t)(left < want ? left : want);
+}
+
+/* Counts socket s's last finished chunk in the path weights (claim lock held), and says in the
+ * log when its path falls behind the others or catches up. */
+static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
+  if (!s->done_len) return;
+  c4_paths_sample(&c->paths, s->index, s->done_len, s->done_ns);
+  s->done_len = 0;
+  int change = c4_paths_changed(&c->paths, s->index);
+  if (change)
+    C4_INFO("connection to %s (pid %u, rank %d): data socket %d %s (%.2f of the fastest path's "
+            "rate; its chunks are sized to match)",
+            c->peer.host, c->peer.pid, c->peer.rank, s->index,
+            change > 0 ? "is on a slow path" : "is back to speed",
+            c4_paths_weight(&c->paths, s->index));
 }
 
 /* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
 static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int got = 0;
   pthread_mutex_lock(&c->claim_lock);
+  count_finished_chunk(c, s);
   while (c->claim_seq < atomic_load(&c->posted)) {
     struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
     if (atomic_load_explicit(&r->seq, memory_order_acquire) != c->claim_seq || r->is_inline ||
@@ -67,7 +92,8 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
       c->claim_off = 0;
       continue;
     }
-    uint32_t len = chunk_len(c, r->size, c->claim_off);
+    uint32_t len = chunk_len(c, r->size, c->claim_off,
+                             c->cfg.path_weights ? c4_paths_weight(&c->paths, s->index) : 1);
     struct c4_wire_chunk ch = {
         .seq = c->claim_seq, .offset = c->claim_off, .len = len, .total = r->size};
     c4_wire_put_chunk(s->hdr, &ch);
@@ -76,6 +102,7 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     s->payload = r->buf + c->claim_off;
     s->len = len;
     s->moved = 0;
+    s->t_claim = c4_now_ns();
     c->claim_off += len;
     got = 1;
     break;
@@ -96,9 +123,15 @@ static void chunk_moved(struct c4_request *r, uint32_t len, uint64_t total) {
   if (done == total) c4_request_complete(r);
 }
 
-/* One non-blocking step on a sending socket. Returns 1 if bytes moved. */
+/* One non-blocking step on a sending socket. Returns 1 if bytes moved. A socket its C4_FAULT
+ * pacer holds takes no new chunk: the other paths take them. */
 static int send_step(struct c4_comm *c, struct sock_state *s) {
-  if (!s->req && !claim_chunk(c, s)) return 0;
+  if (!s->req) {
+    if (__builtin_expect(c->fault.active, 0) &&
+        c4_fault_hold_ms(&c->fault, c4_now_ns(), s->index) >= 0)
+      return 0;
+    if (!claim_chunk(c, s)) return 0;
+  }
   struct iovec iov[2];
   int n = 0;
   if (s->hdr_done < C4_CHUNK_HDR_SIZE)
@@ -108,8 +141,8 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
   /* C4_FAULT rate: write only what the comm's pacer allows now (shared by its sockets). */
   if (__builtin_expect(c->fault.active, 0)) {
     now = c4_now_ns();
-    size_t allow =
-        c4_fault_pace_allow(&c->fault, now, iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
+    size_t allow = c4_fault_pace_allow(&c->fault, now, s->index,
+                                       iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
     if (allow == 0) return 0;
     if (allow < iov[0].iov_len) {
       iov[0].iov_len = allow;
@@ -121,7 +154,7 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
   struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
   ssize_t k = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (__builtin_expect(c->fault.active, 0) && k > 0)
-    c4_fault_pace_charge(&c->fault, now, (size_t)k);
+    c4_fault_pace_charge(&c->fault, now, s->index, (size_t)k);
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       s->want_out = 1;
@@ -143,6 +176,8 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
   if (s->moved == s->len) {
     struct c4_request *r = s->req;
     s->req = NULL;
+    s->done_len = s->len;
+    s->done_ns = c4_now_ns() - s->t_claim;
     chunk_moved(r, s->len, r->size);
   }
   return 1;
@@ -232,21 +267,26 @@ static void helper_wait(struct c4_helper *h) {
   int n = 0;
   pfd[n++] = (struct pollfd){.fd = h->efd, .events = POLLIN};
   int broken = atomic_load(&c->failed) != 0;
-  int timeout = IDLE_POLL_MS, hold = -1;
-  /* C4_FAULT: a stalled or paced comm has work it may not do yet. Sleep until it may, on the
-   * wake fd only: ready sockets would otherwise wake us at once, again and again. */
-  if (__builtin_expect(c->fault.active, 0)) {
-    hold = c4_fault_hold_ms(&c->fault, c4_now_ns());
-    if (hold >= 0 && hold < timeout) timeout = hold;
-  }
-  for (int i = 0; i < h->nsock && !broken && hold < 0; i++) {
+  int timeout = IDLE_POLL_MS, free_socks = 0;
+  uint64_t now = __builtin_expect(c->fault.active, 0) ? c4_now_ns() : 0;
+  for (int i = 0; i < h->nsock && !broken; i++) {
     struct sock_state *s = &h->sock[i];
+    /* C4_FAULT: a socket that a stall or its pacer holds has work it may not do yet; it is left
+     * out of the poll (ready, it would wake us again and again) and waited out by the timeout. */
+    if (__builtin_expect(c->fault.active, 0)) {
+      int hold = c4_fault_hold_ms(&c->fault, now, s->index);
+      if (hold >= 0) {
+        if (hold < timeout) timeout = hold;
+        continue;
+      }
+    }
+    free_socks++;
     short ev = c->is_send ? (s->req && s->want_out ? POLLOUT : 0) : (s->eof ? 0 : POLLIN);
     if (ev) pfd[n++] = (struct pollfd){.fd = s->fd, .events = ev};
   }
   atomic_store(&h->sleeping, 1);
   /* Dekker with c4_helpers_wake: re-check for posted work after announcing sleep. */
-  int work = c->is_send && !broken && hold < 0 && c->claim_seq < atomic_load(&c->posted);
+  int work = c->is_send && free_socks && c->claim_seq < atomic_load(&c->posted);
   if (!work && !atomic_load(&c->stop)) poll(pfd, (nfds_t)n, timeout);
   atomic_store(&h->sleeping, 0);
   if (pfd[0].revents & POLLIN) {

@@ -24,6 +24,9 @@ struct c4_transport_config {
   int connect_timeout_ms;   /* C4_CONNECT_TIMEOUT_MS: how long refused connects are retried */
   int timing;               /* C4_TIMING: 0 disables per-request timing */
   int stuck_ms;             /* C4_STUCK_MS: a request outstanding this long is reported */
+  int path_weights;         /* C4_PATH_WEIGHTS: chunks sized by each data socket's measured rate */
+  int notsent_lowat;        /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
+                             * (multipath comms; 0: the kernel's default) */
 };
 
 /* Reads the C4_* tunables (warning on bad values) into cfg. */

@@ -13,5 +13,6 @@ int main(void) {
   Suite *s = suite_create("conformance");
   conformance_add_peer_tests(s);
   conformance_add_data_tests(s);
+  conformance_add_path_tests(s);
   return c4_check_run(s);
 }

@@ -6,5 +6,6 @@
 
 void conformance_add_data_tests(Suite *s);
 void conformance_add_peer_tests(Suite *s);
+void conformance_add_path_tests(Suite *s);
 
 #endif

@@ -140,11 +140,17 @@ static int sender(const struct pair_opts *o, int rfd, side_fn fn, void *arg) {
   int n = o->ncomms > 0 ? o->ncomms : 1;
   char handles[MAX_COMMS][NCCL_NET_HANDLE_MAXSIZE];
   void *comm[MAX_COMMS] = {0};
+  int started[MAX_COMMS] = {0};
   if (full_io(rfd, handles, sizeof handles[0] * (size_t)n, 0)) return 9;
   uint64_t deadline = c4_now_ns() + H_DEADLINE_NS;
   for (int got = 0; got < n;) {
     for (int i = 0; i < n; i++) {
       if (comm[i]) continue;
+      if (o->before_connect && i > got) break; /* one after another */
+      if (o->before_connect && i == got && !started[i]) {
+        o->before_connect(i);
+        started[i] = 1;
+      }
       uint64_t t0 = c4_now_ns();
       if (c4_netapi_connect(&api, 0, handles[i], &comm[i]) != ncclSuccess) return 10;
       if (c4_now_ns() - t0 > 100000000ull) {

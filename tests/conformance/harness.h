@@ -20,6 +20,9 @@ struct pair_opts {
   const char *send_ns;
   const char *ifname; /* C4_SOCKET_IFNAME for both, default "lo" */
   int ncomms;         /* comms to open between the two processes (default 1) */
+  /* With it, the sender connects its comms one after another and calls this in its process
+   * before connecting comm i (to change what the plugin reads at connect time, as a plan). */
+  void (*before_connect)(int i);
 };
 
 /* Forks a receiver (listen, accept) and a sender (connect), runs the two functions with each

@@ -41,6 +41,24 @@ START_TEST(rank_windows_fractions_and_spaces_are_accepted) {
 }
 END_TEST
 
+START_TEST(a_rate_can_name_one_data_socket) {
+  struct c4_fault_spec s;
+  c4_fault_parse("rate:peer=1,mbps=40,sock=3;rate:peer=1,mbps=40", &s);
+  ck_assert_int_eq(s.nerr, 0);
+  ck_assert_int_eq(s.clause[0].sock, 3);
+  ck_assert_int_eq(s.clause[1].sock, -1); /* default: the whole connection */
+  c4_fault_parse("delay:peer=1,us=5,sock=0;rate:peer=1,mbps=1,sock=64;rate:peer=1,mbps=1,sock=-1",
+                 &s);
+  ck_assert_int_eq(s.n, 0);
+  ck_assert_int_eq(s.nerr, 3);
+  ck_assert_str_eq(s.err[0], "C4_FAULT clause 1 \"delay:peer=1,us=5,sock=0\": sock applies to rate "
+                             "only");
+  ck_assert_str_eq(s.err[1], "C4_FAULT clause 2 \"rate:peer=1,mbps=1,sock=64\": sock is not an "
+                             "integer in [0, 63]");
+  ck_assert_ptr_nonnull(strstr(s.err[2], "sock is not an integer"));
+}
+END_TEST
+
 START_TEST(unset_and_empty_give_nothing) {
   struct c4_fault_spec s;
   c4_fault_parse(NULL, &s);
@@ -132,6 +150,7 @@ int main(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, the_issue_example_gives_three_clauses);
   tcase_add_test(tc, rank_windows_fractions_and_spaces_are_accepted);
+  tcase_add_test(tc, a_rate_can_name_one_data_socket);
   tcase_add_test(tc, unset_and_empty_give_nothing);
   tcase_add_loop_test(tc, a_bad_clause_is_reported_and_left_out, 0,
                       (int)(sizeof bad / sizeof bad[0]));

@@ -1,0 +1,41 @@
+/* net_paths.c -- per-path throughput estimates and the chunk weights they give. Pure: the caller
+ * serializes (the sending comm's claim lock). */
+#include "net_paths.h"
+
+#include <math.h>
+#include <string.h>
+
+void c4_paths_init(struct c4_paths *p, int n) {
+  memset(p, 0, sizeof *p);
+  p->n = n < 0 ? 0 : n > C4_PATHS_MAX ? C4_PATHS_MAX : n;
+}
+
+void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns) {
+  if (i < 0 || i >= p->n || len == 0) return;
+  if (ns == 0) ns = 1;
+  double r = (double)len / (double)ns;
+  double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-(double)ns / C4_PATHS_TAU_NS);
+  p->rate[i] += alpha * (r - p->rate[i]);
+  p->bytes[i] += len;
+  p->chunks[i]++;
+}
+
+double c4_paths_weight(const struct c4_paths *p, int i) {
+  if (i < 0 || i >= p->n || p->rate[i] == 0) return 1;
+  double best = 0;
+  for (int j = 0; j < p->n; j++)
+    if (p->rate[j] > best) best = p->rate[j];
+  double w = p->rate[i] / best;
+  return w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
+}
+
+int c4_paths_changed(struct c4_paths *p, int i) {
+  if (i < 0 || i >= p->n) return 0;
+  double w = c4_paths_weight(p, i);
+  if (!p->slow[i] && w < 0.5) return p->slow[i] = 1;
+  if (p->slow[i] && w > 0.75) {
+    p->slow[i] = 0;
+    return -1;
+  }
+  return 0;
+}
