@@ -174,6 +174,12 @@ $(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKER
 gpu-check: all
 	bash tools/gpu_check/gpu_check.sh $(BUILD)
 
+# The traffic planner and the multipath weights on a namespace leaf-spine fabric: plain ECMP
+# against a static plan against dynamic weights, healthy and with a spine link degraded (root).
+.PHONY: bench-fabric
+bench-fabric: all
+	bash tools/bench/fabric_bench.sh $(BUILD)
+
 $(C4TRAIN): $(call obj,trainer/train_main.c) $(LIBTRAIN) $(LIBKERN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLAS_LIBS) $(LDLIBS)

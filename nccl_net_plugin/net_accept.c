@@ -51,7 +51,7 @@ int c4_transport_listen(const struct c4_transport_config *cfg, int dev, uint64_t
   struct c4_listen_comm *l = calloc(1, sizeof *l);
   if (!l) return C4_ENOMEM;
   struct c4_wire_handle h = {0};
-  int fd = c4_sock_listen(addr, &h.addr);
+  int fd = c4_sock_listen(addr, cfg->listen_port_lo, cfg->listen_port_hi, &h.addr);
   if (fd < 0) {
     free(l);
     return fd;

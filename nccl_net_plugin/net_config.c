@@ -1,5 +1,9 @@
 /* net_config.c -- the socket transport's tunables, read from C4_* environment variables. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "c4_env.h"
+#include "c4_log.h"
 #include "net_transport.h"
 
 /* Defaults measured with `make bench` on loopback and veth (see README, "Tuning"). */
@@ -8,6 +12,24 @@
 #define DEFAULT_INLINE (64 << 10)
 #define DEFAULT_CHUNK (512 << 10)
 #define DEFAULT_NOTSENT_LOWAT 0 /* off: on loopback it cost 15% of a single comm's rate */
+
+/* C4_LISTEN_PORTS: "LO-HI" or "PORT", 1..65535; anything else is warned about and ignored. */
+static void parse_port_range(const char *v, int *lo, int *hi) {
+  *lo = *hi = 0;
+  if (!v || !*v) return;
+  int a = 0, b = 0, n = 0;
+  if ((sscanf(v, "%d-%d%n", &a, &b, &n) == 2 && v[n] == 0) ||
+      (sscanf(v, "%d%n", &a, &n) == 1 && v[n] == 0 && (b = a))) {
+    if (a >= 1 && b >= a && b <= 65535) {
+      *lo = a;
+      *hi = b;
+      return;
+    }
+  }
+  C4_WARN("C4_LISTEN_PORTS=\"%s\" is not PORT or LO-HI within 1-65535; listeners take ports the "
+          "kernel picks",
+          v);
+}
 
 void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->nsocks = (int)c4_env_long("C4_NSOCKS", DEFAULT_NSOCKS, 1, C4_MAX_NSOCKS);
@@ -19,6 +41,7 @@ void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->connect_timeout_ms = (int)c4_env_long("C4_CONNECT_TIMEOUT_MS", 30000, 0, 3600000);
   cfg->timing = (int)c4_env_long("C4_TIMING", 1, 0, 1);
   cfg->stuck_ms = (int)c4_env_long("C4_STUCK_MS", 2000, 1, 3600000);
+  parse_port_range(getenv("C4_LISTEN_PORTS"), &cfg->listen_port_lo, &cfg->listen_port_hi);
   cfg->path_weights = (int)c4_env_long("C4_PATH_WEIGHTS", 1, 0, 1);
   cfg->notsent_lowat = (int)c4_env_long("C4_NOTSENT_LOWAT", DEFAULT_NOTSENT_LOWAT, 0, 1 << 30);
 }

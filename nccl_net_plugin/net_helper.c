@@ -70,7 +70,7 @@ static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
   if (!s->done_len) return;
   c4_paths_sample(&c->paths, s->index, s->done_len, s->done_ns);
   s->done_len = 0;
-  int change = c4_paths_changed(&c->paths, s->index);
+  int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
   if (change)
     C4_INFO("connection to %s (pid %u, rank %d): data socket %d %s (%.2f of the fastest path's "
             "rate; its chunks are sized to match)",

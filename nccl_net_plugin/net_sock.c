@@ -25,25 +25,46 @@ int c4_sock_tune(int fd) {
   return 0;
 }
 
-int c4_sock_listen(const struct sockaddr_storage *addr, struct sockaddr_storage *bound) {
-  char name[96];
-  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    C4_WARN("socket() for listening failed: %s", strerror(errno));
-    return C4_ESYS;
-  }
+/* Binds fd to addr at port (0: the kernel's choice) and listens; 0 or errno. */
+static int bind_listen(int fd, const struct sockaddr_storage *addr, int port) {
   struct sockaddr_storage a = *addr;
   if (a.ss_family == AF_INET)
-    ((struct sockaddr_in *)&a)->sin_port = 0;
+    ((struct sockaddr_in *)&a)->sin_port = htons((uint16_t)port);
   else
-    ((struct sockaddr_in6 *)&a)->sin6_port = 0;
-  socklen_t len = addr_len(&a);
-  if (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 1024) != 0) {
-    C4_WARN("cannot listen on %s: %s", c4_sock_addr_str(&a, name, sizeof name), strerror(errno));
+    ((struct sockaddr_in6 *)&a)->sin6_port = htons((uint16_t)port);
+  if (bind(fd, (struct sockaddr *)&a, addr_len(&a)) != 0 || listen(fd, 1024) != 0) return errno;
+  return 0;
+}
+
+int c4_sock_listen(const struct sockaddr_storage *addr, int port_lo, int port_hi,
+                   struct sockaddr_storage *bound) {
+  char name[96];
+  int fd = -1, err = 0;
+  /* The first free port of the range: ECMP hashes the destination port too, so a traffic plan's
+   * source ports only hold for the port its probes went to. */
+  for (int p = port_lo; port_lo > 0 && p <= port_hi; p++) {
+    fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if ((err = bind_listen(fd, addr, p)) == 0) break;
     close(fd);
-    return C4_ESYS;
+    fd = -1;
   }
-  len = sizeof *bound;
+  if (port_lo > 0 && fd < 0)
+    C4_WARN("no free port in C4_LISTEN_PORTS %d-%d on %s (%s); listening on one the kernel picks",
+            port_lo, port_hi, c4_sock_addr_str(addr, name, sizeof name), strerror(err));
+  if (fd < 0) {
+    fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      C4_WARN("socket() for listening failed: %s", strerror(errno));
+      return C4_ESYS;
+    }
+    if ((err = bind_listen(fd, addr, 0)) != 0) {
+      C4_WARN("cannot listen on %s: %s", c4_sock_addr_str(addr, name, sizeof name), strerror(err));
+      close(fd);
+      return C4_ESYS;
+    }
+  }
+  socklen_t len = sizeof *bound;
   if (getsockname(fd, (struct sockaddr *)bound, &len) != 0) {
     close(fd);
     return C4_ESYS;

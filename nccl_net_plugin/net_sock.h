@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-/* Opens a non-blocking listening socket on addr (its port is ignored: the kernel picks one) and
- * writes the bound address, port included, to bound. Returns the fd or a negative C4_E* code. */
-int c4_sock_listen(const struct sockaddr_storage *addr, struct sockaddr_storage *bound);
+/* Opens a non-blocking listening socket on addr (its port is ignored) at the first free port of
+ * port_lo..port_hi, or (port_lo 0, or none free: logged) at one the kernel picks, and writes the
+ * bound address, port included, to bound. Returns the fd or a negative C4_E* code. */
+int c4_sock_listen(const struct sockaddr_storage *addr, int port_lo, int port_hi,
+                   struct sockaddr_storage *bound);
 
 /* Starts a non-blocking connect to addr. Returns the fd (connection in progress or done) or a
  * negative C4_E* code. */

@@ -25,8 +25,11 @@ struct c4_transport_config {
   int timing;               /* C4_TIMING: 0 disables per-request timing */
   int stuck_ms;             /* C4_STUCK_MS: a request outstanding this long is reported */
   int path_weights;         /* C4_PATH_WEIGHTS: chunks sized by each data socket's measured rate */
-  int notsent_lowat;        /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
-                             * (multipath comms; 0: the kernel's default) */
+  int listen_port_lo;       /* C4_LISTEN_PORTS=LO-HI: listeners take the first free port of the
+                             * range (0: the kernel's choice) */
+  int listen_port_hi;
+  int notsent_lowat; /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
+                      * (multipath comms; 0: the kernel's default) */
 };
 
 /* Reads the C4_* tunables (warning on bad values) into cfg. */

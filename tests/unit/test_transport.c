@@ -19,6 +19,7 @@
 #include "net_fault.h"
 #include "net_paths.h"
 #include "net_transport.h"
+#include "net_wire.h"
 
 static struct c4_transport_config cfg;
 static struct c4_comm *tx, *rx;
@@ -173,6 +174,52 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
   free(b);
   c4_transport_close(tx);
   c4_transport_close(rx);
+}
+END_TEST
+
+/* C4_LISTEN_PORTS: listeners take the first free port of the range (a plan's source ports were
+ * probed against it); a taken port is skipped; a full range falls back to the kernel's choice. */
+static int listen_port(const struct c4_transport_config *c, struct c4_listen_comm **l) {
+  struct sockaddr_storage lo = {0};
+  struct sockaddr_in *s = (struct sockaddr_in *)&lo;
+  s->sin_family = AF_INET;
+  s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  uint8_t handle[128] = {0};
+  ck_assert_int_eq(c4_transport_listen(c, 0, 1, &lo, handle, l), 0);
+  struct c4_wire_handle h;
+  char err[128];
+  ck_assert_int_eq(c4_wire_get_handle(handle, &h, err, sizeof err), 0);
+  return ntohs(((struct sockaddr_in *)&h.addr)->sin_port);
+}
+
+START_TEST(listeners_take_the_first_free_port_of_c4_listen_ports) {
+  setenv("C4_DEBUG", "NONE", 1);
+  int base = 43000 + (int)(getpid() % 1000) * 3;
+  char range[32];
+  snprintf(range, sizeof range, "%d-%d", base, base + 1);
+  setenv("C4_LISTEN_PORTS", range, 1);
+  c4_transport_config_load(&cfg);
+  ck_assert_int_eq(cfg.listen_port_lo, base);
+  ck_assert_int_eq(cfg.listen_port_hi, base + 1);
+  struct c4_listen_comm *a, *b, *c;
+  ck_assert_int_eq(listen_port(&cfg, &a), base);
+  ck_assert_int_eq(listen_port(&cfg, &b), base + 1);
+  int p = listen_port(&cfg, &c); /* the range is full */
+  ck_assert(p != base && p != base + 1 && p > 0);
+  c4_transport_close_listen(a);
+  c4_transport_close_listen(b);
+  c4_transport_close_listen(c);
+  static const char *bad[] = {"x", "0", "5-4", "70000", "10-70000", "1-2-3", "12 "};
+  for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("C4_LISTEN_PORTS", bad[i], 1);
+    c4_transport_config_load(&cfg);
+    ck_assert_msg(cfg.listen_port_lo == 0 && cfg.listen_port_hi == 0, "\"%s\" taken", bad[i]);
+  }
+  setenv("C4_LISTEN_PORTS", "29600", 1);
+  c4_transport_config_load(&cfg);
+  ck_assert_int_eq(cfg.listen_port_lo, 29600);
+  ck_assert_int_eq(cfg.listen_port_hi, 29600);
+  unsetenv("C4_LISTEN_PORTS");
 }
 END_TEST
 
@@ -410,6 +457,7 @@ int main(void) {
   tcase_add_test(tc, every_size_class_arrives_intact_with_helper_threads);
   tcase_add_test(tc, every_size_class_arrives_intact_moved_by_the_callers_thread);
   tcase_add_test(tc, thirty_two_requests_in_flight_complete_in_posting_order);
+  tcase_add_test(tc, listeners_take_the_first_free_port_of_c4_listen_ports);
   tcase_add_test(tc, a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost);
   tcase_add_test(tc, a_send_posted_before_its_receive_lands_in_the_receive_buffer);
   tcase_add_test(tc, message_larger_than_the_posted_buffer_fails_on_both_sides);
