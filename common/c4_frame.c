@@ -107,8 +107,8 @@ int c4_frame_get_header(const uint8_t in[C4_FRAME_HDR], int *type, uint32_t *len
   uint64_t magic = get_le(&c, 2), version = get_le(&c, 1);
   *type = (int)get_le(&c, 1);
   *length = (uint32_t)get_le(&c, 4);
-  if (magic != MAGIC || version != VERSION || *type < C4_FRAME_CHALLENGE ||
-      *type > C4_FRAME_STATUS_REPLY || *length > C4_FRAME_MAX_PAYLOAD)
+  if (magic != MAGIC || version != VERSION || *type < C4_FRAME_CHALLENGE || *type > C4_FRAME_PLAN ||
+      *length > C4_FRAME_MAX_PAYLOAD)
     return C4_EPROTO;
   return 0;
 }
@@ -356,6 +356,8 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
 
 size_t c4_frame_hello_size(void) { return 2 * C4_FRAME_NAME + 4 + 4 + C4_FRAME_MAC; }
 
+void c4_frame_crypto_init(void) { OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL); }
+
 /* The MAC's message: the nonce, then the HELLO's fields as laid out on the wire. */
 static void hello_mac(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
                       const char *token, uint8_t mac[C4_FRAME_MAC]) {
@@ -451,5 +453,24 @@ int c4_frame_get_challenge(const uint8_t *in, size_t len, uint8_t nonce[C4_FRAME
   struct cur c = {.r = in, .left = len};
   get(&c, nonce, C4_FRAME_NONCE);
   *t_server = get_le(&c, 8);
+  return 0;
+}
+
+void c4_frame_put_plan_hdr(uint8_t out[C4_FRAME_PLAN_HDR], uint32_t total, uint32_t offset) {
+  struct cur c = {.w = out, .left = C4_FRAME_PLAN_HDR};
+  put_le(&c, total, 4);
+  put_le(&c, offset, 4);
+}
+
+int c4_frame_get_plan_part(const uint8_t *p, uint32_t len, uint32_t *total, uint32_t *offset,
+                           const uint8_t **part, uint32_t *n) {
+  struct cur c = {.r = p, .left = len};
+  *total = (uint32_t)get_le(&c, 4);
+  *offset = (uint32_t)get_le(&c, 4);
+  if (c.bad || *total > C4_FRAME_PLAN_MAX || *offset > *total ||
+      len - C4_FRAME_PLAN_HDR > *total - *offset)
+    return C4_EPROTO;
+  *part = p + C4_FRAME_PLAN_HDR;
+  *n = len - C4_FRAME_PLAN_HDR;
   return 0;
 }

@@ -23,9 +23,12 @@ enum {
   C4_FRAME_TIME = 6,
   C4_FRAME_BYE = 7,
   C4_FRAME_STATUS = 8,
-  C4_FRAME_STATUS_REPLY = 9
+  C4_FRAME_STATUS_REPLY = 9,
+  C4_FRAME_PLAN = 10 /* c4mon -> rank: part of the traffic plan for the rank's host */
 };
 
+#define C4_FRAME_PLAN_HDR 8          /* a PLAN frame: total bytes, offset, then the part */
+#define C4_FRAME_PLAN_MAX (1u << 20) /* the largest plan c4mon pushes to one rank */
 #define C4_FRAME_HEARTBEAT_SIZE 48
 #define C4_FRAME_TIME_SIZE 24
 #define C4_FRAME_CHALLENGE_SIZE (C4_FRAME_NONCE + 8)
@@ -72,6 +75,12 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r);
  * truncated, a string without NUL, a field out of range). */
 int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r);
 
+/* Initializes libcrypto (its configuration included) on the calling thread. Call it on the main
+ * thread before another thread first computes a MAC: libcrypto would otherwise load its
+ * configuration on that thread and keep an error state there that it never frees (found by
+ * ASan's leak check at exit, which then fails the process). Idempotent. */
+void c4_frame_crypto_init(void);
+
 /* Encodes a HELLO payload (sizeof: c4_frame_hello_size()) with its MAC over nonce and fields. */
 size_t c4_frame_hello_size(void);
 void c4_frame_put_hello(uint8_t *out, const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
@@ -83,5 +92,13 @@ int c4_frame_get_hello(const uint8_t *in, size_t len, struct c4_hello *h);
 /* 1 when h's MAC is right for nonce and token (constant-time comparison), else 0. */
 int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
                           const char *token);
+
+/* PLAN frames: a host's traffic plan (JSON, docs/plan-format.md) in parts of at most
+ * C4_FRAME_MAX_PAYLOAD - C4_FRAME_PLAN_HDR bytes. put writes the payload header (total, offset);
+ * get checks total <= C4_FRAME_PLAN_MAX and that the part lies inside it, and points part into p.
+ */
+void c4_frame_put_plan_hdr(uint8_t out[C4_FRAME_PLAN_HDR], uint32_t total, uint32_t offset);
+int c4_frame_get_plan_part(const uint8_t *p, uint32_t len, uint32_t *total, uint32_t *offset,
+                           const uint8_t **part, uint32_t *n);
 
 #endif

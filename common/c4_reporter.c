@@ -23,7 +23,7 @@
 enum { DOWN, CONNECTING, WAIT_CHALLENGE, WAIT_WELCOME, UP };
 
 #define OUT_CAP (C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD)
-#define IN_CAP (C4_FRAME_HDR + 256)
+#define IN_CAP (C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD) /* a whole PLAN frame */
 #define BACKOFF_MIN 100000000ull
 #define BACKOFF_MAX 5000000000ull
 #define TIME_PERIOD 2000000000ull
@@ -33,7 +33,8 @@ static struct {
   int on;
   char host[256], port[16], job[C4_FRAME_NAME], token[256];
   uint64_t hb_ns;
-  int state, fd;
+  atomic_int state; /* read by c4_reporter_await_plan on another thread */
+  int fd;
   uint64_t next_try, backoff, since;
   struct c4_record *q;
   size_t q_cap, q_head, q_len;
@@ -43,6 +44,10 @@ static struct {
   size_t in_len;
   uint64_t next_hb, next_time, t1;
   _Atomic(void (*)(uint64_t *, uint64_t *)) progress;
+  _Atomic(void (*)(const char *, size_t)) on_plan;
+  char *plan; /* a pushed plan being assembled: plan_have of plan_total bytes */
+  uint32_t plan_total, plan_have;
+  atomic_int plan_due; /* c4mon's WELCOME said a plan follows, and it has not arrived yet */
   _Atomic uint64_t sent, dropped, connects, failures;
   _Atomic int64_t offset;
   _Atomic uint64_t rtt;
@@ -75,6 +80,7 @@ int c4_reporter_init(void) {
   if (!rep.q) return C4_ENOMEM;
   rep.backoff = BACKOFF_MIN;
   rep.on = 1;
+  c4_frame_crypto_init(); /* here, not on the telemetry thread: see c4_frame.h */
   return 1;
 }
 
@@ -231,6 +237,52 @@ static void on_time(const uint8_t *p, uint32_t len, uint64_t t4) {
   atomic_store(&rep.rtt, rtt);
 }
 
+/* A PLAN part: parts come in order; a part at offset 0 starts a plan afresh, one out of order
+ * drops what was gathered. A whole plan goes to the callback (the plugin's plan). */
+static int on_plan_part(const uint8_t *p, uint32_t len) {
+  uint32_t total, offset, n;
+  const uint8_t *part;
+  if (c4_frame_get_plan_part(p, len, &total, &offset, &part, &n) != 0) return -1;
+  if (offset == 0) {
+    free(rep.plan);
+    rep.plan = malloc(total ? total : 1);
+    rep.plan_total = total;
+    rep.plan_have = 0;
+    if (!rep.plan) return 0; /* no memory: this plan is skipped, the connection kept */
+  }
+  if (!rep.plan || total != rep.plan_total || offset != rep.plan_have) {
+    free(rep.plan);
+    rep.plan = NULL;
+    return 0;
+  }
+  memcpy(rep.plan + offset, part, n);
+  rep.plan_have += n;
+  if (rep.plan_have == rep.plan_total) {
+    void (*fn)(const char *, size_t) = atomic_load(&rep.on_plan);
+    if (fn) fn(rep.plan, rep.plan_total);
+    free(rep.plan);
+    rep.plan = NULL;
+    atomic_store(&rep.plan_due, 0);
+  }
+  return 0;
+}
+
+void c4_reporter_on_plan(void (*fn)(const char *json, size_t len)) {
+  atomic_store(&rep.on_plan, fn);
+}
+
+int c4_reporter_await_plan(int timeout_ms) {
+  if (!rep.on) return 0;
+  uint64_t end = c4_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  unsigned long failures = atomic_load(&rep.failures);
+  while (c4_now_ns() < end) {
+    if (rep.state == UP && !atomic_load(&rep.plan_due)) return 1;
+    if (atomic_load(&rep.failures) != failures) return 0; /* c4mon is not there: no wait */
+    usleep(1000);
+  }
+  return 0;
+}
+
 void c4_reporter_tick(uint64_t now) {
   if (!rep.on) return;
   if (rep.state == DOWN) {
@@ -260,17 +312,24 @@ void c4_reporter_tick(uint64_t now) {
       send_hello();
       rep.state = WAIT_WELCOME;
     } else if (rep.state == WAIT_WELCOME && type == C4_FRAME_WELCOME && len >= 2) {
-      if (p[0] | p[1]) {
+      if (p[0]) {
         consume_frame(len);
         drop_connection("c4mon refused this job (wrong C4_TOKEN or C4_JOB?)", now);
         return;
       }
+      atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
       rep.state = UP;
       rep.backoff = BACKOFF_MIN;
       rep.next_hb = rep.next_time = now;
       atomic_fetch_add(&rep.connects, 1);
     } else if (rep.state == UP && type == C4_FRAME_TIME) {
       on_time(p, len, now);
+    } else if (rep.state == UP && type == C4_FRAME_PLAN) {
+      if (on_plan_part(p, len) != 0) {
+        consume_frame(len);
+        drop_connection("c4mon sent a malformed plan", now);
+        return;
+      }
     } else {
       consume_frame(len);
       drop_connection("c4mon sent an unexpected frame", now);
@@ -303,6 +362,8 @@ void c4_reporter_finish(int timeout_ms) {
     queue_frame(C4_FRAME_BYE, NULL, 0);
     flush_out();
   }
+  free(rep.plan);
+  rep.plan = NULL;
   atomic_fetch_add(&rep.dropped, rep.q_len); /* what could not be delivered */
   rep.q_len = 0;
   if (rep.fd >= 0) close(rep.fd);

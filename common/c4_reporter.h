@@ -4,6 +4,7 @@
 #ifndef C4_REPORTER_H
 #define C4_REPORTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "c4_record.h"
@@ -24,6 +25,16 @@ void c4_reporter_finish(int timeout_ms);
 
 /* Where the heartbeat's "entered" and "done" collective counts come from (profiler or shim). */
 void c4_reporter_set_progress(void (*fn)(uint64_t *entered, uint64_t *done));
+
+/* Where a traffic plan pushed by c4mon goes (JSON bytes, not NUL-terminated), called on the
+ * telemetry thread; NULL: pushed plans are ignored. */
+void c4_reporter_on_plan(void (*fn)(const char *json, size_t len));
+
+/* Waits, at most timeout_ms, until the stream to c4mon is up and the plan its WELCOME announced
+ * (if any) has been handed to the callback, so that a job's first connections follow a pushed
+ * plan. Returns 1 then; 0 when not streaming, when a connect to c4mon fails, or at the timeout.
+ * Not from the telemetry thread (it does the work waited for). */
+int c4_reporter_await_plan(int timeout_ms);
 
 struct c4_reporter_stats {
   uint64_t sent, dropped, connects, failures;

@@ -42,7 +42,9 @@ static void usage(FILE *f) {
              "output or --events FILE; --on-event runs CMD with the event on its stdin,\n"
              "--subscribe lets any process read the verdicts over TCP, --metrics serves\n"
              "Prometheus text on http://ADDR:PORT/metrics, --plan names the paths of a traffic\n"
-             "plan (docs/plan-format.md). --record writes what arrives as trace JSON lines\n"
+             "plan (docs/plan-format.md) and, with serve, pushes each rank its host's flows of it\n"
+             "(again when the file changes), which the plugin follows when C4_PLAN is unset.\n"
+             "--record writes what arrives as trace JSON lines\n"
              "(docs/trace-format.md) in c4mon's clock. record: serve that writes to --out.\n"
              "replay: runs the same detection on a trace (JSON lines or the binary form) as fast\n"
              "as possible, or at X times its recorded pace (--speed 1: as recorded); events go\n"
@@ -368,8 +370,11 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  struct mon_opts o = {
-      .listen = listen, .token = token ? token : "", .job = job, .tick = serve_tick};
+  struct mon_opts o = {.listen = listen,
+                       .token = token ? token : "",
+                       .job = job,
+                       .tick = serve_tick,
+                       .plan = d.det.plan};
   if (out) {
     o.record = fopen(out, "a");
     if (!o.record) {

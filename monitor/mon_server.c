@@ -24,6 +24,7 @@
 #include "c4_log.h"
 #include "det.h"
 #include "mon_pipeline.h"
+#include "mon_planpush.h"
 #include "mon_windows.h"
 
 #define HELLO_TIMEOUT_NS 5000000000ull
@@ -199,6 +200,32 @@ static void send_status(struct conn *c) {
   free(doc);
 }
 
+/* Sends the rank on c its host's flows of the plan (--plan), in PLAN frames. Without blocking: a
+ * host's part is a few KB and fits an idle socket's buffer; a connection that cannot take it is
+ * closed (the rank reconnects and gets the plan with its welcome). Returns 0 or -1 (closed). */
+static int push_plan(struct conn *c) {
+  size_t n = 0;
+  char *doc = mon.o->plan ? mon_planpush_for_host(c->hello.host, &n) : NULL;
+  if (!doc) return 0;
+  size_t off = 0;
+  int rc = 0;
+  do {
+    size_t part = n - off < C4_FRAME_MAX_PAYLOAD - C4_FRAME_PLAN_HDR
+                      ? n - off
+                      : C4_FRAME_MAX_PAYLOAD - C4_FRAME_PLAN_HDR;
+    uint8_t hdr[C4_FRAME_HDR + C4_FRAME_PLAN_HDR];
+    c4_frame_put_header(hdr, C4_FRAME_PLAN, (uint32_t)(C4_FRAME_PLAN_HDR + part));
+    c4_frame_put_plan_hdr(hdr + C4_FRAME_HDR, (uint32_t)n, (uint32_t)off);
+    if (send_all_now(c->fd, hdr, sizeof hdr) != 0 ||
+        (part && send_all_now(c->fd, (const uint8_t *)doc + off, part) != 0))
+      rc = -1;
+    off += part;
+  } while (off < n && rc == 0);
+  free(doc);
+  if (rc) close_conn(c, "could not push the plan", 0);
+  return rc;
+}
+
 /* Acts on one whole frame. Returns 0 to go on, -1 when the connection was closed. */
 static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
   if (c->state == WAIT_HELLO) {
@@ -213,7 +240,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
     }
     int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
              (!mon.o->job || !strcmp(mon.o->job, c->hello.job));
-    uint8_t status[2] = {ok ? 0 : 1, 0};
+    uint8_t status[2] = {ok ? 0 : 1, ok && mon.o->plan ? 1 : 0}; /* 1: a PLAN follows */
     send_frame(c->fd, C4_FRAME_WELCOME, status, sizeof status);
     if (!ok) {
       C4_WARN("c4mon: refused rank %d of job \"%s\" from %s (pid %u): wrong token or job",
@@ -223,7 +250,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
     }
     c->state = UP;
     mon.connected++;
-    return 0;
+    return push_plan(c);
   }
   if (type == C4_FRAME_RECORDS) {
     if (len < 2) goto bad;
@@ -356,7 +383,13 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
   mon.t_start = c4_now_ns();
   struct epoll_event evs[256];
-  uint64_t next_tick = 0;
+  uint64_t next_tick = 0, next_plan_check = 0;
+  if (mon_planpush_load(o->plan) != 0) {
+    close(mon.efd);
+    close(mon.lfd);
+    free(mon.conn);
+    return C4_EINVAL;
+  }
   while (!*stop) {
     int n = epoll_wait(mon.efd, evs, 256, 100);
     for (int i = 0; i < n; i++) {
@@ -368,6 +401,12 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
     if (o->record) fflush(o->record);
     expire_handshakes(c4_now_ns());
     uint64_t now = c4_now_ns();
+    if (now >= next_plan_check) { /* a changed plan goes to every rank */
+      if (mon_planpush_check())
+        for (int fd = 0; fd < mon.nconn_max; fd++)
+          if (mon.conn[fd] && mon.conn[fd]->state == UP) push_plan(mon.conn[fd]);
+      next_plan_check = now + 1000000000ull;
+    }
     if (now >= next_tick) { /* detection's clock, and the caller's periodic work */
       c4_det_advance(now);
       if (o->tick) o->tick(o->tick_arg);

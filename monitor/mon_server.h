@@ -14,6 +14,7 @@ struct mon_opts {
   FILE *record;            /* trace lines go here, or NULL */
   void (*tick)(void *arg); /* called about every 100 ms from the loop (exporters), or NULL */
   void *tick_arg;
+  const char *plan; /* traffic plan to push each rank its host's flows of, or NULL */
 };
 
 /* Runs until *stop becomes nonzero (checked every 100 ms). Returns 0, or a negative C4_E* code

@@ -278,24 +278,52 @@ static void check_file(const char *path) {
   install(p);
 }
 
+/* A plan c4mon pushed, waiting for the next connect to install it (the connect path owns the
+ * plan state; the telemetry thread only hands over). */
+static _Atomic(struct c4_netplan *) pushed;
+static atomic_int from_file; /* the current plan was read from C4_PLAN */
+
+void c4_netplan_push(const char *json, size_t len) {
+  char err[256];
+  struct c4_netplan *p = NULL;
+  if (c4_netplan_parse(json, len, &p, err, sizeof err) != 0) {
+    atomic_fetch_add(&c4_netplan_stats.bad_plans, 1);
+    C4_WARN("the plan c4mon pushed: %s; ignored", err);
+    return;
+  }
+  atomic_fetch_add(&c4_netplan_stats.pushes, 1);
+  const char *path = getenv("C4_PLAN");
+  if (path && *path)
+    C4_INFO("c4mon pushed a plan (%d host pairs); C4_PLAN=%s takes precedence", p->npairs, path);
+  else
+    C4_INFO("c4mon pushed a plan: %d host pairs", p->npairs);
+  c4_netplan_free(atomic_exchange(&pushed, p));
+}
+
 static void maybe_reload(void) {
+  const char *path = getenv("C4_PLAN");
+  if (!path || !*path) { /* no file: the plan is what c4mon pushed last, if anything */
+    if ((atomic_load(&pushed) || atomic_load(&from_file)) && !atomic_exchange(&reloading, 1)) {
+      struct c4_netplan *p = atomic_exchange(&pushed, NULL);
+      if (p || atomic_load(&from_file)) install(p); /* C4_PLAN was unset: its plan goes */
+      atomic_store(&from_file, 0);
+      seen_valid = 0;
+      atomic_store(&reloading, 0);
+    }
+    return;
+  }
   uint64_t now = c4_now_ns(), last = atomic_load(&last_check_ns);
   if (last != 0 && now - last < CHECK_EVERY_NS) return;
   if (atomic_exchange(&reloading, 1)) return; /* another thread is checking: use what is there */
   atomic_store(&last_check_ns, now ? now : 1);
-  const char *path = getenv("C4_PLAN");
-  if (path && *path) {
-    check_file(path);
-  } else {
-    seen_valid = 0;
-    install(NULL);
-  }
+  check_file(path);
+  atomic_store(&from_file, 1);
   atomic_store(&reloading, 0);
 }
 
 int c4_netplan_bindings(const char *src, const char *dst, struct c4_netplan_bind *out, int max) {
   const char *path = getenv("C4_PLAN");
-  if ((!path || !*path) && !atomic_load(&current)) return 0;
+  if ((!path || !*path) && !atomic_load(&current) && !atomic_load(&pushed)) return 0;
   maybe_reload();
   const struct c4_netplan_pair *pair = c4_netplan_find(atomic_load(&current), src, dst);
   if (!pair) return 0;
@@ -306,6 +334,7 @@ int c4_netplan_bindings(const char *src, const char *dst, struct c4_netplan_bind
 
 void c4_netplan_reset(void) {
   c4_netplan_free(atomic_exchange(&current, NULL));
+  c4_netplan_free(atomic_exchange(&pushed, NULL));
   for (int i = 0; i < RETIRED_MAX; i++) {
     c4_netplan_free(retired[i]);
     retired[i] = NULL;
@@ -313,4 +342,5 @@ void c4_netplan_reset(void) {
   retired_next = 0;
   seen_valid = 0;
   atomic_store(&last_check_ns, 0);
+  atomic_store(&from_file, 0);
 }

@@ -54,6 +54,11 @@ const struct c4_netplan_pair *c4_netplan_find(const struct c4_netplan *p, const 
  * fails and never waits for another thread. Thread-safe; call at connect time only. */
 int c4_netplan_bindings(const char *src, const char *dst, struct c4_netplan_bind *out, int max);
 
+/* A plan c4mon pushed (JSON bytes, the plan file's format): parsed at once (a bad one is logged,
+ * counted and ignored) and installed at the next connect, when C4_PLAN is unset (a C4_PLAN file
+ * takes precedence). Called on the telemetry thread; never waits for a connect. */
+void c4_netplan_push(const char *json, size_t len);
+
 /* Frees the current plan and every replaced one, and forgets the file's state (tests; finalize
  * once no connect is in progress). */
 void c4_netplan_reset(void);
@@ -61,7 +66,8 @@ void c4_netplan_reset(void);
 /* Counters, for logs and tests. */
 struct c4_netplan_stats {
   atomic_ulong loads;          /* plan files read and accepted */
-  atomic_ulong bad_plans;      /* plan files missing or rejected */
+  atomic_ulong bad_plans;      /* plan files missing or rejected, and rejected pushes */
+  atomic_ulong pushes;         /* plans c4mon pushed and accepted */
   atomic_ulong bound;          /* data sockets bound as planned */
   atomic_ulong bind_fallbacks; /* planned binds that failed: the socket used an ephemeral port */
 };

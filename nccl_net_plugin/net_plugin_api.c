@@ -7,13 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_env.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_reporter.h"
 #include "c4_telemetry.h"
 #include "nccl_net_abi.h"
 #include "net_comm.h"
 #include "net_fault.h"
 #include "net_iface.h"
+#include "net_plan.h"
 #include "net_transport.h"
 
 #define C4_EXPORT __attribute__((visibility("default")))
@@ -73,8 +76,13 @@ static void plugin_setup(void) {
   }
   for (int i = 0; i < plugin.ndev; i++)
     C4_INFO("device %d: %s, %d Mbps", i, plugin.dev[i].name, plugin.dev[i].speed_mbps);
+  c4_reporter_on_plan(c4_netplan_push); /* plans c4mon pushes (docs/plan-format.md) */
   c4_telemetry_add_periodic(c4_watch_scan);
   c4_telemetry_start();
+  /* A plan c4mon pushes should pin the first connections too: wait for it, briefly (the
+   * handshake takes a round trip or two; a c4mon that is not there ends the wait at once). */
+  const char *file = getenv("C4_PLAN");
+  if (!file || !*file) c4_reporter_await_plan((int)c4_env_long("C4_PLAN_WAIT_MS", 1000, 0, 60000));
 }
 
 static int core_init(ncclDebugLogger_t logger) {

@@ -1,5 +1,6 @@
 /* fuzz_frame.c -- fuzz target for the stream protocol decoders (docs/stream.md): frame headers,
- * records (whatever decodes must survive a re-encode unchanged) and HELLOs. */
+ * records (whatever decodes must survive a re-encode unchanged), HELLOs and PLAN parts. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     must(memcmp(&back, &r, sizeof r) == 0);
     off += (size_t)n;
   }
+  uint32_t total, offset, n; /* a PLAN payload: the part lies inside the plan */
+  const uint8_t *part;
+  if (size <= UINT32_MAX &&
+      c4_frame_get_plan_part(data, (uint32_t)size, &total, &offset, &part, &n) == 0)
+    must(total <= C4_FRAME_PLAN_MAX && offset <= total && n <= total - offset &&
+         part + n == data + size);
   struct c4_hello h;
   if (c4_frame_get_hello(data, size, &h) == 0) {
     must(memchr(h.job, 0, sizeof h.job) && memchr(h.host, 0, sizeof h.host));

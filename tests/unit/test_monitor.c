@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,33 @@ static int lines_in(const char *path, const char *needle) {
   return n;
 }
 
+/* What the reporter hands over when c4mon pushes a plan (telemetry thread). */
+static char pushed[4096];
+static atomic_int npushed;
+
+static void on_plan(const char *json, size_t len) {
+  if (len >= sizeof pushed) len = sizeof pushed - 1;
+  memcpy(pushed, json, len);
+  pushed[len] = 0;
+  atomic_fetch_add(&npushed, 1);
+}
+
+static void write_file(const char *path, const char *text) {
+  char tmp[300];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  ck_assert_int_eq(rename(tmp, path), 0);
+}
+
+static int wait_pushes(int want, int ms) {
+  for (int i = 0; i < ms / 20 && atomic_load(&npushed) < want; i++)
+    usleep(20000);
+  return atomic_load(&npushed);
+}
+
 static void stop_c4mon(pid_t pid) {
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
@@ -139,6 +167,46 @@ START_TEST(records_reach_c4mon_and_are_recorded_in_its_clock) {
   ck_assert_uint_eq(st.sent, 1000);
   ck_assert_uint_eq(st.dropped, 0);
   unlink(rec);
+}
+END_TEST
+
+/* c4mon serve --plan: a rank gets its own host's flows when it connects, and again, within a
+ * couple of seconds, when the plan file changes; other hosts' flows stay at c4mon. */
+START_TEST(c4mon_pushes_each_rank_its_hosts_flows_of_the_plan_and_its_changes) {
+  setup();
+  setenv("C4_HOSTNAME", "push-host", 1);
+  char plan[] = "/tmp/c4-mon-plan-XXXXXX";
+  close(mkstemp(plan));
+  write_file(
+      plan,
+      "{\"v\":1,\"paths\":[],\"flows\":[{\"src\":\"push-host\",\"dst\":\"b\",\"src_port\":50001},"
+      "{\"src\":\"other\",\"dst\":\"push-host\",\"src_port\":50002}]}");
+  pid_t mon = fork();
+  if (mon == 0) {
+    char bin[600];
+    snprintf(bin, sizeof bin, "%s/bin/c4mon", build);
+    execl(bin, "c4mon", "serve", "--listen", addr, "--token", "t", "--plan", plan, "--events",
+          "/dev/null", NULL);
+    _exit(127);
+  }
+  setenv("C4_TOKEN", "t", 1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  c4_reporter_on_plan(on_plan);
+  c4_telemetry_start();
+  ck_assert_int_eq(wait_pushes(1, 5000), 1);
+  ck_assert_ptr_nonnull(strstr(pushed, "\"src_port\":50001"));
+  ck_assert_ptr_null(strstr(pushed, "50002"));
+  write_file(plan, "{\"v\":1,\"paths\":[],\"flows\":[{\"src\":\"push-host\",\"dst\":\"b\",\"src_"
+                   "port\":50003}]}");
+  ck_assert_int_eq(wait_pushes(2, 5000), 2);
+  ck_assert_ptr_nonnull(strstr(pushed, "50003"));
+  write_file(plan, "{\"v\": not json");
+  usleep(1500 * 1000); /* a broken rewrite is not pushed: the ranks keep the last good plan */
+  ck_assert_int_eq(atomic_load(&npushed), 2);
+  ck_assert_int_eq(stat_of("ranks_connected"), 1);
+  c4_telemetry_flush_and_stop();
+  stop_c4mon(mon);
+  unlink(plan);
 }
 END_TEST
 
@@ -341,6 +409,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, records_reach_c4mon_and_are_recorded_in_its_clock);
   tcase_add_test(tc, a_wrong_token_is_refused_and_the_job_goes_on);
+  tcase_add_test(tc, c4mon_pushes_each_rank_its_hosts_flows_of_the_plan_and_its_changes);
   tcase_add_test(tc, garbage_on_one_connection_closes_only_that_one);
   tcase_add_test(tc, a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog);
   tcase_add_test(tc, replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pace);

@@ -253,6 +253,42 @@ START_TEST(data_sockets_bind_the_planned_ports_and_follow_a_rewritten_plan) {
 }
 END_TEST
 
+/* A plan c4mon pushed is followed at the next connect when C4_PLAN is unset; a bad push is
+ * logged and counted and changes nothing; a C4_PLAN file takes precedence over a push. */
+START_TEST(a_pushed_plan_is_followed_when_no_plan_file_is_set) {
+  unsetenv("C4_PLAN");
+  int p0 = free_port(), p1 = free_port();
+  char text[512];
+  snprintf(text, sizeof text,
+           "{\"v\":1,\"flows\":[{\"src\":\"%s\",\"dst\":\"%s\",\"src_port\":%d},"
+           "{\"src\":\"%s\",\"dst\":\"%s\",\"src_port\":%d}]}",
+           HOST, HOST, p0, HOST, HOST, p1);
+  c4_netplan_push(text, strlen(text));
+  c4_netplan_push("{\"v\":2}", 7);
+  ck_assert_uint_eq(atomic_load(&c4_netplan_stats.pushes), 1);
+  ck_assert_uint_eq(atomic_load(&c4_netplan_stats.bad_plans), 1);
+  ck_assert_ptr_nonnull(strstr(logged, "the plan c4mon pushed: \"v\" is not 1"));
+  connect_pair(2);
+  ck_assert_int_eq(data_port(0), p0);
+  ck_assert_int_eq(data_port(1), p1);
+  send_one_and_close();
+  /* a plan file, once set, wins over what was pushed */
+  int q0;
+  do
+    q0 = free_port();
+  while (q0 == p0 || q0 == p1);
+  setenv("C4_PLAN", plan_path, 1);
+  snprintf(text, sizeof text,
+           "{\"v\":1,\"flows\":[{\"src\":\"%s\",\"dst\":\"%s\",\"src_port\":%d}]}", HOST, HOST, q0);
+  write_plan(text);
+  usleep(1100 * 1000);
+  connect_pair(2);
+  ck_assert_int_eq(data_port(0), q0);
+  ck_assert_int_ne(data_port(1), p1);
+  send_one_and_close();
+}
+END_TEST
+
 START_TEST(a_bad_plan_is_logged_once_and_the_connection_uses_ephemeral_ports) {
   int p0 = free_port();
   char text[256];
@@ -352,6 +388,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, data_sockets_bind_the_planned_ports_and_follow_a_rewritten_plan);
+  tcase_add_test(tc, a_pushed_plan_is_followed_when_no_plan_file_is_set);
   tcase_add_test(tc, a_bad_plan_is_logged_once_and_the_connection_uses_ephemeral_ports);
   tcase_add_test(tc, a_taken_port_or_a_missing_interface_falls_back_with_a_warning);
   tcase_add_test(tc, a_taken_four_tuple_falls_back_to_an_ephemeral_port);

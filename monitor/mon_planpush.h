@@ -1,0 +1,23 @@
+/* mon_planpush.h -- `c4mon serve --plan FILE` pushes each rank the flows of its own host from the
+ * traffic plan (docs/plan-format.md), when the rank connects and again whenever the file
+ * changes, so the plugin pins its data sockets without a C4_PLAN file on every host. */
+#ifndef C4_MON_PLANPUSH_H
+#define C4_MON_PLANPUSH_H
+
+#include <stddef.h>
+
+/* Reads the plan at path (NULL: nothing is pushed). Returns 0, or C4_EINVAL with what is wrong
+ * logged (file and reason). */
+int mon_planpush_load(const char *path);
+
+/* Checks the file (identity, size, mtime); re-reads it when it changed. Returns 1 when a new
+ * plan was read (a bad one is logged and the old one kept: returns 0). */
+int mon_planpush_check(void);
+
+/* The plan for host: {"v":1,"flows":[the flows whose src is host]} as a malloc'd string (*len
+ * bytes), or NULL when there is no plan. */
+char *mon_planpush_for_host(const char *host, size_t *len);
+
+void mon_planpush_reset(void);
+
+#endif
