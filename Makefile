@@ -33,6 +33,8 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 # c4cap's capture library: c4cap, its unit test and nothing else link it.
 CAP_CFLAGS := $(shell pkg-config --cflags libpcap 2>/dev/null)
 CAP_LIBS   := $(shell pkg-config --libs libpcap 2>/dev/null)
+# The verbs transport compiles against rdma-core's headers; it dlopens libibverbs at run time.
+IB_CFLAGS  := $(shell pkg-config --cflags libibverbs 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -107,6 +109,8 @@ $(LIBNETCORE): $(call obj,$(filter-out $(API_SRC),$(NET_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+$(BUILD)/obj/nccl_net_plugin/ib_%.o $(BUILD)/obj/tests/unit/test_ib.o \
+$(BUILD)/obj/tests/doubles/fake_ibverbs.o: CFLAGS += $(IB_CFLAGS)
 $(PLUGIN): $(call obj,$(API_SRC)) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libnccl-net-c4.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -179,6 +183,12 @@ gpu-check: all
 .PHONY: bench-fabric
 bench-fabric: all
 	bash tools/bench/fabric_bench.sh $(BUILD)
+
+# ib-check compares c4's verbs transport with ib_write_bw (perftest) and NCCL's own IB transport
+# between two RDMA hosts (tools/ib_check/ib_check.sh). Without an RDMA device it says so, exit 2.
+.PHONY: ib-check
+ib-check: all
+	bash tools/ib_check/ib_check.sh $(BUILD)
 
 $(C4TRAIN): $(call obj,trainer/train_main.c) $(LIBTRAIN) $(LIBKERN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -283,7 +293,10 @@ test:
 	$(MAKE) SAN=1 all unit-bins
 	bash tests/run.sh build/san
 
-unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE) $(SHIM_TESTS)
+# Wrap mode's tests: vendor plugins that export only ncclNetPlugin_v8 or _v10 (test doubles).
+WRAP_TESTS := $(BUILD)/tests/libc4-test-double-netv8.so $(BUILD)/tests/libc4-test-double-netv10.so
+
+unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE) $(SHIM_TESTS) $(BUILD)/tests/libc4-test-double-ibverbs.so $(WRAP_TESTS)
 
 fuzz:
 	bash tests/fuzz/run_libfuzzer.sh

@@ -93,6 +93,17 @@ static int add_flow(struct c4_netplan *p, size_t *cap, const char *src, const ch
   return 0;
 }
 
+/* An optional integer field 0..max into *out (-1 when absent or null). Returns 0 or C4_EINVAL. */
+static int opt_int(json_t *flow, const char *key, long long max, long long *out) {
+  json_t *v = json_object_get(flow, key);
+  *out = -1;
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+    return C4_EINVAL;
+  *out = json_integer_value(v);
+  return 0;
+}
+
 static int parse_flow(struct c4_netplan *p, size_t *cap, json_t *flow, size_t i, char *err,
                       size_t errlen) {
   if (!json_is_object(flow)) return fail(err, errlen, "flows[%zu] is not an object", i);
@@ -100,7 +111,17 @@ static int parse_flow(struct c4_netplan *p, size_t *cap, json_t *flow, size_t i,
   if (host_field(flow, i, "src", src, sizeof src, err, errlen) != 0 ||
       host_field(flow, i, "dst", dst, sizeof dst, err, errlen) != 0)
     return C4_EINVAL;
-  struct c4_netplan_bind b = {0};
+  struct c4_netplan_bind b = {.flow_label = -1, .sl = -1, .path_bits = -1};
+  long long n;
+  if (opt_int(flow, "flow_label", 0xfffff, &n) != 0)
+    return fail(err, errlen, "flows[%zu].flow_label is not an integer 0..1048575 or null", i);
+  b.flow_label = (int32_t)n;
+  if (opt_int(flow, "sl", 15, &n) != 0)
+    return fail(err, errlen, "flows[%zu].sl is not an integer 0..15 or null", i);
+  b.sl = (int16_t)n;
+  if (opt_int(flow, "path_bits", 127, &n) != 0)
+    return fail(err, errlen, "flows[%zu].path_bits is not an integer 0..127 or null", i);
+  b.path_bits = (int16_t)n;
   json_t *v = json_object_get(flow, "src_port");
   if (v && !json_is_null(v)) {
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535)

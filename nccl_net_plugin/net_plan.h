@@ -11,10 +11,14 @@
 #include "c4_record.h"
 
 /* One planned flow of a host pair: a data socket binds to src_port (0: ephemeral) on the IPv4
- * address of ifname ("": any address). */
+ * address of ifname ("": any address). A verbs QP takes flow_label (RoCEv2), sl and path_bits
+ * (InfiniBand: the destination LID's offset under its LMC); -1 where the plan gives none. */
 struct c4_netplan_bind {
   uint16_t src_port;
   char ifname[IFNAMSIZ];
+  int32_t flow_label;
+  int16_t sl;
+  int16_t path_bits;
 };
 
 /* The flows of one directed host pair, in the plan file's order. */
@@ -34,7 +38,8 @@ struct c4_netplan {
 /* Parses a plan file's bytes (len bytes, no NUL needed): `v` must be 1; `flows` (optional) must be
  * an array of objects with string `src` and `dst` (shorter than C4_HOST_MAX), and optionally an
  * integer `src_port` 1..65535 or null, a string `ifname` (shorter than IFNAMSIZ) or null, an
- * integer `src_port_idx` >= 0 and a string `path`; other fields are ignored. On success sets *out
+ * integer `src_port_idx` >= 0, a string `path`, and integers (or null) `flow_label` 0..0xfffff,
+ * `sl` 0..15 and `path_bits` 0..127; other fields are ignored. On success sets *out
  * (owned by the caller, freed with c4_netplan_free) and returns 0. On error returns C4_EINVAL with
  * what is wrong in err ("flows[3].src_port is not an integer 1..65535 or null"). Pure: no I/O. */
 int c4_netplan_parse(const char *buf, size_t len, struct c4_netplan **out, char *err,

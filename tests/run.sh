@@ -34,6 +34,8 @@ for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] && run "unit $(basename "$t")" "$t"
 done
 [ -x "$BUILD/tests/conformance" ] && run "conformance" "$BUILD/tests/conformance"
+# The same harness with c4 wrapping a copy of its own plugin (C4_WRAP, docs/wrap.md).
+[ -x "$BUILD/tests/conformance" ] && run "conformance-wrap" bash tests/conformance/run_wrap.sh "$BUILD"
 run "scenarios" bash tests/scenarios/run.sh "$BUILD"
 for s in tests/live/*.sh; do # across network namespaces; each says "skipped" when not root
   [ -f "$s" ] && run "live $(basename "$s" .sh)" bash "$s" "$BUILD"
