@@ -22,6 +22,7 @@
 #include "net_comm.h"
 #include "net_paths.h"
 #include "net_sock.h"
+#include "net_tcp_rate.h"
 
 #define MIN_CHUNK (16u << 10)
 #define IDLE_POLL_MS 100
@@ -40,6 +41,7 @@ struct sock_state {
   uint64_t t_claim;  /* send: when the chunk in progress was taken */
   uint32_t done_len; /* send: the last chunk finished and not yet counted in the path weights */
   uint64_t done_ns;  /* its time from being taken to its last byte written */
+  double done_rate;  /* the path's delivery rate then (bytes/ns; TCP_INFO), 0: not measured */
 };
 
 struct c4_helper {
@@ -68,7 +70,10 @@ static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, 
  * log when its path falls behind the others or catches up. */
 static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
   if (!s->done_len) return;
-  c4_paths_sample(&c->paths, s->index, s->done_len, s->done_ns);
+  if (s->done_rate > 0)
+    c4_paths_sample_rate(&c->paths, s->index, s->done_len, s->done_ns, s->done_rate);
+  else
+    c4_paths_sample(&c->paths, s->index, s->done_len, s->done_ns);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
   if (change)
@@ -178,6 +183,14 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     s->req = NULL;
     s->done_len = s->len;
     s->done_ns = c4_now_ns() - s->t_claim;
+    /* What the path delivered, from the kernel's ACK clock, when the socket kept the path busy:
+     * the write time above is then the send buffer's as much as the path's. A sample with too
+     * little in flight (app-limited: an idle path, or a sender paced by C4_FAULT) says nothing
+     * about the path, and the write time stands. */
+    int app_limited = 1;
+    if (c->nsocks < 2 || !c->cfg.path_weights ||
+        c4_tcp_delivery_rate(s->fd, &s->done_rate, &app_limited) != 0 || app_limited)
+      s->done_rate = 0;
     chunk_moved(r, s->len, r->size);
   }
   return 1;

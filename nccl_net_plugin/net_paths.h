@@ -21,10 +21,15 @@ struct c4_paths {
 
 void c4_paths_init(struct c4_paths *p, int n);
 
-/* Folds in one chunk that socket i sent: len bytes in ns nanoseconds from taking the chunk to
- * handing its last byte to the kernel. The weight of a sample grows with its duration, so the
- * estimate follows a path within about C4_PATHS_TAU_NS of sending whatever the chunk sizes. */
+/* Folds in one chunk that path i carried: len bytes in ns nanoseconds from taking the chunk to
+ * its completion (an RDMA write's, or the last byte handed to a TCP socket). The weight of a
+ * sample grows with its duration, so the estimate follows a path within about C4_PATHS_TAU_NS of
+ * sending whatever the chunk sizes. */
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns);
+
+/* The same with the rate the path delivered measured apart (bytes per ns; TCP: the kernel's
+ * delivery rate from its ACKs, which a send buffer that swallows a chunk cannot inflate). */
+void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, uint64_t ns, double rate);
 
 /* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's; 1 until both
  * are measured. */

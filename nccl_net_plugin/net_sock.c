@@ -32,6 +32,8 @@ static int bind_listen(int fd, const struct sockaddr_storage *addr, int port) {
     ((struct sockaddr_in *)&a)->sin_port = htons((uint16_t)port);
   else
     ((struct sockaddr_in6 *)&a)->sin6_port = htons((uint16_t)port);
+  int one = 1; /* a fixed port must be taken again while its last connections sit in TIME_WAIT */
+  if (port) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&a, addr_len(&a)) != 0 || listen(fd, 1024) != 0) return errno;
   return 0;
 }

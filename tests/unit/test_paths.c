@@ -84,6 +84,22 @@ START_TEST(the_log_hears_of_a_slow_path_once_and_of_its_recovery_once) {
 }
 END_TEST
 
+/* A TCP socket whose buffer swallows each chunk writes it in microseconds; the delivery rate
+ * the kernel measured from its ACKs is what the estimate takes then. */
+START_TEST(a_measured_delivery_rate_outweighs_a_chunk_swallowed_by_the_send_buffer) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  for (int k = 0; k < 200; k++) {
+    c4_paths_sample_rate(&p, 0, MB, 5000000, 0.2); /* 1 MiB written in 5 ms, delivered at 0.2 */
+    c4_paths_sample_rate(&p, 1, MB, 5000000, 0.05);
+  }
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
+  c4_paths_sample_rate(&p, 1, MB, 5000000, 0); /* no measurement: nothing changes... */
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
+  ck_assert_uint_eq(p.chunks[1], 200); /* ...and it is not counted */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("paths");
   TCase *tc = tcase_create("weights");
@@ -92,6 +108,7 @@ int main(void) {
   tcase_add_test(tc, the_estimate_follows_a_path_that_slows_and_recovers_within_half_a_second);
   tcase_add_test(tc, one_slow_chunk_among_many_fast_ones_moves_the_weight_little);
   tcase_add_test(tc, the_log_hears_of_a_slow_path_once_and_of_its_recovery_once);
+  tcase_add_test(tc, a_measured_delivery_rate_outweighs_a_chunk_swallowed_by_the_send_buffer);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
