@@ -31,6 +31,36 @@ static void quiet_logger(int level, unsigned long flags, const char *file, int l
   va_end(ap);
 }
 
+const void *c4_netapi_find_table(void *dl, int version, int *found) {
+  static const int versions[] = {11, 10, 9, 8};
+  for (unsigned i = 0; i < sizeof versions / sizeof *versions; i++) {
+    if (version > 0 && versions[i] != version) continue;
+    char sym[32];
+    snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", versions[i]);
+    const void *table = dlsym(dl, sym);
+    if (table) {
+      *found = versions[i];
+      return table;
+    }
+  }
+  return NULL;
+}
+
+void c4_netapi_props_from_v8(const ncclNetProperties_v8_t *q, ncclNetProperties_v11_t *p) {
+  p->name = q->name;
+  p->pciPath = q->pciPath;
+  p->guid = q->guid;
+  p->ptrSupport = q->ptrSupport;
+  p->regIsGlobal = q->regIsGlobal;
+  p->speed = q->speed;
+  p->port = q->port;
+  p->latency = q->latency;
+  p->maxComms = q->maxComms;
+  p->maxRecvs = q->maxRecvs;
+  p->netDeviceType = q->netDeviceType;
+  p->netDeviceVersion = q->netDeviceVersion;
+}
+
 int c4_netapi_open(struct c4_netapi *api, const char *path, int version) {
   memset(api, 0, sizeof *api);
   const char *lib = path ? path : "libnccl-net-c4.so";
@@ -42,14 +72,7 @@ int c4_netapi_open(struct c4_netapi *api, const char *path, int version) {
     C4_WARN("%s", api->err);
     return C4_ENOTFOUND;
   }
-  static const int versions[] = {11, 10, 9, 8};
-  for (unsigned i = 0; i < sizeof versions / sizeof *versions && !api->table; i++) {
-    if (version > 0 && versions[i] != version) continue;
-    char sym[32];
-    snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", versions[i]);
-    api->table = dlsym(api->dl, sym);
-    if (api->table) api->version = versions[i];
-  }
+  api->table = c4_netapi_find_table(api->dl, version, &api->version);
   if (!api->table) {
     if (version > 0)
       snprintf(api->err, sizeof api->err, "%s exports no ncclNetPlugin_v%d table", lib, version);
@@ -113,18 +136,7 @@ ncclResult_t c4_netapi_properties(struct c4_netapi *api, int dev, ncclNetPropert
   }
   ncclNetProperties_v8_t q;
   rc = V8(api)->getProperties(dev, &q);
-  p->name = q.name;
-  p->pciPath = q.pciPath;
-  p->guid = q.guid;
-  p->ptrSupport = q.ptrSupport;
-  p->regIsGlobal = q.regIsGlobal;
-  p->speed = q.speed;
-  p->port = q.port;
-  p->latency = q.latency;
-  p->maxComms = q.maxComms;
-  p->maxRecvs = q.maxRecvs;
-  p->netDeviceType = q.netDeviceType;
-  p->netDeviceVersion = q.netDeviceVersion;
+  c4_netapi_props_from_v8(&q, p);
   return rc;
 }
 

@@ -28,6 +28,15 @@ int c4_netapi_open(struct c4_netapi *api, const char *path, int version);
 /* c4_netapi_open forcing one table version (8..11); C4_EINVAL for any other number. */
 int c4_netapi_open_version(struct c4_netapi *api, const char *path, int version);
 
+/* The newest ncclNetPlugin_v11..v8 table the dlopened library dl exports, or exactly
+ * ncclNetPlugin_v<version> when version > 0, with its version number in *found. NULL when there is
+ * none (*found unchanged; dlerror() tells the last lookup's failure). */
+const void *c4_netapi_find_table(void *dl, int version, int *found);
+
+/* Copies the fields a v8 properties struct shares with v11 into p; p's other fields are left as
+ * they are (zero them, or set NCCL's defaults, first). */
+void c4_netapi_props_from_v8(const ncclNetProperties_v8_t *q, ncclNetProperties_v11_t *p);
+
 /* Calls finalize (v11) and forgets the handle; the library stays mapped because the plugin may
  * still own threads. Safe on an api that failed to open or was already closed. */
 void c4_netapi_close(struct c4_netapi *api);

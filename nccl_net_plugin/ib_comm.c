@@ -27,13 +27,11 @@ static uint64_t wr_id(int kind, int qp, int idx) {
 }
 
 void c4_ib_comm_fail(struct c4_ib_comm *c, int code, const char *fmt, ...) {
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&c->failed, &expected, code)) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->failure, sizeof c->failure, fmt, ap);
+  int first = c4_comm_fail_first(&c->failed, c->failure, sizeof c->failure, code, fmt, ap);
   va_end(ap);
-  atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
+  if (!first) return;
   C4_WARN("verbs %s comm %016llx (%s:%d): %s", c->is_send ? "send" : "receive",
           (unsigned long long)c->conn_id, c->d->name, c->d->port, c->failure);
 }

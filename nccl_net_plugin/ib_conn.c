@@ -14,9 +14,9 @@
 #include "c4_log.h"
 #include "ib_comm.h"
 #include "net_comm.h"
+#include "net_handshake.h"
 #include "net_sock.h"
 
-#define SCRATCH_OFFSET 120 /* as the socket transport: connect keeps its progress here */
 #define MAX_PENDING 64
 #define HELLO_IN (C4_HELLO_SIZE + C4_IB_QPINFO_SIZE)
 #define REPLY (C4_ACK_SIZE + C4_IB_QPINFO_SIZE)
@@ -51,8 +51,7 @@ int c4_ib_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_c
   if (!c4_ib_dev_get(dev)) return C4_EINVAL;
   struct c4_ib_listen *l = calloc(1, sizeof *l);
   if (!l) return C4_ENOMEM;
-  struct c4_wire_handle h = {0};
-  int fd = c4_sock_listen(addr, cfg->listen_port_lo, cfg->listen_port_hi, &h.addr);
+  int fd = c4_handshake_listen(cfg, dev, addr, handle, &l->nonce, &l->self);
   if (fd < 0) {
     free(l);
     return fd;
@@ -61,11 +60,6 @@ int c4_ib_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_c
   l->dev = dev;
   l->nccl_comm = nccl_comm;
   l->cfg = *cfg;
-  l->nonce = c4_random_u64();
-  c4_wire_self_identity(&l->self, dev);
-  h.nonce = l->nonce;
-  h.id = l->self;
-  c4_wire_put_handle(handle, &h);
   ((uint8_t *)handle)[C4_IB_HANDLE_MARK_AT] = C4_IB_HANDLE_MARK;
   *out = l;
   return 0;
@@ -81,41 +75,24 @@ static void reject(struct c4_ib_listen *l, int i, const char *why) {
 }
 
 static void take_new(struct c4_ib_listen *l) {
-  for (;;) {
-    struct sockaddr_storage from;
-    socklen_t len = sizeof from;
-    int fd = accept4(l->fd, (struct sockaddr *)&from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        C4_WARN("accept on verbs device %d failed: %s", l->dev, strerror(errno));
-      return;
-    }
+  char from[sizeof l->pend[0].from];
+  int fd;
+  while ((fd = c4_handshake_accept(l->fd, "verbs device", l->dev, from, sizeof from)) >= 0) {
     if (l->npend == MAX_PENDING)
       reject(l, 0, "too many unfinished handshakes; dropping the oldest");
     struct ib_pending *p = &l->pend[l->npend++];
     memset(p, 0, sizeof *p);
     p->fd = fd;
     p->t_open = c4_now_ns();
-    c4_sock_addr_str(&from, p->from, sizeof p->from);
+    memcpy(p->from, from, sizeof p->from);
   }
 }
 
 /* Checks the hello as soon as it is in, so a socket-transport connector is turned away at once.
  * Returns 0 or a code with err filled. */
 static int check_hello(struct c4_ib_listen *l, struct ib_pending *p, char *err, size_t errlen) {
-  int rc = c4_wire_get_hello(p->in, &p->hello, err, errlen);
-  if (rc == C4_EINVAL) {
-    uint8_t ack[C4_ACK_SIZE];
-    c4_wire_put_ack(ack, C4_ACK_BAD_VERSION);
-    (void)c4_sock_send_some(p->fd, ack, sizeof ack);
-    return rc;
-  }
+  int rc = c4_handshake_check_hello(p->fd, p->in, l->nonce, &p->hello, err, errlen);
   if (rc != 0) return rc;
-  if (p->hello.nonce != l->nonce) {
-    snprintf(err, errlen, "hello for another listener (nonce %016llx)",
-             (unsigned long long)p->hello.nonce);
-    return C4_EPROTO;
-  }
   if (p->hello.kind != C4_HELLO_CTRL || p->hello.nsocks != 1) {
     snprintf(err, errlen,
              "a socket-transport connection (hello kind %u, %u sockets) reached a "
@@ -232,22 +209,12 @@ struct ib_connect {
   char where[96];
 };
 
-static struct ib_connect *scratch_get(void *handle) {
-  struct ib_connect *s;
-  memcpy(&s, (uint8_t *)handle + SCRATCH_OFFSET, sizeof s);
-  return s;
-}
-
-static void scratch_set(void *handle, struct ib_connect *s) {
-  memcpy((uint8_t *)handle + SCRATCH_OFFSET, &s, sizeof s);
-}
-
 /* Frees the connect state; the comm too unless keep_comm (it was handed out). */
 static void state_free(void *handle, struct ib_connect *s, int keep_comm) {
   if (s->fd >= 0) close(s->fd);
   if (!keep_comm) c4_ib_comm_free(s->comm);
   free(s);
-  scratch_set(handle, NULL);
+  c4_handshake_scratch_set(handle, NULL);
 }
 
 static int state_new(const struct c4_transport_config *cfg, int dev, void *handle,
@@ -322,11 +289,7 @@ static int tcp_step(const struct c4_transport_config *cfg, struct ib_connect *s)
 static int take_reply(struct ib_connect *s, uint64_t nccl_comm) {
   int status = c4_wire_get_ack(s->in);
   if (status != C4_ACK_OK) {
-    C4_WARN("connect to %s: %s", s->where,
-            status == C4_EPROTO            ? "the listener answered with something that is not a "
-                                             "c4 ack"
-            : status == C4_ACK_BAD_VERSION ? "the listener speaks another c4 wire version"
-                                           : "the listener rejected our hello");
+    C4_WARN("connect to %s: %s", s->where, c4_handshake_ack_why(status));
     return C4_EPROTO;
   }
   struct c4_ib_qpinfo remote;
@@ -348,11 +311,11 @@ static int take_reply(struct ib_connect *s, uint64_t nccl_comm) {
 int c4_ib_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm, void *handle,
                   struct c4_ib_comm **out) {
   *out = NULL;
-  struct ib_connect *s = scratch_get(handle);
+  struct ib_connect *s = c4_handshake_scratch_get(handle);
   int rc;
   if (!s) {
     if ((rc = state_new(cfg, dev, handle, &s)) != 0) return rc;
-    scratch_set(handle, s);
+    c4_handshake_scratch_set(handle, s);
   }
   if ((rc = tcp_step(cfg, s)) <= 0) {
     if (rc < 0) state_free(handle, s, 0);

@@ -7,81 +7,51 @@
 #include <string.h>
 
 #include "c4_err.h"
+#include "net_le.h"
 
 #define QPINFO_MAGIC 0x51493443u /* "C4IQ" in memory */
 #define QPINFO_VERSION 1
 #define QPINFO_QPS_AT 48
 
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-static int all_zero(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i]) return 0;
-  return 1;
-}
-
 void c4_ib_qpinfo_put(uint8_t out[C4_IB_QPINFO_SIZE], const struct c4_ib_qpinfo *q) {
   memset(out, 0, C4_IB_QPINFO_SIZE);
-  put32(out, QPINFO_MAGIC);
-  put16(out + 4, QPINFO_VERSION);
-  put16(out + 6, q->nqps);
-  put16(out + 8, q->lid);
+  c4_le_put32(out, QPINFO_MAGIC);
+  c4_le_put16(out + 4, QPINFO_VERSION);
+  c4_le_put16(out + 6, q->nqps);
+  c4_le_put16(out + 8, q->lid);
   out[10] = q->lmc;
   out[11] = q->link_layer;
   out[12] = q->mtu;
   memcpy(out + 16, q->gid, 16);
-  put64(out + 32, q->fifo_addr);
-  put32(out + 40, q->fifo_rkey);
+  c4_le_put64(out + 32, q->fifo_addr);
+  c4_le_put32(out + 40, q->fifo_rkey);
   for (int i = 0; i < q->nqps && i < C4_IB_MAX_QPS; i++) {
-    put32(out + QPINFO_QPS_AT + 8 * i, q->qp[i].qpn);
-    put32(out + QPINFO_QPS_AT + 8 * i + 4, q->qp[i].psn);
+    c4_le_put32(out + QPINFO_QPS_AT + 8 * i, q->qp[i].qpn);
+    c4_le_put32(out + QPINFO_QPS_AT + 8 * i + 4, q->qp[i].psn);
   }
 }
 
 int c4_ib_qpinfo_get(const uint8_t in[C4_IB_QPINFO_SIZE], struct c4_ib_qpinfo *q, char *err,
                      size_t errlen) {
   memset(q, 0, sizeof *q);
-  if (get32(in) != QPINFO_MAGIC) {
+  if (c4_le_get32(in) != QPINFO_MAGIC) {
     snprintf(err, errlen, "QP info magic 0x%08x is not c4's: the peer is not a c4 verbs comm",
-             get32(in));
+             c4_le_get32(in));
     return C4_EPROTO;
   }
-  if (get16(in + 4) != QPINFO_VERSION) {
-    snprintf(err, errlen, "QP info version %u, this c4 speaks %u", get16(in + 4), QPINFO_VERSION);
+  if (c4_le_get16(in + 4) != QPINFO_VERSION) {
+    snprintf(err, errlen, "QP info version %u, this c4 speaks %u", c4_le_get16(in + 4),
+             QPINFO_VERSION);
     return C4_EPROTO;
   }
-  q->nqps = get16(in + 6);
-  q->lid = get16(in + 8);
+  q->nqps = c4_le_get16(in + 6);
+  q->lid = c4_le_get16(in + 8);
   q->lmc = in[10];
   q->link_layer = in[11];
   q->mtu = in[12];
   memcpy(q->gid, in + 16, 16);
-  q->fifo_addr = get64(in + 32);
-  q->fifo_rkey = get32(in + 40);
+  q->fifo_addr = c4_le_get64(in + 32);
+  q->fifo_rkey = c4_le_get32(in + 40);
   if (q->nqps < 1 || q->nqps > C4_IB_MAX_QPS) {
     snprintf(err, errlen, "QP info nqps %u outside 1..%d", q->nqps, C4_IB_MAX_QPS);
     return C4_EPROTO;
@@ -92,14 +62,14 @@ int c4_ib_qpinfo_get(const uint8_t in[C4_IB_QPINFO_SIZE], struct c4_ib_qpinfo *q
              q->link_layer, q->mtu);
     return C4_EPROTO;
   }
-  if (!all_zero(in + 13, 3) || !all_zero(in + 44, 4) ||
-      !all_zero(in + QPINFO_QPS_AT + 8 * q->nqps, 8 * (size_t)(C4_IB_MAX_QPS - q->nqps))) {
+  if (!c4_le_all_zero(in + 13, 3) || !c4_le_all_zero(in + 44, 4) ||
+      !c4_le_all_zero(in + QPINFO_QPS_AT + 8 * q->nqps, 8 * (size_t)(C4_IB_MAX_QPS - q->nqps))) {
     snprintf(err, errlen, "QP info reserved bytes are not zero");
     return C4_EPROTO;
   }
   for (int i = 0; i < q->nqps; i++) {
-    q->qp[i].qpn = get32(in + QPINFO_QPS_AT + 8 * i);
-    q->qp[i].psn = get32(in + QPINFO_QPS_AT + 8 * i + 4);
+    q->qp[i].qpn = c4_le_get32(in + QPINFO_QPS_AT + 8 * i);
+    q->qp[i].psn = c4_le_get32(in + QPINFO_QPS_AT + 8 * i + 4);
     if (q->qp[i].qpn < 2 || q->qp[i].qpn > 0xffffff || q->qp[i].psn > 0xffffff) {
       snprintf(err, errlen, "QP info QP %d: number %u or PSN %u is not a 24-bit RC QP's", i,
                q->qp[i].qpn, q->qp[i].psn);
@@ -110,21 +80,21 @@ int c4_ib_qpinfo_get(const uint8_t in[C4_IB_QPINFO_SIZE], struct c4_ib_qpinfo *q
 }
 
 void c4_ib_cts_put(uint8_t out[C4_IB_CTS_SIZE], const struct c4_ib_cts *cts) {
-  put64(out, cts->addr);
-  put32(out + 8, cts->rkey);
-  put32(out + 12, (uint32_t)cts->tag);
-  put64(out + 16, cts->size);
-  put64(out + 24, cts->seq + 1);
+  c4_le_put64(out, cts->addr);
+  c4_le_put32(out + 8, cts->rkey);
+  c4_le_put32(out + 12, (uint32_t)cts->tag);
+  c4_le_put64(out + 16, cts->size);
+  c4_le_put64(out + 24, cts->seq + 1);
 }
 
 int c4_ib_cts_get(const uint8_t in[C4_IB_CTS_SIZE], uint64_t seq, struct c4_ib_cts *cts) {
-  uint64_t mark = get64(in + 24);
+  uint64_t mark = c4_le_get64(in + 24);
   if (mark <= seq) return C4_EAGAIN; /* empty (0) or an older message's entry */
   if (mark != seq + 1) return C4_EPROTO;
-  cts->addr = get64(in);
-  cts->rkey = get32(in + 8);
-  cts->tag = (int32_t)get32(in + 12);
-  cts->size = get64(in + 16);
+  cts->addr = c4_le_get64(in);
+  cts->rkey = c4_le_get32(in + 8);
+  cts->tag = (int32_t)c4_le_get32(in + 12);
+  cts->size = c4_le_get64(in + 16);
   cts->seq = seq;
   return 0;
 }

@@ -1,7 +1,6 @@
 /* net_accept.c -- the listening side: hands out the handle, then accepts and checks incoming
  * connections without ever blocking, grouping a connector's control and data sockets into one
  * receive comm. Anything that is not a c4 connector is closed, counted and logged. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "net_comm.h"
+#include "net_handshake.h"
 #include "net_sock.h"
 
 #define MAX_PENDING 256
@@ -50,8 +50,7 @@ int c4_transport_listen(const struct c4_transport_config *cfg, int dev, uint64_t
                         struct c4_listen_comm **out) {
   struct c4_listen_comm *l = calloc(1, sizeof *l);
   if (!l) return C4_ENOMEM;
-  struct c4_wire_handle h = {0};
-  int fd = c4_sock_listen(addr, cfg->listen_port_lo, cfg->listen_port_hi, &h.addr);
+  int fd = c4_handshake_listen(cfg, dev, addr, handle, &l->nonce, &l->self);
   if (fd < 0) {
     free(l);
     return fd;
@@ -60,11 +59,6 @@ int c4_transport_listen(const struct c4_transport_config *cfg, int dev, uint64_t
   l->dev = dev;
   l->nccl_comm = nccl_comm;
   l->cfg = *cfg;
-  l->nonce = c4_random_u64();
-  c4_wire_self_identity(&l->self, dev);
-  h.nonce = l->nonce;
-  h.id = l->self;
-  c4_wire_put_handle(handle, &h);
   *out = l;
   return 0;
 }
@@ -78,22 +72,16 @@ static void reject(struct c4_listen_comm *l, int i, const char *why) {
 }
 
 static void take_new_connections(struct c4_listen_comm *l) {
-  for (;;) {
-    struct sockaddr_storage from;
-    socklen_t len = sizeof from;
-    int fd = accept4(l->fd, (struct sockaddr *)&from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        C4_WARN("accept on device %d failed: %s", l->dev, strerror(errno));
-      return;
-    }
+  char from[sizeof l->pend[0].from];
+  int fd;
+  while ((fd = c4_handshake_accept(l->fd, "device", l->dev, from, sizeof from)) >= 0) {
     if (l->npend == MAX_PENDING)
       reject(l, 0, "too many unfinished handshakes; dropping the oldest");
     struct pending *p = &l->pend[l->npend++];
     memset(p, 0, sizeof *p);
     p->fd = fd;
     p->t_open = c4_now_ns();
-    c4_sock_addr_str(&from, p->from, sizeof p->from);
+    memcpy(p->from, from, sizeof p->from);
   }
 }
 
@@ -113,18 +101,7 @@ static void read_hellos(struct c4_listen_comm *l) {
       }
       p->got += (size_t)k;
       if (p->got == C4_HELLO_SIZE) {
-        int rc = c4_wire_get_hello(p->buf, &p->hello, err, sizeof err);
-        if (rc == C4_EINVAL) {
-          uint8_t ack[C4_ACK_SIZE];
-          c4_wire_put_ack(ack, C4_ACK_BAD_VERSION);
-          (void)c4_sock_send_some(p->fd, ack, sizeof ack);
-        }
-        if (rc == 0 && p->hello.nonce != l->nonce) {
-          snprintf(err, sizeof err, "hello for another listener (nonce %016llx)",
-                   (unsigned long long)p->hello.nonce);
-          rc = C4_EPROTO;
-        }
-        if (rc != 0) {
+        if (c4_handshake_check_hello(p->fd, p->buf, l->nonce, &p->hello, err, sizeof err) != 0) {
           reject(l, i, err);
           continue;
         }

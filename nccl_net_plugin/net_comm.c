@@ -20,14 +20,21 @@
 
 struct c4_transport_stats c4_transport_stats;
 
-void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
+int c4_comm_fail_first(atomic_int *failed, char *failure, size_t len, int code, const char *fmt,
+                       va_list ap) {
   int expected = 0;
-  if (!atomic_compare_exchange_strong(&c->failed, &expected, code)) return;
+  if (!atomic_compare_exchange_strong(failed, &expected, code)) return 0;
+  vsnprintf(failure, len, fmt, ap);
+  atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
+  return 1;
+}
+
+void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->failure, sizeof c->failure, fmt, ap);
+  int first = c4_comm_fail_first(&c->failed, c->failure, sizeof c->failure, code, fmt, ap);
   va_end(ap);
-  atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
+  if (!first) return;
   int in_flight = 0;
   for (int i = 0; i < C4_MAX_REQUESTS; i++)
     in_flight += atomic_load(&c->reqs[i].state) == C4_REQ_POSTED;

@@ -13,10 +13,9 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "net_comm.h"
+#include "net_handshake.h"
 #include "net_plan.h"
 #include "net_sock.h"
-
-#define SCRATCH_OFFSET 120 /* handle bytes 112..127 are 0 on the wire; connect keeps state here */
 
 struct conn_sock {
   int fd;
@@ -39,21 +38,11 @@ struct connect_state {
   char where[96];
 };
 
-static struct connect_state *scratch_get(void *handle) {
-  struct connect_state *s;
-  memcpy(&s, (uint8_t *)handle + SCRATCH_OFFSET, sizeof s);
-  return s;
-}
-
-static void scratch_set(void *handle, struct connect_state *s) {
-  memcpy((uint8_t *)handle + SCRATCH_OFFSET, &s, sizeof s);
-}
-
 static void state_free(void *handle, struct connect_state *s) {
   for (int i = 0; i <= s->nsocks; i++)
     if (s->sock[i].fd >= 0) close(s->sock[i].fd);
   free(s);
-  scratch_set(handle, NULL);
+  c4_handshake_scratch_set(handle, NULL);
 }
 
 /* The first IPv4 address of interface ifname into *out. Returns 0 or C4_ENOTFOUND. */
@@ -200,11 +189,11 @@ static int sock_step(const struct c4_transport_config *cfg, struct connect_state
 int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                          void *handle, struct c4_comm **out) {
   *out = NULL;
-  struct connect_state *s = scratch_get(handle);
+  struct connect_state *s = c4_handshake_scratch_get(handle);
   int rc;
   if (!s) {
     if ((rc = state_new(cfg, dev, handle, &s)) != 0) return rc;
-    scratch_set(handle, s);
+    c4_handshake_scratch_set(handle, s);
   }
   int all_sent = 1;
   for (int i = 0; i <= s->nsocks; i++) {
@@ -238,10 +227,7 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
   }
   int status = c4_wire_get_ack(s->ack);
   if (status != C4_ACK_OK) {
-    C4_WARN("connect to %s: %s", s->where,
-            status == C4_EPROTO ? "the listener answered with something that is not a c4 ack"
-            : status == C4_ACK_BAD_VERSION ? "the listener speaks another c4 wire version"
-                                           : "the listener rejected our hello");
+    C4_WARN("connect to %s: %s", s->where, c4_handshake_ack_why(status));
     rc = C4_EPROTO;
     goto fail;
   }

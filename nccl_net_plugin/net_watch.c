@@ -1,40 +1,22 @@
 /* net_watch.c -- reports requests that stay outstanding longer than C4_STUCK_MS, while they are
  * stuck, so a stalled connection shows before it fails (or never does). The scan runs on the
- * telemetry writer thread every few milliseconds; the lock below is taken only there and when a
- * comm is created or closed, never on the data path. */
-#include <pthread.h>
-#include <stdlib.h>
-
-#include "c4_clock.h"
+ * telemetry writer thread every few milliseconds; the list's lock (net_watchlist.h) is taken only
+ * there and when a comm is created or closed, never on the data path. */
 #include "c4_telemetry.h"
 #include "net_comm.h"
+#include "net_watchlist.h"
 
-#define WATCH_MAX 4096 /* comms watched at once; more are served, just not watched */
+static struct c4_watchlist watch = C4_WATCHLIST_INIT;
 
-static struct {
-  pthread_mutex_t lock;
-  int n;
-  struct c4_comm *comm[WATCH_MAX];
-} watch = {.lock = PTHREAD_MUTEX_INITIALIZER};
+void c4_watch_add(struct c4_comm *c) { c4_watchlist_add(&watch, c); }
 
-void c4_watch_add(struct c4_comm *c) {
-  pthread_mutex_lock(&watch.lock);
-  if (watch.n < WATCH_MAX) watch.comm[watch.n++] = c;
-  pthread_mutex_unlock(&watch.lock);
-}
-
-void c4_watch_remove(struct c4_comm *c) {
-  pthread_mutex_lock(&watch.lock);
-  for (int i = 0; i < watch.n; i++)
-    if (watch.comm[i] == c) {
-      watch.comm[i] = watch.comm[--watch.n];
-      break;
-    }
-  pthread_mutex_unlock(&watch.lock);
-}
+void c4_watch_remove(struct c4_comm *c) { c4_watchlist_remove(&watch, c); }
 
 /* A request is read through its atomics and kept only if its seq did not change meanwhile. */
-static void scan_comm(struct c4_comm *c, uint64_t now, uint64_t limit) {
+static void scan_comm(void *comm, uint64_t now) {
+  struct c4_comm *c = comm;
+  if (!c->cfg.timing) return;
+  uint64_t limit = (uint64_t)c->cfg.stuck_ms * 1000000ull;
   for (int i = 0; i < C4_MAX_REQUESTS; i++) {
     struct c4_request *r = &c->reqs[i];
     uint64_t seq = atomic_load_explicit(&r->seq, memory_order_acquire);
@@ -50,11 +32,4 @@ static void scan_comm(struct c4_comm *c, uint64_t now, uint64_t limit) {
   }
 }
 
-void c4_watch_scan(void) {
-  uint64_t now = c4_now_ns();
-  pthread_mutex_lock(&watch.lock);
-  for (int i = 0; i < watch.n; i++)
-    if (watch.comm[i]->cfg.timing)
-      scan_comm(watch.comm[i], now, (uint64_t)watch.comm[i]->cfg.stuck_ms * 1000000ull);
-  pthread_mutex_unlock(&watch.lock);
-}
+void c4_watch_scan(void) { c4_watchlist_scan(&watch, scan_comm); }

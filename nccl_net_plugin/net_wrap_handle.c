@@ -9,26 +9,12 @@
 
 #include <string.h>
 
+#include "net_le.h"
+
 #define H NCCL_NET_HANDLE_MAXSIZE
 #define KIND_COMPACT 0xC4
 #define KIND_FULL 0xC5
 #define OFF_CHECK (H - 4)
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put64(uint8_t *p, uint64_t v) {
-  put32(p, (uint32_t)v);
-  put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
 
 /* FNV-1a over handle[start, 128) without the two check bytes. */
 static uint16_t trailer_check(const uint8_t *handle, size_t start) {
@@ -69,11 +55,11 @@ size_t c4_wrap_put_trailer(uint8_t handle[H], size_t room, uint64_t conn_id,
   if (size == C4_WRAP_TRAILER_FULL) {
     memcpy(handle + start, id->host, C4_HOST_MAX);
     handle[start + C4_HOST_MAX - 1] = 0;
-    put32(handle + start + C4_HOST_MAX, id->pid);
-    put32(handle + start + C4_HOST_MAX + 4, (uint32_t)id->dev);
+    c4_le_put32(handle + start + C4_HOST_MAX, id->pid);
+    c4_le_put32(handle + start + C4_HOST_MAX + 4, (uint32_t)id->dev);
   }
-  put64(handle + H - 16, conn_id);
-  put32(handle + H - 8, (uint32_t)id->rank);
+  c4_le_put64(handle + H - 16, conn_id);
+  c4_le_put32(handle + H - 8, (uint32_t)id->rank);
   handle[H - 2] = C4_WRAP_TRAILER_VERSION;
   handle[H - 1] = size == C4_WRAP_TRAILER_FULL ? KIND_FULL : KIND_COMPACT;
   uint16_t check = trailer_check(handle, start);
@@ -96,11 +82,11 @@ size_t c4_wrap_get_trailer(const uint8_t handle[H], struct c4_wrap_trailer *t) {
   if (kind == KIND_FULL) {
     if (!memchr(handle + start, 0, C4_HOST_MAX)) return 0;
     memcpy(t->id.host, handle + start, C4_HOST_MAX);
-    t->id.pid = get32(handle + start + C4_HOST_MAX);
-    t->id.dev = (int32_t)get32(handle + start + C4_HOST_MAX + 4);
+    t->id.pid = c4_le_get32(handle + start + C4_HOST_MAX);
+    t->id.dev = (int32_t)c4_le_get32(handle + start + C4_HOST_MAX + 4);
   }
-  t->conn_id = get64(handle + H - 16);
-  t->id.rank = (int32_t)get32(handle + H - 8);
+  t->conn_id = c4_le_get64(handle + H - 16);
+  t->id.rank = (int32_t)c4_le_get32(handle + H - 8);
   t->size = size;
   return size;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "c4_err.h"
+#include "c4_netapi.h"
 
 #define V11(in) ((const ncclNet_v11_t *)(in)->table)
 #define V10(in) ((const ncclNet_v10_t *)(in)->table)
@@ -26,13 +27,7 @@ int c4_wrap_inner_load(struct c4_wrap_inner *in, const char *path, char *err, si
     snprintf(err, errlen, "cannot load %s: %s", path, why ? why : "unknown dlopen error");
     return C4_ENOTFOUND;
   }
-  static const int versions[] = {11, 10, 9, 8};
-  for (unsigned i = 0; i < sizeof versions / sizeof *versions && !in->table; i++) {
-    char sym[32];
-    snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", versions[i]);
-    in->table = dlsym(in->dl, sym);
-    in->version = versions[i];
-  }
+  in->table = c4_netapi_find_table(in->dl, 0, &in->version);
   if (!in->table) {
     const char *why = dlerror();
     snprintf(err, errlen, "%s exports none of ncclNetPlugin_v11, v10, v9, v8 (%s)", path,
@@ -117,19 +112,8 @@ ncclResult_t c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev,
   ncclNetProperties_v8_t q;
   memset(&q, 0, sizeof q);
   rc = V8(in)->getProperties(dev, &q);
-  p->name = q.name;
-  p->pciPath = q.pciPath;
-  p->guid = q.guid;
-  p->ptrSupport = q.ptrSupport;
-  p->regIsGlobal = q.regIsGlobal;
+  c4_netapi_props_from_v8(&q, p);
   p->forceFlush = 0;
-  p->speed = q.speed;
-  p->port = q.port;
-  p->latency = q.latency;
-  p->maxComms = q.maxComms;
-  p->maxRecvs = q.maxRecvs;
-  p->netDeviceType = q.netDeviceType;
-  p->netDeviceVersion = q.netDeviceVersion;
   p->vProps.ndevs = 1;
   p->vProps.devs[0] = dev;
   p->maxP2pBytes = V8_MAX_BYTES;

@@ -1,0 +1,27 @@
+/* net_watchlist.h -- the list of live comms a stuck-request watch scans, one per transport
+ * (net_watch.c, ib_watch.c). Comms join when they start and leave before they are freed; the
+ * lock is taken there and by the scan (telemetry thread), never on the data path. */
+#ifndef C4_NET_WATCHLIST_H
+#define C4_NET_WATCHLIST_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define C4_WATCH_MAX 4096 /* comms watched at once; more are served, just not watched */
+
+struct c4_watchlist {
+  pthread_mutex_t lock;
+  int n;
+  void *comm[C4_WATCH_MAX];
+};
+#define C4_WATCHLIST_INIT                                                                          \
+  { .lock = PTHREAD_MUTEX_INITIALIZER }
+
+/* Adds comm (the list does not own it); silently ignored once C4_WATCH_MAX are watched. */
+void c4_watchlist_add(struct c4_watchlist *w, void *comm);
+/* Removes comm if it is in the list. After it returns no scan is looking at comm. */
+void c4_watchlist_remove(struct c4_watchlist *w, void *comm);
+/* Calls scan(comm, now) for every comm in the list, under the lock, with one c4_now_ns(). */
+void c4_watchlist_scan(struct c4_watchlist *w, void (*scan)(void *comm, uint64_t now));
+
+#endif
