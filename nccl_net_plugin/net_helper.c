@@ -70,10 +70,12 @@ static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, 
  * log when its path falls behind the others or catches up. */
 static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
   if (!s->done_len) return;
-  if (s->done_rate > 0)
-    c4_paths_sample_rate(&c->paths, s->index, s->done_len, s->done_ns, s->done_rate);
-  else
-    c4_paths_sample(&c->paths, s->index, s->done_len, s->done_ns);
+  /* Each measure can only overstate what the path gave this socket: the write time when the send
+   * buffer swallowed the chunk, the delivery rate when the sender itself held the bytes back (a
+   * C4_FAULT pacer, a starved helper). The smaller of the two is the rate. */
+  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1);
+  double rate = s->done_rate > 0 && s->done_rate < wrote ? s->done_rate : wrote;
+  c4_paths_sample_rate(&c->paths, s->index, s->done_len, s->done_ns, rate);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
   if (change)
@@ -183,10 +185,8 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     s->req = NULL;
     s->done_len = s->len;
     s->done_ns = c4_now_ns() - s->t_claim;
-    /* What the path delivered, from the kernel's ACK clock, when the socket kept the path busy:
-     * the write time above is then the send buffer's as much as the path's. A sample with too
-     * little in flight (app-limited: an idle path, or a sender paced by C4_FAULT) says nothing
-     * about the path, and the write time stands. */
+    /* What the path delivered, from the kernel's ACK clock, when the socket kept the path busy
+     * (an app-limited sample, with too little in flight, says nothing about the path). */
     int app_limited = 1;
     if (c->nsocks < 2 || !c->cfg.path_weights ||
         c4_tcp_delivery_rate(s->fd, &s->done_rate, &app_limited) != 0 || app_limited)
