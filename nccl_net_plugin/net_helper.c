@@ -41,7 +41,7 @@ struct sock_state {
   uint64_t t_claim;  /* send: when the chunk in progress was taken */
   uint32_t done_len; /* send: the last chunk finished and not yet counted in the path weights */
   uint64_t done_ns;  /* its time from being taken to its last byte written */
-  double done_rate;  /* the path's delivery rate then (bytes/ns; TCP_INFO), 0: not measured */
+  double done_rate;  /* the path's delivery rate (bytes/ns; TCP_INFO), 0: not measured */
 };
 
 struct c4_helper {
@@ -70,12 +70,20 @@ static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, 
  * log when its path falls behind the others or catches up. */
 static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
   if (!s->done_len) return;
-  /* Each measure can only overstate what the path gave this socket: the write time when the send
-   * buffer swallowed the chunk, the delivery rate when the sender itself held the bytes back (a
-   * C4_FAULT pacer, a starved helper). The smaller of the two is the rate. */
+  /* What the path delivered, from the kernel's ACK clock, read now, when the socket asks for its
+   * next chunk: the last one has been on its way since it was written, so the latest sample was
+   * taken while the path carried it (an app-limited sample, with too little in flight, says
+   * nothing about the path). Each measure can only overstate what the path gave this socket: the
+   * write time when the send buffer swallowed the chunk, the delivery rate when the sender itself
+   * held the bytes back (a C4_FAULT pacer, a starved helper). The smaller of the two is the rate.
+   */
+  int app_limited = 1;
+  if (c->nsocks < 2 || !c->cfg.path_weights ||
+      c4_tcp_delivery_rate(s->fd, &s->done_rate, &app_limited) != 0 || app_limited)
+    s->done_rate = 0;
   double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1);
   double rate = s->done_rate > 0 && s->done_rate < wrote ? s->done_rate : wrote;
-  c4_paths_sample_rate(&c->paths, s->index, s->done_len, s->done_ns, rate);
+  c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
   if (change)
@@ -185,12 +193,6 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     s->req = NULL;
     s->done_len = s->len;
     s->done_ns = c4_now_ns() - s->t_claim;
-    /* What the path delivered, from the kernel's ACK clock, when the socket kept the path busy
-     * (an app-limited sample, with too little in flight, says nothing about the path). */
-    int app_limited = 1;
-    if (c->nsocks < 2 || !c->cfg.path_weights ||
-        c4_tcp_delivery_rate(s->fd, &s->done_rate, &app_limited) != 0 || app_limited)
-      s->done_rate = 0;
     chunk_moved(r, s->len, r->size);
   }
   return 1;

@@ -10,17 +10,19 @@ void c4_paths_init(struct c4_paths *p, int n) {
   p->n = n < 0 ? 0 : n > C4_PATHS_MAX ? C4_PATHS_MAX : n;
 }
 
-void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, uint64_t ns, double rate) {
+void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate) {
   if (i < 0 || i >= p->n || len == 0 || !(rate > 0)) return;
-  if (ns == 0) ns = 1;
   p->bytes[i] += len;
   p->chunks[i]++;
-  double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-(double)ns / C4_PATHS_TAU_NS);
+  /* A sample weighs the time the path needs for the chunk at that rate: a chunk the send buffer
+   * swallowed in microseconds still stands for the milliseconds the path spends on it. */
+  double carried_ns = (double)len / rate;
+  double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-carried_ns / C4_PATHS_TAU_NS);
   p->rate[i] += alpha * (rate - p->rate[i]);
 }
 
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns) {
-  c4_paths_sample_rate(p, i, len, ns, (double)len / (double)(ns ? ns : 1));
+  c4_paths_sample_rate(p, i, len, (double)len / (double)(ns ? ns : 1));
 }
 
 double c4_paths_weight(const struct c4_paths *p, int i) {

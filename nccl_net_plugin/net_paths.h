@@ -27,9 +27,10 @@ void c4_paths_init(struct c4_paths *p, int n);
  * sending whatever the chunk sizes. */
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns);
 
-/* The same with the rate the path delivered measured apart (bytes per ns; TCP: the kernel's
- * delivery rate from its ACKs, which a send buffer that swallows a chunk cannot inflate). */
-void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, uint64_t ns, double rate);
+/* The same with the rate the path gave the chunk measured apart (bytes per ns; TCP: the kernel's
+ * delivery rate from its ACKs, which a send buffer that swallows a chunk cannot inflate). The
+ * sample weighs len / rate, the time the path spends on the chunk. */
+void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate);
 
 /* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's; 1 until both
  * are measured. */

@@ -90,13 +90,18 @@ START_TEST(a_measured_delivery_rate_outweighs_a_chunk_swallowed_by_the_send_buff
   struct c4_paths p;
   c4_paths_init(&p, 2);
   for (int k = 0; k < 200; k++) {
-    c4_paths_sample_rate(&p, 0, MB, 5000000, 0.2); /* 1 MiB written in 5 ms, delivered at 0.2 */
-    c4_paths_sample_rate(&p, 1, MB, 5000000, 0.05);
+    c4_paths_sample_rate(&p, 0, MB, 0.2); /* written in 5 ms, say; delivered at 0.2 */
+    c4_paths_sample_rate(&p, 1, MB, 0.05);
   }
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
-  c4_paths_sample_rate(&p, 1, MB, 5000000, 0); /* no measurement: nothing changes... */
+  c4_paths_sample_rate(&p, 1, MB, 0); /* no measurement: nothing changes... */
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
   ck_assert_uint_eq(p.chunks[1], 200); /* ...and it is not counted */
+  /* a swallowed chunk still weighs the path's time: 40 quarter-rate chunks of 1 MiB (0.8 s of the
+   * path's time at 0.05 bytes/ns) bring a full-speed path down most of the way */
+  for (int k = 0; k < 40; k++)
+    c4_paths_sample_rate(&p, 0, MB, 0.05);
+  ck_assert_double_lt(p.rate[0], 0.07);
 }
 END_TEST
 
