@@ -4,6 +4,8 @@
 #   make test       ASan+UBSan build, then unit, conformance and fuzz-smoke suites
 #   make bench      c4perf against iperf3 and a plain TCP ping-pong (needs root for the netns half)
 #   make demo       the README's first command
+#   make drill      (root) the demo over the namespace fabric with real faults, detection checked
+#   make multinode-check MNC_ARGS="--hosts H1,H2"   c4 across a real cluster's nodes
 #   make install PREFIX=/usr/local
 #   make deps       installs the Debian packages the build and the tests need
 #   SAN=1           builds with -fsanitize=address,undefined into build/san
@@ -306,6 +308,19 @@ bench: all
 
 demo: all
 	bash tools/demo.sh $(BUILD)
+
+# make drill (root): the demo's job over the namespace fabric with real faults, a table at the end
+# (tools/drill/drill.sh). Not root: it says so and exits 2.
+.PHONY: drill
+drill: all
+	bash tools/drill/drill.sh $(BUILD)
+
+# make multinode-check: c4 across the nodes of a real cluster (mpirun or srun) against iperf3 and
+# NCCL's socket transport, c4mon on the side (tools/multinode_check/multinode_check.sh; options
+# in MNC_ARGS). Without a cluster it says what is missing and exits 2.
+.PHONY: multinode-check
+multinode-check: all
+	bash tools/multinode_check/multinode_check.sh $(MNC_ARGS) $(BUILD)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/c4

@@ -40,6 +40,9 @@ run "scenarios" bash tests/scenarios/run.sh "$BUILD"
 for s in tests/live/*.sh; do # across network namespaces; each says "skipped" when not root
   [ -f "$s" ] && run "live $(basename "$s" .sh)" bash "$s" "$BUILD"
 done
+for s in tests/scripts/*.sh; do # the tools' shell scripts, without root
+  [ -f "$s" ] && run "script $(basename "$s" .sh)" bash "$s" "$BUILD"
+done
 for f in "$BUILD"/tests/fuzz_*_smoke; do
   [ -x "$f" ] && run "fuzz-smoke $(basename "$f")" "$f" "$FUZZ_ITERS"
 done
