@@ -41,7 +41,6 @@ struct sock_state {
   uint64_t t_claim;  /* send: when the chunk in progress was taken */
   uint32_t done_len; /* send: the last chunk finished and not yet counted in the path weights */
   uint64_t done_ns;  /* its time from being taken to its last byte written */
-  double done_rate;  /* the path's delivery rate (bytes/ns; TCP_INFO), 0: not measured */
 };
 
 struct c4_helper {
@@ -66,23 +65,27 @@ static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, 
   return (uint32_t)(left < want ? left : want);
 }
 
-/* Counts socket s's last finished chunk in the path weights (claim lock held), and says in the
- * log when its path falls behind the others or catches up. */
-static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
-  if (!s->done_len) return;
-  /* What the path delivered, from the kernel's ACK clock, read now, when the socket asks for its
-   * next chunk: the last one has been on its way since it was written, so the latest sample was
-   * taken while the path carried it (an app-limited sample, with too little in flight, says
-   * nothing about the path). Each measure can only overstate what the path gave this socket: the
-   * write time when the send buffer swallowed the chunk, the delivery rate when the sender itself
-   * held the bytes back (a C4_FAULT pacer, a starved helper). The smaller of the two is the rate.
-   */
+/* The rate the path gave socket s's last finished chunk (0: none to count). The kernel's
+ * delivery rate, read now that the socket asks for its next chunk (the last one has been on its
+ * way since it was written), when the sample is not app-limited (too little in flight says
+ * nothing about the path). Each measure can only overstate the path: the write time when the
+ * send buffer swallowed the chunk, the delivery rate when the sender held the bytes back (a
+ * C4_FAULT pacer, a starved helper); the smaller is the rate. Outside the claim lock: a syscall. */
+static double finished_chunk_rate(const struct c4_comm *c, const struct sock_state *s) {
+  if (!s->done_len) return 0;
+  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), delivered = 0;
   int app_limited = 1;
-  if (c->nsocks < 2 || !c->cfg.path_weights ||
-      c4_tcp_delivery_rate(s->fd, &s->done_rate, &app_limited) != 0 || app_limited)
-    s->done_rate = 0;
-  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1);
-  double rate = s->done_rate > 0 && s->done_rate < wrote ? s->done_rate : wrote;
+  if (c->nsocks > 1 && c->cfg.path_weights &&
+      c4_tcp_delivery_rate(s->fd, &delivered, &app_limited) == 0 && !app_limited && delivered > 0 &&
+      delivered < wrote)
+    return delivered;
+  return wrote;
+}
+
+/* Counts socket s's last finished chunk, at rate, in the path weights (claim lock held), and says
+ * in the log when its path falls behind the others or catches up. */
+static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double rate) {
+  if (!s->done_len) return;
   c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
@@ -97,8 +100,9 @@ static void count_finished_chunk(struct c4_comm *c, struct sock_state *s) {
 /* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
 static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int got = 0;
+  double rate = finished_chunk_rate(c, s);
   pthread_mutex_lock(&c->claim_lock);
-  count_finished_chunk(c, s);
+  count_finished_chunk(c, s, rate);
   while (c->claim_seq < atomic_load(&c->posted)) {
     struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
     if (atomic_load_explicit(&r->seq, memory_order_acquire) != c->claim_seq || r->is_inline ||
