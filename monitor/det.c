@@ -133,16 +133,26 @@ void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg
   }
 }
 
-/* (host, pid) -> launcher rank: open addressing, never shrinks, bounded. */
-#define ID_CAP (1 << 19)
+/* (host, pid) -> launcher rank: never shrinks, bounded. The identities lie in arrival order and
+ * the open-addressing index over them holds 4-byte positions, so the pages backed grow with the
+ * processes seen, not with the table's reach (as det_ranks.c). */
+#define ID_CAP (1 << 19) /* hash slots; identities: half of them */
 struct ident {
   char host[C4_HOST_MAX];
   uint32_t pid;
   int rank;
-  int used;
 };
+static int32_t *ident_slots; /* position in idents + 1, 0: empty */
 static struct ident *idents;
 static long nidents;
+
+static void idents_free(void) {
+  det_table_free(ident_slots, ID_CAP * sizeof *ident_slots);
+  det_table_free(idents, ID_CAP / 2 * sizeof *idents);
+  ident_slots = NULL;
+  idents = NULL;
+  nidents = 0;
+}
 
 static uint64_t ident_hash(const char *host, uint32_t pid) {
   uint64_t h = 1469598103934665603ull ^ pid;
@@ -152,19 +162,26 @@ static uint64_t ident_hash(const char *host, uint32_t pid) {
 }
 
 static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
-  if (!idents && !(idents = det_table_alloc(ID_CAP * sizeof *idents))) return NULL;
+  if (!ident_slots) {
+    ident_slots = det_table_alloc(ID_CAP * sizeof *ident_slots);
+    idents = det_table_alloc(ID_CAP / 2 * sizeof *idents);
+    if (!ident_slots || !idents) {
+      idents_free();
+      return NULL;
+    }
+  }
   for (uint64_t i = ident_hash(host, pid) & (ID_CAP - 1), probes = 0; probes < 64;
        i = (i + 1) & (ID_CAP - 1), probes++) {
-    struct ident *e = &idents[i];
-    if (!e->used) {
+    if (!ident_slots[i]) {
       if (!insert || nidents >= ID_CAP / 2) return NULL;
-      e->used = 1;
+      struct ident *e = &idents[nidents];
+      ident_slots[i] = (int32_t)++nidents;
       e->pid = pid;
       snprintf(e->host, sizeof e->host, "%s", host);
       e->rank = -1;
-      nidents++;
       return e;
     }
+    struct ident *e = &idents[ident_slots[i] - 1];
     if (e->pid == pid && !strcmp(e->host, host)) return e;
   }
   return NULL;
@@ -278,9 +295,7 @@ void c4_det_reset(void) {
     json_decref(det.active[i].event);
   memset(&det, 0, sizeof det);
   c4_det_now = 0;
-  det_table_free(idents, ID_CAP * sizeof *idents);
-  idents = NULL;
-  nidents = 0;
+  idents_free();
   memset(seen, 0, sizeof seen);
   c4_mon_windows_reset();
   det_coll_reset();

@@ -8,11 +8,14 @@
 #include "det_internal.h"
 #include "det_ranks.h"
 
-#define CAP (1 << 19) /* ranks tracked in all (open addressing, half full at most) */
+#define CAP (1 << 19) /* hash slots; ranks tracked in all: half of them */
 
-static struct det_rank *table;
+/* The ranks themselves lie in arrival order (scans, stable pointers); the open-addressing index
+ * over them holds only 4-byte positions. Hashing the ranks themselves would spread 16,384 of them
+ * over every page of a 96 MB table, each page backed (and zeroed) on first touch. */
+static int32_t *slots; /* position in ranks + 1, 0: empty */
+static struct det_rank *ranks;
 static long used;
-static long *dense; /* the used slots, for scans */
 static uint64_t next_check;
 
 static uint64_t hash(const char *job, int rank) {
@@ -24,27 +27,28 @@ static uint64_t hash(const char *job, int rank) {
 
 struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
                               int insert) {
-  if (!table) {
-    table = det_table_alloc(CAP * sizeof *table);
-    dense = malloc(CAP / 2 * sizeof *dense);
-    if (!table || !dense) {
+  if (!slots) {
+    slots = det_table_alloc(CAP * sizeof *slots);
+    ranks = det_table_alloc(CAP / 2 * sizeof *ranks);
+    if (!slots || !ranks) {
       det_ranks_reset();
       return NULL;
     }
   }
   uint64_t h = hash(job, rank) ^ (rank < 0 ? hash(host, (int)pid) : 0);
   for (uint64_t i = h >> 45, n = 0; n < 256; i = (i + 1) & (CAP - 1), n++) {
-    struct det_rank *e = &table[i];
-    if (!e->used) {
+    if (!slots[i]) {
       if (!insert || used >= CAP / 2) return NULL;
+      struct det_rank *e = &ranks[used];
+      slots[i] = (int32_t)++used;
       e->used = 1;
       e->rank = rank;
       e->pid = pid;
       snprintf(e->host, sizeof e->host, "%s", host);
       snprintf(e->job, sizeof e->job, "%s", job);
-      dense[used++] = (long)i;
       return e;
     }
+    struct det_rank *e = &ranks[slots[i] - 1];
     if (e->rank == rank && !strcmp(e->job, job) &&
         (rank >= 0 || (e->pid == pid && !strcmp(e->host, host))))
       return e;
@@ -54,7 +58,7 @@ struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint3
 
 void det_ranks_each(const char *job, void (*fn)(struct det_rank *r, void *arg), void *arg) {
   for (long i = 0; i < used; i++)
-    if (!job || !strcmp(table[dense[i]].job, job)) fn(&table[dense[i]], arg);
+    if (!job || !strcmp(ranks[i].job, job)) fn(&ranks[i], arg);
 }
 
 static void key_of(const struct det_rank *e, char *key, size_t n) {
@@ -157,10 +161,10 @@ json_t *det_ranks_state(void) {
 }
 
 void det_ranks_reset(void) {
-  det_table_free(table, CAP * sizeof *table);
-  free(dense);
-  table = NULL;
-  dense = NULL;
+  det_table_free(slots, CAP * sizeof *slots);
+  det_table_free(ranks, CAP / 2 * sizeof *ranks);
+  slots = NULL;
+  ranks = NULL;
   used = 0;
   next_check = 0;
 }
