@@ -504,10 +504,28 @@ struct c4_link_info *c4_transport_link_once(struct c4_comm *c) {
   return &c->link;
 }
 
+/* The log's account of a sending comm's paths at its close (INFO): what share of the bytes each
+ * data socket carried and its last weight, so how the traffic spread can be read after a job. */
+static void log_paths(const struct c4_comm *c) {
+  uint64_t total = 0;
+  for (int i = 0; i < c->paths.n; i++)
+    total += c->paths.bytes[i];
+  if (!c->is_send || c->paths.n < 2 || !total) return;
+  char text[C4_PATHS_MAX * 24];
+  size_t at = 0;
+  for (int i = 0; i < c->paths.n && at < sizeof text; i++)
+    at +=
+        (size_t)snprintf(text + at, sizeof text - at, "%s%d: %.3f (%.2f)", i ? ", " : "", i,
+                         (double)c->paths.bytes[i] / (double)total, c4_paths_weight(&c->paths, i));
+  C4_INFO("connection to %s (pid %u, rank %d) closed: share of bytes (weight) per data socket: %s",
+          c->peer.host, c->peer.pid, c->peer.rank, text);
+}
+
 int c4_transport_close(struct c4_comm *c) {
   if (!c) return 0;
   c4_watch_remove(c);
   c4_helpers_stop(c);
+  log_paths(c);
   drain_and_close(c->ctrl_fd);
   for (int i = 0; i < c->nsocks; i++)
     drain_and_close(c->data_fd[i]);

@@ -12,9 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/sockios.h> /* SIOCOUTQ */
 
 #include "c4_clock.h"
 #include "c4_err.h"
@@ -26,6 +30,9 @@
 
 #define MIN_CHUNK (16u << 10)
 #define IDLE_POLL_MS 100
+#define BUSY_SAMPLE_US 50000    /* a rate sample spans at least 50 ms of the socket's busy time */
+#define GATE_MIN_NS 50000ull    /* a held-back socket looks again after 50 us at the soonest */
+#define GATE_MAX_NS 20000000ull /* and 20 ms at the latest (its rate may be stale) */
 
 struct sock_state {
   int fd;
@@ -41,6 +48,10 @@ struct sock_state {
   uint64_t t_claim;  /* send: when the chunk in progress was taken */
   uint32_t done_len; /* send: the last chunk finished and not yet counted in the path weights */
   uint64_t done_ns;  /* its time from being taken to its last byte written */
+  int waited;        /* send: the chunk in progress met a full send buffer or its pacer */
+  int done_waited;   /* the same for the last chunk finished */
+  uint64_t acked, busy_us; /* send: the kernel's counts at the last rate sample */
+  uint64_t hold_until;     /* send: no chunk before this time (its kernel queue is too long) */
 };
 
 struct c4_helper {
@@ -52,38 +63,47 @@ struct c4_helper {
   struct sock_state sock[C4_MAX_NSOCKS];
 };
 
-/* An even share of the message per socket, within [MIN_CHUNK, C4_CHUNK_BYTES], scaled by the
- * socket's path weight: a path at a quarter of the fastest's rate takes quarter-size chunks, so
- * they land about when the others' do. */
-static uint32_t chunk_len(const struct c4_comm *c, uint64_t size, uint64_t off, double weight) {
-  uint64_t even = (size + (uint64_t)c->nsocks - 1) / (uint64_t)c->nsocks;
-  uint64_t want = even < MIN_CHUNK ? MIN_CHUNK : even;
-  if (want > c->cfg.chunk_bytes) want = c->cfg.chunk_bytes;
-  want = (uint64_t)((double)want * weight);
+/* Socket i's chunk of a message: its share of the message (its weight over the sum of weights;
+ * even, 1/nsocks, without weights), at most C4_CHUNK_BYTES times its weight, at least MIN_CHUNK:
+ * a path at a quarter of the others' rate takes a quarter-size chunk, which lands about when
+ * theirs do, also when the fastest's chunk is cut to C4_CHUNK_BYTES. */
+static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_t off) {
+  int weighted = c->cfg.path_weights && c->nsocks > 1;
+  double share = weighted ? c4_paths_share(&c->paths, i) : 1.0 / c->nsocks;
+  double weight = weighted ? c4_paths_weight(&c->paths, i) : 1;
+  uint64_t want = (uint64_t)((double)size * share + 0.5);
+  uint64_t most = (uint64_t)((double)c->cfg.chunk_bytes * weight);
+  if (want > most) want = most;
   if (want < MIN_CHUNK) want = MIN_CHUNK;
   uint64_t left = size - off;
   return (uint32_t)(left < want ? left : want);
 }
 
-/* The rate the path gave socket s's last finished chunk (0: none to count). The kernel's
- * delivery rate, read now that the socket asks for its next chunk (the last one has been on its
- * way since it was written), when the sample is not app-limited (too little in flight says
- * nothing about the path). Each measure can only overstate the path: the write time when the
- * send buffer swallowed the chunk, the delivery rate when the sender held the bytes back (a
- * C4_FAULT pacer, a starved helper); the smaller is the rate. Outside the claim lock: a syscall. */
-static double finished_chunk_rate(const struct c4_comm *c, const struct sock_state *s) {
+/* The rate socket s's path has given it, for the weights (0: nothing new known), read when the
+ * socket asks for its next chunk. The kernel's count: bytes acknowledged over the time the socket
+ * had data unacknowledged, since the last sample and once that time reaches BUSY_SAMPLE_US (the
+ * kernel counts it in ticks of a few ms). Idle time between messages is left out, so a ring
+ * allreduce's short steps measure the path as well as a stream does; the chunk's own write time
+ * could not (the send buffer swallows a chunk in microseconds). When the writes had to wait for
+ * the buffer or for a C4_FAULT pacer, the write time is a measure too (the pacer's hold is in
+ * the sender, where the kernel does not see it), and the smaller is the rate. Outside the claim
+ * lock: a syscall. */
+static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s) {
   if (!s->done_len) return 0;
-  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), delivered = 0;
-  int app_limited = 1;
-  if (c->nsocks > 1 && c->cfg.path_weights &&
-      c4_tcp_delivery_rate(s->fd, &delivered, &app_limited) == 0 && !app_limited && delivered > 0 &&
-      delivered < wrote)
-    return delivered;
-  return wrote;
+  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), rate = 0;
+  uint64_t acked, busy_us;
+  if (c->nsocks > 1 && c->cfg.path_weights && c4_tcp_progress(s->fd, &acked, &busy_us) == 0 &&
+      busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
+    rate = (double)(acked - s->acked) / ((double)(busy_us - s->busy_us) * 1e3);
+    s->acked = acked;
+    s->busy_us = busy_us;
+  }
+  if (s->done_waited && (rate == 0 || wrote < rate)) rate = wrote;
+  return rate;
 }
 
-/* Counts socket s's last finished chunk, at rate, in the path weights (claim lock held), and says
- * in the log when its path falls behind the others or catches up. */
+/* Counts socket s's last finished chunk, at rate (0: bytes only), in the path weights (claim lock
+ * held), and says in the log when its path falls behind the others or catches up. */
 static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double rate) {
   if (!s->done_len) return;
   c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate);
@@ -95,6 +115,31 @@ static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double
             c->peer.host, c->peer.pid, c->peer.rank, s->index,
             change > 0 ? "is on a slow path" : "is back to speed",
             c4_paths_weight(&c->paths, s->index));
+}
+
+/* Bytes in a data socket's kernel queue not yet acknowledged (SIOCOUTQ: no socket lock taken), or
+ * -1 when the kernel does not say. */
+static long queued_bytes(int fd) {
+  int q;
+  return ioctl(fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
+/* Holds socket s back from its chunk of len bytes (of a message of size) while the fastest path
+ * would deliver its own chunk sooner (c4_paths_excess), for about the time s's path needs to
+ * drain the excess. Claim lock held. */
+static int hold_back(struct c4_comm *c, struct sock_state *s, uint32_t len, uint64_t size) {
+  int f = c4_paths_fastest(&c->paths);
+  if (c->nsocks < 2 || !c->cfg.path_weights || f < 0 || f == s->index) return 0;
+  long queued = queued_bytes(s->fd), fastest_queued = queued_bytes(c->data_fd[f]);
+  if (queued < 0 || fastest_queued < 0) return 0;
+  uint64_t now = c4_now_ns();
+  uint64_t excess = c4_paths_excess(&c->paths, s->index, (uint64_t)queued, (uint64_t)fastest_queued,
+                                    len, chunk_len(c, f, size, 0), now);
+  if (!excess) return 0;
+  double ns = (double)excess / c->paths.rate[s->index];
+  uint64_t wait = ns < GATE_MIN_NS ? GATE_MIN_NS : ns > GATE_MAX_NS ? GATE_MAX_NS : (uint64_t)ns;
+  s->hold_until = now + wait;
+  return 1;
 }
 
 /* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
@@ -111,8 +156,8 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
       c->claim_off = 0;
       continue;
     }
-    uint32_t len = chunk_len(c, r->size, c->claim_off,
-                             c->cfg.path_weights ? c4_paths_weight(&c->paths, s->index) : 1);
+    uint32_t len = chunk_len(c, s->index, r->size, c->claim_off);
+    if (hold_back(c, s, len, r->size)) break;
     struct c4_wire_chunk ch = {
         .seq = c->claim_seq, .offset = c->claim_off, .len = len, .total = r->size};
     c4_wire_put_chunk(s->hdr, &ch);
@@ -122,6 +167,7 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     s->len = len;
     s->moved = 0;
     s->t_claim = c4_now_ns();
+    s->waited = 0;
     c->claim_off += len;
     got = 1;
     break;
@@ -146,6 +192,10 @@ static void chunk_moved(struct c4_request *r, uint32_t len, uint64_t total) {
  * pacer holds takes no new chunk: the other paths take them. */
 static int send_step(struct c4_comm *c, struct sock_state *s) {
   if (!s->req) {
+    if (s->hold_until) {
+      if (c4_now_ns() < s->hold_until) return 0;
+      s->hold_until = 0;
+    }
     if (__builtin_expect(c->fault.active, 0) &&
         c4_fault_hold_ms(&c->fault, c4_now_ns(), s->index) >= 0)
       return 0;
@@ -162,7 +212,10 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     now = c4_now_ns();
     size_t allow = c4_fault_pace_allow(&c->fault, now, s->index,
                                        iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
-    if (allow == 0) return 0;
+    if (allow == 0) {
+      s->waited = 1;
+      return 0;
+    }
     if (allow < iov[0].iov_len) {
       iov[0].iov_len = allow;
       n = 1;
@@ -177,6 +230,7 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
   if (k < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       s->want_out = 1;
+      s->waited = 1;
       return 0;
     }
     c4_comm_fail(c, C4_EREMOTE, "data socket %d to %s (pid %u): send failed: %s", s->index,
@@ -197,6 +251,7 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     s->req = NULL;
     s->done_len = s->len;
     s->done_ns = c4_now_ns() - s->t_claim;
+    s->done_waited = s->waited;
     chunk_moved(r, s->len, r->size);
   }
   return 1;
@@ -286,16 +341,25 @@ static void helper_wait(struct c4_helper *h) {
   int n = 0;
   pfd[n++] = (struct pollfd){.fd = h->efd, .events = POLLIN};
   int broken = atomic_load(&c->failed) != 0;
-  int timeout = IDLE_POLL_MS, free_socks = 0;
-  uint64_t now = __builtin_expect(c->fault.active, 0) ? c4_now_ns() : 0;
+  int free_socks = 0;
+  uint64_t timeout_ns = IDLE_POLL_MS * 1000000ull, now = 0;
   for (int i = 0; i < h->nsock && !broken; i++) {
     struct sock_state *s = &h->sock[i];
+    /* a socket held back for its queue sleeps until its hold ends */
+    if (s->hold_until && !s->req) {
+      if (!now) now = c4_now_ns();
+      if (s->hold_until > now) {
+        if (s->hold_until - now < timeout_ns) timeout_ns = s->hold_until - now;
+        continue;
+      }
+    }
     /* C4_FAULT: a socket that a stall or its pacer holds has work it may not do yet; it is left
      * out of the poll (ready, it would wake us again and again) and waited out by the timeout. */
     if (__builtin_expect(c->fault.active, 0)) {
+      if (!now) now = c4_now_ns();
       int hold = c4_fault_hold_ms(&c->fault, now, s->index);
       if (hold >= 0) {
-        if (hold < timeout) timeout = hold;
+        if ((uint64_t)hold * 1000000ull < timeout_ns) timeout_ns = (uint64_t)hold * 1000000ull;
         continue;
       }
     }
@@ -306,7 +370,8 @@ static void helper_wait(struct c4_helper *h) {
   atomic_store(&h->sleeping, 1);
   /* Dekker with c4_helpers_wake: re-check for posted work after announcing sleep. */
   int work = c->is_send && free_socks && c->claim_seq < atomic_load(&c->posted);
-  if (!work && !atomic_load(&c->stop)) poll(pfd, (nfds_t)n, timeout);
+  struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+  if (!work && !atomic_load(&c->stop)) ppoll(pfd, (nfds_t)n, &ts, NULL);
   atomic_store(&h->sleeping, 0);
   if (pfd[0].revents & POLLIN) {
     uint64_t v;

@@ -11,13 +11,15 @@ void c4_paths_init(struct c4_paths *p, int n) {
 }
 
 void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate) {
-  if (i < 0 || i >= p->n || len == 0 || !(rate > 0)) return;
+  if (i < 0 || i >= p->n || len == 0) return;
   p->bytes[i] += len;
   p->chunks[i]++;
+  if (!(rate > 0)) return; /* the bytes count, the rate learns nothing */
   /* A sample weighs the time the path needs for the chunk at that rate: a chunk the send buffer
    * swallowed in microseconds still stands for the milliseconds the path spends on it. */
   double carried_ns = (double)len / rate;
   double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-carried_ns / C4_PATHS_TAU_NS);
+  if (alpha > C4_PATHS_STEP_MAX && p->rate[i] != 0) alpha = C4_PATHS_STEP_MAX;
   p->rate[i] += alpha * (rate - p->rate[i]);
 }
 
@@ -43,4 +45,34 @@ int c4_paths_changed(struct c4_paths *p, int i) {
     return -1;
   }
   return 0;
+}
+
+double c4_paths_share(const struct c4_paths *p, int i) {
+  double sum = 0;
+  for (int j = 0; j < p->n; j++)
+    sum += c4_paths_weight(p, j);
+  return sum > 0 ? c4_paths_weight(p, i) / sum : 1;
+}
+
+int c4_paths_fastest(const struct c4_paths *p) {
+  int best = -1;
+  for (int j = 0; j < p->n; j++)
+    if (p->rate[j] > 0 && (best < 0 || p->rate[j] > p->rate[best])) best = j;
+  return best;
+}
+
+uint64_t c4_paths_excess(struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
+                         uint64_t len, uint64_t fastest_len, uint64_t now) {
+  if (i < 0 || i >= p->n) return 0;
+  int f = c4_paths_fastest(p);
+  /* (queued + len) / rate[i] <= (fastest_queued + fastest_len) / rate[f], in bytes on path i */
+  double allow = c4_paths_weight(p, i) * (double)(fastest_queued + fastest_len);
+  double need = (double)(queued + len);
+  if (f < 0 || f == i || p->rate[i] == 0 || need <= allow ||
+      (p->held_since[i] && now - p->held_since[i] >= C4_PATHS_PROBE_NS)) {
+    p->held_since[i] = 0;
+    return 0;
+  }
+  if (!p->held_since[i]) p->held_since[i] = now ? now : 1;
+  return (uint64_t)(need - allow);
 }

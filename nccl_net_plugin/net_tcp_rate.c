@@ -1,6 +1,6 @@
-/* net_tcp_rate.c -- TCP_INFO's delivery rate. Kept apart because the kernel's <linux/tcp.h>
- * (which has tcpi_delivery_rate, Linux 4.18+) cannot be included beside glibc's <netinet/tcp.h>,
- * whose struct tcp_info stops short of it. */
+/* net_tcp_rate.c -- TCP_INFO's bytes acknowledged and busy time. Kept apart because the kernel's
+ * <linux/tcp.h> (which has tcpi_busy_time, Linux 4.10+) cannot be included beside glibc's
+ * <netinet/tcp.h>, whose struct tcp_info stops short of it. */
 #include "net_tcp_rate.h"
 
 #include <linux/tcp.h>
@@ -8,14 +8,13 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-int c4_tcp_delivery_rate(int fd, double *bytes_per_ns, int *app_limited) {
+int c4_tcp_progress(int fd, uint64_t *bytes_acked, uint64_t *busy_us) {
   struct tcp_info ti;
   socklen_t len = sizeof ti;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-      len < offsetof(struct tcp_info, tcpi_delivery_rate) + sizeof ti.tcpi_delivery_rate ||
-      ti.tcpi_delivery_rate == 0)
+      len < offsetof(struct tcp_info, tcpi_busy_time) + sizeof ti.tcpi_busy_time)
     return -1;
-  *bytes_per_ns = (double)ti.tcpi_delivery_rate / 1e9;
-  *app_limited = ti.tcpi_delivery_rate_app_limited;
+  *bytes_acked = ti.tcpi_bytes_acked;
+  *busy_us = ti.tcpi_busy_time;
   return 0;
 }

@@ -94,14 +94,83 @@ START_TEST(a_measured_delivery_rate_outweighs_a_chunk_swallowed_by_the_send_buff
     c4_paths_sample_rate(&p, 1, MB, 0.05);
   }
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
-  c4_paths_sample_rate(&p, 1, MB, 0); /* no measurement: nothing changes... */
+  c4_paths_sample_rate(&p, 1, MB, 0); /* no measurement: the rate stays... */
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-6);
-  ck_assert_uint_eq(p.chunks[1], 200); /* ...and it is not counted */
+  ck_assert_uint_eq(p.chunks[1], 201); /* ...and the chunk's bytes count */
+  ck_assert_uint_eq(p.bytes[1], 201ull * MB);
   /* a swallowed chunk still weighs the path's time: 40 quarter-rate chunks of 1 MiB (0.8 s of the
    * path's time at 0.05 bytes/ns) bring a full-speed path down most of the way */
   for (int k = 0; k < 40; k++)
     c4_paths_sample_rate(&p, 0, MB, 0.05);
   ck_assert_double_lt(p.rate[0], 0.07);
+}
+END_TEST
+
+/* A kernel delivery rate is one ACK's view: a single low one, even on a chunk that would take the
+ * path half a second at that rate, moves the estimate a quarter of the way at most. */
+START_TEST(one_low_sample_moves_the_estimate_a_quarter_of_the_way_at_most) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  send_at(&p, 0, 0.016, 50, 512 << 10);
+  send_at(&p, 1, 0.016, 50, 512 << 10);
+  c4_paths_sample_rate(&p, 1, 512 << 10, 0.001); /* 0.5 s of the path's time */
+  ck_assert_double_eq_tol(p.rate[1], 0.016 - 0.25 * 0.015, 1e-9);
+  ck_assert_double_gt(c4_paths_weight(&p, 1), 0.75);
+}
+END_TEST
+
+START_TEST(a_message_is_shared_by_weight_and_the_fastest_is_the_highest_rate) {
+  struct c4_paths p;
+  c4_paths_init(&p, 3);
+  ck_assert_int_eq(c4_paths_fastest(&p), -1);
+  ck_assert_double_eq_tol(c4_paths_share(&p, 1), 1.0 / 3, 1e-12); /* unmeasured: even */
+  send_at(&p, 0, 1.0, 4, MB);
+  send_at(&p, 1, 0.25, 4, MB);
+  send_at(&p, 2, 0.75, 4, MB);
+  ck_assert_int_eq(c4_paths_fastest(&p), 0);
+  ck_assert_double_eq_tol(c4_paths_share(&p, 0), 0.5, 1e-6);
+  ck_assert_double_eq_tol(c4_paths_share(&p, 1), 0.125, 1e-6);
+  ck_assert_double_eq_tol(c4_paths_share(&p, 2), 0.375, 1e-6);
+}
+END_TEST
+
+/* Earliest completion: path 1 runs at a quarter of path 0 and takes chunks a quarter the size of
+ * path 0's. It takes one only when it would deliver it no later than path 0 would deliver its own
+ * behind path 0's queue. */
+START_TEST(a_slower_path_takes_a_chunk_only_when_it_would_deliver_it_first) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  send_at(&p, 0, 1.0, 4, MB);
+  send_at(&p, 1, 0.25, 4, MB);
+  uint64_t t = 1000000000ull, len = 64 << 10, fast_len = 256 << 10;
+  /* both queues empty: the two chunks land together, so path 1 takes its chunk */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 0, 0, len, fast_len, t), 0);
+  /* path 1 holds 64 KiB already: it would land a quarter of path 0's chunk time late */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, len, 0, len, fast_len, t), len);
+  /* path 0 holds 4 MiB unacknowledged: path 1, with 1 MiB of its own, is still sooner */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, MB, 4 * MB, len, fast_len, t), 0);
+  /* with 2 MiB of its own it is not: over by 2 MiB + len - (4 MiB + fast_len) / 4 */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 2 * MB, 4 * MB, len, fast_len, t), MB);
+  /* the fastest path is never held, however long its queue */
+  ck_assert_uint_eq(c4_paths_excess(&p, 0, 64 * MB, 64 * MB, fast_len, fast_len, t), 0);
+}
+END_TEST
+
+/* A path held back is not measured; after C4_PATHS_PROBE_NS of that it takes a chunk anyway, so a
+ * path wrongly judged slow is found fast again, and then the hold starts afresh. */
+START_TEST(a_path_held_back_for_the_probe_interval_takes_a_chunk_anyway) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  send_at(&p, 0, 1.0, 4, MB);
+  send_at(&p, 1, 0.25, 4, MB);
+  uint64_t t = 5000000000ull, len = 64 << 10, q = MB;
+  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t), 0);
+  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS - 1), 0);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS), 0);
+  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS + 1), 0);
+  /* a chunk it may take in its own right ends the hold */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 0, 0, len, len * 4, t + C4_PATHS_PROBE_NS + 2), 0);
+  ck_assert_uint_eq(p.held_since[1], 0);
 }
 END_TEST
 
@@ -114,6 +183,10 @@ int main(void) {
   tcase_add_test(tc, one_slow_chunk_among_many_fast_ones_moves_the_weight_little);
   tcase_add_test(tc, the_log_hears_of_a_slow_path_once_and_of_its_recovery_once);
   tcase_add_test(tc, a_measured_delivery_rate_outweighs_a_chunk_swallowed_by_the_send_buffer);
+  tcase_add_test(tc, one_low_sample_moves_the_estimate_a_quarter_of_the_way_at_most);
+  tcase_add_test(tc, a_message_is_shared_by_weight_and_the_fastest_is_the_highest_rate);
+  tcase_add_test(tc, a_slower_path_takes_a_chunk_only_when_it_would_deliver_it_first);
+  tcase_add_test(tc, a_path_held_back_for_the_probe_interval_takes_a_chunk_anyway);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

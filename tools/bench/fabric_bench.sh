@@ -158,7 +158,9 @@ allreduce_once() { # MODE BOUND_MBIT: the ring's bus bandwidth in Mbit/s
   local rc=$?
   wait
   [ $rc -eq 0 ] || die "allreduce ($1): $(tail -3 "$WORK/ar0.out")"
-  awk '!/^#/ && NF == 5 {printf "%.1f\n", $5 * 8000}' "$WORK/ar0.out"
+  # bus bandwidth from the time per allreduce (c4perf prints GB/s to three decimals, 8 Mbit/s
+  # steps): bytes * 2 (n - 1) / n over the time, n = 4
+  awk '!/^#/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
 }
 
 bidir_once() { # MODE BOUND_MBIT: the mean rate of the four streams in Mbit/s
