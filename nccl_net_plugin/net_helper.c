@@ -30,7 +30,7 @@
 
 #define MIN_CHUNK (16u << 10)
 #define IDLE_POLL_MS 100
-#define BUSY_SAMPLE_US 50000    /* a rate sample spans at least 50 ms of the socket's busy time */
+#define BUSY_SAMPLE_US 20000    /* a rate sample spans at least 20 ms of the socket's busy time */
 #define GATE_MIN_NS 50000ull    /* a held-back socket looks again after 50 us at the soonest */
 #define GATE_MAX_NS 20000000ull /* and 20 ms at the latest (its rate may be stale) */
 
@@ -88,25 +88,31 @@ static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_
  * the buffer or for a C4_FAULT pacer, the write time is a measure too (the pacer's hold is in
  * the sender, where the kernel does not see it), and the smaller is the rate. Outside the claim
  * lock: a syscall. */
-static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s) {
+static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s, double *span_ns) {
+  *span_ns = 0;
   if (!s->done_len) return 0;
   double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), rate = 0;
   uint64_t acked, busy_us;
   if (c->nsocks > 1 && c->cfg.path_weights && c4_tcp_progress(s->fd, &acked, &busy_us) == 0 &&
       busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
-    rate = (double)(acked - s->acked) / ((double)(busy_us - s->busy_us) * 1e3);
+    *span_ns = (double)(busy_us - s->busy_us) * 1e3;
+    rate = (double)(acked - s->acked) / *span_ns;
     s->acked = acked;
     s->busy_us = busy_us;
   }
-  if (s->done_waited && (rate == 0 || wrote < rate)) rate = wrote;
+  if (s->done_waited && (rate == 0 || wrote < rate)) {
+    rate = wrote;
+    *span_ns = 0; /* the chunk's time on the path at that rate */
+  }
   return rate;
 }
 
 /* Counts socket s's last finished chunk, at rate (0: bytes only), in the path weights (claim lock
  * held), and says in the log when its path falls behind the others or catches up. */
-static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double rate) {
+static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double rate,
+                                 double span_ns) {
   if (!s->done_len) return;
-  c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate);
+  c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate, span_ns);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
   if (change)
@@ -145,9 +151,10 @@ static int hold_back(struct c4_comm *c, struct sock_state *s, uint32_t len, uint
 /* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
 static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int got = 0;
-  double rate = finished_chunk_rate(c, s);
+  double span_ns;
+  double rate = finished_chunk_rate(c, s, &span_ns);
   pthread_mutex_lock(&c->claim_lock);
-  count_finished_chunk(c, s, rate);
+  count_finished_chunk(c, s, rate, span_ns);
   while (c->claim_seq < atomic_load(&c->posted)) {
     struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
     if (atomic_load_explicit(&r->seq, memory_order_acquire) != c->claim_seq || r->is_inline ||
@@ -158,6 +165,12 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     }
     uint32_t len = chunk_len(c, s->index, r->size, c->claim_off);
     if (hold_back(c, s, len, r->size)) break;
+    if (c->paths.probe[s->index]) { /* let through to be measured: an even chunk says more */
+      c->paths.probe[s->index] = 0;
+      uint64_t even = r->size / (uint64_t)c->nsocks, left = r->size - c->claim_off;
+      if (even > c->cfg.chunk_bytes) even = c->cfg.chunk_bytes;
+      if (even > len) len = (uint32_t)(even < left ? even : left);
+    }
     struct c4_wire_chunk ch = {
         .seq = c->claim_seq, .offset = c->claim_off, .len = len, .total = r->size};
     c4_wire_put_chunk(s->hdr, &ch);

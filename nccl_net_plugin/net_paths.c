@@ -10,21 +10,22 @@ void c4_paths_init(struct c4_paths *p, int n) {
   p->n = n < 0 ? 0 : n > C4_PATHS_MAX ? C4_PATHS_MAX : n;
 }
 
-void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate) {
+void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, double span_ns) {
   if (i < 0 || i >= p->n || len == 0) return;
   p->bytes[i] += len;
   p->chunks[i]++;
   if (!(rate > 0)) return; /* the bytes count, the rate learns nothing */
-  /* A sample weighs the time the path needs for the chunk at that rate: a chunk the send buffer
-   * swallowed in microseconds still stands for the milliseconds the path spends on it. */
-  double carried_ns = (double)len / rate;
+  /* A sample weighs the time it covers, by default the time the path needs for the chunk at that
+   * rate: a chunk the send buffer swallowed in microseconds still stands for the milliseconds the
+   * path spends on it. */
+  double carried_ns = span_ns > 0 ? span_ns : (double)len / rate;
   double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-carried_ns / C4_PATHS_TAU_NS);
   if (alpha > C4_PATHS_STEP_MAX && p->rate[i] != 0) alpha = C4_PATHS_STEP_MAX;
   p->rate[i] += alpha * (rate - p->rate[i]);
 }
 
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns) {
-  c4_paths_sample_rate(p, i, len, (double)len / (double)(ns ? ns : 1));
+  c4_paths_sample_rate(p, i, len, (double)len / (double)(ns ? ns : 1), 0);
 }
 
 double c4_paths_weight(const struct c4_paths *p, int i) {
@@ -33,7 +34,7 @@ double c4_paths_weight(const struct c4_paths *p, int i) {
   for (int j = 0; j < p->n; j++)
     if (p->rate[j] > best) best = p->rate[j];
   double w = p->rate[i] / best;
-  return w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
+  return w >= C4_PATHS_EVEN ? 1 : w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
 }
 
 int c4_paths_changed(struct c4_paths *p, int i) {
@@ -68,9 +69,13 @@ uint64_t c4_paths_excess(struct c4_paths *p, int i, uint64_t queued, uint64_t fa
   /* (queued + len) / rate[i] <= (fastest_queued + fastest_len) / rate[f], in bytes on path i */
   double allow = c4_paths_weight(p, i) * (double)(fastest_queued + fastest_len);
   double need = (double)(queued + len);
-  if (f < 0 || f == i || p->rate[i] == 0 || need <= allow ||
-      (p->held_since[i] && now - p->held_since[i] >= C4_PATHS_PROBE_NS)) {
+  if (f < 0 || f == i || p->rate[i] == 0 || need <= allow) {
     p->held_since[i] = 0;
+    return 0;
+  }
+  if (p->held_since[i] && now - p->held_since[i] >= C4_PATHS_PROBE_NS) {
+    p->held_since[i] = 0;
+    p->probe[i] = 1;
     return 0;
   }
   if (!p->held_since[i]) p->held_since[i] = now ? now : 1;

@@ -10,8 +10,9 @@
 #define C4_PATHS_MAX 64           /* C4_MAX_NSOCKS */
 #define C4_PATHS_TAU_NS 250000000 /* the estimate's memory: a quarter second of sending */
 #define C4_PATHS_FLOOR 0.03125    /* the smallest weight (1/32): a slow path keeps being measured */
-#define C4_PATHS_STEP_MAX 0.25    /* one sample moves the estimate at most this part of the way */
+#define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
 #define C4_PATHS_PROBE_NS 100000000 /* a path held back this long takes a chunk anyway */
+#define C4_PATHS_EVEN 0.6 /* a path at this part of the fastest's rate or more weighs as much */
 
 struct c4_paths {
   int n;
@@ -20,6 +21,7 @@ struct c4_paths {
   uint64_t chunks[C4_PATHS_MAX];
   int slow[C4_PATHS_MAX]; /* reported below half of the fastest (for the log, with hysteresis) */
   uint64_t held_since[C4_PATHS_MAX]; /* when c4_paths_excess began holding the path back, 0: not */
+  int probe[C4_PATHS_MAX];           /* c4_paths_excess let the path through to be measured again */
 };
 
 void c4_paths_init(struct c4_paths *p, int n);
@@ -28,17 +30,19 @@ void c4_paths_init(struct c4_paths *p, int n);
  * its completion (an RDMA write's, or the last byte handed to a TCP socket). The weight of a
  * sample grows with its duration, so the estimate follows a path within about C4_PATHS_TAU_NS of
  * sending whatever the chunk sizes, but no one sample moves it more than C4_PATHS_STEP_MAX of the
- * way (a kernel's delivery rate is one ACK's view, and one low one is not a slow path). */
+ * way (one measure is not yet a slow path). */
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns);
 
 /* The same with the rate the path gave the chunk measured apart (bytes per ns; TCP: the kernel's
- * delivery rate from its ACKs, which a send buffer that swallows a chunk cannot inflate). The
- * sample weighs len / rate, the time the path spends on the chunk. A rate of 0 counts the bytes
- * and leaves the estimate as it is. */
-void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate);
+ * count of bytes acknowledged over busy time, which a send buffer that swallows a chunk cannot
+ * inflate). The sample weighs span_ns, the time the measure covers (0: len / rate, the time the
+ * path spends on the chunk). A rate of 0 counts the bytes and leaves the estimate as it is. */
+void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, double span_ns);
 
-/* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's; 1 until both
- * are measured. */
+/* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's, 1 from
+ * C4_PATHS_EVEN up and until both are measured. Paths nearly as fast are not told apart: a path
+ * given smaller chunks measures slower for them (each burst pays a round trip), and without the
+ * dead band that made equal paths drift apart. */
 double c4_paths_weight(const struct c4_paths *p, int i);
 
 /* Path i's share of a message: its weight over the sum of all weights (1/n while they are
@@ -57,7 +61,8 @@ int c4_paths_fastest(const struct c4_paths *p);
  * queue. Returns how many bytes path i's queue is over that (0: it may take the chunk). The fastest
  * path is never held back, and one held back for C4_PATHS_PROBE_NS (now: ns) takes the chunk
  * anyway: a path's estimate moves only while it carries chunks, so one judged slow on a bad sample
- * would otherwise never be measured again. */
+ * would otherwise never be measured again; then p->probe[i] is set (the caller sizes that chunk
+ * evenly, so it measures the path, and clears it). */
 uint64_t c4_paths_excess(struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
                          uint64_t len, uint64_t fastest_len, uint64_t now);
 
