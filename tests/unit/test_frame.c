@@ -103,6 +103,17 @@ START_TEST(records_with_bad_fields_are_refused) {
   buf[0] = 9; /* unknown kind */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
   ck_assert_uint_eq(c4_frame_record_size(9), 0);
+  struct c4_record c = {.kind = C4_REC_COLL};
+  strcpy(c.coll.proto, "Simple");
+  n = c4_frame_put_record(buf, sizeof buf, &c);
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), (int)n);
+  buf[25] = 2; /* is_p2p */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  n = c4_frame_put_record(buf, sizeof buf, &c);
+  memset(buf + 49 + 3 * C4_NAME_MAX, 'x', C4_NAME_MAX); /* proto without NUL */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  n = c4_frame_put_record(buf, sizeof buf, &c);
+  ck_assert_int_eq(c4_frame_get_record(buf, n - 1, &out), C4_EPROTO); /* cut short */
 }
 END_TEST
 
