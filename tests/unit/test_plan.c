@@ -18,6 +18,7 @@
 #include "net_comm.h"
 #include "net_plan.h"
 #include "net_transport.h"
+#include "transport_pair.h"
 
 #define HOST "plan-host"
 
@@ -165,22 +166,7 @@ static void connect_pair(int nsocks) {
   c4_transport_config_load(&cfg);
   cfg.nsocks = nsocks;
   cfg.nthreads = 0;
-  struct sockaddr_storage lo = {0};
-  struct sockaddr_in *s = (struct sockaddr_in *)&lo;
-  s->sin_family = AF_INET;
-  s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  uint8_t handle[128] = {0};
-  struct c4_listen_comm *l = NULL;
-  ck_assert_int_eq(c4_transport_listen(&cfg, 0, 0xfeed, &lo, handle, &l), 0);
-  tx = rx = NULL;
-  uint64_t deadline = c4_now_ns() + 10000000000ull;
-  while ((!tx || !rx) && c4_now_ns() < deadline) {
-    if (!tx) ck_assert_int_eq(c4_transport_connect(&cfg, 0, 0xbeef, handle, &tx), 0);
-    if (!rx) ck_assert_int_eq(c4_transport_accept(l, &rx), 0);
-  }
-  ck_assert_ptr_nonnull(tx);
-  ck_assert_ptr_nonnull(rx);
-  c4_transport_close_listen(l);
+  c4_test_transport_pair(&cfg, &tx, &rx);
 }
 
 /* The source port of data socket i, seen from both ends (they must agree). */

@@ -20,6 +20,7 @@
 #include "net_paths.h"
 #include "net_transport.h"
 #include "net_wire.h"
+#include "transport_pair.h"
 
 static struct c4_transport_config cfg;
 static struct c4_comm *tx, *rx;
@@ -29,22 +30,7 @@ static void connect_pair(int nsocks, int nthreads) {
   c4_transport_config_load(&cfg);
   cfg.nsocks = nsocks;
   cfg.nthreads = nthreads;
-  struct sockaddr_storage lo = {0};
-  struct sockaddr_in *s = (struct sockaddr_in *)&lo;
-  s->sin_family = AF_INET;
-  s->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  uint8_t handle[128] = {0};
-  struct c4_listen_comm *l = NULL;
-  ck_assert_int_eq(c4_transport_listen(&cfg, 0, 0xfeed, &lo, handle, &l), 0);
-  tx = rx = NULL;
-  uint64_t deadline = c4_now_ns() + 10000000000ull;
-  while ((!tx || !rx) && c4_now_ns() < deadline) {
-    if (!tx) ck_assert_int_eq(c4_transport_connect(&cfg, 0, 0xbeef, handle, &tx), 0);
-    if (!rx) ck_assert_int_eq(c4_transport_accept(l, &rx), 0);
-  }
-  ck_assert_ptr_nonnull(tx);
-  ck_assert_ptr_nonnull(rx);
-  c4_transport_close_listen(l);
+  c4_test_transport_pair(&cfg, &tx, &rx);
 }
 
 /* Polls both requests to completion (or failure); returns the two test() results. */
