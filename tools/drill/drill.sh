@@ -12,14 +12,17 @@
 #      tbf): detected when c4mon flags comm_slow on a hop whose traffic crosses l0-s1, or when a
 #      rank's plugin reports the data socket the plan put on s1 slow (its multipath estimate);
 #      tokens/s before, during and after, and the share of one such hop's bytes its data socket on
-#      s1 carried (the plugin's multipath weights should move it off the slow spine);
+#      s1 carried (the plugin's multipath weights move it off the slow spine: at most 0.40 of
+#      the hop's bytes against an even 0.50, checked unless C4_DRILL_QUICK=1 or
+#      C4_PATH_WEIGHTS=0);
 #   2. a degraded host link: h2's link to its leaf at 200 Mbit/s: comm_slow naming h2;
 #   3. a SIGSTOPped rank (rank 1, h1): noncomm_hang naming rank 1, then SIGCONT;
 #   4. a killed rank (rank 2, h3): rank_lost naming rank 2; the survivors stop (exit 75) and this
 #      script, their launcher, starts them again as 3 ranks, which resume from the checkpoint.
 # Ends with a table (fault, detected, class, place, time to detect, tokens/s during and after
 # over before) on stdout and in OUT/drill.json; exits 1 when a fault was not detected with the
-# right class and place (or the job did not go on), 2 when not root. About 90 s.
+# right class and place, the job did not go on, or the spine's bytes were not moved; 2 when not
+# root. About 90 s.
 # Usage: tools/drill/drill.sh [BUILD_DIR]   (OUT: $C4_DRILL_OUT, default drill-out/;
 # C4_DRILL_QUICK=1: a smaller model and shorter windows; the ranks inherit the environment, so
 # e.g. C4_PATH_WEIGHTS=0 runs the spine fault with even chunks, for comparison)
@@ -401,6 +404,17 @@ slowlog=$(for f in "$OUT"/rank*-1.log; do
   i=$((i + 1))
 done | paste -sd, - | sed 's/,/, /g')
 say "restored; tokens/s during: $D; h0 -> h1's data socket on s1 carried $share of the hop's bytes"
+# The traffic planner's part: with the weights on, the hop's socket on the congested spine must
+# carry clearly less than its even share (at most 0.40 of the hop's bytes, against 0.50). Checked in
+# the full drill; the quick one (a small model under ASan in make test) reports it.
+MOVED=-
+if [ "${C4_PATH_WEIGHTS:-1}" != 0 ] && [ "$share" != - ]; then
+  MOVED=$(awk -v s="$share" 'BEGIN {print (s <= 0.40 ? "yes" : "no")}')
+  if [ "$MOVED" = no ] && [ "${C4_DRILL_QUICK:-0}" != 1 ]; then
+    say "the weights did not move h0 -> h1's bytes off the congested spine ($share > 0.40)"
+    FAILED=1
+  fi
+fi
 recovered 'e["cleared"]["kind"] == "comm_slow"'
 A=$(after 3)
 ROWS+=("congested spine l0-s1 (100 Mbit/s)|$DET|$CLS|$PLACE|$SECS_TO|$B|$D|$A|h0->h1's data socket on s1 carried $share of its bytes (even split: 0.50); plugin multipath slow-path reports: ${slowlog:-none}; other verdicts: $(others)")
@@ -508,9 +522,12 @@ for line in sys.stdin:
                  "tokens_per_s": {"before": b, "during": du, "after": af},
                  "during_over_before": round(du / b, 3) if b else None,
                  "after_over_before": round(af / b, 3) if b else None, "note": note or None})
+share, moved = sys.argv[5], sys.argv[6]
 json.dump({"v": 1, "rows": rows, "verdicts_before_any_fault": int(sys.argv[1]),
+           "spine_socket_share": None if share == "-" else float(share),
+           "bytes_moved_off_spine": None if moved == "-" else moved == "yes",
            "events": sys.argv[2], "seconds": int(sys.argv[3])}, open(sys.argv[4], "w"), indent=1)
-' "$STRAY" "$EVENTS" $((SECONDS - START)) "$OUT/drill.json"
+' "$STRAY" "$EVENTS" $((SECONDS - START)) "$OUT/drill.json" "$share" "$MOVED"
 echo
 echo "tok/s: before the fault (rank 0's last $WIN steps); during: while the fault was on (steps done"
 echo "over wall time; SIGSTOP and kill: none); after: $WIN steps once it was lifted (the kill: on the 3"
@@ -518,7 +535,8 @@ echo "survivors). detect: from the fault to c4mon's verdict, on c4mon's clock."
 echo "c4mon verdicts before any fault (warm-up, no fault injected): $STRAY"
 echo "c4mon's events: $EVENTS; the table as JSON: $OUT/drill.json; $((SECONDS - START)) s"
 if [ "$FAILED" -ne 0 ]; then
-  echo "drill: FAILED: a fault was not detected with the right class and place" >&2
+  echo "drill: FAILED: a fault was not detected with the right class and place, or the weights" \
+    "did not move the congested spine's bytes (see above)" >&2
   exit 1
 fi
-echo "drill: ok: every fault detected with the right class and place"
+echo "drill: ok: every fault detected with the right class and place${MOVED:+; spine bytes moved: $MOVED}"
