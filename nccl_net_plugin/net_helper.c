@@ -51,7 +51,6 @@ struct sock_state {
   int waited;        /* send: the chunk in progress met a full send buffer or its pacer */
   int done_waited;   /* the same for the last chunk finished */
   uint64_t acked, busy_us; /* send: the kernel's counts at the last rate sample */
-  uint64_t sampled_ns;     /* send: when that sample was taken */
   uint64_t hold_until;     /* send: no chunk before this time (its kernel queue is too long) */
 };
 
@@ -87,10 +86,8 @@ static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_
  * allreduce's short steps measure the path as well as a stream does; the chunk's own write time
  * could not (the send buffer swallows a chunk in microseconds). When the writes had to wait for
  * the buffer or for a C4_FAULT pacer, the write time is a measure too (the pacer's hold is in
- * the sender, where the kernel does not see it), and the smaller is the rate. *span_ns: the time
- * the sample stands for, the wall time since the last one when longer than its busy time (a job
- * whose sockets are busy a tenth of the time must still see a path slow down within a second or
- * two, and a path back from a long hold is learned afresh). Outside the claim lock: a syscall. */
+ * the sender, where the kernel does not see it), and the smaller is the rate. Outside the claim
+ * lock: a syscall. */
 static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s, double *span_ns) {
   *span_ns = 0;
   if (!s->done_len) return 0;
@@ -98,15 +95,10 @@ static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s,
   uint64_t acked, busy_us;
   if (c->nsocks > 1 && c->cfg.path_weights && c4_tcp_progress(s->fd, &acked, &busy_us) == 0 &&
       busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
-    double busy_ns = (double)(busy_us - s->busy_us) * 1e3;
-    uint64_t now = c4_now_ns();
-    rate = (double)(acked - s->acked) / busy_ns;
-    *span_ns = s->sampled_ns && (double)(now - s->sampled_ns) > busy_ns
-                   ? (double)(now - s->sampled_ns)
-                   : busy_ns;
+    *span_ns = (double)(busy_us - s->busy_us) * 1e3;
+    rate = (double)(acked - s->acked) / *span_ns;
     s->acked = acked;
     s->busy_us = busy_us;
-    s->sampled_ns = now;
   }
   if (s->done_waited && (rate == 0 || wrote < rate)) {
     rate = wrote;
