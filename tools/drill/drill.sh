@@ -81,9 +81,11 @@ say() { printf "[%3d s] %s\n" $((SECONDS - ${START:-0})) "$*"; }
 if [ "${C4_DRILL_QUICK:-0}" = 1 ]; then
   MODEL=(--width 64 --microbatches 8)
   WIN=6 # steps per throughput window
+  SPINE_S=0 # the congested spine lasts at least this long (s); the full drill: 8
 else
   MODEL=(--width 128 --microbatches 8)
   WIN=10
+  SPINE_S=8
 fi
 
 # --- the fabric, the plan ----------------------------------------------------------------------
@@ -381,7 +383,7 @@ for try in 1 2; do
   FROM=$(nevents)
   b_s=$(acked h0 "$s_port" 198.18.1.2) b_o=$(acked h0 "$o_port" 198.18.1.2)
   mark_logs
-  s0=$(last_step) t0=$(mono)
+  s0=$(last_step) t0=$(mono) since=$SECONDS
   fab degrade l0-s1 100mbit >/dev/null
   say "fault 1: spine link l0-s1 at 100 Mbit/s (of 1 Gbit/s); tokens/s before: $B"
   detect comm_slow "$check" 20 "$t0" s1
@@ -390,6 +392,12 @@ for try in 1 2; do
   quiesce
 done
 wait_steps "$WIN" 90 || die "c4train stopped during the congested spine (see $OUT)"
+# and SPINE_S seconds at least: the weights take a second or so to move, and the share is counted
+# over the whole fault
+while [ $((SECONDS - since)) -lt "$SPINE_S" ]; do
+  alive || die "c4train stopped during the congested spine (see $OUT)"
+  sleep 0.2
+done
 s1=$(last_step) t1=$(mono)
 e_s=$(acked h0 "$s_port" 198.18.1.2) e_o=$(acked h0 "$o_port" 198.18.1.2)
 fab restore l0-s1 >/dev/null
