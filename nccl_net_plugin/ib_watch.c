@@ -5,6 +5,7 @@
 #include "c4_telemetry.h"
 #include "ib_comm.h"
 #include "net_watchlist.h"
+#include "net_xfer_record.h"
 
 static struct c4_watchlist watch = C4_WATCHLIST_INIT;
 
@@ -14,21 +15,7 @@ void c4_ib_watch_remove(struct c4_ib_comm *c) { c4_watchlist_remove(&watch, c); 
 
 void c4_ib_request_record(const struct c4_ib_comm *c, struct c4_ib_request *r, int status,
                           uint64_t bytes, uint64_t t_done, struct c4_xfer_record *rec) {
-  *rec = (struct c4_xfer_record){
-      .version = C4_RECORD_VERSION,
-      .dir = c->is_send ? C4_DIR_SEND : C4_DIR_RECV,
-      .status = (uint8_t)status,
-      .tag = r->tag,
-      .conn_id = c->conn_id,
-      .nccl_comm = c->nccl_comm,
-      .seq = atomic_load_explicit(&r->seq, memory_order_relaxed),
-      .bytes = bytes,
-      .t_posted = atomic_load_explicit(&r->t_posted, memory_order_relaxed),
-      .t_first_byte = atomic_load_explicit(&r->t_first_byte, memory_order_relaxed),
-      .t_done = t_done,
-      .self = c->self,
-      .peer = c->peer,
-  };
+  C4_XFER_RECORD_FILL(rec, c, r, status, bytes, t_done);
 }
 
 /* As net_watch.c: a request is read through its atomics and kept only if its seq did not change

@@ -17,6 +17,7 @@
 #include "c4_log.h"
 #include "c4_telemetry.h"
 #include "net_sock.h"
+#include "net_xfer_record.h"
 
 struct c4_transport_stats c4_transport_stats;
 
@@ -417,21 +418,7 @@ int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,
 
 void c4_request_record(const struct c4_comm *c, struct c4_request *r, int status, uint64_t bytes,
                        uint64_t t_done, struct c4_xfer_record *rec) {
-  *rec = (struct c4_xfer_record){
-      .version = C4_RECORD_VERSION,
-      .dir = c->is_send ? C4_DIR_SEND : C4_DIR_RECV,
-      .status = (uint8_t)status,
-      .tag = r->tag,
-      .conn_id = c->conn_id,
-      .nccl_comm = c->nccl_comm,
-      .seq = atomic_load_explicit(&r->seq, memory_order_relaxed),
-      .bytes = bytes,
-      .t_posted = atomic_load_explicit(&r->t_posted, memory_order_relaxed),
-      .t_first_byte = atomic_load_explicit(&r->t_first_byte, memory_order_relaxed),
-      .t_done = t_done,
-      .self = c->self,
-      .peer = c->peer,
-  };
+  C4_XFER_RECORD_FILL(rec, c, r, status, bytes, t_done);
 }
 
 static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_t bytes) {
