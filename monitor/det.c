@@ -133,26 +133,18 @@ void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg
   }
 }
 
-/* (host, pid) -> launcher rank: never shrinks, bounded. The identities lie in arrival order and
- * the open-addressing index over them holds 4-byte positions, so the pages backed grow with the
- * processes seen, not with the table's reach (as det_ranks.c). */
-#define ID_CAP (1 << 19) /* hash slots; identities: half of them */
+/* (host, pid) -> launcher rank: never shrinks, bounded (det_index: 2^18 processes). */
 struct ident {
   char host[C4_HOST_MAX];
   uint32_t pid;
   int rank;
 };
-static int32_t *ident_slots; /* position in idents + 1, 0: empty */
-static struct ident *idents;
-static long nidents;
-
-static void idents_free(void) {
-  det_table_free(ident_slots, ID_CAP * sizeof *ident_slots);
-  det_table_free(idents, ID_CAP / 2 * sizeof *idents);
-  ident_slots = NULL;
-  idents = NULL;
-  nidents = 0;
-}
+struct ident_key {
+  const char *host;
+  uint32_t pid;
+};
+static struct det_index idents = {
+    .item_size = sizeof(struct ident), .nslots = 1 << 19, .probes = 64};
 
 static uint64_t ident_hash(const char *host, uint32_t pid) {
   uint64_t h = 1469598103934665603ull ^ pid;
@@ -161,30 +153,22 @@ static uint64_t ident_hash(const char *host, uint32_t pid) {
   return h;
 }
 
+static int ident_match(const void *item, const void *key) {
+  const struct ident *e = item;
+  const struct ident_key *k = key;
+  return e->pid == k->pid && !strcmp(e->host, k->host);
+}
+
 static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
-  if (!ident_slots) {
-    ident_slots = det_table_alloc(ID_CAP * sizeof *ident_slots);
-    idents = det_table_alloc(ID_CAP / 2 * sizeof *idents);
-    if (!ident_slots || !idents) {
-      idents_free();
-      return NULL;
-    }
+  struct ident_key k = {host, pid};
+  int added;
+  struct ident *e = det_index_get(&idents, ident_hash(host, pid), ident_match, &k, insert, &added);
+  if (e && added) {
+    e->pid = pid;
+    snprintf(e->host, sizeof e->host, "%s", host);
+    e->rank = -1;
   }
-  for (uint64_t i = ident_hash(host, pid) & (ID_CAP - 1), probes = 0; probes < 64;
-       i = (i + 1) & (ID_CAP - 1), probes++) {
-    if (!ident_slots[i]) {
-      if (!insert || nidents >= ID_CAP / 2) return NULL;
-      struct ident *e = &idents[nidents];
-      ident_slots[i] = (int32_t)++nidents;
-      e->pid = pid;
-      snprintf(e->host, sizeof e->host, "%s", host);
-      e->rank = -1;
-      return e;
-    }
-    struct ident *e = &idents[ident_slots[i] - 1];
-    if (e->pid == pid && !strcmp(e->host, host)) return e;
-  }
-  return NULL;
+  return e;
 }
 
 /* Called for every transfer: a one-entry-per-pid cache in front keeps the table (and its cache
@@ -295,7 +279,7 @@ void c4_det_reset(void) {
     json_decref(det.active[i].event);
   memset(&det, 0, sizeof det);
   c4_det_now = 0;
-  idents_free();
+  det_index_reset(&idents);
   memset(seen, 0, sizeof seen);
   c4_mon_windows_reset();
   det_coll_reset();

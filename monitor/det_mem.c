@@ -4,6 +4,7 @@
  * miss costs more than the lookup itself. Mapped memory reads as zero, like calloc's, and only
  * the pages touched are ever backed. */
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/mman.h>
 
 #include "det_internal.h"
@@ -19,4 +20,39 @@ void *det_table_alloc(size_t bytes) {
 
 void det_table_free(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
+}
+
+void *det_index_get(struct det_index *x, uint64_t slot,
+                    int (*match)(const void *item, const void *key), const void *key, int insert,
+                    int *added) {
+  if (added) *added = 0;
+  if (!x->slots) {
+    x->slots = det_table_alloc(x->nslots * sizeof *x->slots);
+    x->items = det_table_alloc(x->nslots / 2 * x->item_size);
+    if (!x->slots || !x->items) {
+      det_index_reset(x);
+      return NULL;
+    }
+  }
+  for (uint64_t i = slot & (x->nslots - 1), n = 0; n < (uint64_t)x->probes;
+       i = (i + 1) & (x->nslots - 1), n++) {
+    if (!x->slots[i]) {
+      if (!insert || x->n >= (long)(x->nslots / 2)) return NULL;
+      void *e = det_index_at(x, x->n);
+      x->slots[i] = (int32_t)++x->n;
+      if (added) *added = 1;
+      return e;
+    }
+    void *e = det_index_at(x, x->slots[i] - 1);
+    if (match(e, key)) return e;
+  }
+  return NULL;
+}
+
+void det_index_reset(struct det_index *x) {
+  det_table_free(x->slots, x->nslots * sizeof *x->slots);
+  det_table_free(x->items, x->nslots / 2 * x->item_size);
+  x->slots = NULL;
+  x->items = NULL;
+  x->n = 0;
 }

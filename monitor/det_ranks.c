@@ -8,14 +8,9 @@
 #include "det_internal.h"
 #include "det_ranks.h"
 
-#define CAP (1 << 19) /* hash slots; ranks tracked in all: half of them */
-
-/* The ranks themselves lie in arrival order (scans, stable pointers); the open-addressing index
- * over them holds only 4-byte positions. Hashing the ranks themselves would spread 16,384 of them
- * over every page of a 96 MB table, each page backed (and zeroed) on first touch. */
-static int32_t *slots; /* position in ranks + 1, 0: empty */
-static struct det_rank *ranks;
-static long used;
+/* Every rank seen, in arrival order (det_index: 2^18 ranks). */
+static struct det_index ranks = {
+    .item_size = sizeof(struct det_rank), .nslots = 1 << 19, .probes = 256};
 static uint64_t next_check;
 
 static uint64_t hash(const char *job, int rank) {
@@ -25,40 +20,40 @@ static uint64_t hash(const char *job, int rank) {
   return h * 0x9e3779b97f4a7c15ull;
 }
 
+struct rank_key {
+  const char *job, *host;
+  int rank;
+  uint32_t pid;
+};
+
+static int rank_match(const void *item, const void *key) {
+  const struct det_rank *e = item;
+  const struct rank_key *k = key;
+  return e->rank == k->rank && !strcmp(e->job, k->job) &&
+         (k->rank >= 0 || (e->pid == k->pid && !strcmp(e->host, k->host)));
+}
+
 struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
                               int insert) {
-  if (!slots) {
-    slots = det_table_alloc(CAP * sizeof *slots);
-    ranks = det_table_alloc(CAP / 2 * sizeof *ranks);
-    if (!slots || !ranks) {
-      det_ranks_reset();
-      return NULL;
-    }
-  }
   uint64_t h = hash(job, rank) ^ (rank < 0 ? hash(host, (int)pid) : 0);
-  for (uint64_t i = h >> 45, n = 0; n < 256; i = (i + 1) & (CAP - 1), n++) {
-    if (!slots[i]) {
-      if (!insert || used >= CAP / 2) return NULL;
-      struct det_rank *e = &ranks[used];
-      slots[i] = (int32_t)++used;
-      e->used = 1;
-      e->rank = rank;
-      e->pid = pid;
-      snprintf(e->host, sizeof e->host, "%s", host);
-      snprintf(e->job, sizeof e->job, "%s", job);
-      return e;
-    }
-    struct det_rank *e = &ranks[slots[i] - 1];
-    if (e->rank == rank && !strcmp(e->job, job) &&
-        (rank >= 0 || (e->pid == pid && !strcmp(e->host, host))))
-      return e;
+  struct rank_key k = {job, host, rank, pid};
+  int added;
+  struct det_rank *e = det_index_get(&ranks, h >> 45, rank_match, &k, insert, &added);
+  if (e && added) {
+    e->used = 1;
+    e->rank = rank;
+    e->pid = pid;
+    snprintf(e->host, sizeof e->host, "%s", host);
+    snprintf(e->job, sizeof e->job, "%s", job);
   }
-  return NULL;
+  return e;
 }
 
 void det_ranks_each(const char *job, void (*fn)(struct det_rank *r, void *arg), void *arg) {
-  for (long i = 0; i < used; i++)
-    if (!job || !strcmp(ranks[i].job, job)) fn(&ranks[i], arg);
+  for (long i = 0; i < ranks.n; i++) {
+    struct det_rank *e = det_index_at(&ranks, i);
+    if (!job || !strcmp(e->job, job)) fn(e, arg);
+  }
 }
 
 static void key_of(const struct det_rank *e, char *key, size_t n) {
@@ -161,10 +156,6 @@ json_t *det_ranks_state(void) {
 }
 
 void det_ranks_reset(void) {
-  det_table_free(slots, CAP * sizeof *slots);
-  det_table_free(ranks, CAP / 2 * sizeof *ranks);
-  slots = NULL;
-  ranks = NULL;
-  used = 0;
+  det_index_reset(&ranks);
   next_check = 0;
 }
