@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "det_internal.h"
+#include "det_median.h"
 
 #define HALF_NS 500000000ull  /* a half-window */
 #define GRACE_NS 200000000ull /* records of a half-window may arrive this late (live) */
@@ -97,6 +98,7 @@ static struct {
     struct wsum *ws; /* every cell's sums: cell i's are ws[at[i]..at[i+1]) */
     int *at;
     float *scratch;
+    float *pick; /* the medians' room for one bucket's values */
     /* the live cells: value, source, destination; then grouped by source and destination */
     float *lv, *rv, *cv;
     int *ls, *ld, *order, *rk, *ck;
@@ -127,7 +129,7 @@ static int alloc(void) {
   m.ev.ws = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.ws);
   m.ev.at = malloc((CELL_CAP + 1) * sizeof *m.ev.at);
   m.ev.scratch = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.scratch);
-  float **fl[] = {&m.ev.lv, &m.ev.rv, &m.ev.cv};
+  float **fl[] = {&m.ev.lv, &m.ev.rv, &m.ev.cv, &m.ev.pick};
   int **in[] = {&m.ev.ls, &m.ev.ld, &m.ev.order, &m.ev.rk, &m.ev.ck};
   int ok = 1;
   for (size_t i = 0; i < sizeof fl / sizeof *fl; i++)
@@ -269,49 +271,6 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
     return;
   }
   m.dropped++; /* a fifth size class in one half-window: rare, and not needed */
-}
-
-/* Quickselect: the k-th smallest of v[0..n) (reorders v). */
-static float select_kth(float *v, int n, int k) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    float pivot = v[(lo + hi) / 2];
-    int i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < pivot)
-        i++;
-      while (v[j] > pivot)
-        j--;
-      if (i <= j) {
-        float t = v[i];
-        v[i++] = v[j];
-        v[j--] = t;
-      }
-    }
-    if (k <= j)
-      hi = j;
-    else if (k >= i)
-      lo = i;
-    else
-      return v[k];
-  }
-  return v[k];
-}
-
-/* Lower median: with two values, the smaller, so one hot cell of two does not make an effect.
- * A NIC has a handful of cells, and the polish takes six medians per NIC per evaluation: those
- * are sorted in place, cheaper than quickselect's partitioning at that size. */
-static float lower_median(float *v, int n) {
-  if (!n) return 0;
-  if (n > 16) return select_kth(v, n, (n - 1) / 2);
-  for (int i = 1; i < n; i++) {
-    float x = v[i];
-    int j = i;
-    for (; j > 0 && v[j - 1] > x; j--)
-      v[j] = v[j - 1];
-    v[j] = x;
-  }
-  return v[(n - 1) / 2];
 }
 
 /* A cell's class sums over the window's two half-windows, into s (room for 2 * CLASSES). Half-
@@ -514,7 +473,7 @@ static void polish(float *scratch, const int *start, const float *val, const int
     int n = 0;
     for (int j = start[k]; j < start[k + 1]; j++)
       scratch[n++] = val[j] - m.overall - other_eff[other[j]];
-    eff[k] = n >= 2 ? lower_median(scratch, n) : 0;
+    eff[k] = n >= 2 ? det_lower_median(scratch, n, m.ev.pick) : 0;
     cnt[k] = n;
   }
 }
@@ -544,6 +503,10 @@ static void evaluate(uint64_t w) {
   /* every cell's sums, read once: the cells are tens of MB at 16,384 NICs */
   int nws = 0;
   for (int i = 0; i < m.ncells; i++) {
+    if (i + 16 < m.ncells) { /* the stride defeats the hardware's prefetch: ask 16 cells ahead */
+      __builtin_prefetch(&m.samples[i + 16].b[(w - 1) & 3]);
+      __builtin_prefetch(&m.samples[i + 16].b[w & 3]);
+    }
     at[i] = nws;
     nws += window_sums(&m.samples[i], w, ws + nws);
   }
@@ -563,7 +526,7 @@ static void evaluate(uint64_t w) {
   }
   for (int c = 0; c < 64; c++) {
     int k = start[c + 1] - start[c];
-    if (k) ref[c] = select_kth(scratch + start[c], k, k / 2);
+    if (k) ref[c] = det_kth(scratch + start[c], k, k / 2, m.ev.pick);
   }
   /* The first window of a slowdown holds one or two slow samples per cell, the very ones that
    * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot make,
@@ -588,7 +551,7 @@ static void evaluate(uint64_t w) {
     ls[live] = c->src;
     ld[live++] = c->dst;
   }
-  m.overall = lower_median(scratch, live);
+  m.overall = det_lower_median(scratch, live, m.ev.pick);
   group(ls, live, rs, order);
   for (int j = 0; j < live; j++) {
     rv[j] = lv[order[j]];
@@ -672,9 +635,9 @@ void det_matrix_reset(void) {
   det_table_free(m.samples, CELL_CAP * sizeof *m.samples);
   det_table_free(m.cell_hash, 2 * CELL_CAP * sizeof *m.cell_hash);
   det_table_free(m.by_conn, CONN_CACHE * sizeof *m.by_conn);
-  void *ev[] = {m.ev.ws, m.ev.at,  m.ev.scratch, m.ev.lv,   m.ev.rv,   m.ev.cv,
-                m.ev.ls, m.ev.ld,  m.ev.order,   m.ev.rk,   m.ev.ck,   m.ev.rs,
-                m.ev.cs, m.ev.row, m.ev.col,     m.ev.nrow, m.ev.ncol, m.ev.hot_cell};
+  void *ev[] = {m.ev.pick, m.ev.ws,  m.ev.at,    m.ev.scratch, m.ev.lv,      m.ev.rv, m.ev.cv,
+                m.ev.ls,   m.ev.ld,  m.ev.order, m.ev.rk,      m.ev.ck,      m.ev.rs, m.ev.cs,
+                m.ev.row,  m.ev.col, m.ev.nrow,  m.ev.ncol,    m.ev.hot_cell};
   for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
     free(ev[i]);
   memset(&m, 0, sizeof m);

@@ -1,0 +1,98 @@
+/* test_median.c -- the delay matrix's order statistics give exactly what sorting gives: at every
+ * position of short arrays (the sorting network), on both sides of the histogram's threshold, and
+ * on the values that strain it (duplicates, negatives, one far outlier, a range too narrow to
+ * divide into buckets). */
+#include <check.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check_run.h"
+#include "det_median.h"
+
+#define MAXN 100000
+
+static float v[MAXN], sorted[MAXN], work[MAXN], pick[MAXN];
+
+static int by_value(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every k asked of det_kth (or a spread of them for long arrays) and the lower median of v[0..n)
+ * against the sorted copy. */
+static void check_against_sort(int n) {
+  memcpy(sorted, v, (size_t)n * sizeof *v);
+  qsort(sorted, (size_t)n, sizeof *sorted, by_value);
+  int step = n <= 64 ? 1 : n / 7;
+  for (int k = 0; k < n; k += step) {
+    memcpy(work, v, (size_t)n * sizeof *v);
+    float got = det_kth(work, n, k, pick);
+    ck_assert_msg(got == sorted[k], "n=%d k=%d: %g, sorted %g", n, k, got, sorted[k]);
+  }
+  memcpy(work, v, (size_t)n * sizeof *v);
+  float med = det_lower_median(work, n, pick);
+  ck_assert_msg(med == sorted[(n - 1) / 2], "n=%d median %g, sorted %g", n, med,
+                sorted[(n - 1) / 2]);
+}
+
+static float uniform(float lo, float hi) {
+  return lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
+}
+
+START_TEST(short_arrays_give_every_order_statistic_exactly) {
+  srand(7);
+  for (int n = 1; n <= 20; n++)
+    for (int round = 0; round < 200; round++) {
+      for (int i = 0; i < n; i++) /* few distinct values: ties and signs at every position */
+        v[i] = (float)(rand() % 7 - 3) * 0.5f;
+      check_against_sort(n);
+    }
+  memset(work, 0, sizeof work);
+  ck_assert(det_lower_median(work, 0, pick) == 0);
+}
+END_TEST
+
+START_TEST(long_arrays_give_the_same_value_as_sorting) {
+  srand(11);
+  int sizes[] = {4095, 4096, 4097, 30000, MAXN};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    int n = sizes[s];
+    for (int i = 0; i < n; i++) /* log(ns per byte) of healthy cells: a narrow band */
+      v[i] = uniform(-2.6f, -2.2f);
+    check_against_sort(n);
+    for (int i = 0; i < n; i++) /* heavy duplicates: most values in one bucket */
+      v[i] = (float)(rand() % 3) - 2.5f;
+    check_against_sort(n);
+    v[n / 3] = 40.0f; /* one far outlier stretches the buckets */
+    v[n / 2] = -40.0f;
+    check_against_sort(n);
+  }
+}
+END_TEST
+
+START_TEST(degenerate_ranges_fall_back_and_stay_exact) {
+  int n = 5000;
+  for (int i = 0; i < n; i++) /* all equal */
+    v[i] = 1.25f;
+  check_against_sort(n);
+  for (int i = 0; i < n; i++) /* a range of a few denormals: its bucket scale is infinite */
+    v[i] = FLT_TRUE_MIN * (float)(i % 5);
+  check_against_sort(n);
+  for (int i = 0; i < n; i++) /* the widest finite range */
+    v[i] = i % 2 ? FLT_MAX : -FLT_MAX;
+  v[7] = 0;
+  check_against_sort(n);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("median");
+  TCase *tc = tcase_create("median");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, short_arrays_give_every_order_statistic_exactly);
+  tcase_add_test(tc, long_arrays_give_the_same_value_as_sorting);
+  tcase_add_test(tc, degenerate_ranges_fall_back_and_stay_exact);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
