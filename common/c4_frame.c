@@ -10,7 +10,7 @@
 #include "c4_err.h"
 
 #define MAGIC 0x3443
-#define VERSION 1
+#define VERSION 2 /* 2: records' strings are length-prefixed */
 
 /* A cursor over a buffer; any read or write past the end sets bad and does nothing. */
 struct cur {
@@ -94,6 +94,32 @@ static void get_str(struct cur *c, char *s, size_t n) {
   c->left -= n;
 }
 
+/* A record's string: a length byte, then that many bytes, none of them NUL; the length is below
+ * the field's size n, so the decoded string fits with its NUL. Version 1 padded every string to
+ * its field: three fifths of a transfer record were padding, and a 16,384-rank stream or trace
+ * is millions of them a second. */
+static void put_lstr(struct cur *c, const char *s, size_t n) {
+  size_t len = strnlen(s, n - 1);
+  put_le(c, len, 1);
+  put(c, s, len);
+}
+
+/* Decodes such a string into s (n bytes), zero-filled after it; a length of n or more, or a NUL
+ * inside, is bad. */
+static void get_lstr(struct cur *c, char *s, size_t n) {
+  size_t len = (size_t)get_le(c, 1);
+  if (c->bad || len >= n || len > c->left) {
+    c->bad = 1;
+    memset(s, 0, n);
+    return;
+  }
+  memcpy(s, c->r, len);
+  memset(s + len, 0, n - len);
+  if (memchr(s, 0, len)) c->bad = 1;
+  c->r += len;
+  c->left -= len;
+}
+
 void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length) {
   struct cur c = {.w = out, .left = C4_FRAME_HDR};
   put_le(&c, MAGIC, 2);
@@ -117,31 +143,61 @@ static void put_end(struct cur *c, const struct c4_identity *id) {
   put_le(c, (uint32_t)id->rank, 4);
   put_le(c, id->pid, 4);
   put_le(c, (uint32_t)id->dev, 4);
-  put_str(c, id->host, C4_HOST_MAX);
+  put_lstr(c, id->host, C4_HOST_MAX);
 }
 
 static void get_end(struct cur *c, struct c4_identity *id) {
   id->rank = (int32_t)get_le(c, 4);
   id->pid = (uint32_t)get_le(c, 4);
   id->dev = (int32_t)get_le(c, 4);
-  get_str(c, id->host, C4_HOST_MAX);
+  get_lstr(c, id->host, C4_HOST_MAX);
 }
 
+/* Each kind's layout: runs of fixed-size fields (positive: their bytes) and strings (STR: a length
+ * byte and at most the field's size minus one bytes), from the kind byte on. */
+#define STR (-1)
+static const int8_t layouts[][8] = {
+    [C4_REC_XFER] = {1 + 8 * 3 + 1 + 1 + 4 + 8 * 4 + 12, STR, 12, STR},
+    [C4_REC_COLL] = {1 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 8 + 8, STR, STR, STR, STR, 3 * 8},
+    [C4_REC_COMM] = {1 + 8, STR, 4 * 4, STR, 8},
+    [C4_REC_LINK] = {1 + 8 + 8 + 4 + 4 + 1 + 8},
+    [C4_REC_RANK] = {1 + 4 + 4 + 1, STR, 8 * 4},
+};
+static const uint8_t string_sizes[][4] = {
+    [C4_REC_XFER] = {C4_HOST_MAX, C4_HOST_MAX},
+    [C4_REC_COLL] = {C4_NAME_MAX, C4_NAME_MAX, C4_NAME_MAX, C4_NAME_MAX},
+    [C4_REC_COMM] = {64, C4_HOST_MAX},
+    [C4_REC_RANK] = {C4_HOST_MAX},
+};
+
+static int known_kind(uint32_t kind) { return kind >= C4_REC_XFER && kind <= C4_REC_RANK; }
+
 size_t c4_frame_record_size(uint32_t kind) {
-  switch (kind) {
-  case C4_REC_XFER: return 1 + 8 * 3 + 1 + 1 + 4 + 8 * 4 + 2 * (12 + C4_HOST_MAX);
-  case C4_REC_COLL: return 1 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 8 + 8 + 4 * C4_NAME_MAX + 3 * 8;
-  case C4_REC_COMM: return 1 + 8 + 64 + 4 * 4 + C4_HOST_MAX + 8;
-  case C4_REC_LINK: return 1 + 8 + 8 + 4 + 4 + 1 + 8;
-  case C4_REC_RANK: return 1 + 4 + 4 + 1 + C4_HOST_MAX + 8 * 4;
-  default: return 0;
+  if (!known_kind(kind)) return 0;
+  size_t n = 0;
+  for (int i = 0, s = 0; i < 8 && layouts[kind][i]; i++)
+    n += layouts[kind][i] == STR ? string_sizes[kind][s++] : (size_t)layouts[kind][i];
+  return n;
+}
+
+size_t c4_frame_record_length(const uint8_t *in, size_t len) {
+  if (len < 1) return 1; /* not even its kind yet */
+  if (!known_kind(in[0])) return 0;
+  size_t n = 0;
+  for (int i = 0; i < 8 && layouts[in[0]][i]; i++) {
+    if (layouts[in[0]][i] != STR) {
+      n += (size_t)layouts[in[0]][i];
+      continue;
+    }
+    if (n >= len) return len + 1; /* the length byte is not there yet */
+    n += 1 + (size_t)in[n];
   }
+  return n;
 }
 
 size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) {
-  size_t need = c4_frame_record_size(r->kind);
-  if (!need || need > cap) return 0;
-  struct cur c = {.w = out, .left = need};
+  if (!known_kind(r->kind)) return 0;
+  struct cur c = {.w = out, .left = cap};
   put_le(&c, r->kind, 1);
   if (r->kind == C4_REC_XFER) {
     const struct c4_xfer_record *x = &r->xfer;
@@ -169,10 +225,10 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
     put_le(&c, (uint32_t)k->root, 4);
     put_le(&c, k->count, 8);
     put_le(&c, k->bytes, 8);
-    put_str(&c, k->func, C4_NAME_MAX);
-    put_str(&c, k->dtype, C4_NAME_MAX);
-    put_str(&c, k->algo, C4_NAME_MAX);
-    put_str(&c, k->proto, C4_NAME_MAX);
+    put_lstr(&c, k->func, C4_NAME_MAX);
+    put_lstr(&c, k->dtype, C4_NAME_MAX);
+    put_lstr(&c, k->algo, C4_NAME_MAX);
+    put_lstr(&c, k->proto, C4_NAME_MAX);
     put_le(&c, k->t_arrive, 8);
     put_le(&c, k->t_enqueued, 8);
     put_le(&c, k->t_done, 8);
@@ -189,7 +245,7 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
     put_le(&c, (uint32_t)k->rank, 4);
     put_le(&c, k->pid, 4);
     put_le(&c, k->event, 1);
-    put_str(&c, k->host, C4_HOST_MAX);
+    put_lstr(&c, k->host, C4_HOST_MAX);
     put_le(&c, k->t, 8);
     put_le(&c, k->entered, 8);
     put_le(&c, k->done, 8);
@@ -197,42 +253,52 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
   } else {
     const struct c4_comm_record *m = &r->comm;
     put_le(&c, m->comm, 8);
-    put_str(&c, m->name, 64);
+    put_lstr(&c, m->name, 64);
     put_le(&c, (uint32_t)m->rank, 4);
     put_le(&c, (uint32_t)m->nranks, 4);
     put_le(&c, (uint32_t)m->nnodes, 4);
     put_le(&c, m->pid, 4);
-    put_str(&c, m->host, C4_HOST_MAX);
+    put_lstr(&c, m->host, C4_HOST_MAX);
     put_le(&c, m->t, 8);
   }
-  return c.bad ? 0 : need;
+  return c.bad ? 0 : cap - c.left;
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* Copies a NUL-padded field of n bytes (a multiple of 8) into s, zeroing s after the NUL, so that
- * the caller need not clear s first. Returns 0 when the field holds no NUL. A word at a time: the
- * lowest flagged byte of the zero-byte test is exactly the first NUL on a little-endian load. */
-static int copy_padded(char *s, const uint8_t *f, size_t n) {
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w;
-    memcpy(&w, f + i, 8);
-    uint64_t zero = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
-    if (zero) {
-      unsigned keep = (unsigned)__builtin_ctzll(zero) / 8;
-      w = keep ? w & (~0ull >> (64 - 8 * keep)) : 0;
-      memcpy(s + i, &w, 8);
-      memset(s + i + 8, 0, n - i - 8);
-      return 1;
-    }
-    memcpy(s + i, &w, 8);
-  }
-  return 0;
-}
-
 static uint64_t ld64(const uint8_t *p) {
   uint64_t v;
   memcpy(&v, p, 8);
   return v;
+}
+
+/* Nonzero when some byte of w is zero (the lowest flagged byte is the first zero). */
+static uint64_t zero_byte(uint64_t w) {
+  return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+}
+
+/* Copies a record's string (its length byte at f) into s, n bytes (a multiple of 8), zero-filled
+ * after it, so the caller need not clear s first. Returns 0 for a length of n or more, or a NUL
+ * inside. A word at a time, the last partial word loaded so that it ends with the string: that
+ * load may start up to 7 bytes before the string, which is safe because every string the fast
+ * decoders read sits 9 bytes or more into its record (string calls here were a third of a
+ * replay). The caller has checked that the whole string is in the buffer. */
+__attribute__((always_inline)) static inline int copy_lstr(char *s, const uint8_t *f, size_t n) {
+  size_t len = f[0], i = 0;
+  if (len >= n) return 0;
+  uint64_t nul = 0;
+  memset(s, 0, n);
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w = ld64(f + 1 + i);
+    nul |= zero_byte(w);
+    memcpy(s + i, &w, 8);
+  }
+  if (i < len) {
+    unsigned tail = (unsigned)(len - i); /* 1..7 bytes, the last ones of an 8-byte load */
+    uint64_t w = ld64(f + 1 + len - 8) >> (8 * (8 - tail));
+    nul |= zero_byte(w | ~0ull << (8 * tail));
+    memcpy(s + i, &w, 8);
+  }
+  return !nul;
 }
 
 static uint32_t ld32(const uint8_t *p) {
@@ -241,20 +307,28 @@ static uint32_t ld32(const uint8_t *p) {
   return v;
 }
 
-static int get_end_at(const uint8_t *p, struct c4_identity *id) {
+/* One end of a transfer at p: rank, pid, dev, then the host string. Returns 0 when the host is
+ * bad. */
+__attribute__((always_inline)) static inline int get_end_at(const uint8_t *p,
+                                                            struct c4_identity *id) {
   id->rank = (int32_t)ld32(p);
   id->pid = ld32(p + 4);
   id->dev = (int32_t)ld32(p + 8);
-  return copy_padded(id->host, p + 12, C4_HOST_MAX);
+  return copy_lstr(id->host, p + 12, C4_HOST_MAX);
 }
 
-/* The transfer record, most of any stream or trace, at fixed offsets with one bounds check (done
- * by the caller) and every field of the union written, so the record needs no clearing first:
- * the generic cursor below cost c4mon's replay a sixth of its time. */
-static int get_xfer_fast(const uint8_t *p, struct c4_record *r) {
+/* The transfer record, most of any stream or trace, at its offsets after bounds checks on its
+ * two string lengths, and every field of the union written, so the record needs no clearing
+ * first: the generic cursor below cost c4mon's replay a sixth of its time. Returns its length,
+ * or 0 (truncated, or a field out of range). */
+static size_t get_xfer_fast(const uint8_t *p, size_t len, struct c4_record *r) {
   struct c4_xfer_record *x = &r->xfer;
   _Static_assert(sizeof r->xfer == sizeof *r - offsetof(struct c4_record, xfer),
                  "the transfer record fills the union: nothing else needs clearing");
+  const size_t self = 63, peer = self + 13 + (len > self + 12 ? p[self + 12] : 0);
+  if (len < peer + 13) return 0;
+  const size_t n = peer + 13 + p[peer + 12];
+  if (len < n) return 0;
   r->kind = C4_REC_XFER;
   r->reserved = 0;
   x->version = C4_RECORD_VERSION;
@@ -268,15 +342,22 @@ static int get_xfer_fast(const uint8_t *p, struct c4_record *r) {
   x->t_posted = ld64(p + 39);
   x->t_first_byte = ld64(p + 47);
   x->t_done = ld64(p + 55);
-  int ok = get_end_at(p + 63, &x->self);
-  ok &= get_end_at(p + 63 + 12 + C4_HOST_MAX, &x->peer);
-  return ok && x->dir <= C4_DIR_RECV && x->status <= C4_XFER_PENDING;
+  int ok = get_end_at(p + self, &x->self);
+  ok &= get_end_at(p + peer, &x->peer);
+  return ok && x->dir <= C4_DIR_RECV && x->status <= C4_XFER_PENDING ? n : 0;
 }
 
 /* The collective record, the next most common (one per rank and collective), the same way: its
  * four names through the generic cursor were a tenth of a replay. */
-static int get_coll_fast(const uint8_t *p, struct c4_record *r) {
+static size_t get_coll_fast(const uint8_t *p, size_t len, struct c4_record *r) {
   struct c4_coll_record *k = &r->coll;
+  size_t name[4], at = 49;
+  for (int i = 0; i < 4; i++) {
+    if (at >= len) return 0;
+    name[i] = at;
+    at += 1 + (size_t)p[at];
+  }
+  if (len < at + 24) return 0;
   r->kind = C4_REC_COLL;
   r->reserved = 0;
   k->comm = ld64(p + 1);
@@ -289,27 +370,29 @@ static int get_coll_fast(const uint8_t *p, struct c4_record *r) {
   k->root = (int32_t)ld32(p + 29);
   k->count = ld64(p + 33);
   k->bytes = ld64(p + 41);
-  int ok = copy_padded(k->func, p + 49, C4_NAME_MAX);
-  ok &= copy_padded(k->dtype, p + 49 + C4_NAME_MAX, C4_NAME_MAX);
-  ok &= copy_padded(k->algo, p + 49 + 2 * C4_NAME_MAX, C4_NAME_MAX);
-  ok &= copy_padded(k->proto, p + 49 + 3 * C4_NAME_MAX, C4_NAME_MAX);
-  k->t_arrive = ld64(p + 49 + 4 * C4_NAME_MAX);
-  k->t_enqueued = ld64(p + 57 + 4 * C4_NAME_MAX);
-  k->t_done = ld64(p + 65 + 4 * C4_NAME_MAX);
+  int ok = copy_lstr(k->func, p + name[0], C4_NAME_MAX);
+  ok &= copy_lstr(k->dtype, p + name[1], C4_NAME_MAX);
+  ok &= copy_lstr(k->algo, p + name[2], C4_NAME_MAX);
+  ok &= copy_lstr(k->proto, p + name[3], C4_NAME_MAX);
+  k->t_arrive = ld64(p + at);
+  k->t_enqueued = ld64(p + at + 8);
+  k->t_done = ld64(p + at + 16);
   /* the rest of the union reads as zero, as after the generic path's clearing */
   memset((char *)k + sizeof *k, 0, sizeof *r - offsetof(struct c4_record, coll) - sizeof *k);
-  return ok && k->is_p2p <= 1;
+  return ok && k->is_p2p <= 1 ? at + 24 : 0;
 }
 #endif
 
 int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
-  size_t need = len < 1 ? 0 : c4_frame_record_size(in[0]);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (need && need <= len && in[0] == C4_REC_XFER)
-    return get_xfer_fast(in, r) ? (int)need : C4_EPROTO;
-  if (need && need <= len && in[0] == C4_REC_COLL)
-    return get_coll_fast(in, r) ? (int)need : C4_EPROTO;
+  if (len && (in[0] == C4_REC_XFER || in[0] == C4_REC_COLL)) {
+    size_t n = in[0] == C4_REC_XFER ? get_xfer_fast(in, len, r) : get_coll_fast(in, len, r);
+    if (n) return (int)n;
+    memset(r, 0, sizeof *r);
+    return C4_EPROTO;
+  }
 #endif
+  size_t need = c4_frame_record_length(in, len);
   memset(r, 0, sizeof *r);
   if (!need || need > len) return C4_EPROTO;
   struct cur c = {.r = in, .left = need};
@@ -342,10 +425,10 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
     k->root = (int32_t)get_le(&c, 4);
     k->count = get_le(&c, 8);
     k->bytes = get_le(&c, 8);
-    get_str(&c, k->func, C4_NAME_MAX);
-    get_str(&c, k->dtype, C4_NAME_MAX);
-    get_str(&c, k->algo, C4_NAME_MAX);
-    get_str(&c, k->proto, C4_NAME_MAX);
+    get_lstr(&c, k->func, C4_NAME_MAX);
+    get_lstr(&c, k->dtype, C4_NAME_MAX);
+    get_lstr(&c, k->algo, C4_NAME_MAX);
+    get_lstr(&c, k->proto, C4_NAME_MAX);
     k->t_arrive = get_le(&c, 8);
     k->t_enqueued = get_le(&c, 8);
     k->t_done = get_le(&c, 8);
@@ -364,7 +447,7 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
     k->rank = (int32_t)get_le(&c, 4);
     k->pid = (uint32_t)get_le(&c, 4);
     k->event = (uint8_t)get_le(&c, 1);
-    get_str(&c, k->host, C4_HOST_MAX);
+    get_lstr(&c, k->host, C4_HOST_MAX);
     k->t = get_le(&c, 8);
     k->entered = get_le(&c, 8);
     k->done = get_le(&c, 8);
@@ -373,12 +456,12 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
   } else {
     struct c4_comm_record *m = &r->comm;
     m->comm = get_le(&c, 8);
-    get_str(&c, m->name, 64);
+    get_lstr(&c, m->name, 64);
     m->rank = (int32_t)get_le(&c, 4);
     m->nranks = (int32_t)get_le(&c, 4);
     m->nnodes = (int32_t)get_le(&c, 4);
     m->pid = (uint32_t)get_le(&c, 4);
-    get_str(&c, m->host, C4_HOST_MAX);
+    get_lstr(&c, m->host, C4_HOST_MAX);
     m->t = get_le(&c, 8);
   }
   return c.bad ? C4_EPROTO : (int)need;

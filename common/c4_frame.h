@@ -65,10 +65,16 @@ void c4_frame_put_header(uint8_t out[C4_FRAME_HDR], int type, uint32_t length);
  * length above C4_FRAME_MAX_PAYLOAD). */
 int c4_frame_get_header(const uint8_t in[C4_FRAME_HDR], int *type, uint32_t *length);
 
-/* Size of one encoded record of this kind (0 for an unknown kind). */
+/* The largest encoded size of a record of this kind, its strings at their longest (0 for an
+ * unknown kind): room enough for any one. */
 size_t c4_frame_record_size(uint32_t kind);
 
-/* Appends r to out (capacity cap). Returns the bytes written, or 0 when it does not fit. */
+/* The encoded length of the record at in (len bytes there): 0 for an unknown kind; more than len
+ * when in holds only its start (or nothing). Its strings' lengths are read, not checked. */
+size_t c4_frame_record_length(const uint8_t *in, size_t len);
+
+/* Appends r to out (capacity cap). Returns the bytes written (at most
+ * c4_frame_record_size(r->kind)), or 0 when it does not fit or its kind is unknown. */
 size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r);
 
 /* Decodes one record from in (len bytes). Returns the bytes used, or C4_EPROTO (unknown kind,

@@ -8,7 +8,7 @@
 
 #include "c4_record.h"
 
-#define C4_TRACE_BIN_MAGIC "C4TRACE\001"
+#define C4_TRACE_BIN_MAGIC "C4TRACE\002" /* the last byte: the stream protocol's version */
 #define C4_TRACE_BIN_MAGIC_LEN 8
 
 /* Writes the magic; call once at the start of the file. Returns 0 or C4_ESYS (errno set). */

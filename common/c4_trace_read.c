@@ -253,6 +253,9 @@ int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f) {
     r->binary = 1;
     r->pos = r->have;
     map_whole(r);
+  } else if (r->have == C4_TRACE_BIN_MAGIC_LEN &&
+             !memcmp(r->buf, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN - 1)) {
+    r->binary = 3; /* its records are not this build's: read none */
   }
   return 0;
 }
@@ -294,7 +297,7 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
         r->lineno++;
         return 1;
       }
-      size_t need = c4_frame_record_size(b[r->pos]);
+      size_t need = c4_frame_record_length(b + r->pos, have - r->pos);
       if (need && need > have - r->pos && !r->map && refill(r)) continue;
       r->bad++;
       r->binary = 2; /* no way to find the next record: stop after this error */
@@ -309,6 +312,16 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
 }
 
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
+  if (r->binary == 3) {
+    r->bad++;
+    r->binary = 2;
+    snprintf(err, errlen,
+             "byte 7: a binary trace of stream protocol version %u; this build reads version %u "
+             "(write the trace again with this build's c4scen or c4mon)",
+             r->buf[C4_TRACE_BIN_MAGIC_LEN - 1],
+             (unsigned)C4_TRACE_BIN_MAGIC[C4_TRACE_BIN_MAGIC_LEN - 1]);
+    return C4_EPROTO;
+  }
   if (r->binary) return next_binary(r, out, err, errlen);
   for (;;) {
     uint8_t *nl = r->pos < r->have ? memchr(r->buf + r->pos, '\n', r->have - r->pos) : NULL;

@@ -20,8 +20,8 @@ struct c4_trace_reader {
   FILE *f;
   unsigned long lineno; /* of the line (binary: record) last read */
   unsigned long bad;    /* lines rejected so far */
-  int binary;           /* 1: the binary form; 2: it hit a bad record and stopped */
-  uint8_t *buf;         /* bytes read, not yet parsed from pos on; cap grows for long lines */
+  int binary;   /* 1: the binary form; 2: it hit a bad record and stopped; 3: another version's */
+  uint8_t *buf; /* bytes read, not yet parsed from pos on; cap grows for long lines */
   size_t cap, have, pos;
   uint64_t offset;    /* file offset of buf[0] */
   const uint8_t *map; /* a binary trace in a regular file, mapped whole (no copy), or NULL */
@@ -37,7 +37,8 @@ int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f);
 
 /* Next record: 1 with *out filled, 0 at the end of the file, or C4_EPROTO for a bad line, with
  * "line N: reason" in err; call again to go on. In the binary form a bad record cannot be
- * skipped (its length is unknown): C4_EPROTO names its byte offset, and the next call returns 0. */
+ * skipped (its length is unknown): C4_EPROTO names its byte offset, and the next call returns 0.
+ * A binary trace of another version of the format gives one C4_EPROTO saying so, then 0. */
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen);
 
 void c4_trace_close(struct c4_trace_reader *r);

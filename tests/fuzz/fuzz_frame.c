@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct c4_record r;
     int n = c4_frame_get_record(data + off, size - off, &r);
     if (n <= 0) break;
+    must(c4_frame_record_length(data + off, size - off) == (size_t)n);
     uint8_t again[512]; /* what decodes re-encodes to bytes that decode to the same record */
     struct c4_record back;
     must(c4_frame_put_record(again, sizeof again, &r) == (size_t)n);

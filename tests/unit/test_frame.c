@@ -23,21 +23,34 @@ START_TEST(headers_round_trip_and_bad_ones_are_refused) {
   h[0] ^= 1;
   ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* magic */
   c4_frame_put_header(h, C4_FRAME_BYE, 0);
-  h[2] = 2;
+  ck_assert_int_eq(h[2], 2); /* version 2: records' strings are length-prefixed */
+  h[2] = 1;
   ck_assert_int_eq(c4_frame_get_header(h, &type, &len), C4_EPROTO); /* version */
 }
 END_TEST
 
-static void round_trip(const struct c4_record *in) {
+/* Encodes in, checks its length (exact, or the kind's largest when every string is at its
+ * longest), decodes it back, and refuses every truncation. Returns the encoded length. */
+static size_t round_trip(const struct c4_record *in, int longest) {
   uint8_t buf[512];
   size_t n = c4_frame_put_record(buf, sizeof buf, in);
-  ck_assert_uint_eq(n, c4_frame_record_size(in->kind));
+  ck_assert_uint_gt(n, 0);
+  if (longest)
+    ck_assert_uint_eq(n, c4_frame_record_size(in->kind));
+  else
+    ck_assert_uint_lt(n, c4_frame_record_size(in->kind));
+  ck_assert_uint_eq(c4_frame_record_length(buf, n), n);
+  uint8_t copy[512]; /* decoded from a buffer that ends with it */
+  memcpy(copy + sizeof copy - n, buf, n);
   struct c4_record out;
-  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), (int)n);
+  ck_assert_int_eq(c4_frame_get_record(copy + sizeof copy - n, n, &out), (int)n);
   ck_assert_int_eq(memcmp(in, &out, sizeof out), 0);
-  for (size_t cut = 0; cut < n; cut++) /* every truncation is refused */
+  for (size_t cut = 0; cut < n; cut++) { /* every truncation is refused, and seen as one */
     ck_assert_int_eq(c4_frame_get_record(buf, cut, &out), C4_EPROTO);
-  ck_assert_uint_eq(c4_frame_put_record(buf, n - 1, in), 0); /* no room: nothing written */
+    ck_assert_uint_gt(c4_frame_record_length(buf, cut), cut);
+  }
+  ck_assert_uint_eq(c4_frame_put_record(buf, n - 1, in), 0); /* no room */
+  return n;
 }
 
 START_TEST(every_record_kind_round_trips_exactly) {
@@ -58,7 +71,7 @@ START_TEST(every_record_kind_round_trips_exactly) {
   strcpy(x.xfer.peer.host, "node-with-a-longer-name");
   x.xfer.peer.pid = 77;
   x.xfer.peer.dev = 1;
-  round_trip(&x);
+  round_trip(&x, 0);
   struct c4_record c = {.kind = C4_REC_COLL};
   c.coll = (struct c4_coll_record){.comm = 5,
                                    .seq = 6,
@@ -77,29 +90,64 @@ START_TEST(every_record_kind_round_trips_exactly) {
   strcpy(c.coll.dtype, "ncclFloat32");
   strcpy(c.coll.algo, "Ring");
   strcpy(c.coll.proto, "LL128");
-  round_trip(&c);
+  round_trip(&c, 0);
   struct c4_record m = {.kind = C4_REC_COMM};
   m.comm =
       (struct c4_comm_record){.comm = 5, .rank = 1, .nranks = 8, .nnodes = 2, .pid = 9, .t = 3};
   strcpy(m.comm.name, "dp-group");
   strcpy(m.comm.host, "node-1");
-  round_trip(&m);
+  round_trip(&m, 0);
   struct c4_record l = {.kind = C4_REC_LINK};
   l.link = (struct c4_link_record){
       .comm = 9, .conn_id = ~0ull, .rank = 3, .peer = -1, .dir = C4_DIR_RECV, .t = 77};
-  round_trip(&l);
+  round_trip(&l, 1);
+  struct c4_record k = {.kind = C4_REC_RANK};
+  k.rank =
+      (struct c4_rank_record){.rank = 4, .pid = 5, .event = C4_RANK_LOST, .t = 6, .dropped = 7};
+  strcpy(k.rank.host, "h");
+  round_trip(&k, 0);
+  /* every string at its longest: the kind's largest size */
+  memset(x.xfer.self.host, 'a', C4_HOST_MAX - 1);
+  memset(x.xfer.peer.host, 'b', C4_HOST_MAX - 1);
+  round_trip(&x, 1);
+  memset(c.coll.func, 'f', C4_NAME_MAX - 1);
+  memset(c.coll.dtype, 'd', C4_NAME_MAX - 1);
+  memset(c.coll.algo, 'a', C4_NAME_MAX - 1);
+  memset(c.coll.proto, 'p', C4_NAME_MAX - 1);
+  round_trip(&c, 1);
+  memset(m.comm.name, 'n', sizeof m.comm.name - 1);
+  memset(m.comm.host, 'h', C4_HOST_MAX - 1);
+  round_trip(&m, 1);
+  memset(k.rank.host, 'h', C4_HOST_MAX - 1);
+  round_trip(&k, 1);
 }
 END_TEST
 
 START_TEST(records_with_bad_fields_are_refused) {
   struct c4_record x = {.kind = C4_REC_XFER}, out;
-  uint8_t buf[512];
+  uint8_t buf[512] = {0};
   size_t n = c4_frame_put_record(buf, sizeof buf, &x);
   buf[25] = 2; /* dir */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  strcpy(x.xfer.self.host, "node-7");
+  strcpy(x.xfer.peer.host, "node-8");
   n = c4_frame_put_record(buf, sizeof buf, &x);
-  memset(buf + n - C4_HOST_MAX, 'x', C4_HOST_MAX); /* peer host without NUL */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), (int)n);
+  ck_assert_int_eq(buf[n - 7], 6); /* the peer host's length byte: the record's last string */
+  buf[n - 3] = 0;                  /* a NUL inside it */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  n = c4_frame_put_record(buf, sizeof buf, &x);
+  buf[76] = 0; /* a NUL inside the self host, the first byte after its length */
+  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  uint8_t longer[512] = {0}; /* a host as long as its field: no room for its NUL */
+  n = c4_frame_put_record(longer, sizeof longer, &x);
+  memmove(longer + n - 6 + (C4_HOST_MAX - 6), longer + n - 6, 6);
+  memset(longer + n - 6, 'x', C4_HOST_MAX - 6);
+  longer[n - 7] = C4_HOST_MAX;
+  n += C4_HOST_MAX - 6;
+  ck_assert_uint_eq(c4_frame_record_length(longer, n), n);
+  ck_assert_int_eq(c4_frame_get_record(longer, n, &out), C4_EPROTO);
+  n = c4_frame_put_record(buf, sizeof buf, &x);
   buf[0] = 9; /* unknown kind */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
   ck_assert_uint_eq(c4_frame_record_size(9), 0);
@@ -110,8 +158,9 @@ START_TEST(records_with_bad_fields_are_refused) {
   buf[25] = 2; /* is_p2p */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
   n = c4_frame_put_record(buf, sizeof buf, &c);
-  memset(buf + 49 + 3 * C4_NAME_MAX, 'x', C4_NAME_MAX); /* proto without NUL */
-  ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);
+  ck_assert_int_eq(buf[52], 6); /* proto's length byte, after three empty names */
+  buf[52] = C4_NAME_MAX;        /* a name as long as its field */
+  ck_assert_int_eq(c4_frame_get_record(buf, n + C4_NAME_MAX - 6, &out), C4_EPROTO);
   n = c4_frame_put_record(buf, sizeof buf, &c);
   ck_assert_int_eq(c4_frame_get_record(buf, n - 1, &out), C4_EPROTO); /* cut short */
 }

@@ -252,8 +252,8 @@ START_TEST(garbage_on_one_connection_closes_only_that_one) {
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     uint8_t junk[200];
     memset(junk, k == 0 ? 0x5a : 0, sizeof junk);
-    if (k == 1) memcpy(junk, "\x43\x34\x01\x02\x90\x00\x00\x00", 8); /* HELLO, 144 zero bytes */
-    if (k == 2) memcpy(junk, "\x43\x34\x01\x04\xff\xff\xff\x7f", 8); /* RECORDS of 2 GiB */
+    if (k == 1) memcpy(junk, "\x43\x34\x02\x02\x90\x00\x00\x00", 8); /* HELLO, 144 zero bytes */
+    if (k == 2) memcpy(junk, "\x43\x34\x02\x04\xff\xff\xff\x7f", 8); /* RECORDS of 2 GiB */
     ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
     char b[256];
     ssize_t got;

@@ -191,6 +191,17 @@ START_TEST(the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one) {
   ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
   ck_assert_msg(strstr(err, "byte 8: truncated"), "%s", err);
   c4_trace_close(&rd);
+  f = fopen(path, "w"); /* a trace of the format's version 1 (strings padded): said so, once */
+  fputs("C4TRACE\001", f);
+  for (int i = 0; i < 300; i++)
+    fputc(i % 3 ? 0 : 2, f);
+  fclose(f);
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strstr(err, "version 1; this build reads version 2"), "%s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 0);
+  ck_assert_uint_eq(rd.bad, 1);
+  c4_trace_close(&rd);
   unlink(path);
 }
 END_TEST

@@ -103,10 +103,10 @@ static int owner(const struct c4_record *r) {
 static void write_one(struct c4_scen_out *o, const struct c4_record *r) {
   if (o->err) return;
   if (o->bin) {
-    size_t n = c4_frame_record_size(r->kind);
-    uint8_t *p = n ? c4_scen_sink_space(o->sink, n) : NULL;
-    if (!p || c4_frame_put_record(p, n, r) != n) {
-      o->err = p || !n ? C4_EINVAL : C4_ESYS;
+    size_t room = c4_frame_record_size(r->kind), n = 0;
+    uint8_t *p = room ? c4_scen_sink_space(o->sink, room) : NULL;
+    if (!p || !(n = c4_frame_put_record(p, room, r))) {
+      o->err = p || !room ? C4_EINVAL : C4_ESYS;
       return;
     }
     c4_scen_sink_wrote(o->sink, n);
