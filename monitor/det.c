@@ -171,31 +171,51 @@ static struct ident *ident_slot(const char *host, uint32_t pid, int insert) {
   return e;
 }
 
-/* Called for every transfer: a one-entry-per-pid cache in front keeps the table (and its cache
- * misses) out of the common case, the same process seen again. A cached host is NUL-padded to 16
- * bytes and compared whole with the caller's (a record's C4_HOST_MAX field, so 16 bytes are
- * there to read): no string calls per transfer, and a host padded otherwise only misses. */
-static struct {
-  uint32_t pid;
-  int rank;
+/* Called for every transfer: a cache in front keeps the identity table (a hash of the whole host,
+ * a probe, a string compare) out of the common case, the same process seen again. An entry (half
+ * a cache line) holds the pid, the rank, the host's first 16 bytes and its identity; the caller's
+ * host is a record's C4_HOST_MAX field, NUL-padded as the decoders leave it, so comparing 16 bytes
+ * is exact for a shorter host, and a longer one is compared with its identity's. Each process has
+ * two places, from two hashes of its pid and its host's first 16 bytes: in containers every
+ * rank's process can have the same pid on every host, and host names share their first letters,
+ * so with one place (as before: the pid and the host's first letter) ranks evicted each other on
+ * every transfer. */
+struct seen_entry {
+  _Alignas(32) uint32_t pid;
+  int32_t rank;
   char host[16];
-} seen[1 << 16];
+  const struct ident *id;
+};
+#define SEEN_SLOTS (1 << 16)
+static struct seen_entry seen[SEEN_SLOTS];
 
-static unsigned seen_slot(const char *host, uint32_t pid) {
-  return (pid ^ (uint32_t)host[0] << 11) & ((1 << 16) - 1);
+static uint64_t seen_hash(const char *host, uint32_t pid) {
+  uint64_t a, b;
+  memcpy(&a, host, 8);
+  memcpy(&b, host + 8, 8);
+  return (a ^ (b << 29 | b >> 35) ^ pid) * 0x9e3779b97f4a7c15ull;
+}
+
+static struct seen_entry *seen_place(uint64_t h, int which) {
+  return &seen[(which ? h >> 32 : h >> 48) & (SEEN_SLOTS - 1)];
+}
+
+static int seen_is(const struct seen_entry *e, const char *host, uint32_t pid, int rank) {
+  return e->id && e->pid == pid && e->rank == rank && !memcmp(e->host, host, 16) &&
+         (!host[15] || !strcmp(e->id->host, host));
 }
 
 void det_learn_rank(const char *host, uint32_t pid, int rank) {
   if (rank < 0) return;
-  unsigned k = seen_slot(host, pid);
-  if (seen[k].pid == pid && seen[k].rank == rank && !memcmp(seen[k].host, host, 16)) return;
+  uint64_t h = seen_hash(host, pid);
+  struct seen_entry *a = seen_place(h, 0), *b = seen_place(h, 1);
+  if (seen_is(a, host, pid, rank) || seen_is(b, host, pid, rank)) return;
   struct ident *e = ident_slot(host, pid, 1);
   if (!e) return;
   e->rank = rank;
-  if (strnlen(host, 16) == 16) return; /* too long to cache */
-  seen[k].pid = pid;
-  seen[k].rank = rank;
-  strncpy(seen[k].host, host, sizeof seen[k].host);
+  struct seen_entry *to = !a->id ? a : !b->id ? b : h & 1 ? a : b; /* a free place if any */
+  *to = (struct seen_entry){.pid = pid, .rank = rank, .id = e};
+  memcpy(to->host, host, sizeof to->host);
 }
 
 int det_rank_of(const char *host, uint32_t pid) {
@@ -215,7 +235,11 @@ int c4_det_init(const struct c4_det_config *cfg) {
 
 void c4_det_prefetch(const struct c4_record *r, int stage) {
   if (r->kind != C4_REC_XFER) return;
-  if (stage == 0) __builtin_prefetch(&seen[seen_slot(r->xfer.self.host, r->xfer.self.pid)]);
+  if (stage == 0) { /* both places of the sender's identity */
+    uint64_t h = seen_hash(r->xfer.self.host, r->xfer.self.pid);
+    __builtin_prefetch(seen_place(h, 0));
+    __builtin_prefetch(seen_place(h, 1));
+  }
   det_matrix_prefetch(&r->xfer, stage);
 }
 

@@ -44,6 +44,7 @@ void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg
 
 /* Launcher rank of the process (host, pid), learned from heartbeats and transfers, or -1. */
 int det_rank_of(const char *host, uint32_t pid);
+/* host: a record's host field, all C4_HOST_MAX bytes of it readable. A rank below 0 is ignored. */
 void det_learn_rank(const char *host, uint32_t pid, int rank);
 
 /* A zeroed table of bytes for a detector's random-access state, on huge pages where the kernel

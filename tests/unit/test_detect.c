@@ -8,6 +8,7 @@
 
 #include "../check_run.h"
 #include "det.h"
+#include "det_internal.h"
 #include "mon_events.h"
 
 #define MS 1000000ull
@@ -405,6 +406,43 @@ START_TEST(an_uneven_but_steady_all_to_all_raises_nothing) {
 }
 END_TEST
 
+/* The cache in front of the identity table is exact: hosts alike in their first 16 bytes, the
+ * same pid on every host (containers), and a rank that changes are all told apart. */
+START_TEST(processes_are_told_apart_by_their_whole_host_and_pid) {
+  setup(NULL);
+  char a[C4_HOST_MAX] = "node-0001.cluster.example.com",
+       b[C4_HOST_MAX] = "node-0001.cluster.example.org", c[C4_HOST_MAX] = "n1";
+  for (int round = 0; round < 3; round++) { /* again and again: the cached path */
+    det_learn_rank(a, 7, 1);
+    det_learn_rank(b, 7, 2);
+    det_learn_rank(c, 7, 3);
+  }
+  ck_assert_int_eq(det_rank_of(a, 7), 1);
+  ck_assert_int_eq(det_rank_of(b, 7), 2);
+  ck_assert_int_eq(det_rank_of(c, 7), 3);
+  ck_assert_int_eq(det_rank_of(a, 8), -1);
+  det_learn_rank(a, 7, 4); /* the same process under a new rank */
+  det_learn_rank(c, 7, 5);
+  ck_assert_int_eq(det_rank_of(a, 7), 4);
+  ck_assert_int_eq(det_rank_of(b, 7), 2);
+  ck_assert_int_eq(det_rank_of(c, 7), 5);
+  det_learn_rank(a, 7, 2); /* the rank b has, cached under the same 16 bytes and pid */
+  ck_assert_int_eq(det_rank_of(a, 7), 2);
+  for (int h = 0; h < 20000; h++) { /* more processes than the cache has places */
+    char host[C4_HOST_MAX] = {0};
+    snprintf(host, sizeof host, "node-%05d.cluster.example.com", h);
+    det_learn_rank(host, 100, h);
+    det_learn_rank(host, 100, h);
+  }
+  for (int h = 0; h < 20000; h += 997) {
+    char host[C4_HOST_MAX] = {0};
+    snprintf(host, sizeof host, "node-%05d.cluster.example.com", h);
+    ck_assert_int_eq(det_rank_of(host, 100), h);
+  }
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -420,6 +458,7 @@ int main(void) {
   tcase_add_test(tc, one_slow_link_is_its_cell);
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
   tcase_add_test(tc, an_uneven_but_steady_all_to_all_raises_nothing);
+  tcase_add_test(tc, processes_are_told_apart_by_their_whole_host_and_pid);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
