@@ -123,7 +123,6 @@ void det_coll_take_comm(const char *job, const struct c4_comm_record *c) {
   if (!s || c->rank < 0 || c->rank >= s->nranks) return;
   snprintf(s->host[c->rank], C4_HOST_MAX, "%s", c->host);
   s->pid[c->rank] = c->pid;
-  det_learn_rank(c->host, c->pid, -1);
 }
 
 int det_coll_identity(const char *job, uint64_t comm, int comm_rank, const char **host) {
