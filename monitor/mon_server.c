@@ -22,6 +22,7 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_log.h"
+#include "c4_rxtime.h"
 #include "det.h"
 #include "mon_pipeline.h"
 #include "mon_planpush.h"
@@ -34,7 +35,7 @@ enum { WAIT_HELLO, UP };
 struct conn {
   int fd, state;
   uint8_t nonce[C4_FRAME_NONCE];
-  uint64_t t_open, t_read; /* t_read: when the last bytes were read */
+  uint64_t t_open, t_read; /* t_read: when the last bytes read had arrived */
   uint8_t *buf;
   size_t len, cap;
   struct c4_hello hello;
@@ -106,6 +107,7 @@ static void accept_all(void) {
       continue;
     }
     c->fd = fd;
+    c4_rxtime_enable(fd); /* a TIME probe's arrival, not when c4mon got to reading it */
     c->t_open = c4_now_ns();
     c->hello.rank = -1;
     if (getrandom(c->nonce, sizeof c->nonce, 0) != sizeof c->nonce)
@@ -269,7 +271,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
   } else if (type == C4_FRAME_TIME) {
     uint64_t t[3];
     if (c4_frame_get_time(p, len, t) != 0) goto bad;
-    t[1] = c->t_read; /* when its bytes came in: frames queued before it do not count as delay */
+    t[1] = c->t_read; /* when its bytes came in: frames decoded before it do not count as delay */
     t[2] = c4_now_ns();
     uint8_t b[C4_FRAME_TIME_SIZE];
     c4_frame_put_time(b, t);
@@ -302,7 +304,8 @@ static void on_readable(struct conn *c) {
       c->buf = b;
       c->cap = cap;
     }
-    ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+    uint64_t arrived = 0;
+    ssize_t k = c4_rxtime_recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT, &arrived);
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       if (c->state == UP) { /* gone without a BYE */
         mon.lost++;
@@ -313,7 +316,7 @@ static void on_readable(struct conn *c) {
     }
     if (k < 0) break;
     c->len += (size_t)k;
-    c->t_read = c4_now_ns();
+    c->t_read = arrived;
     size_t pos = 0;
     for (;;) {
       int type;
