@@ -213,7 +213,10 @@ void det_learn_rank(const char *host, uint32_t pid, int rank) {
   struct ident *e = ident_slot(host, pid, 1);
   if (!e) return;
   e->rank = rank;
-  struct seen_entry *to = !a->id ? a : !b->id ? b : h & 1 ? a : b; /* a free place if any */
+  /* the process's own entry (one at most: a rank it had before must not answer), else a free
+   * place, else either */
+  struct seen_entry *to = a->id == e ? a : b->id == e ? b : NULL;
+  if (!to) to = !a->id ? a : !b->id ? b : h & 1 ? a : b;
   *to = (struct seen_entry){.pid = pid, .rank = rank, .id = e};
   memcpy(to->host, host, sizeof to->host);
 }

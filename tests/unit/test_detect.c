@@ -428,6 +428,10 @@ START_TEST(processes_are_told_apart_by_their_whole_host_and_pid) {
   ck_assert_int_eq(det_rank_of(c, 7), 5);
   det_learn_rank(a, 7, 2); /* the rank b has, cached under the same 16 bytes and pid */
   ck_assert_int_eq(det_rank_of(a, 7), 2);
+  det_learn_rank(c, 7, 3); /* back to a rank it had: no older entry of it answers instead */
+  ck_assert_int_eq(det_rank_of(c, 7), 3);
+  det_learn_rank(c, 7, 5);
+  ck_assert_int_eq(det_rank_of(c, 7), 5);
   for (int h = 0; h < 20000; h++) { /* more processes than the cache has places */
     char host[C4_HOST_MAX] = {0};
     snprintf(host, sizeof host, "node-%05d.cluster.example.com", h);
