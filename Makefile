@@ -42,9 +42,27 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 OPT       ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread \
-             -fvisibility=hidden -MMD -MP -Icommon -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels -Itraffic_planner $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
+             -fvisibility=hidden -MMD -MP $(INC) $(PKG_CFLAGS) $(MON_CFLAGS) $(SANFLAGS) \
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
+
+# Include paths per folder: each part sees the folders it may use and no others, so an include
+# that points up the tree (docs/architecture.md) fails to compile. The longest matching pattern
+# wins. include/c4/ holds NCCL's ABI headers, which every part may use.
+INC_BASE  := -Icommon -Iinclude/c4
+INC_ALL   := $(INC_BASE) -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels \
+             -Itraffic_planner
+INC       := $(INC_ALL)
+$(BUILD)/obj/common/%.o: INC := $(INC_BASE)
+$(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) -Inccl_net_plugin
+$(BUILD)/obj/nccl_net_plugin/preload/%.o: INC := $(INC_BASE) -Inccl_net_plugin/preload
+$(BUILD)/obj/monitor/%.o: INC := $(INC_BASE) -Imonitor
+$(BUILD)/obj/trainer/%.o: INC := $(INC_BASE) -Itrainer -Ikernels
+$(BUILD)/obj/kernels/%.o: INC := -Ikernels
+$(BUILD)/obj/traffic_planner/%.o: INC := $(INC_BASE) -Itraffic_planner
+$(BUILD)/obj/tools/%.o: INC := $(INC_BASE)
+$(BUILD)/obj/tools/bench/%.o: INC := $(INC_BASE) -Itraffic_planner
+$(BUILD)/obj/tools/gpu_check/%.o: INC := -Ikernels
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -329,7 +347,7 @@ install: all
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(C4PLAN) $(C4CAP) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 common/*.h nccl_net_plugin/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
+	install -m 644 common/*.h include/c4/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
 
 deps:

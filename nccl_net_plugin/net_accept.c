@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,13 +36,6 @@ struct c4_listen_comm {
   int npend;
   struct pending pend[MAX_PENDING];
 };
-
-uint64_t c4_random_u64(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
-    v = c4_now_ns() ^ ((uint64_t)getpid() << 32);
-  return v;
-}
 
 int c4_transport_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                         const struct sockaddr_storage *addr, void *handle,

@@ -109,9 +109,6 @@ void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...)
 int c4_comm_fail_first(atomic_int *failed, char *failure, size_t len, int code, const char *fmt,
                        va_list ap) __attribute__((format(printf, 5, 0)));
 
-/* A random 64-bit value (getrandom, with a time-based fallback) for nonces and connection ids. */
-uint64_t c4_random_u64(void);
-
 /* Helper threads (net_helper.c). */
 int c4_helpers_start(struct c4_comm *c);
 void c4_helpers_wake(struct c4_comm *c);

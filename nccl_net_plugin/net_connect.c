@@ -12,6 +12,7 @@
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_random.h"
 #include "net_comm.h"
 #include "net_handshake.h"
 #include "net_plan.h"

@@ -7,6 +7,7 @@
 
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_random.h"
 #include "net_comm.h"
 #include "net_sock.h"
 

@@ -9,6 +9,7 @@
 
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_random.h"
 #include "c4_telemetry.h"
 #include "net_comm.h"
 #include "net_transport.h"
