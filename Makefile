@@ -50,11 +50,13 @@ LDFLAGS   += -pthread $(SANFLAGS)
 # that points up the tree (docs/architecture.md) fails to compile. The longest matching pattern
 # wins. include/c4/ holds NCCL's ABI headers, which every part may use.
 INC_BASE  := -Icommon -Iinclude/c4
-INC_ALL   := $(INC_BASE) -Inccl_net_plugin -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels \
+PLUGIN_DIRS := api core sock ib wrap prof
+INC_PLUGIN := $(addprefix -Inccl_net_plugin/,$(PLUGIN_DIRS))
+INC_ALL   := $(INC_BASE) $(INC_PLUGIN) -Inccl_net_plugin/preload -Imonitor -Itrainer -Ikernels \
              -Itraffic_planner
 INC       := $(INC_ALL)
 $(BUILD)/obj/common/%.o: INC := $(INC_BASE)
-$(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) -Inccl_net_plugin
+$(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) $(INC_PLUGIN)
 $(BUILD)/obj/nccl_net_plugin/preload/%.o: INC := $(INC_BASE) -Inccl_net_plugin/preload
 $(BUILD)/obj/monitor/%.o: INC := $(INC_BASE) -Imonitor
 $(BUILD)/obj/trainer/%.o: INC := $(INC_BASE) -Itrainer -Ikernels
@@ -66,7 +68,7 @@ $(BUILD)/obj/tools/gpu_check/%.o: INC := -Ikernels
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
 COMMON_SRC := $(wildcard common/*.c)
-NET_SRC    := $(wildcard nccl_net_plugin/*.c)
+NET_SRC    := $(wildcard $(addsuffix /*.c,$(addprefix nccl_net_plugin/,$(PLUGIN_DIRS))))
 PRELOAD_SRC := $(wildcard nccl_net_plugin/preload/*.c)
 PERF_SRC   := $(wildcard tools/c4perf/*.c)
 CAP_SRC    := $(wildcard tools/c4cap/*.c)
@@ -124,12 +126,12 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC))
 	$(AR) rcs $@ $^
 
 # Every plugin object except the exported ABI tables, for the unit tests to link directly.
-API_SRC    := $(wildcard nccl_net_plugin/*_plugin_api.c)
+API_SRC    := $(wildcard nccl_net_plugin/*/*_plugin_api.c)
 $(LIBNETCORE): $(call obj,$(filter-out $(API_SRC),$(NET_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/obj/nccl_net_plugin/ib_%.o $(BUILD)/obj/tests/unit/test_ib.o \
+$(BUILD)/obj/nccl_net_plugin/ib/%.o $(BUILD)/obj/tests/unit/test_ib.o \
 $(BUILD)/obj/tests/doubles/fake_ibverbs.o: CFLAGS += $(IB_CFLAGS)
 $(PLUGIN): $(call obj,$(API_SRC)) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
