@@ -64,6 +64,8 @@ $(BUILD)/obj/kernels/%.o: INC := -Ikernels
 $(BUILD)/obj/traffic_planner/%.o: INC := $(INC_BASE) -Itraffic_planner
 $(BUILD)/obj/tools/%.o: INC := $(INC_BASE)
 $(BUILD)/obj/tools/bench/%.o: INC := $(INC_BASE) -Itraffic_planner
+# The listener flood drives the socket transport's listeners directly.
+$(BUILD)/obj/tools/bench/listen_flood.o: INC := $(INC_BASE) $(INC_PLUGIN)
 $(BUILD)/obj/tools/gpu_check/%.o: INC := -Ikernels
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
@@ -109,13 +111,14 @@ C4TRAIN    := $(BUILD)/bin/c4train
 TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 MONLOAD    := $(BUILD)/bin/c4-mon-load
+LISTENFLOOD := $(BUILD)/bin/c4-listen-flood
 SGEMMRATE  := $(BUILD)/bin/c4-sgemm-rate
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH) $(C4CAP)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(LISTENFLOOD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH) $(C4CAP)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -225,6 +228,11 @@ $(TCPPINGPONG): $(call obj,tools/bench/tcp_pingpong.c) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(MONLOAD): $(call obj,tools/bench/mon_load.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The listener flood: strangers' connections against the socket transport's listeners.
+$(LISTENFLOOD): $(call obj,tools/bench/listen_flood.c) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

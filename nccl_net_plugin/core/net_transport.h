@@ -80,7 +80,8 @@ struct c4_link_info *c4_transport_link_once(struct c4_comm *c);
 
 /* Counters for bad peers and failures, for logs and tests. */
 struct c4_transport_stats {
-  atomic_ulong rejected_peers;
+  atomic_ulong rejected_peers;  /* every connection a listener closed before its comm existed */
+  atomic_ulong unproven_closed; /* ... of which had not proven they hold the handle (net_admit.h) */
   atomic_ulong failed_comms;
 };
 extern struct c4_transport_stats c4_transport_stats;

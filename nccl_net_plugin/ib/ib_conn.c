@@ -14,11 +14,12 @@
 #include "c4_log.h"
 #include "c4_random.h"
 #include "ib_comm.h"
+#include "net_admit.h"
 #include "net_comm.h"
 #include "net_handshake.h"
 #include "net_sock.h"
 
-#define MAX_PENDING 64
+#define MAX_PENDING 192 /* proven and unproven (these at most C4_ADMIT_UNPROVEN_MAX) */
 #define HELLO_IN (C4_HELLO_SIZE + C4_IB_QPINFO_SIZE)
 #define REPLY (C4_ACK_SIZE + C4_IB_QPINFO_SIZE)
 
@@ -27,7 +28,9 @@
 struct ib_pending {
   int fd;
   uint64_t t_open;
-  int phase; /* 0 reading hello + QP info, 1 writing the reply, 2 reading the ready ack */
+  int phase;  /* 0 reading hello + QP info, 1 writing the reply, 2 reading the ready ack */
+  int proven; /* its first C4_ADMIT_PROOF_BYTES carried this listener's nonce */
+  int slot;   /* holds one of the process's unproven slots (c4_admit_take) */
   size_t got, sent;
   uint8_t in[HELLO_IN];
   uint8_t out[REPLY];
@@ -44,6 +47,7 @@ struct c4_ib_listen {
   struct c4_identity self;
   struct c4_transport_config cfg;
   int npend;
+  int nunproven;
   struct ib_pending pend[MAX_PENDING];
 };
 
@@ -66,26 +70,71 @@ int c4_ib_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_c
   return 0;
 }
 
+/* Closes pending connection i: a proven one is logged each time (its peer holds our handle), an
+ * unproven one only in the flood summary (net_admit.h). */
 static void reject(struct c4_ib_listen *l, int i, const char *why) {
   struct ib_pending *p = &l->pend[i];
-  C4_WARN("verbs listener on device %d rejected a connection from %s: %s", l->dev, p->from, why);
-  atomic_fetch_add(&c4_transport_stats.rejected_peers, 1);
+  if (p->proven) {
+    C4_WARN("verbs listener on device %d rejected a connection from %s: %s", l->dev, p->from, why);
+    atomic_fetch_add(&c4_transport_stats.rejected_peers, 1);
+  } else {
+    c4_admit_closed("verbs listener on device", l->dev, p->from, why);
+    if (p->slot) c4_admit_release();
+    l->nunproven--;
+  }
   close(p->fd);
   c4_ib_comm_free(p->comm);
   l->pend[i] = l->pend[--l->npend];
 }
 
-static void take_new(struct c4_ib_listen *l) {
+/* Evicts the oldest unproven connection other than *keep (whose index is updated if the removal
+ * moved it; keep may be NULL). Returns 0, or -1 when there is none. */
+static int evict_unproven_except(struct c4_ib_listen *l, int *keep) {
+  int oldest = -1;
+  for (int i = 0; i < l->npend; i++)
+    if (!l->pend[i].proven && (!keep || i != *keep) &&
+        (oldest < 0 || l->pend[i].t_open < l->pend[oldest].t_open))
+      oldest = i;
+  if (oldest < 0) return -1;
+  reject(l, oldest, "evicted unproven: newer connections needed its slot");
+  if (keep && *keep == l->npend) *keep = oldest; /* the last entry moved into the hole */
+  return 0;
+}
+
+static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm **out);
+
+/* Takes at most C4_ADMIT_ACCEPTS_PER_CALL waiting connections and reads each at once, so that a
+ * real connector proves itself before any eviction; unproven newcomers over this listener's or
+ * the process's share evict the oldest unproven connection, never a proven one. A connection
+ * that completes here is handed out through *out (the caller returns it). */
+static void take_new(struct c4_ib_listen *l, struct c4_ib_comm **out) {
   char from[sizeof l->pend[0].from];
-  int fd;
-  while ((fd = c4_handshake_accept(l->fd, "verbs device", l->dev, from, sizeof from)) >= 0) {
-    if (l->npend == MAX_PENDING)
-      reject(l, 0, "too many unfinished handshakes; dropping the oldest");
-    struct ib_pending *p = &l->pend[l->npend++];
+  for (int n = 0; n < C4_ADMIT_ACCEPTS_PER_CALL && !*out; n++) {
+    int fd = c4_handshake_accept(l->fd, "verbs device", l->dev, from, sizeof from);
+    if (fd < 0) return;
+    if (l->npend == MAX_PENDING && evict_unproven_except(l, NULL) != 0) {
+      C4_WARN("verbs listener on device %d refused a connection from %s: %d handshakes that know "
+              "our handle are unfinished",
+              l->dev, from, l->npend);
+      atomic_fetch_add(&c4_transport_stats.rejected_peers, 1);
+      close(fd);
+      continue;
+    }
+    int i = l->npend++;
+    struct ib_pending *p = &l->pend[i];
     memset(p, 0, sizeof *p);
     p->fd = fd;
     p->t_open = c4_now_ns();
     memcpy(p->from, from, sizeof p->from);
+    l->nunproven++;
+    if (step(l, i, p->t_open, out) != 0 || l->pend[i].proven) continue;
+    while (!(l->pend[i].slot = c4_admit_take()) && l->nunproven > 1)
+      evict_unproven_except(l, &i);
+    if (!l->pend[i].slot) {
+      reject(l, i, "the process holds its limit of unproven connections");
+      continue;
+    }
+    if (l->nunproven > C4_ADMIT_UNPROVEN_MAX) evict_unproven_except(l, &i);
   }
 }
 
@@ -139,6 +188,16 @@ static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm *
     }
     size_t before = p->got;
     p->got += (size_t)k;
+    if (!p->proven) {
+      int judged = c4_admit_judge(p->in, p->got, l->nonce);
+      if (judged == C4_ADMIT_BAD) return reject(l, i, "its first bytes are not a hello for us"), -1;
+      if (judged == C4_ADMIT_PROVEN) {
+        p->proven = 1;
+        l->nunproven--;
+        if (p->slot) c4_admit_release();
+        p->slot = 0;
+      }
+    }
     if (before < C4_HELLO_SIZE && p->got >= C4_HELLO_SIZE &&
         check_hello(l, p, err, sizeof err) != 0)
       return reject(l, i, err), -1;
@@ -172,7 +231,8 @@ static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm *
 
 int c4_ib_accept(struct c4_ib_listen *l, struct c4_ib_comm **out) {
   *out = NULL;
-  take_new(l);
+  take_new(l, out);
+  if (*out) return 0;
   uint64_t now = c4_now_ns();
   for (int i = 0; i < l->npend;) {
     int rc = step(l, i, now, out);
@@ -187,6 +247,7 @@ int c4_ib_close_listen(struct c4_ib_listen *l) {
   for (int i = 0; i < l->npend; i++) {
     close(l->pend[i].fd);
     c4_ib_comm_free(l->pend[i].comm);
+    if (l->pend[i].slot) c4_admit_release();
   }
   close(l->fd);
   free(l);

@@ -10,7 +10,8 @@
 #   g. c4train: CPU tokens/s and GEMM share against OpenBLAS's sgemm, and the straggler
 #      planner's re-split on 4 ranks with one at half speed (train_bench.sh);
 #   h. the traffic planner: 1,024 hosts x 8 ports, max link load over the lower bound for
-#      c4plan's placement and for random hashing, and the time to plan (c4-plan-bench).
+#      c4plan's placement and for random hashing, and the time to plan (c4-plan-bench);
+#   i. hostile input: the connect delay a listener flood costs (hostile_bench.sh).
 # Every figure is the median of $C4_BENCH_RUNS runs (default 5). Prints a table with targets and
 # writes it as JSON to BUILD/bench.json. Exit 0 when every figure was measured (a missed target
 # is reported, not an error), 1 when a measurement failed, 2 on bad usage.
@@ -202,6 +203,9 @@ bash "$(dirname "$0")/train_bench.sh" "$BUILD" || echo "   the trainer bench fai
 # h. The traffic planner (targets: plan <= 1.05 x the bound, <= 100 ms).
 echo
 "$BIN/c4-plan-bench" || echo "   the planner bench failed" >&2
+
+# i. Hostile input: what a stranger's flood costs the job and c4mon.
+bash "$(dirname "$0")/hostile_bench.sh" "$BUILD" || echo "   the hostile-input bench failed" >&2
 
 {
   printf '{"runs": %s, "streams": %s, "seconds": %s,\n' "$RUNS" "$STREAMS" "$((SECONDS - t_start))"
