@@ -153,12 +153,13 @@ $(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Everything of c4mon but its main, for the unit tests to link directly.
-$(LIBMON): $(call obj,$(filter-out monitor/mon_main.c,$(MON_SRC)))
+# Everything of c4mon but its command line, for the unit tests to link directly.
+MON_CLI_SRC := monitor/mon_main.c $(wildcard monitor/mon_cmd_*.c)
+$(LIBMON): $(call obj,$(filter-out $(MON_CLI_SRC),$(MON_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(C4MON): $(call obj,monitor/mon_main.c) $(LIBMON) $(LIBCOMMON)
+$(C4MON): $(call obj,$(MON_CLI_SRC)) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 

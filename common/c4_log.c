@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "c4_err.h"
 
@@ -14,7 +15,24 @@
 static _Atomic(c4_logger_fn) nccl_logger;
 static atomic_int stderr_level = -1;
 
+static const char *program; /* set once, before any thread starts */
+
 void c4_log_set_logger(c4_logger_fn fn) { atomic_store(&nccl_logger, fn); }
+
+void c4_log_set_program(const char *name) { program = name; }
+
+/* "2026-11-25T22:50:01.123Z " into buf, or "" when journald stamps the lines itself (systemd
+ * sets JOURNAL_STREAM for a service whose stderr goes to the journal). */
+static void stamp(char *buf, size_t len) {
+  buf[0] = 0;
+  if (getenv("JOURNAL_STREAM")) return;
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, len - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+}
 
 static int stderr_threshold(void) {
   int lvl = atomic_load_explicit(&stderr_level, memory_order_relaxed);
@@ -23,7 +41,7 @@ static int stderr_threshold(void) {
   lvl = C4_LOG_WARN;
   if (v && strcasecmp(v, "INFO") == 0) lvl = C4_LOG_INFO;
   if (v && strcasecmp(v, "TRACE") == 0) lvl = C4_LOG_TRACE;
-  if (v && strcasecmp(v, "NONE") == 0) lvl = 0;
+  if (v && strcasecmp(v, "NONE") == 0) lvl = C4_LOG_NONE;
   atomic_store(&stderr_level, lvl);
   return lvl;
 }
@@ -39,9 +57,23 @@ void c4_log(int level, const char *file, int line, const char *fmt, ...) {
     fn(level, C4_NCCL_SUBSYS_NET, file, line, "c4: %s", msg);
     return;
   }
+  (void)file; /* source places are for NCCL's log; people reading stderr get none */
+  (void)line;
   if (level > stderr_threshold()) return;
-  const char *tag = level == C4_LOG_WARN ? "WARN" : level == C4_LOG_INFO ? "INFO" : "TRACE";
-  fprintf(stderr, "c4 %s %s:%d %s\n", tag, file, line, msg);
+  const char *tag = level == C4_LOG_NOTE   ? "NOTE"
+                    : level == C4_LOG_WARN ? "WARN"
+                    : level == C4_LOG_INFO ? "INFO"
+                                           : "TRACE";
+  if (!program) {
+    fprintf(stderr, "c4 %s %s\n", tag, msg);
+    return;
+  }
+  /* A program's lines carry the time and its name once ("c4mon: ..." messages keep theirs). */
+  char when[40];
+  stamp(when, sizeof when);
+  size_t plen = strlen(program);
+  int named = !strncmp(msg, program, plen) && (msg[plen] == ':' || msg[plen] == ' ');
+  fprintf(stderr, "%s%s %s%s%s\n", when, tag, named ? "" : program, named ? "" : ": ", msg);
 }
 
 const char *c4_strerror(int code) {

@@ -2,7 +2,9 @@
 #ifndef C4_LOG_H
 #define C4_LOG_H
 
-enum { C4_LOG_WARN = 2, C4_LOG_INFO = 3, C4_LOG_TRACE = 5 }; /* NCCL's level numbers */
+/* NCCL's level numbers; NOTE (NCCL's VERSION) is what a daemon always says, such as where it
+ * listens. */
+enum { C4_LOG_NONE = 0, C4_LOG_NOTE = 1, C4_LOG_WARN = 2, C4_LOG_INFO = 3, C4_LOG_TRACE = 5 };
 
 /* Same shape as NCCL's ncclDebugLogger_t (level and subsystem flags as plain integers). */
 typedef void (*c4_logger_fn)(int level, unsigned long flags, const char *file, int line,
@@ -11,11 +13,17 @@ typedef void (*c4_logger_fn)(int level, unsigned long flags, const char *file, i
 /* Routes further messages to fn (NULL: back to stderr). Thread-safe (atomic pointer swap). */
 void c4_log_set_logger(c4_logger_fn fn);
 
-/* Logs one message with the "c4: " prefix. stderr output honours C4_DEBUG=WARN|INFO|TRACE
- * (default WARN). Never fails; never blocks on anything but the write itself. */
+/* Names the program whose stderr lines follow: they then start with the UTC time (RFC 3339;
+ * none under systemd's journal, which stamps them) and the name. Call once, before threads. */
+void c4_log_set_program(const char *name);
+
+/* Logs one message: to NCCL's logger with the "c4: " prefix when inside NCCL, else one line on
+ * stderr without source places, honouring C4_DEBUG=NONE|WARN|INFO|TRACE (default WARN; NOTE
+ * lines show unless NONE). Never fails; never blocks on anything but the write itself. */
 void c4_log(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+#define C4_NOTE(...) c4_log(C4_LOG_NOTE, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_WARN(...) c4_log(C4_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_INFO(...) c4_log(C4_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_TRACE(...) c4_log(C4_LOG_TRACE, __FILE__, __LINE__, __VA_ARGS__)

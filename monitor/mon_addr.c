@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +15,9 @@
 int c4_mon_parse_addr(const char *s, struct sockaddr_storage *sa, socklen_t *len) {
   const char *colon = s ? strrchr(s, ':') : NULL;
   if (!colon || colon == s || !colon[1] || (size_t)(colon - s) >= 256) return C4_EINVAL;
+  char *end = NULL;
+  long port = strtol(colon + 1, &end, 10); /* getaddrinfo would take 99999 as 34463 */
+  if (*end || port < 0 || port > 65535) return C4_EINVAL;
   char host[256];
   memcpy(host, s, (size_t)(colon - s));
   host[colon - s] = 0;
@@ -45,9 +49,14 @@ int c4_mon_listen(const char *s, int *port) {
     close(fd);
     return C4_ESYS;
   }
-  len = sizeof sa;
-  getsockname(fd, (struct sockaddr *)&sa, &len);
-  *port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                                         : ((struct sockaddr_in *)&sa)->sin_port);
+  *port = c4_mon_bound_port(fd);
   return fd;
+}
+
+int c4_mon_bound_port(int fd) {
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0) return 0;
+  return ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                        : ((struct sockaddr_in *)&sa)->sin_port);
 }

@@ -5,8 +5,11 @@
 
 #include <sys/socket.h>
 
-/* Resolves s (numeric port) into *sa. Returns 0 or C4_EINVAL. */
+/* Resolves s (numeric port from 0 to 65535) into *sa. Returns 0 or C4_EINVAL. */
 int c4_mon_parse_addr(const char *s, struct sockaddr_storage *sa, socklen_t *len);
+
+/* The port the listening socket fd is bound to, or 0 when it cannot be read. */
+int c4_mon_bound_port(int fd);
 
 /* A nonblocking TCP socket listening on s; *port receives the port bound. Returns the fd or a
  * negative C4_E* code (logged, naming the address). */

@@ -413,7 +413,8 @@ int c4_mon_metrics_start(const char *addr_port) {
     return C4_ESYS;
   }
   mx.port = info->port;
-  C4_INFO("c4mon: metrics on http://%s/metrics (port %d)", addr_port, mx.port);
+  C4_NOTE("c4mon: metrics on http://%.*s:%d/metrics", (int)(strrchr(addr_port, ':') - addr_port),
+          addr_port, mx.port);
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "c4_log.h"
 #include "c4_rxtime.h"
 #include "det.h"
+#include "mon_addr.h"
 #include "mon_pipeline.h"
 #include "mon_planpush.h"
 #include "mon_windows.h"
@@ -373,6 +374,7 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
     return C4_ESYS;
   }
   freeaddrinfo(res);
+  C4_NOTE("c4mon: listening for ranks on %s:%d", host, c4_mon_bound_port(mon.lfd));
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) { /* room for every rank */
     rl.rlim_cur = rl.rlim_max;

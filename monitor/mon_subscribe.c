@@ -459,7 +459,8 @@ int c4_mon_subscribe_start(const char *addr_port) {
     return C4_ESYS;
   }
   sub.running = 1;
-  C4_INFO("c4mon: subscription port %s (port %d)", addr_port, port);
+  C4_NOTE("c4mon: verdicts to subscribers on %.*s:%d", (int)(strrchr(addr_port, ':') - addr_port),
+          addr_port, port);
   return 0;
 }
 

@@ -1,0 +1,86 @@
+/* mon_cli.c -- what c4mon's subcommands share on the command line: signals, help, the common and
+ * the detection options. */
+#include "mon_cli.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "c4_cli.h"
+
+volatile int c4_mon_stop;
+
+static void on_signal(int sig) {
+  (void)sig;
+  c4_mon_stop = 1;
+}
+
+void c4_mon_cli_signals(void) {
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+const char *c4_mon_cli_prog(const struct mon_cmd *cmd) {
+  static char prog[64];
+  snprintf(prog, sizeof prog, "c4mon %s", cmd->name);
+  return prog;
+}
+
+void c4_mon_cli_help(const struct mon_cmd *cmd, FILE *f) {
+  fprintf(f,
+          "usage: c4mon %s %s\n%s\n%s  -h, --help        this text\n  -V, --version     c4mon's "
+          "version\n"
+          "exit: 0 ok, 1 failure, 2 bad usage\n",
+          cmd->name, cmd->args, cmd->summary, cmd->help);
+}
+
+/* --hang-ms and --lost-ms: positive milliseconds into ns. */
+static int millis(const struct mon_cmd *cmd, const char *flag, const char *arg, uint64_t *ns) {
+  long v;
+  if (c4_cli_long(c4_mon_cli_prog(cmd), flag, arg, 1, 86400000, &v) != 0) return -1;
+  *ns = (uint64_t)v * 1000000ull;
+  return 0;
+}
+
+/* The ADDR:PORT options: a port from 0 (any free one) to 65535. */
+static int addr(const struct mon_cmd *cmd, const char *flag, const char *arg, const char **to) {
+  if (c4_cli_addr(c4_mon_cli_prog(cmd), flag, arg, 1) != 0) return -1;
+  *to = arg;
+  return 0;
+}
+
+static int detect_option(const struct mon_cmd *cmd, int c, struct mon_detect_opts *d) {
+  switch (c) {
+  case MON_OPT_EVENTS: d->out.events = optarg; return 0;
+  case MON_OPT_ON_EVENT: d->out.on_event = optarg; return 0;
+  case MON_OPT_SUBSCRIBE: return addr(cmd, "--subscribe", optarg, &d->out.subscribe);
+  case MON_OPT_METRICS: return addr(cmd, "--metrics", optarg, &d->out.metrics);
+  case MON_OPT_PLAN: d->det.plan = optarg; return 0;
+  case MON_OPT_HANG_MS: return millis(cmd, "--hang-ms", optarg, &d->det.hang_ns);
+  case MON_OPT_LOST_MS: return millis(cmd, "--lost-ms", optarg, &d->det.lost_ns);
+  }
+  return 1;
+}
+
+int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_detect_opts *d,
+                      int *exit_status) {
+  switch (c) {
+  case 'h':
+    c4_mon_cli_help(cmd, stdout);
+    *exit_status = C4_EXIT_OK;
+    return 1;
+  case 'V':
+    c4_cli_version("c4mon");
+    *exit_status = C4_EXIT_OK;
+    return 1;
+  case '?':
+  case ':': *exit_status = c4_cli_bad_option(c4_mon_cli_prog(cmd), argv, c); return 1;
+  }
+  if (d && c >= MON_OPT_EVENTS && c <= MON_OPT_LOST_MS) {
+    if (detect_option(cmd, c, d) == 0) return 0;
+    *exit_status = C4_EXIT_USAGE;
+    return 1;
+  }
+  return -1;
+}

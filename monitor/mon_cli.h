@@ -1,0 +1,91 @@
+/* mon_cli.h -- c4mon's subcommands: one table entry each (mon_main.c), each with its own option
+ * table and --help, and the detection options that serve, record, replay and matrix share. */
+#ifndef C4_MON_CLI_H
+#define C4_MON_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "det.h"
+#include "mon_outputs.h"
+
+/* One subcommand. run gets argv[0] = the subcommand's name and returns the exit status. */
+struct mon_cmd {
+  const char *name;
+  const char *args;    /* the synopsis after "c4mon NAME" */
+  const char *summary; /* one line for `c4mon --help` */
+  const char *help;    /* the rest of `c4mon NAME --help`: what it does, its options */
+  int (*run)(const struct mon_cmd *cmd, int argc, char **argv);
+};
+
+/* The subcommands, each in its own mon_cmd_NAME.c. */
+extern const struct mon_cmd c4_mon_cmd_serve, c4_mon_cmd_record, c4_mon_cmd_replay,
+    c4_mon_cmd_status, c4_mon_cmd_top, c4_mon_cmd_matrix;
+
+/* Set by SIGINT and SIGTERM; long-running subcommands stop when it becomes nonzero. */
+extern volatile int c4_mon_stop;
+
+/* Installs the handlers that set c4_mon_stop, and ignores SIGPIPE. */
+void c4_mon_cli_signals(void);
+
+/* "c4mon NAME", the program name in a subcommand's messages. */
+const char *c4_mon_cli_prog(const struct mon_cmd *cmd);
+
+/* Prints `c4mon NAME --help` to f. */
+void c4_mon_cli_help(const struct mon_cmd *cmd, FILE *f);
+
+/* Options every subcommand takes, for the end of its option table. */
+#define MON_CLI_HELP_OPTIONS                                                                       \
+  {"help", no_argument, 0, 'h'}, { "version", no_argument, 0, 'V' }
+
+/* What serve, record, replay and matrix detect with, and where their verdicts go. */
+struct mon_detect_opts {
+  struct c4_det_config det;
+  struct mon_outputs_opts out;
+};
+
+/* The detection options (DETECT in the help texts), for an option table. Their values are
+ * 0x100 and up, so that they never clash with a subcommand's own. */
+enum {
+  MON_OPT_EVENTS = 0x100,
+  MON_OPT_ON_EVENT,
+  MON_OPT_SUBSCRIBE,
+  MON_OPT_METRICS,
+  MON_OPT_PLAN,
+  MON_OPT_HANG_MS,
+  MON_OPT_LOST_MS
+};
+/* How detection judges (--plan, --hang-ms, --lost-ms), for every subcommand that detects. */
+#define MON_CLI_JUDGE_OPTIONS                                                                      \
+  {"plan", required_argument, 0, MON_OPT_PLAN},                                                    \
+      {"hang-ms", required_argument, 0, MON_OPT_HANG_MS}, {                                        \
+    "lost-ms", required_argument, 0, MON_OPT_LOST_MS                                               \
+  }
+#define MON_CLI_JUDGE_HELP                                                                         \
+  "  --plan FILE           a traffic plan (docs/plan-format.md) naming the paths\n"                \
+  "  --hang-ms N           a collective stalled N ms is a hang (3000)\n"                           \
+  "  --lost-ms N           a rank silent N ms is lost (10000)\n"
+
+/* The judge options and where verdicts go (DETECT in the help texts). */
+#define MON_CLI_DETECT_OPTIONS                                                                     \
+  MON_CLI_JUDGE_OPTIONS, {"events", required_argument, 0, MON_OPT_EVENTS},                         \
+      {"on-event", required_argument, 0, MON_OPT_ON_EVENT},                                        \
+      {"subscribe", required_argument, 0, MON_OPT_SUBSCRIBE}, {                                    \
+    "metrics", required_argument, 0, MON_OPT_METRICS                                               \
+  }
+#define MON_CLI_DETECT_HELP                                                                        \
+  "detection and where verdicts go (DETECT):\n"                                                    \
+  "  --events FILE|-       append each verdict as a JSON line (docs/events.md) to FILE\n"          \
+  "  --on-event CMD        run CMD (sh -c) per verdict, the event on its stdin\n"                  \
+  "  --subscribe ADDR:PORT any process may read the verdicts over TCP here\n"                      \
+  "  --metrics ADDR:PORT   Prometheus text on http://ADDR:PORT/metrics\n" MON_CLI_JUDGE_HELP
+
+/* Handles option c of getopt_long when it is one of the common ones: --help and --version
+ * (print, and *exit_status = 0), a detection option (into d when d is not NULL), or a rejected
+ * one ('?', ':': the one-line usage error, *exit_status = 2). Returns 1 when the caller should
+ * return *exit_status now, 0 when c was handled and parsing goes on, -1 when c is not one of
+ * them. */
+int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_detect_opts *d,
+                      int *exit_status);
+
+#endif

@@ -1,0 +1,68 @@
+/* mon_replay.c -- a trace file through c4mon's pipeline and detection, as fast as possible or at
+ * a multiple of its recorded pace. */
+#include "mon_replay.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "c4_clock.h"
+#include "c4_err.h"
+#include "c4_log.h"
+#include "c4_trace_read.h"
+#include "det.h"
+#include "mon_outputs.h"
+
+/* Sleeps until the monotonic clock reaches t (ns); returns at once if it already has. */
+static void sleep_until(uint64_t t) {
+  uint64_t now = c4_now_ns();
+  if (t <= now) return;
+  struct timespec ts = {(time_t)((t - now) / 1000000000ull), (long)((t - now) % 1000000000ull)};
+  nanosleep(&ts, NULL);
+}
+
+int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, double speed,
+                       struct mon_sink *sink, unsigned long *bad, volatile int *stop) {
+  struct c4_trace_reader rd;
+  errno = 0;
+  int orc = c4_trace_open(&rd, path);
+  if (orc != 0) {
+    fprintf(stderr, "%s: %s: %s\n", prog, path, errno ? strerror(errno) : c4_strerror(orc));
+    return orc;
+  }
+  sink->out = trace_out;
+  uint64_t start = c4_now_ns(), first = 0, last = 0;
+  /* Records go through in batches when not paced: detection prefetches what each will touch
+   * first, so the cache misses of a batch overlap instead of queueing one behind another. */
+  enum { BATCH = 32 };
+  static struct c4_record batch[BATCH];
+  char err[300];
+  int rc = 1;
+  while (!*stop && rc != 0) {
+    int n = 0;
+    while (n < (speed > 0 ? 1 : BATCH) &&
+           (rc = c4_trace_next(&rd, &batch[n], err, sizeof err)) != 0) {
+      if (rc < 0)
+        fprintf(stderr, "%s: %s: %s\n", prog, path, err);
+      else
+        n++;
+    }
+    for (int stage = 0; stage < 2; stage++)
+      for (int i = 0; i < n; i++)
+        c4_det_prefetch(&batch[i], stage);
+    for (int i = 0; i < n; i++) {
+      uint64_t t = c4_mon_record_time(&batch[i]);
+      if (speed > 0 && t) {
+        if (!first) first = t;
+        if (t > first) sleep_until(start + (uint64_t)((double)(t - first) / speed));
+      }
+      if (t > last) last = t;
+      c4_mon_take_record(sink, "replay", 0, &batch[i]);
+      if (speed > 0) c4_mon_outputs_tick(0);
+    }
+  }
+  c4_det_advance(last + 1000000000ull); /* judge the trace's last second too */
+  *bad = rd.bad;
+  c4_trace_close(&rd);
+  return 0;
+}
