@@ -252,7 +252,7 @@ $(LIBCAP): $(call obj,$(filter-out tools/c4cap/main.c,$(CAP_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(C4CAP): $(call obj,tools/c4cap/main.c) $(LIBCAP)
+$(C4CAP): $(call obj,tools/c4cap/main.c) $(LIBCAP) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CAP_LIBS) $(LDLIBS)
 

@@ -19,6 +19,7 @@
 #include "c4_env.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_ranks.h"
 
 #define BS_MAGIC 0x53423443u /* "C4BS" in memory on little-endian hosts */
 #define BS_VERSION 1
@@ -275,11 +276,15 @@ int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *
 }
 
 int c4_bootstrap_from_env(struct c4_bootstrap *bs) {
-  int rank = (int)c4_env_long("RANK", 0, 0, 1 << 20);
-  int world = (int)c4_env_long("WORLD_SIZE", 1, 1, 1 << 20);
-  const char *addr = getenv("MASTER_ADDR");
-  int port = (int)c4_env_long("MASTER_PORT", 29500, 1, 65535);
-  return c4_bootstrap_init(bs, rank, world, addr && *addr ? addr : "127.0.0.1", port);
+  struct c4_ranks r;
+  char err[512];
+  if (c4_ranks_from_env(&r, err, sizeof err) != 0) {
+    memset(bs, 0, sizeof *bs);
+    bs->root_fd = -1; /* closing it is harmless, as after any failure */
+    C4_WARN("bootstrap: %s", err);
+    return C4_EINVAL;
+  }
+  return c4_bootstrap_init(bs, r.rank, r.world, r.master, r.port);
 }
 
 int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all, size_t len) {

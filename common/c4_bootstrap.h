@@ -24,8 +24,8 @@ struct c4_bootstrap {
  * (timeout, or a peer gone). */
 int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *addr, int port);
 
-/* Same, with RANK (default 0), WORLD_SIZE (1), MASTER_ADDR (127.0.0.1) and MASTER_PORT (29500)
- * from the environment, as torchrun sets them. */
+/* Same, with the rank, world and rank 0's address from the launcher's variables (c4_ranks.h:
+ * torchrun, Slurm, Open MPI, PMI); C4_EINVAL, logged, when they are malformed or incomplete. */
 int c4_bootstrap_from_env(struct c4_bootstrap *bs);
 
 /* Every rank passes len bytes in `mine` (len the same everywhere, at most 1 MiB); all, of

@@ -89,3 +89,15 @@ int c4_cli_addr(const char *prog, const char *flag, const char *s, int allow_zer
   }
   return 0;
 }
+
+const char *c4_cli_json_why(const json_error_t *e, char *buf, size_t len) {
+  /* Jansson says "unable to open PATH: REASON" on line -1 when fopen failed. */
+  const char *colon = strrchr(e->text, ':');
+  if (e->line < 0 && !strncmp(e->text, "unable to open ", 15) && colon)
+    snprintf(buf, len, "%s", colon + 2);
+  else if (e->line < 0)
+    snprintf(buf, len, "%s", e->text);
+  else
+    snprintf(buf, len, "line %d: %s", e->line, e->text);
+  return buf;
+}

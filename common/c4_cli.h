@@ -4,6 +4,7 @@
 #ifndef C4_CLI_H
 #define C4_CLI_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 /* Exit statuses of every c4 tool. */
@@ -35,5 +36,9 @@ int c4_cli_double(const char *prog, const char *flag, const char *arg, double mi
 /* Checks that s is HOST:PORT with a port in 1..65535 (0 too when allow_zero: any free port);
  * otherwise prints the usage error naming flag and value and returns -1. */
 int c4_cli_addr(const char *prog, const char *flag, const char *s, int allow_zero);
+
+/* The reason part of "PATH: REASON" for a failed json_load_file: the system's words ("No such
+ * file or directory") when the file could not be opened, else "line N: what". Returns buf. */
+const char *c4_cli_json_why(const json_error_t *e, char *buf, size_t len);
 
 #endif

@@ -16,8 +16,14 @@ long c4_env_long(const char *name, long def, long min, long max) {
   char *end = NULL;
   errno = 0;
   long x = strtol(v, &end, 0);
-  if (errno || *end || x < min || x > max) {
-    C4_WARN("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, min, max, def);
+  if (errno || end == v || *end || x < min || x > max) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s=%s refused: not an integer from %ld to %ld; using %ld", name, v,
+             min, max, def);
+    C4_WARN("%s", msg);
+    /* Inside NCCL the warning goes to NCCL's log, which jobs often keep quiet: a setting that is
+     * not applied must still be seen, so the job's stderr gets it too. */
+    if (c4_log_to_nccl()) fprintf(stderr, "c4: %s\n", msg);
     return def;
   }
   return x;

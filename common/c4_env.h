@@ -6,7 +6,9 @@
 #include <stdint.h>
 
 /* Returns the integer in variable `name`, or `def` when unset. A value that is not an integer
- * or lies outside [min, max] is reported with a warning naming the variable and `def` is used. */
+ * or lies outside [min, max] is refused: a warning naming the variable, its value and the range
+ * goes to stderr (and to NCCL's log inside NCCL) and `def` is used. Code that can stop instead
+ * (the command-line tools) reads its variables with c4_ranks.h or checks them itself. */
 long c4_env_long(const char *name, long def, long min, long max);
 
 /* Returns the first set variable of `names` (NULL-terminated), or NULL. */

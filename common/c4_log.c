@@ -21,6 +21,8 @@ void c4_log_set_logger(c4_logger_fn fn) { atomic_store(&nccl_logger, fn); }
 
 void c4_log_set_program(const char *name) { program = name; }
 
+int c4_log_to_nccl(void) { return atomic_load(&nccl_logger) != NULL; }
+
 /* "2026-11-25T22:50:01.123Z " into buf, or "" when journald stamps the lines itself (systemd
  * sets JOURNAL_STREAM for a service whose stderr goes to the journal). */
 static void stamp(char *buf, size_t len) {

@@ -13,6 +13,9 @@ typedef void (*c4_logger_fn)(int level, unsigned long flags, const char *file, i
 /* Routes further messages to fn (NULL: back to stderr). Thread-safe (atomic pointer swap). */
 void c4_log_set_logger(c4_logger_fn fn);
 
+/* 1 when messages go to NCCL's logger, 0 when to stderr. */
+int c4_log_to_nccl(void);
+
 /* Names the program whose stderr lines follow: they then start with the UTC time (RFC 3339;
  * none under systemd's journal, which stamps them) and the name. Call once, before threads. */
 void c4_log_set_program(const char *name);

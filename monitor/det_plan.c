@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "c4_err.h"
 #include "c4_log.h"
 #include "det_internal.h"
@@ -56,7 +57,7 @@ int det_plan_load(const char *path) {
   json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!doc) {
     char why[300];
-    snprintf(why, sizeof why, "line %d: %s", je.line, je.text);
+    c4_cli_json_why(&je, why, sizeof why);
     return fail(path, why);
   }
   json_t *v = json_object_get(doc, "v"), *paths = json_object_get(doc, "paths");

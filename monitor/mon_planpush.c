@@ -2,6 +2,7 @@
  * per host (a rank needs only its own host's flows: a plan for 1,024 hosts is megabytes, one
  * host's part a few kilobytes). */
 #include "mon_planpush.h"
+#include "c4_cli.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ static json_t *read_flows(const char *path) {
   json_error_t e;
   json_t *root = json_load_file(path, 0, &e);
   if (!root) {
-    C4_WARN("c4mon: --plan %s: line %d: %s", path, e.line, e.text);
+    char why[300];
+    C4_WARN("c4mon: --plan %s: %s", path, c4_cli_json_why(&e, why, sizeof why));
     return NULL;
   }
   json_t *v = json_object_get(root, "v"), *flows = json_object_get(root, "flows");

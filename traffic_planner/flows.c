@@ -1,6 +1,7 @@
 /* flows.c -- reads the planner's flows from a flows file or a c4 trace, and makes synthetic ring
  * and random traffic for tests and benchmarks. */
 #include "flows.h"
+#include "c4_cli.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -76,8 +77,9 @@ int c4_plan_flows_load(const char *path, const struct c4_plan_topo *t, struct c4
   json_error_t jerr;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
+    char why[300];
     *out = NULL;
-    snprintf(err, errlen, "%s: line %d: %s", path, jerr.line, jerr.text);
+    snprintf(err, errlen, "%s: %s", path, c4_cli_json_why(&jerr, why, sizeof why));
     return -1;
   }
   return from_json(root, path, t, out, err, errlen);

@@ -2,12 +2,14 @@
  * the plan; `probe` (probe.h) finds which spine each source port takes. */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "assign.h"
+#include "c4_cli.h"
 #include "flows.h"
 #include "plan.h"
 #include "portmap.h"
@@ -23,7 +25,9 @@ static void usage(FILE *f) {
              "assign: a path for every flow (NIC ports, spine, source port from the probe maps)\n"
              "that keeps the most loaded link as light as it can; prints that load over a lower\n"
              "bound, beside ECMP's random hashing (seeded by --seed), and writes the plan\n"
-             "(docs/plan-format.md) to --out.\n");
+             "(docs/plan-format.md) to --out.\n"
+             "  -h, --help   -V, --version\n"
+             "exit: 0 ok, 1 failure, 2 bad usage\n");
 }
 
 static double now_ms(void) {
@@ -38,18 +42,19 @@ struct args {
   unsigned long long seed;
 };
 
+/* The options into a. Returns 0, 1 when --help or --version was printed, or -1 having printed
+ * the one-line usage error. */
 static int parse(int argc, char **argv, struct args *a) {
-  static const struct option opts[] = {{"topo", required_argument, 0, 't'},
-                                       {"flows", required_argument, 0, 'f'},
-                                       {"trace", required_argument, 0, 'r'},
-                                       {"probe", required_argument, 0, 'p'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  static const char *prog = "c4plan assign";
+  static const struct option opts[] = {
+      {"topo", required_argument, 0, 't'},  {"flows", required_argument, 0, 'f'},
+      {"trace", required_argument, 0, 'r'}, {"probe", required_argument, 0, 'p'},
+      {"out", required_argument, 0, 'o'},   {"json", no_argument, 0, 'j'},
+      {"seed", required_argument, 0, 's'},  {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},     {0, 0, 0, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+  long seed;
+  while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1)
     switch (c) {
     case 't': a->topo = optarg; break;
     case 'f': a->flows = optarg; break;
@@ -57,13 +62,17 @@ static int parse(int argc, char **argv, struct args *a) {
     case 'p': a->probes[a->nprobes++] = optarg; break;
     case 'o': a->out = optarg; break;
     case 'j': a->json = 1; break;
-    case 's': a->seed = strtoull(optarg, NULL, 0); break;
-    case 'h': usage(stdout); exit(0);
-    default: return -1;
+    case 's':
+      if (c4_cli_long(prog, "--seed", optarg, 0, LONG_MAX, &seed) != 0) return -1;
+      a->seed = (unsigned long long)seed;
+      break;
+    case 'h': usage(stdout); return 1;
+    case 'V': c4_cli_version("c4plan"); return 1;
+    default: c4_cli_bad_option(prog, argv, c); return -1;
     }
-  if (optind < argc) return fprintf(stderr, "c4plan: unexpected argument %s\n", argv[optind]), -1;
-  if (!a->topo || !!a->flows == !!a->trace)
-    return fprintf(stderr, "c4plan assign: needs --topo and one of --flows, --trace\n"), -1;
+  if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]), -1;
+  if (!a->topo) return c4_cli_usage(prog, "--topo FILE is required"), -1;
+  if (!!a->flows == !!a->trace) return c4_cli_usage(prog, "give one of --flows and --trace"), -1;
   return 0;
 }
 
@@ -97,9 +106,13 @@ static int assign_main(int argc, char **argv) {
   json_t *plan = NULL;
   char err[512];
   int rc = 1, n = 0;
-  if (!a.probes || parse(argc, argv, &a) < 0) {
-    usage(stderr);
-    rc = 2;
+  if (!a.probes) {
+    snprintf(err, sizeof err, "out of memory");
+    goto fail;
+  }
+  int parsed = parse(argc, argv, &a);
+  if (parsed != 0) {
+    rc = parsed > 0 ? C4_EXIT_OK : C4_EXIT_USAGE;
     goto out;
   }
   if (!(t = c4_plan_topo_load(a.topo, err, sizeof err))) goto fail;
@@ -151,12 +164,18 @@ out:
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "assign")) return assign_main(argc - 1, argv + 1);
-  if (argc >= 2 && !strcmp(argv[1], "probe")) return c4plan_probe_main(argc - 1, argv + 1);
-  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+  if (argc < 2) return c4_cli_usage("c4plan", "a COMMAND (assign or probe) is required");
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "assign")) return assign_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "probe")) return c4plan_probe_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
     usage(stdout);
-    return 0;
+    return C4_EXIT_OK;
   }
-  usage(stderr);
-  return 2;
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+    c4_cli_version("c4plan");
+    return C4_EXIT_OK;
+  }
+  if (cmd[0] == '-') return c4_cli_usage("c4plan", "unknown option '%s' before the COMMAND", cmd);
+  return c4_cli_usage("c4plan", "unknown command '%s'", cmd);
 }

@@ -1,6 +1,7 @@
 /* portmap.c -- reads `c4plan probe` output (source port -> spine per host pair) and picks source
  * ports from it for planned flows. */
 #include "portmap.h"
+#include "c4_cli.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -89,7 +90,8 @@ int c4_plan_portmap_load(struct c4_plan_portmap *m, const char *path, const stru
   json_error_t jerr;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
-    snprintf(err, errlen, "%s: line %d: %s", path, jerr.line, jerr.text);
+    char why[300];
+    snprintf(err, errlen, "%s: %s", path, c4_cli_json_why(&jerr, why, sizeof why));
     return -1;
   }
   return add(m, root, path, t, err, errlen);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "c4_err.h"
 #include "probe.h"
 #include "topo.h"
@@ -15,14 +16,16 @@
 #define DEFAULT_TOPO "/run/c4-fabric/c4f.json"
 #define DEFAULT_TCP_PORT 40000
 
-static void usage(void) {
-  fprintf(stderr,
+static void usage(FILE *f) {
+  fprintf(f,
           "usage: c4plan probe --dst HOST|ADDR [--src HOST] [--src-addr ADDR] [--topo FILE]\n"
           "                    [--proto tcp|udp] [--dst-port N] [--sports LO-HI] [--ttl N]\n"
           "                    [--timeout-ms N] [--tries N] [--json]\n"
           "  Run inside the source host's namespace (needs CAP_NET_RAW). --topo defaults to\n"
           "  $C4_TOPO, then " DEFAULT_TOPO ". TCP probes are SYNs (default dst port %d), UDP\n"
-          "  probes go to %d (RoCEv2). Default source ports 49152-49215, TTL 2.\n",
+          "  probes go to %d (RoCEv2). Default source ports 49152-49215, TTL 2.\n"
+          "  -h, --help   -V, --version\n"
+          "exit: 0 ok, 1 failure, 2 bad usage\n",
           DEFAULT_TCP_PORT, C4_PLAN_ROCE_PORT);
 }
 
@@ -77,51 +80,65 @@ struct opts {
   int json;
 };
 
+/* The options into o. Returns 0, 1 when --help or --version was printed, or -1 having printed
+ * the one-line usage error. */
 static int parse_opts(int argc, char **argv, struct opts *o) {
+  static const char *prog = "c4plan probe";
   static const struct option longs[] = {
-      {"topo", 1, 0, 'T'},   {"src", 1, 0, 's'},   {"src-addr", 1, 0, 'a'},
-      {"dst", 1, 0, 'd'},    {"proto", 1, 0, 'P'}, {"dst-port", 1, 0, 'p'},
-      {"sports", 1, 0, 'r'}, {"ttl", 1, 0, 't'},   {"timeout-ms", 1, 0, 'w'},
-      {"tries", 1, 0, 'n'},  {"json", 0, 0, 'j'},  {"help", 0, 0, 'h'},
-      {0, 0, 0, 0}};
-  int dst_port = -1, c;
+      {"topo", 1, 0, 'T'},    {"src", 1, 0, 's'},   {"src-addr", 1, 0, 'a'},
+      {"dst", 1, 0, 'd'},     {"proto", 1, 0, 'P'}, {"dst-port", 1, 0, 'p'},
+      {"sports", 1, 0, 'r'},  {"ttl", 1, 0, 't'},   {"timeout-ms", 1, 0, 'w'},
+      {"tries", 1, 0, 'n'},   {"json", 0, 0, 'j'},  {"help", 0, 0, 'h'},
+      {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
+  long dst_port = -1, v;
+  int c;
   unsigned lo = 49152, hi = 49215;
   o->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : DEFAULT_TOPO;
   o->req =
       (struct c4_plan_probe_req){.proto = C4_PLAN_TCP, .ttl = 2, .timeout_ms = 300, .tries = 3};
   optind = 1;
-  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
     switch (c) {
     case 'T': o->topo = optarg; break;
     case 's': o->src = optarg; break;
     case 'a': o->src_addr = optarg; break;
     case 'd': o->dst = optarg; break;
-    case 'p': dst_port = atoi(optarg); break;
-    case 't': o->req.ttl = atoi(optarg); break;
-    case 'w': o->req.timeout_ms = atoi(optarg); break;
-    case 'n': o->req.tries = atoi(optarg); break;
+    case 'p':
+      if (c4_cli_long(prog, "--dst-port", optarg, 1, 65535, &dst_port) != 0) return -1;
+      break;
+    case 't':
+      if (c4_cli_long(prog, "--ttl", optarg, 1, 255, &v) != 0) return -1;
+      o->req.ttl = (int)v;
+      break;
+    case 'w':
+      if (c4_cli_long(prog, "--timeout-ms", optarg, 1, 600000, &v) != 0) return -1;
+      o->req.timeout_ms = (int)v;
+      break;
+    case 'n':
+      if (c4_cli_long(prog, "--tries", optarg, 1, 1000, &v) != 0) return -1;
+      o->req.tries = (int)v;
+      break;
     case 'j': o->json = 1; break;
     case 'P':
       if (!strcmp(optarg, "tcp") || !strcmp(optarg, "udp")) {
         o->req.proto = optarg[0] == 't' ? C4_PLAN_TCP : C4_PLAN_UDP;
         break;
       }
-      fprintf(stderr, "c4plan probe: --proto: want tcp or udp, not \"%s\"\n", optarg);
+      c4_cli_usage(prog, "--proto wants tcp or udp, not '%s'", optarg);
       return -1;
     case 'r':
       if (sscanf(optarg, "%u-%u", &lo, &hi) == 2 && lo >= 1 && lo <= hi && hi <= 65535) break;
-      fprintf(stderr, "c4plan probe: --sports: want LO-HI within 1-65535, not \"%s\"\n", optarg);
+      c4_cli_usage(prog, "--sports wants LO-HI within 1-65535, not '%s'", optarg);
       return -1;
-    default: return -1;
+    case 'h': usage(stdout); return 1;
+    case 'V': c4_cli_version("c4plan"); return 1;
+    default: c4_cli_bad_option(prog, argv, c); return -1;
     }
   }
   if (optind < argc && !o->dst) o->dst = argv[optind++];
-  if (!o->dst || optind < argc) return -1;
+  if (!o->dst) return c4_cli_usage(prog, "--dst HOST|ADDR is required"), -1;
+  if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]), -1;
   if (dst_port < 0) dst_port = o->req.proto == C4_PLAN_TCP ? DEFAULT_TCP_PORT : C4_PLAN_ROCE_PORT;
-  if (dst_port < 1 || dst_port > 65535) {
-    fprintf(stderr, "c4plan probe: --dst-port: want 1-65535, not %d\n", dst_port);
-    return -1;
-  }
   o->req.dst_port = (uint16_t)dst_port;
   o->req.sport_lo = (uint16_t)lo;
   o->req.sport_hi = (uint16_t)hi;
@@ -230,7 +247,8 @@ int c4plan_probe_main(int argc, char **argv) {
   struct opts o = {0};
   char err[256];
   int src, dst, src_port, dst_port, status = 1;
-  if (parse_opts(argc, argv, &o) < 0) return usage(), 2;
+  int parsed = parse_opts(argc, argv, &o);
+  if (parsed != 0) return parsed > 0 ? C4_EXIT_OK : C4_EXIT_USAGE;
   struct c4_plan_topo *t = c4_plan_topo_load(o.topo, err, sizeof err);
   if (!t) return fprintf(stderr, "c4plan probe: %s\n", err), 1;
   json_error_t jerr;

@@ -1,6 +1,7 @@
 /* topo.c -- reads the fabric's topology file (docs/topology.md) into arrays the planner indexes,
  * and builds synthetic fabrics for tests and benchmarks. */
 #include "topo.h"
+#include "c4_cli.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -224,7 +225,8 @@ struct c4_plan_topo *c4_plan_topo_load(const char *path, char *err, size_t errle
   json_error_t jerr;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
-    fail(err, errlen, path, "line %d: %s", jerr.line, jerr.text);
+    char why[300];
+    fail(err, errlen, path, "%s", c4_cli_json_why(&jerr, why, sizeof why));
     return NULL;
   }
   return from_json(root, path, err, errlen);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, int use_nccl,
+int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->rank = r->rank;

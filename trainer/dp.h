@@ -10,7 +10,7 @@
 #include "c4_bootstrap.h"
 #include "c4_hostcoll.h"
 #include "c4_netapi.h"
-#include "train_ranks.h"
+#include "c4_ranks.h"
 
 struct dp_nccl; /* dp_nccl.c */
 
@@ -28,7 +28,7 @@ struct dp {
  * the program, else libnccl-net-c4.so on the library path) and connects the ring on device 0.
  * GPU (use_nccl): loads libnccl.so.2 and builds a communicator for local_rank's GPU. bucket_bytes
  * is the allreduce bucket size. Returns 0, or -1 with err naming what failed. */
-int dp_init(struct dp *d, const struct train_ranks *r, const char *plugin_path, int use_nccl,
+int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
 
 /* Sums n floats of grads (host memory on CPU, device memory on GPU) across the group in place,
@@ -42,7 +42,7 @@ int dp_allgather(struct dp *d, const void *mine, void *all, size_t len);
 void dp_close(struct dp *d);
 
 /* dp_nccl.c */
-int dp_nccl_open(struct dp *d, const struct train_ranks *r, char *err, size_t errlen);
+int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errlen);
 int dp_nccl_allreduce(struct dp *d, float *grads, size_t n);
 void dp_nccl_close(struct dp *d);
 

@@ -46,7 +46,7 @@ static void *open_first(const char *const *names) {
     }                                                                                              \
   } while (0)
 
-int dp_nccl_open(struct dp *d, const struct train_ranks *r, char *err, size_t errlen) {
+int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errlen) {
   /* the CUDA runtime is already loaded with libc4k-cuda.so; NCCL may sit beside it */
   static const char *const nccl_names[] = {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
                                            "libnccl.so", NULL};

@@ -12,7 +12,7 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
   memset(d, 0, sizeof *d);
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "data %s: %s", path, strerror(errno));
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
   size_t cap = 1 << 16, len = 0;
@@ -33,14 +33,14 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
   int read_error = ferror(f);
   fclose(f);
   if (!buf || read_error) {
-    snprintf(err, errlen, "data %s: %s", path, buf ? "read error" : "out of memory");
+    snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
     free(buf);
     return -1;
   }
   size_t train = len / 10 * 9, need = (size_t)context + 2;
   if (train < need || len - train < need) {
     snprintf(err, errlen,
-             "data %s: %zu bytes is too short for context %d (each of the 90%% training and 10%% "
+             "%s: %zu bytes is too short for context %d (each of the 90%% training and 10%% "
              "held-out parts needs %zu)",
              path, len, context, need);
     free(buf);

@@ -152,7 +152,7 @@ static void print_split(FILE *f, int world, const int *mb) {
     fprintf(f, "%s%d", i ? "," : "", mb[i]);
 }
 
-int train_run(const struct train_opts *o, const struct train_ranks *r) {
+int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   char err[512] = "";
   int rank = r->rank, world = r->world, status = 1;
   /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "c4_ranks.h"
 #include "gpt.h"
-#include "train_ranks.h"
 
 struct train_opts {
   struct gpt_config cfg;
@@ -38,6 +38,6 @@ struct train_opts {
 #define C4TRAIN_EXIT_PEER_LOST 75
 
 /* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
-int train_run(const struct train_opts *o, const struct train_ranks *r);
+int train_run(const struct train_opts *o, const struct c4_ranks *r);
 
 #endif

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "c4_env.h"
+#include "c4_ranks.h"
 #include "launch.h"
 #include "text_data.h"
 #include "train_loop.h"
-#include "train_ranks.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -41,29 +42,20 @@ static void usage(FILE *f) {
          "                       from the last checkpoint (with --ckpt-dir)\n"
          "  --json               one JSON object per line (start, step, end) from rank 0\n"
          "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
-         "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n");
+         "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n"
+         "  -h, --help   -V, --version\n"
+         "exit: 0 ok, 1 failure, 2 bad usage\n");
 }
 
 static int parse_int(const char *flag, const char *v, int min, int max, int *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*v == 0 || *end || x < min || x > max) {
-    fprintf(stderr, "c4train: %s %s: expected an integer in [%d, %d]\n", flag, v, min, max);
-    return -1;
-  }
+  long x;
+  if (c4_cli_long("c4train", flag, v, min, max, &x) != 0) return -1;
   *out = (int)x;
   return 0;
 }
 
 static int parse_double(const char *flag, const char *v, double min, double max, double *out) {
-  char *end;
-  double x = strtod(v, &end);
-  if (*v == 0 || *end || !(x >= min && x <= max)) {
-    fprintf(stderr, "c4train: %s %s: expected a number in [%g, %g]\n", flag, v, min, max);
-    return -1;
-  }
-  *out = x;
-  return 0;
+  return c4_cli_double("c4train", flag, v, min, max, out);
 }
 
 int main(int argc, char **argv) {
@@ -139,10 +131,11 @@ int main(int argc, char **argv) {
                                        {"json", 0, 0, O_JSON},
                                        {"warmup", 1, 0, O_WARMUP},
                                        {"help", 0, 0, 'h'},
+                                       {"version", 0, 0, 'V'},
                                        {0, 0, 0, 0}};
   int c, bad = 0, seed = 1;
   double x;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while (!bad && (c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
     switch (c) {
     case O_DATA: o.data = optarg; break;
     case O_LAYERS: bad |= parse_int("--layers", optarg, 1, 256, &o.cfg.layers); break;
@@ -166,8 +159,7 @@ int main(int argc, char **argv) {
       break;
     case O_DEVICE:
       if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda")) {
-        fprintf(stderr, "c4train: --device %s: expected cpu or cuda\n", optarg);
-        bad = 1;
+        bad = c4_cli_usage("c4train", "--device wants cpu or cuda, not '%s'", optarg);
       }
       o.device = optarg;
       break;
@@ -185,9 +177,8 @@ int main(int argc, char **argv) {
         if (f[i]) *f[i]++ = 0;
       }
       if (!f[1]) {
-        fprintf(stderr, "c4train: --slow %s: expected RANK:FACTOR[:FROM[:TO]], e.g. 2:2.0\n",
-                optarg);
-        bad = 1;
+        bad = c4_cli_usage("c4train", "--slow wants RANK:FACTOR[:FROM[:TO]] (e.g. 2:2.0), not '%s'",
+                           optarg);
         break;
       }
       bad |= parse_int("--slow (rank)", f[0], 0, 1 << 24, &o.slow_rank);
@@ -204,28 +195,24 @@ int main(int argc, char **argv) {
     case O_LOCAL: bad |= parse_int("--local-ranks", optarg, 1, 1024, &lo.ranks); break;
     case O_JSON: o.json = 1; break;
     case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
-    case 'h': usage(stdout); return 0;
-    default: bad = 1;
+    case 'h': usage(stdout); return C4_EXIT_OK;
+    case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
+    default: return c4_cli_bad_option("c4train", argv, c);
     }
   }
-  if (bad || optind < argc) {
-    if (optind < argc) fprintf(stderr, "c4train: unexpected argument %s\n", argv[optind]);
-    usage(stderr);
-    return 2;
-  }
-  if (o.cfg.width % o.cfg.heads) {
-    fprintf(stderr, "c4train: --width %d is not a multiple of --heads %d\n", o.cfg.width,
-            o.cfg.heads);
-    return 2;
-  }
+  if (bad) return C4_EXIT_USAGE;
+  if (optind < argc) return c4_cli_usage("c4train", "unexpected argument '%s'", argv[optind]);
+  if (o.cfg.width % o.cfg.heads)
+    return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o.cfg.width,
+                        o.cfg.heads);
   if (lo.ranks > 0) {
     lo.restart = o.ckpt_dir != NULL;
     int status;
     if (launch_local(&lo, &status) < 0) return status;
   }
-  struct train_ranks r;
+  struct c4_ranks r;
   char err[512];
-  if (train_ranks_from_env(&r, err, sizeof err)) {
+  if (c4_ranks_from_env(&r, err, sizeof err)) {
     fprintf(stderr, "c4train: %s\n", err);
     return 2;
   }

@@ -19,11 +19,11 @@
 
 #include "../check_run.h"
 #include "c4_env.h"
+#include "c4_ranks.h"
 #include "ckpt.h"
 #include "gpt.h"
 #include "mon_sub.h"
 #include "text_data.h"
-#include "train_ranks.h"
 
 static char dir[] = "/tmp/c4-train-test-XXXXXX";
 static char bin[4096];
@@ -129,16 +129,20 @@ static void clear_rank_env(void) {
                         "OMPI_COMM_WORLD_RANK",
                         "OMPI_COMM_WORLD_SIZE",
                         "OMPI_COMM_WORLD_LOCAL_RANK",
-                        "OMPI_COMM_WORLD_LOCAL_SIZE"};
+                        "OMPI_COMM_WORLD_LOCAL_SIZE",
+                        "PMI_RANK",
+                        "PMI_SIZE",
+                        "MPI_LOCALRANKID",
+                        "MPI_LOCALNRANKS"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     unsetenv(vars[i]);
 }
 
-START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
-  struct train_ranks r;
+START_TEST(ranks_come_from_torchrun_slurm_open_mpi_or_pmi) {
+  struct c4_ranks r;
   char err[256];
   clear_rank_env();
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), 0);
   ck_assert_str_eq(r.source, "single");
   ck_assert_int_eq(r.world, 1);
   setenv("RANK", "3", 1);
@@ -146,7 +150,7 @@ START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
   setenv("LOCAL_RANK", "1", 1);
   setenv("MASTER_ADDR", "198.18.0.1", 1);
   setenv("MASTER_PORT", "29511", 1);
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), 0);
   ck_assert_str_eq(r.source, "torchrun");
   ck_assert_int_eq(r.rank, 3);
   ck_assert_int_eq(r.world, 8);
@@ -158,7 +162,7 @@ START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
   setenv("SLURM_NTASKS", "16", 1);
   setenv("SLURM_LOCALID", "5", 1);
   setenv("SLURM_LAUNCH_NODE_IPADDR", "198.18.0.7", 1);
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), 0);
   ck_assert_str_eq(r.source, "slurm");
   ck_assert_int_eq(r.rank, 5);
   ck_assert_str_eq(r.master, "198.18.0.7");
@@ -167,15 +171,29 @@ START_TEST(ranks_come_from_torchrun_slurm_or_open_mpi) {
   setenv("OMPI_COMM_WORLD_RANK", "1", 1);
   setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
   setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1); /* two nodes, no address */
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), -1); /* two nodes, no address */
   ck_assert_ptr_nonnull(strstr(err, "MASTER_ADDR"));
+  clear_rank_env();
+  setenv("PMI_RANK", "2", 1); /* MPICH's and Intel MPI's Hydra, all ranks on this node */
+  setenv("PMI_SIZE", "3", 1);
+  setenv("MPI_LOCALRANKID", "2", 1);
+  setenv("MPI_LOCALNRANKS", "3", 1);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), 0);
+  ck_assert_str_eq(r.source, "pmi");
+  ck_assert_int_eq(r.rank, 2);
+  ck_assert_int_eq(r.world, 3);
+  ck_assert_int_eq(r.local_rank, 2);
+  ck_assert_str_eq(r.master, "127.0.0.1");
+  unsetenv("PMI_SIZE");
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "PMI_SIZE"));
   clear_rank_env();
   setenv("RANK", "4", 1);
   setenv("WORLD_SIZE", "4", 1);
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "RANK=4"));
   setenv("RANK", "x", 1);
-  ck_assert_int_eq(train_ranks_from_env(&r, err, sizeof err), -1);
+  ck_assert_int_eq(c4_ranks_from_env(&r, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "RANK=\"x\""));
   clear_rank_env();
 }
@@ -518,7 +536,7 @@ int main(void) {
   TCase *model = tcase_create("model");
   tcase_add_test(model, model_gradients_match_finite_differences);
   tcase_add_test(model, micro_batches_add_up_to_the_whole_batch);
-  tcase_add_test(model, ranks_come_from_torchrun_slurm_or_open_mpi);
+  tcase_add_test(model, ranks_come_from_torchrun_slurm_open_mpi_or_pmi);
   tcase_add_test(model, samples_depend_only_on_seed_step_and_index);
   tcase_add_test(model, c4_hostname_overrides_the_host_name_with_the_rank_in_it);
   tcase_add_test(model, c4mon_verdicts_reach_the_trainer_through_the_subscription_port);

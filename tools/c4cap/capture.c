@@ -24,7 +24,11 @@ int c4cap_read_file(struct c4cap_agg *a, const char *file, char *err, size_t err
   char ebuf[PCAP_ERRBUF_SIZE] = "";
   pcap_t *p = pcap_open_offline(file, ebuf);
   if (!p) {
-    snprintf(err, errlen, "cannot read capture file %s: %s", file, ebuf);
+    /* libpcap names the file itself when the system refused it, not when the format is bad */
+    if (!strncmp(ebuf, file, strlen(file)))
+      snprintf(err, errlen, "%s", ebuf);
+    else
+      snprintf(err, errlen, "%s: %s", file, ebuf);
     return -1;
   }
   int rc = -1, dlt = pcap_datalink(p);

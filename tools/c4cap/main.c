@@ -1,11 +1,13 @@
 /* main.c -- c4cap: flows, throughput over time and path balance from a capture (live or a file). */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "capture.h"
 #include "flows.h"
 #include "paths.h"
@@ -38,17 +40,12 @@ static void usage(FILE *f) {
       "                      path's IP bytes and the max/mean imbalance\n"
       "      --top N         flows in the table (default 20; --json has them all)\n"
       "      --json          one JSON document on stdout (docs/c4cap.md)\n"
-      "  -h, --help\n"
+      "  -h, --help          this text\n"
+      "  -V, --version       c4cap's version\n"
       "Bytes: \"IP bytes\" sum the IP header's length field (what the network carried above the\n"
       "link layer, even when the capture was cut short); \"wire bytes\" the captured frames'\n"
       "original length, link header included (tcpdump -e's \"length\").\n"
       "exit: 0 ok, 1 capture or file error, 2 bad usage\n");
-}
-
-static int parse_double(const char *s, double *out) {
-  char *end;
-  *out = strtod(s, &end);
-  return end != s && *end == '\0' && *out > 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -60,53 +57,50 @@ int main(int argc, char **argv) {
                                        {"top", required_argument, NULL, 't'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
   char *ifs[MAX_IFS];
-  int nifs = 0, json = 0, top = 20, c;
+  int nifs = 0, json = 0, c;
+  long top = 20;
   const char *file = NULL, *paths_spec = NULL;
   double seconds = 0, interval = 1;
-  while ((c = getopt_long(argc, argv, "i:r:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":i:r:hV", opts, NULL)) != -1) {
     switch (c) {
     case 'i':
-      if (nifs == MAX_IFS) {
-        fprintf(stderr, "c4cap: at most %d interfaces\n", MAX_IFS);
-        return 2;
-      }
+      if (nifs == MAX_IFS) return c4_cli_usage("c4cap", "at most %d interfaces (-i)", MAX_IFS);
       ifs[nifs++] = optarg;
       break;
     case 'r': file = optarg; break;
     case 's':
-      if (parse_double(optarg, &seconds)) goto bad;
+      if (c4_cli_double("c4cap", "--seconds", optarg, 1e-3, 1e9, &seconds)) return C4_EXIT_USAGE;
       break;
     case 'I':
-      if (parse_double(optarg, &interval)) goto bad;
+      if (c4_cli_double("c4cap", "--interval", optarg, 1e-3, 1e6, &interval)) return C4_EXIT_USAGE;
       break;
     case 'p': paths_spec = optarg; break;
-    case 't': top = atoi(optarg); break;
+    case 't':
+      if (c4_cli_long("c4cap", "--top", optarg, 0, INT_MAX, &top)) return C4_EXIT_USAGE;
+      break;
     case 'j': json = 1; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    case 'h': usage(stdout); return C4_EXIT_OK;
+    case 'V': c4_cli_version("c4cap"); return C4_EXIT_OK;
+    default: return c4_cli_bad_option("c4cap", argv, c);
     }
   }
-  if (optind != argc || !file == !nifs || top < 0) {
-    fprintf(stderr, "c4cap: give either -r FILE or one or more -i IF\n");
-    usage(stderr);
-    return 2;
-  }
+  if (optind != argc) return c4_cli_usage("c4cap", "unexpected argument '%s'", argv[optind]);
+  if (!file == !nifs) return c4_cli_usage("c4cap", "give either -r FILE or one or more -i IF");
 
   char err[512] = "";
   struct c4cap_paths paths = {.by = C4CAP_PATHS_NONE};
-  if (paths_spec && c4cap_paths_parse(&paths, paths_spec, err, sizeof err)) {
-    fprintf(stderr, "c4cap: %s\n", err);
-    return 2;
-  }
+  if (paths_spec && c4cap_paths_parse(&paths, paths_spec, err, sizeof err))
+    return c4_cli_fail("c4cap", "--paths: %s", err);
   struct c4cap_agg agg;
   if (c4cap_agg_init(&agg, interval)) {
     fprintf(stderr, "c4cap: out of memory\n");
     return 1;
   }
   char source[1024];
-  struct c4cap_run run = {.source = source, .top = top};
+  struct c4cap_run run = {.source = source, .top = (int)top};
   int rc;
   if (file) {
     snprintf(source, sizeof source, "file %s", file);
@@ -134,8 +128,5 @@ int main(int argc, char **argv) {
   if (rc) fprintf(stderr, "c4cap: %s\n", err[0] ? err : "out of memory");
   c4cap_agg_free(&agg);
   c4cap_paths_free(&paths);
-  return rc ? 1 : 0;
-bad:
-  fprintf(stderr, "c4cap: --seconds and --interval take a positive number, not \"%s\"\n", optarg);
-  return 2;
+  return rc ? C4_EXIT_FAIL : C4_EXIT_OK;
 }

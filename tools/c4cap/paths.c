@@ -10,7 +10,7 @@
 static int load_map(struct c4cap_paths *p, const char *file, char *err, size_t errlen) {
   FILE *f = fopen(file, "r");
   if (!f) {
-    snprintf(err, errlen, "cannot read path map %s: %s", file, strerror(errno));
+    snprintf(err, errlen, "%s: %s", file, strerror(errno));
     return -ENOENT;
   }
   char line[512];

@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "c4_cli.h"
 #include "c4_env.h"
 #include "c4_log.h"
+#include "c4_ranks.h"
 #include "perf.h"
 
 static void usage(FILE *f) {
@@ -31,8 +33,11 @@ static void usage(FILE *f) {
          "                           this program, else libnccl-net-c4.so on the library path)\n"
          "      --no-check           skip the data check\n"
          "      --json               one JSON document on stdout instead of the table\n"
-         "  ranks: --rank R --world N --master ADDR:PORT, or RANK, WORLD_SIZE, MASTER_ADDR,\n"
-         "         MASTER_PORT (torchrun-style), or --spawn N to fork N ranks on 127.0.0.1\n"
+         "  ranks: --rank R --world N --master ADDR:PORT, or --spawn N to fork N ranks on\n"
+         "         127.0.0.1, or the launcher's variables as c4train reads them: torchrun\n"
+         "         (RANK, WORLD_SIZE), Slurm (SLURM_PROCID, SLURM_NTASKS), Open MPI\n"
+         "         (OMPI_COMM_WORLD_RANK, _SIZE), PMI (PMI_RANK, PMI_SIZE); rank 0's address\n"
+         "         from MASTER_ADDR and MASTER_PORT (default 29500)\n"
          "  -h, --help   -V, --version\n"
          "exit: 0 ok, 1 a transfer or data check failed, 2 bad usage\n");
 }
@@ -41,7 +46,7 @@ static int parse_size(const char *s, size_t *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || v < 0) return -1;
+  if (errno || end == s || !(v >= 0 && v < 1e15)) return -1;
   switch (*end) {
   case 'k':
   case 'K':
@@ -65,12 +70,10 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-/* Parses a whole decimal integer in [min, max]; -1 on anything else. */
-static int parse_int(const char *s, int min, int max, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < min || v > max) return -1;
+/* Parses a whole decimal integer in [min, max]; -1 having printed the usage error naming flag. */
+static int parse_int(const char *flag, const char *s, int min, int max, int *out) {
+  long v;
+  if (c4_cli_long("c4perf", flag, s, min, max, &v) != 0) return -1;
   *out = (int)v;
   return 0;
 }
@@ -125,16 +128,41 @@ static int report_error(const struct perf_opts *o, int rank, const char *mode, c
   return 1;
 }
 
-int main(int argc, char **argv) {
-  struct perf_opts o = {.mode = MODE_BW,
-                        .min_bytes = 8,
-                        .max_bytes = 64 << 20,
-                        .factor = 2,
-                        .warmup = 5,
-                        .inflight = 8,
-                        .check = 1};
-  int rank = -1, world = -1, spawn_n = 0, port = -1;
-  char master[256] = "";
+/* Where this process stands in the run: its rank, the world and rank 0's address. */
+struct perf_ranks {
+  int rank, world, port, spawn_n;
+  char master[256];
+};
+
+static int parse_mode(const char *s, enum perf_mode *mode) {
+  static const char *const names[] = {
+      [MODE_BW] = "bw", [MODE_LAT] = "lat", [MODE_ALLREDUCE] = "allreduce"};
+  for (int m = 0; m < 3; m++)
+    if (!strcmp(s, names[m])) {
+      *mode = (enum perf_mode)m;
+      return 0;
+    }
+  return c4_cli_usage("c4perf", "--mode wants bw, lat or allreduce, not '%s'", s), -1;
+}
+
+static int parse_bytes(const char *flag, const char *s, size_t *out) {
+  if (parse_size(s, out) == 0) return 0;
+  return c4_cli_usage("c4perf", "%s wants a size in bytes (K, M, G suffixes), not '%s'", flag, s),
+         -1;
+}
+
+static int parse_master(const char *s, struct perf_ranks *r) {
+  const char *colon = strrchr(s, ':');
+  if (!colon || colon == s || (size_t)(colon - s) >= sizeof r->master)
+    return c4_cli_usage("c4perf", "--master wants ADDR:PORT, not '%s'", s), -1;
+  memcpy(r->master, s, (size_t)(colon - s));
+  r->master[colon - s] = 0;
+  return parse_int("--master (port)", colon + 1, 1, 65535, &r->port);
+}
+
+/* The options into o and r. Returns -1 to go on, else the exit status (help, version: 0; a
+ * usage error, said in one line: 2). */
+static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ranks *r) {
   enum {
     O_MODE = 256,
     O_INFLIGHT,
@@ -157,166 +185,174 @@ int main(int argc, char **argv) {
       {"world", 1, 0, O_WORLD},       {"master", 1, 0, O_MASTER},
       {"spawn", 1, 0, O_SPAWN},       {"help", 0, 0, 'h'},
       {"version", 0, 0, 'V'},         {0, 0, 0, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:n:w:hV", longs, NULL)) != -1) {
+  int c, bad = 0;
+  while (!bad && (c = getopt_long(argc, argv, ":b:e:f:n:w:hV", longs, NULL)) != -1) {
     switch (c) {
-    case O_MODE:
-      if (!strcmp(optarg, "bw"))
-        o.mode = MODE_BW;
-      else if (!strcmp(optarg, "lat"))
-        o.mode = MODE_LAT;
-      else if (!strcmp(optarg, "allreduce"))
-        o.mode = MODE_ALLREDUCE;
-      else
-        goto bad;
-      break;
-    case 'b':
-      if (parse_size(optarg, &o.min_bytes)) goto bad;
-      break;
-    case 'e':
-      if (parse_size(optarg, &o.max_bytes)) goto bad;
-      break;
-    case 'f': {
-      char *end;
-      o.factor = strtod(optarg, &end);
-      if (*end || !(o.factor >= 1.1 && o.factor <= 1024)) goto bad;
-      break;
-    }
-    case 'n':
-      if (parse_int(optarg, 1, 100000000, &o.iters)) goto bad;
-      break;
-    case 'w':
-      if (parse_int(optarg, 0, 100000000, &o.warmup)) goto bad;
-      break;
-    case O_INFLIGHT:
-      if (parse_int(optarg, 1, 32, &o.inflight)) goto bad;
-      break;
-    case O_DEV:
-      if (parse_int(optarg, 0, 1023, &o.dev)) goto bad;
-      break;
-    case O_PLUGIN: o.plugin = optarg; break;
-    case O_NOCHECK: o.check = 0; break;
-    case O_JSON: o.json = 1; break;
-    case O_RANK:
-      if (parse_int(optarg, 0, 1 << 20, &rank)) goto bad;
-      break;
-    case O_WORLD:
-      if (parse_int(optarg, 1, 1 << 20, &world)) goto bad;
-      break;
-    case O_MASTER: {
-      const char *colon = strrchr(optarg, ':');
-      if (!colon || colon == optarg || (size_t)(colon - optarg) >= sizeof master) goto bad;
-      memcpy(master, optarg, (size_t)(colon - optarg));
-      master[colon - optarg] = 0;
-      if (parse_int(colon + 1, 1, 65535, &port)) goto bad;
-      break;
-    }
-    case O_SPAWN:
-      if (parse_int(optarg, 1, 64, &spawn_n)) goto bad;
-      break;
-    case 'h': usage(stdout); return 0;
-    case 'V': printf("c4perf %s\n", C4_VERSION); return 0;
-    default: goto bad;
+    case O_MODE: bad = parse_mode(optarg, &o->mode); break;
+    case 'b': bad = parse_bytes("--min-bytes", optarg, &o->min_bytes); break;
+    case 'e': bad = parse_bytes("--max-bytes", optarg, &o->max_bytes); break;
+    case 'f': bad = c4_cli_double("c4perf", "--factor", optarg, 1.1, 1024, &o->factor); break;
+    case 'n': bad = parse_int("--iters", optarg, 1, 100000000, &o->iters); break;
+    case 'w': bad = parse_int("--warmup", optarg, 0, 100000000, &o->warmup); break;
+    case O_INFLIGHT: bad = parse_int("--inflight", optarg, 1, 32, &o->inflight); break;
+    case O_DEV: bad = parse_int("--dev", optarg, 0, 1023, &o->dev); break;
+    case O_PLUGIN: o->plugin = optarg; break;
+    case O_NOCHECK: o->check = 0; break;
+    case O_JSON: o->json = 1; break;
+    case O_RANK: bad = parse_int("--rank", optarg, 0, 1 << 20, &r->rank); break;
+    case O_WORLD: bad = parse_int("--world", optarg, 1, 1 << 20, &r->world); break;
+    case O_MASTER: bad = parse_master(optarg, r); break;
+    case O_SPAWN: bad = parse_int("--spawn", optarg, 1, 64, &r->spawn_n); break;
+    case 'h': usage(stdout); return C4_EXIT_OK;
+    case 'V': c4_cli_version("c4perf"); return C4_EXIT_OK;
+    default: return c4_cli_bad_option("c4perf", argv, c);
     }
   }
-  if (optind < argc || o.min_bytes > o.max_bytes) goto bad;
-  if (o.mode == MODE_ALLREDUCE && o.min_bytes < sizeof(float)) o.min_bytes = sizeof(float);
-  if (o.mode == MODE_ALLREDUCE && o.max_bytes < sizeof(float)) goto bad;
-  if (spawn_n && spawn_n < 2 && o.mode != MODE_ALLREDUCE) {
-    fprintf(stderr, "c4perf: bw and lat need 2 ranks (--spawn 2, or RANK/WORLD_SIZE)\n");
-    return 2;
-  }
-  if (spawn_n) {
-    int status = 0;
-    int r = spawn(spawn_n, &port, &status);
-    if (r < 0) return status;
-    rank = r;
-    world = spawn_n;
-    strcpy(master, "127.0.0.1");
-  }
-  if (rank < 0) rank = (int)c4_env_long("RANK", 0, 0, 1 << 20);
-  if (world < 0) world = (int)c4_env_long("WORLD_SIZE", 1, 1, 1 << 20);
-  if (!*master)
-    snprintf(master, sizeof master, "%s",
-             getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1");
-  if (port < 0) port = (int)c4_env_long("MASTER_PORT", 29500, 1, 65535);
-  if (o.mode != MODE_ALLREDUCE && world < 2) {
-    fprintf(stderr, "c4perf: bw and lat need 2 ranks (--spawn 2, or RANK/WORLD_SIZE)\n");
-    return 2;
-  }
-  if (rank >= world) goto bad;
-  /* the plugin names this process by the launcher's variables: give them the flags' values */
-  char num[16];
-  snprintf(num, sizeof num, "%d", rank);
-  setenv("RANK", num, 0);
-  snprintf(num, sizeof num, "%d", world);
-  setenv("WORLD_SIZE", num, 0);
+  if (bad) return C4_EXIT_USAGE;
+  if (optind < argc) return c4_cli_usage("c4perf", "unexpected argument '%s'", argv[optind]);
+  if (o->min_bytes > o->max_bytes)
+    return c4_cli_usage("c4perf", "--min-bytes %zu is above --max-bytes %zu", o->min_bytes,
+                        o->max_bytes);
+  if (o->mode == MODE_ALLREDUCE && o->min_bytes < sizeof(float)) o->min_bytes = sizeof(float);
+  if (o->mode == MODE_ALLREDUCE && o->max_bytes < sizeof(float))
+    return c4_cli_usage("c4perf", "allreduce needs --max-bytes of at least %zu", sizeof(float));
+  return -1;
+}
 
+/* Fills what the flags left open from the launcher's variables (c4_ranks.h), then checks the
+ * whole. Returns -1 to go on, else the exit status (2, said in one line). */
+static int resolve_ranks(struct perf_ranks *r, int spawned) {
+  if (!spawned && (r->rank < 0 || r->world < 0 || r->port < 0 || !*r->master)) {
+    struct c4_ranks l;
+    char err[512];
+    if (c4_ranks_from_env(&l, err, sizeof err) != 0) return c4_cli_usage("c4perf", "%s", err);
+    if (r->rank < 0) r->rank = l.rank;
+    if (r->world < 0) r->world = l.world;
+    if (r->port < 0) r->port = l.port;
+    if (!*r->master) snprintf(r->master, sizeof r->master, "%s", l.master);
+  }
+  if (r->rank >= r->world)
+    return c4_cli_usage("c4perf", "rank %d is not below the world of %d", r->rank, r->world);
+  return -1;
+}
+
+/* Opens the plugin's device and prints the table's header on rank 0. Returns 0, or the exit
+ * status (reported). */
+static int open_plugin(struct perf_ctx *p, const struct perf_ranks *r, const char *mode,
+                       ncclNetProperties_v11_t *props) {
+  struct perf_opts *o = p->o;
   char plugin_path[4096];
-  if (!o.plugin) /* the one built beside this program, else the name NCCL_NET_PLUGIN=c4 finds */
-    o.plugin = c4_beside_program(plugin_path, sizeof plugin_path, "../lib/libnccl-net-c4.so",
-                                 "libnccl-net-c4.so");
-  struct perf_ctx p = {.o = &o};
-  static const char *mode_name[] = {"bw", "lat", "allreduce"};
-  if (c4_bootstrap_init(&p.bs, rank, world, master, port) != 0) {
-    c4_bootstrap_close(&p.bs);
-    return report_error(&o, rank, mode_name[o.mode], "rank %d of %d: rendezvous at %s:%d failed",
-                        rank, world, master, port);
-  }
-  if (c4_netapi_open(&p.api, o.plugin, 0) != 0) {
-    c4_bootstrap_close(&p.bs);
-    return report_error(&o, rank, mode_name[o.mode], "%s", p.api.err);
-  }
+  if (!o->plugin) /* the one built beside this program, else the name NCCL_NET_PLUGIN=c4 finds */
+    o->plugin = c4_beside_program(plugin_path, sizeof plugin_path, "../lib/libnccl-net-c4.so",
+                                  "libnccl-net-c4.so");
+  if (c4_netapi_open(&p->api, o->plugin, 0) != 0)
+    return report_error(o, r->rank, mode, "%s", p->api.err);
   int ndev = 0;
-  c4_netapi_devices(&p.api, &ndev);
-  if (o.dev < 0 || o.dev >= ndev) {
-    c4_bootstrap_close(&p.bs);
-    c4_netapi_close(&p.api);
-    report_error(&o, rank, mode_name[o.mode], "device %d does not exist (the plugin has %d)", o.dev,
-                 ndev);
-    return 2;
+  c4_netapi_devices(&p->api, &ndev);
+  if (o->dev < 0 || o->dev >= ndev) {
+    c4_netapi_close(&p->api);
+    report_error(o, r->rank, mode, "device %d does not exist (the plugin has %d)", o->dev, ndev);
+    return C4_EXIT_USAGE;
   }
-  ncclNetProperties_v11_t props;
-  c4_netapi_properties(&p.api, o.dev, &props);
-  p.results = json_array();
-  if (rank == 0 && !o.json) {
+  c4_netapi_properties(&p->api, o->dev, props);
+  if (r->rank == 0 && !o->json) {
     printf("# c4perf %s: %s, %d ranks, plugin %s (ncclNet v%d), device %d = %s, %d Mbps\n",
-           C4_VERSION, mode_name[o.mode], world, p.api.name, p.api.version, o.dev, props.name,
-           props.speed);
-    if (o.mode == MODE_BW) printf("# %10s %8s %12s %10s\n", "bytes", "iters", "time_us", "GB/s");
-    if (o.mode == MODE_LAT)
+           C4_VERSION, mode, r->world, p->api.name, p->api.version, o->dev, props->name,
+           props->speed);
+    if (o->mode == MODE_BW) printf("# %10s %8s %12s %10s\n", "bytes", "iters", "time_us", "GB/s");
+    if (o->mode == MODE_LAT)
       printf("# %10s %8s %12s %12s\n", "bytes", "iters", "rtt_us_med", "rtt_us_p99");
-    if (o.mode == MODE_ALLREDUCE)
+    if (o->mode == MODE_ALLREDUCE)
       printf("# %10s %8s %12s %10s %10s\n", "bytes", "iters", "time_us", "algbw", "busbw");
     fflush(stdout);
   }
-  int failed = o.mode == MODE_BW    ? perf_p2p_bw(&p)
-               : o.mode == MODE_LAT ? perf_p2p_lat(&p)
-                                    : perf_allreduce(&p);
-  if (rank == 0) {
-    if (o.json) {
-      json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s, s:i, s:i, s:b, s:o}", "tool",
-                              "c4perf", "version", C4_VERSION, "mode", mode_name[o.mode], "world",
-                              world, "plugin", p.api.name, "ncclnet_version", p.api.version,
-                              "device", props.name, "speed_mbps", props.speed, "inflight",
-                              o.inflight, "ok", !failed, "results", p.results);
-      if (failed)
-        json_object_set_new(doc, "error",
-                            json_string("a transfer or the data check failed (see stderr)"));
-      json_dumpf(doc, stdout, JSON_INDENT(2));
-      printf("\n");
-      json_decref(doc);
-    } else {
-      json_decref(p.results);
-      if (failed) printf("# FAILED: a transfer or the data check failed (see the log above)\n");
-    }
-  } else {
-    json_decref(p.results);
+  return 0;
+}
+
+/* Rank 0's closing output: the JSON document, or a FAILED line under the table. */
+static void report(struct perf_ctx *p, const struct perf_ranks *r, const char *mode,
+                   const ncclNetProperties_v11_t *props, int failed) {
+  const struct perf_opts *o = p->o;
+  if (r->rank != 0 || !o->json) {
+    if (r->rank == 0 && failed)
+      printf("# FAILED: a transfer or the data check failed (see the log above)\n");
+    json_decref(p->results);
+    return;
   }
+  json_t *doc =
+      json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:s, s:i, s:i, s:b, s:o}", "tool", "c4perf",
+                "version", C4_VERSION, "mode", mode, "world", r->world, "plugin", p->api.name,
+                "ncclnet_version", p->api.version, "device", props->name, "speed_mbps",
+                props->speed, "inflight", o->inflight, "ok", !failed, "results", p->results);
+  if (failed)
+    json_object_set_new(doc, "error",
+                        json_string("a transfer or the data check failed (see stderr)"));
+  json_dumpf(doc, stdout, JSON_INDENT(2));
+  printf("\n");
+  json_decref(doc);
+}
+
+/* One rank's run once it knows its place: rendezvous, plugin, measurement, report. */
+static int run(struct perf_opts *o, const struct perf_ranks *r, int spawned) {
+  static const char *mode_name[] = {"bw", "lat", "allreduce"};
+  const char *mode = mode_name[o->mode];
+  /* the plugin names this process by the launcher's variables: give them the flags' values */
+  char num[16];
+  snprintf(num, sizeof num, "%d", r->rank);
+  setenv("RANK", num, 0);
+  snprintf(num, sizeof num, "%d", r->world);
+  setenv("WORLD_SIZE", num, 0);
+  struct perf_ctx p = {.o = o};
+  if (r->world > 1 && !spawned)
+    fprintf(stderr, "c4perf: rank %d: waiting for %d ranks at %s:%d\n", r->rank, r->world,
+            r->master, r->port);
+  if (c4_bootstrap_init(&p.bs, r->rank, r->world, r->master, r->port) != 0) {
+    c4_bootstrap_close(&p.bs);
+    return report_error(o, r->rank, mode, "rank %d of %d: rendezvous at %s:%d failed", r->rank,
+                        r->world, r->master, r->port);
+  }
+  ncclNetProperties_v11_t props;
+  int rc = open_plugin(&p, r, mode, &props);
+  if (rc != 0) {
+    c4_bootstrap_close(&p.bs);
+    return rc;
+  }
+  p.results = json_array();
+  int failed = o->mode == MODE_BW    ? perf_p2p_bw(&p)
+               : o->mode == MODE_LAT ? perf_p2p_lat(&p)
+                                     : perf_allreduce(&p);
+  report(&p, r, mode, &props, failed);
   c4_bootstrap_close(&p.bs);
   c4_netapi_close(&p.api);
-  return failed ? 1 : 0;
-bad:
-  usage(stderr);
-  return 2;
+  return failed ? C4_EXIT_FAIL : C4_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  struct perf_opts o = {.mode = MODE_BW,
+                        .min_bytes = 8,
+                        .max_bytes = 64 << 20,
+                        .factor = 2,
+                        .warmup = 5,
+                        .inflight = 8,
+                        .check = 1};
+  struct perf_ranks r = {.rank = -1, .world = -1, .port = -1};
+  int rc = parse_args(argc, argv, &o, &r);
+  if (rc >= 0) return rc;
+  int pairs = o.mode != MODE_ALLREDUCE;
+  if (r.spawn_n && r.spawn_n < 2 && pairs)
+    return c4_cli_usage("c4perf", "--mode bw and lat need --spawn 2 or more");
+  if (r.spawn_n) {
+    int status = 0, me = spawn(r.spawn_n, &r.port, &status);
+    if (me < 0) return status;
+    r.rank = me;
+    r.world = r.spawn_n;
+    strcpy(r.master, "127.0.0.1");
+  }
+  if ((rc = resolve_ranks(&r, r.spawn_n > 0)) >= 0) return rc;
+  if (pairs && r.world < 2)
+    return c4_cli_usage("c4perf",
+                        "--mode %s needs 2 ranks (--spawn 2, --world 2, or a "
+                        "launcher's variables)",
+                        o.mode == MODE_BW ? "bw" : "lat");
+  return run(&o, &r, r.spawn_n > 0);
 }

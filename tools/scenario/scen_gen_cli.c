@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "c4_err.h"
 #include "scen_cli.h"
 #include "scen_gen.h"
@@ -45,10 +46,9 @@ static void usage(FILE *f) {
 }
 
 static int bad(const char *fmt, const char *arg) {
-  fprintf(stderr, "c4scen gen: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(c4scen gen --help lists the options)\n");
-  return 2;
+  char msg[256];
+  snprintf(msg, sizeof msg, fmt, arg);
+  return c4_cli_usage("c4scen gen", "%s", msg);
 }
 
 static int whole(const char *s, long min, long max, long *out) {
@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
     switch (c) {
     case O_HOSTS:
       if (whole(optarg, 1, 100000, &o->hosts)) return bad("--hosts %s is not 1..100000", optarg);
@@ -135,8 +135,8 @@ static int parse(int argc, char **argv, struct opts *o) {
       if (whole(optarg, 1, 4096, &o->spines)) return bad("--spines %s is not 1..4096", optarg);
       break;
     case 'h': usage(stdout); return 0;
-    case 'V': printf("c4scen %s\n", C4_VERSION); return 0;
-    default: usage(stderr); return 2;
+    case 'V': c4_cli_version("c4scen"); return 0;
+    default: return c4_cli_bad_option("c4scen gen", argv, c);
     }
   }
   if (optind < argc) return bad("unexpected argument \"%s\"", argv[optind]);

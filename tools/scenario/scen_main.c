@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "scen_cli.h"
 
 static void usage(FILE *f) {
@@ -17,10 +18,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
-  }
+  if (argc < 2) return c4_cli_usage("c4scen", "a COMMAND (gen or score) is required");
   if (!strcmp(argv[1], "gen")) return c4_scen_gen_main(argc - 1, argv + 1);
   if (!strcmp(argv[1], "score")) return c4_scen_score_main(argc - 1, argv + 1);
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -28,10 +26,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-    printf("c4scen %s\n", C4_VERSION);
+    c4_cli_version("c4scen");
     return 0;
   }
-  fprintf(stderr, "c4scen: unknown command \"%s\" (gen or score)\n", argv[1]);
-  usage(stderr);
-  return 2;
+  if (argv[1][0] == '-')
+    return c4_cli_usage("c4scen", "unknown option '%s' before the COMMAND", argv[1]);
+  return c4_cli_usage("c4scen", "unknown command '%s' (gen or score)", argv[1]);
 }

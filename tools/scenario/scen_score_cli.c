@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "scen_cli.h"
 #include "scen_score.h"
 
@@ -90,21 +91,19 @@ int c4_scen_score_main(int argc, char **argv) {
   const char *truth = NULL, *events = NULL;
   int json = 0, c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
     switch (c) {
     case 't': truth = optarg; break;
     case 'e': events = optarg; break;
     case 'j': json = 1; break;
     case 'h': usage(stdout); return 0;
-    case 'V': printf("c4scen %s\n", C4_VERSION); return 0;
-    default: usage(stderr); return 2;
+    case 'V': c4_cli_version("c4scen"); return 0;
+    default: return c4_cli_bad_option("c4scen score", argv, c);
     }
   }
-  if (optind < argc || !truth || !events) {
-    fprintf(stderr, "c4scen score: %s\n(c4scen score --help lists the options)\n",
-            optind < argc ? "unexpected argument" : "--truth FILE and --events FILE are required");
-    return 2;
-  }
+  if (optind < argc) return c4_cli_usage("c4scen score", "unexpected argument '%s'", argv[optind]);
+  if (!truth || !events)
+    return c4_cli_usage("c4scen score", "--truth FILE and --events FILE are required");
   struct c4_scen_truth t;
   struct c4_scen_events e;
   char err[512];

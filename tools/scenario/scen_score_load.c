@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "scen_score.h"
 
 static const char *const fault_kinds[] = {"straggler",    "comm_slow", "comm_hang",
@@ -100,7 +101,8 @@ int c4_scen_truth_load(const char *path, struct c4_scen_truth *t, char *err, siz
   json_error_t je;
   t->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!t->doc) {
-    if (je.line < 1) return fail(err, n, "%s: %s", path, je.text);
+    char why[300];
+    if (je.line < 1) return fail(err, n, "%s: %s", path, c4_cli_json_why(&je, why, sizeof why));
     return fail(err, n, "%s:%d: %s", path, je.line, je.text);
   }
   if (!json_is_object(t->doc)) return fail(err, n, "%s:1: not a JSON object", path);

@@ -1,5 +1,5 @@
-/* train_ranks.c -- launcher variables into a rank, a world and a rendezvous address. */
-#include "train_ranks.h"
+/* c4_ranks.c -- launcher variables into a rank, a world and a rendezvous address. */
+#include "c4_ranks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@ static int env_int(const char *name, int min, int max, int *out, char *err, size
   return 1;
 }
 
-static int pair(const char *rank_var, const char *world_var, struct train_ranks *r, char *err,
+static int pair(const char *rank_var, const char *world_var, struct c4_ranks *r, char *err,
                 size_t errlen) {
   int has_rank = env_int(rank_var, 0, 1 << 24, &r->rank, err, errlen);
   if (has_rank < 0) return -1;
@@ -40,7 +40,7 @@ static int pair(const char *rank_var, const char *world_var, struct train_ranks 
   return has_rank;
 }
 
-int train_ranks_from_env(struct train_ranks *r, char *err, size_t errlen) {
+int c4_ranks_from_env(struct c4_ranks *r, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
   r->world = 1;
   r->port = 29500;
@@ -62,6 +62,13 @@ int train_ranks_from_env(struct train_ranks *r, char *err, size_t errlen) {
       return -1;
     int local_size = 0;
     if (env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 24, &local_size, err, errlen) < 0) return -1;
+    if (!addr && local_size == r->world) addr = "127.0.0.1";
+  } else if ((found = pair("PMI_RANK", "PMI_SIZE", r, err, errlen)) != 0) {
+    if (found < 0) return -1;
+    r->source = "pmi";
+    if (env_int("MPI_LOCALRANKID", 0, 1 << 24, &r->local_rank, err, errlen) < 0) return -1;
+    int local_size = 0;
+    if (env_int("MPI_LOCALNRANKS", 1, 1 << 24, &local_size, err, errlen) < 0) return -1;
     if (!addr && local_size == r->world) addr = "127.0.0.1";
   } else {
     r->source = "single";

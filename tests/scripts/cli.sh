@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# cli.sh -- every c4 tool keeps the command-line convention of docs/cli.md: --version and --help
+# exit 0 on stdout; a bad flag, value or subcommand is one stderr line naming it, exit 2; a file
+# that cannot be read is "PROG: PATH: reason", exit 1; no message carries a source place.
+# Usage: cli.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+BIN=$BUILD/bin
+WORK=$(mktemp -d /tmp/c4-cli-test-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+failed=0
+fail() {
+  echo "cli: FAILED: $*"
+  failed=1
+}
+
+# expect STATUS NEEDLE CMD...: runs CMD; its exit status must be STATUS, its stderr one line (for
+# 2) or ending in one line (for 1) that holds NEEDLE, and no line may name a source file.
+expect() {
+  local want=$1 needle=$2
+  shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  local got=$?
+  local what="'$*'"
+  [ "$got" = "$want" ] || fail "$what exited $got, not $want: $(head -c 300 "$WORK/err")"
+  if [ "$want" = 2 ]; then
+    [ "$(wc -l <"$WORK/err")" = 1 ] || fail "$what: the usage error is not one line: $(cat "$WORK/err")"
+  fi
+  [ "$want" = 0 ] || grep -qF -- "$needle" <(tail -n 1 "$WORK/err") ||
+    fail "$what: stderr does not name '$needle': $(cat "$WORK/err")"
+  ! grep -qE '[a-z_]+\.c:[0-9]+' "$WORK/err" || fail "$what: a source place in: $(cat "$WORK/err")"
+}
+
+for tool in c4mon c4plan c4cap c4train c4perf c4scen; do
+  expect 0 "" "$BIN/$tool" --version
+  grep -qx "$tool [0-9][0-9.]*" "$WORK/out" || fail "$tool --version printed: $(cat "$WORK/out")"
+  expect 0 "" "$BIN/$tool" --help
+  grep -q "usage" "$WORK/out" || fail "$tool --help printed no usage on stdout"
+done
+
+# Bad flags, values and subcommands: exit 2, one line naming what was wrong
+expect 2 "'--bogus'" "$BIN/c4mon" serve --bogus
+expect 2 "'frob'" "$BIN/c4mon" frob
+expect 2 "--listen" "$BIN/c4mon" serve
+expect 2 "127.0.0.1:99999" "$BIN/c4mon" serve --listen 127.0.0.1:99999
+expect 2 "--png" "$BIN/c4mon" matrix --trace x.jsonl
+expect 2 "'--bogus'" "$BIN/c4plan" assign --bogus
+expect 2 "'frob'" "$BIN/c4plan" frob
+expect 2 "'--bogus'" "$BIN/c4cap" --bogus
+expect 2 "'--bogus'" "$BIN/c4train" --bogus
+expect 2 "--layers" "$BIN/c4train" --layers many
+expect 2 "'frob'" "$BIN/c4perf" --mode frob
+expect 2 "'1X'" "$BIN/c4perf" -b 1X
+expect 2 "RANK" env RANK=abc WORLD_SIZE=2 "$BIN/c4perf"
+expect 2 "'--bogus'" "$BIN/c4scen" gen --bogus
+for tool in c4mon c4plan c4scen; do
+  "$BIN/$tool" >/dev/null 2>&1
+  [ $? = 2 ] || fail "$tool without a command does not exit 2"
+done
+
+# Files that cannot be read: exit 1, "PROG: PATH: reason"
+NOFILE=/nonexistent/c4-cli-test
+expect 1 "c4mon replay: $NOFILE.jsonl: No such file or directory" "$BIN/c4mon" replay "$NOFILE.jsonl"
+expect 1 "c4mon matrix: $NOFILE.jsonl: No such file or directory" \
+  "$BIN/c4mon" matrix --trace "$NOFILE.jsonl" --png "$WORK/m.png"
+expect 1 "c4plan assign: $NOFILE.json: No such file or directory" \
+  "$BIN/c4plan" assign --topo "$NOFILE.json" --flows "$NOFILE.flows"
+expect 1 "c4cap: $NOFILE.pcap: No such file or directory" "$BIN/c4cap" -r "$NOFILE.pcap"
+expect 1 "$NOFILE.txt: No such file or directory" \
+  "$BIN/c4train" --data "$NOFILE.txt" --steps 1 --layers 1 --width 8 --heads 1 --context 8
+expect 1 "c4scen score: $NOFILE.json: No such file or directory" \
+  "$BIN/c4scen" score --truth "$NOFILE.json" --events "$NOFILE.jsonl"
+
+# A variable the plugin cannot use is refused aloud, and the run goes on with the default.
+C4_DEBUG=WARN C4_NSOCKS=lots "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/err" ||
+  fail "c4perf with C4_NSOCKS=lots failed: $(cat "$WORK/err")"
+grep -q "C4_NSOCKS=lots refused" "$WORK/err" || fail "C4_NSOCKS=lots was not refused aloud"
+
+# A daemon says where it listens, on a timestamped line.
+"$BIN/c4mon" serve --listen 127.0.0.1:0 >/dev/null 2>"$WORK/err" &
+pid=$!
+for _ in $(seq 50); do
+  grep -q "listening" "$WORK/err" && break
+  sleep 0.1
+done
+kill "$pid"
+wait "$pid"
+grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z NOTE c4mon: listening for ranks on 127\.0\.0\.1:[1-9][0-9]*$' \
+  "$WORK/err" || fail "c4mon serve did not say where it listens: $(cat "$WORK/err")"
+
+[ "$failed" = 0 ] && echo "cli: every tool keeps the convention"
+exit "$failed"
