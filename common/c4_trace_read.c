@@ -62,6 +62,10 @@ static void get_str(struct parse *p, const char *f, char *out, size_t cap) {
 static uint64_t get_id(struct parse *p, const char *f, int nullable) {
   json_t *v = json_object_get(p->j, f);
   if (nullable && json_is_null(v)) return 0;
+  if (!v) {
+    fail(p, f, "is missing");
+    return 0;
+  }
   const char *s = json_string_value(v);
   char *end = NULL;
   errno = 0;
@@ -71,27 +75,60 @@ static uint64_t get_id(struct parse *p, const char *f, int nullable) {
   return x;
 }
 
+/* Optional fields: absent (or null) reads as the default given; present, it is checked like a
+ * required one. */
+static int64_t opt_int(struct parse *p, const char *f, int64_t lo, int64_t hi, int64_t dflt) {
+  json_t *v = json_object_get(p->j, f);
+  return v && !json_is_null(v) ? get_int(p, f, lo, hi) : dflt;
+}
+
+static void opt_str(struct parse *p, const char *f, char *out, size_t cap) {
+  json_t *v = json_object_get(p->j, f);
+  if (v && !json_is_null(v)) get_str(p, f, out, cap);
+}
+
+static uint64_t opt_id(struct parse *p, const char *f, uint64_t dflt) {
+  json_t *v = json_object_get(p->j, f);
+  return v && !json_is_null(v) ? get_id(p, f, 0) : dflt;
+}
+
+/* The connection id a trace without "conn" gets: a hash of the sending and the receiving end
+ * (host and rank), so both ends of a connection read the same id. */
+static uint64_t conn_of_ends(const struct c4_identity *from, const struct c4_identity *to) {
+  uint64_t h = 1469598103934665603ull;
+  const struct c4_identity *e[2] = {from, to};
+  for (int k = 0; k < 2; k++) {
+    for (const char *c = e[k]->host; *c; c++)
+      h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    h = (h ^ (uint32_t)e[k]->rank) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull; /* ends the field: "a"+"1b" differs from "a1"+"b" */
+  }
+  return h ? h : 1;
+}
+
+/* Required: dir, host, peer_host, peer, bytes, t_post, t_done (null while pending); the rest
+ * has the defaults docs/trace-format.md gives. */
 static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
   x->version = C4_RECORD_VERSION;
-  x->nccl_comm = get_id(p, "comm", 1);
-  x->conn_id = get_id(p, "conn", 0);
-  x->self.rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
+  x->nccl_comm = opt_id(p, "comm", 0);
+  x->self.rank = (int32_t)opt_int(p, "rank", INT32_MIN, INT32_MAX, -1);
   x->peer.rank = (int32_t)get_int(p, "peer", INT32_MIN, INT32_MAX);
   get_str(p, "host", x->self.host, C4_HOST_MAX);
   get_str(p, "peer_host", x->peer.host, C4_HOST_MAX);
-  x->self.pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
-  x->peer.pid = (uint32_t)get_int(p, "peer_pid", 0, UINT32_MAX);
-  x->self.dev = (int32_t)get_int(p, "dev", INT32_MIN, INT32_MAX);
-  x->peer.dev = (int32_t)get_int(p, "peer_dev", INT32_MIN, INT32_MAX);
-  x->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
-  x->tag = (int32_t)get_int(p, "tag", INT32_MIN, INT32_MAX);
+  x->self.pid = (uint32_t)opt_int(p, "pid", 0, UINT32_MAX, x->self.rank >= 0 ? x->self.rank : 0);
+  x->peer.pid =
+      (uint32_t)opt_int(p, "peer_pid", 0, UINT32_MAX, x->peer.rank >= 0 ? x->peer.rank : 0);
+  x->self.dev = (int32_t)opt_int(p, "dev", INT32_MIN, INT32_MAX, -1);
+  x->peer.dev = (int32_t)opt_int(p, "peer_dev", INT32_MIN, INT32_MAX, -1);
+  x->seq = (uint64_t)opt_int(p, "seq", 0, INT64_MAX, 0);
   x->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
   x->t_posted = get_time(p, "t_post");
-  x->t_first_byte = get_time(p, "t_first");
+  x->t_first_byte = json_object_get(p->j, "t_first") ? get_time(p, "t_first") : 0;
   x->t_done = get_time(p, "t_done");
   char dir[8] = "", status[8] = "";
   get_str(p, "dir", dir, sizeof dir);
-  get_str(p, "status", status, sizeof status);
+  snprintf(status, sizeof status, "%s", x->t_done ? "ok" : "pending");
+  opt_str(p, "status", status, sizeof status);
   if (!p->bad && strcmp(dir, "send") && strcmp(dir, "recv")) fail(p, "dir", "is not send or recv");
   x->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
   x->status = !strcmp(status, "ok")        ? C4_XFER_OK
@@ -99,8 +136,13 @@ static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
                                            : C4_XFER_ERROR;
   if (!p->bad && strcmp(status, "ok") && strcmp(status, "error") && strcmp(status, "pending"))
     fail(p, "status", "is not ok, error or pending");
+  int send = x->dir == C4_DIR_SEND;
+  x->tag = (int32_t)opt_int(p, "tag", INT32_MIN, INT32_MAX, send ? x->self.rank : x->peer.rank);
+  x->conn_id =
+      opt_id(p, "conn", send ? conn_of_ends(&x->self, &x->peer) : conn_of_ends(&x->peer, &x->self));
 }
 
+/* Required: comm, rank, nranks, seq, func, bytes, t_arrive, t_done (null when unknown). */
 static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->comm = get_id(p, "comm", 1);
   c->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
@@ -108,30 +150,31 @@ static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
   get_str(p, "func", c->func, C4_NAME_MAX);
   json_t *p2p = json_object_get(p->j, "p2p");
-  if (!json_is_boolean(p2p)) fail(p, "p2p", "is not true or false");
-  c->is_p2p = json_is_true(p2p);
-  c->count = (uint64_t)get_int(p, "count", 0, INT64_MAX);
+  if (p2p && !json_is_boolean(p2p)) fail(p, "p2p", "is not true or false");
+  c->is_p2p = p2p ? json_is_true(p2p) : !strcmp(c->func, "Send") || !strcmp(c->func, "Recv");
   c->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
-  c->root = (int32_t)get_int(p, "root", INT32_MIN, INT32_MAX);
-  get_str(p, "datatype", c->dtype, C4_NAME_MAX);
-  get_str(p, "algo", c->algo, C4_NAME_MAX);
-  get_str(p, "proto", c->proto, C4_NAME_MAX);
-  c->nchannels = (uint8_t)get_int(p, "nchannels", 0, UINT8_MAX);
-  c->nops = (uint16_t)get_int(p, "nops", 0, UINT16_MAX);
+  c->count = (uint64_t)opt_int(p, "count", 0, INT64_MAX, (int64_t)c->bytes);
+  c->root = (int32_t)opt_int(p, "root", INT32_MIN, INT32_MAX, -1);
+  opt_str(p, "datatype", c->dtype, C4_NAME_MAX);
+  opt_str(p, "algo", c->algo, C4_NAME_MAX);
+  opt_str(p, "proto", c->proto, C4_NAME_MAX);
+  c->nchannels = (uint8_t)opt_int(p, "nchannels", 0, UINT8_MAX, 0);
+  c->nops = (uint16_t)opt_int(p, "nops", 0, UINT16_MAX, 0);
   c->t_arrive = get_time(p, "t_arrive");
-  c->t_enqueued = get_time(p, "t_enqueued");
+  c->t_enqueued = json_object_get(p->j, "t_enqueued") ? get_time(p, "t_enqueued") : c->t_arrive;
   c->t_done = get_time(p, "t_done");
 }
 
+/* Required: comm, nranks, rank. */
 static void parse_comm(struct parse *p, struct c4_comm_record *c) {
   c->comm = get_id(p, "comm", 1);
-  get_str(p, "name", c->name, sizeof c->name);
+  opt_str(p, "name", c->name, sizeof c->name);
   c->nranks = (int32_t)get_int(p, "nranks", INT32_MIN, INT32_MAX);
   c->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
-  c->nnodes = (int32_t)get_int(p, "nnodes", INT32_MIN, INT32_MAX);
-  get_str(p, "host", c->host, C4_HOST_MAX);
-  c->pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
-  c->t = get_time(p, "t");
+  c->nnodes = (int32_t)opt_int(p, "nnodes", INT32_MIN, INT32_MAX, -1);
+  opt_str(p, "host", c->host, C4_HOST_MAX);
+  c->pid = (uint32_t)opt_int(p, "pid", 0, UINT32_MAX, c->rank >= 0 ? c->rank : 0);
+  c->t = json_object_get(p->j, "t") ? get_time(p, "t") : 0;
 }
 
 static void parse_link(struct parse *p, struct c4_link_record *l) {

@@ -108,6 +108,108 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
 }
 END_TEST
 
+/* Lines another tool could write, with the pinned fields only (docs/trace-format.md). */
+#define MIN_SEND                                                                                   \
+  "{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"peer\":4,\"host\":\"n3\",\"peer_host\":\"n4\","         \
+  "\"dir\":\"send\",\"bytes\":524288,\"t_post\":100,\"t_done\":900}"
+#define MIN_RECV                                                                                   \
+  "{\"v\":1,\"type\":\"xfer\",\"rank\":4,\"peer\":3,\"host\":\"n4\",\"peer_host\":\"n3\","         \
+  "\"dir\":\"recv\",\"bytes\":524288,\"t_post\":50,\"t_done\":null}"
+#define MIN_COLL                                                                                   \
+  "{\"v\":1,\"type\":\"coll\",\"comm\":\"7d3f00a2c4e1b950\",\"rank\":3,\"nranks\":8,\"seq\":41,"   \
+  "\"func\":\"AllReduce\",\"bytes\":1048576,\"t_arrive\":2000,\"t_done\":2900}"
+
+static struct c4_record parse_ok(const char *line) {
+  struct c4_record r;
+  char err[200] = "";
+  ck_assert_msg(c4_trace_parse_line(line, strlen(line), &r, err, sizeof err) == 1, "%s: %s", line,
+                err);
+  return r;
+}
+
+START_TEST(minimal_lines_read_with_the_documented_defaults) {
+  struct c4_record s = parse_ok(MIN_SEND), r = parse_ok(MIN_RECV), c = parse_ok(MIN_COLL);
+  ck_assert_int_eq(s.xfer.dir, C4_DIR_SEND);
+  ck_assert_int_eq(s.xfer.status, C4_XFER_OK);
+  ck_assert_int_eq(r.xfer.status, C4_XFER_PENDING); /* no status, no t_done */
+  ck_assert_uint_eq(s.xfer.self.pid, 3);            /* the rank stands for the process */
+  ck_assert_uint_eq(s.xfer.peer.pid, 4);
+  ck_assert_int_eq(s.xfer.self.dev, -1); /* and for the NIC */
+  ck_assert_int_eq(s.xfer.peer.dev, -1);
+  ck_assert_uint_eq(s.xfer.t_first_byte, 0); /* unknown */
+  ck_assert_uint_eq(s.xfer.nccl_comm, 0);
+  ck_assert_uint_eq(s.xfer.seq, 0);
+  ck_assert_int_eq(s.xfer.tag, 3); /* the sender's rank, on both ends */
+  ck_assert_int_eq(r.xfer.tag, 3);
+  ck_assert_uint_ne(s.xfer.conn_id, 0);
+  ck_assert_uint_eq(s.xfer.conn_id, r.xfer.conn_id); /* both ends share the connection */
+  struct c4_record back = parse_ok(
+      "{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"peer\":4,\"host\":\"n4\",\"peer_host\":\"n3\","
+      "\"dir\":\"send\",\"bytes\":1,\"t_post\":1,\"t_done\":2}");
+  ck_assert_uint_ne(back.xfer.conn_id, s.xfer.conn_id); /* other hosts, another connection */
+  struct c4_record norank = parse_ok("{\"v\":1,\"type\":\"xfer\",\"peer\":-1,\"host\":\"n4\","
+                                     "\"peer_host\":\"\",\"dir\":\"recv\",\"bytes\":1,"
+                                     "\"t_post\":1,\"t_done\":2}");
+  ck_assert_int_eq(norank.xfer.self.rank, -1);
+  ck_assert_uint_eq(norank.xfer.self.pid, 0);
+  ck_assert_uint_eq(c.coll.comm, 0x7d3f00a2c4e1b950ull);
+  ck_assert_int_eq(c.coll.is_p2p, 0);
+  ck_assert_uint_eq(c.coll.count, 1048576);
+  ck_assert_int_eq(c.coll.root, -1);
+  ck_assert_str_eq(c.coll.algo, "");
+  ck_assert_uint_eq(c.coll.t_enqueued, 2000);
+  ck_assert_uint_eq(c.coll.t_done, 2900);
+  struct c4_record p2p =
+      parse_ok("{\"v\":1,\"type\":\"coll\",\"comm\":null,\"rank\":0,\"nranks\":2,\"seq\":0,"
+               "\"func\":\"Send\",\"bytes\":8,\"t_arrive\":1,\"t_done\":null}");
+  ck_assert_int_eq(p2p.coll.is_p2p, 1);
+  struct c4_record m = parse_ok("{\"v\":1,\"type\":\"comm\",\"comm\":\"0000000000000001\","
+                                "\"nranks\":4,\"rank\":2}");
+  ck_assert_int_eq(m.comm.nnodes, -1);
+  ck_assert_uint_eq(m.comm.pid, 2);
+}
+END_TEST
+
+/* Removes "field":value from a line written by hand (value up to the next ',' or '}'). */
+static void without(const char *line, const char *field, char *out, size_t cap) {
+  char key[40];
+  snprintf(key, sizeof key, "\"%s\":", field);
+  const char *at = strstr(line, key);
+  ck_assert_ptr_nonnull(at);
+  const char *end = at + strcspn(at, ",}");
+  if (*end == ',') end++;
+  snprintf(out, cap, "%.*s%s", (int)(at - line), line, end);
+  size_t n = strlen(out);
+  if (n > 1 && out[n - 2] == ',') memmove(out + n - 2, out + n - 1, 2); /* a trailing ',}' */
+}
+
+START_TEST(a_line_missing_a_required_field_is_refused_naming_it) {
+  const char *xf[] = {"peer", "host", "peer_host", "dir", "bytes", "t_post", "t_done"};
+  const char *cf[] = {"comm", "rank", "nranks", "seq", "func", "bytes", "t_arrive", "t_done"};
+  char line[400], why[60];
+  for (size_t i = 0; i < sizeof xf / sizeof *xf; i++) {
+    without(MIN_SEND, xf[i], line, sizeof line);
+    snprintf(why, sizeof why, "\"%s\" is missing", xf[i]);
+    expect_bad(line, why);
+  }
+  for (size_t i = 0; i < sizeof cf / sizeof *cf; i++) {
+    without(MIN_COLL, cf[i], line, sizeof line);
+    snprintf(why, sizeof why, "\"%s\" is missing", cf[i]);
+    expect_bad(line, why);
+  }
+  /* an optional field that is there is checked all the same */
+  expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"peer\":4,\"host\":\"n3\",\"peer_host\":"
+             "\"n4\",\"dir\":\"send\",\"bytes\":1,\"t_post\":1,\"t_done\":2,\"dev\":\"0\"}",
+             "\"dev\" is not an integer");
+  expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"peer\":4,\"host\":\"n3\",\"peer_host\":"
+             "\"n4\",\"dir\":\"send\",\"bytes\":1,\"t_post\":1,\"t_done\":2,\"conn\":\"12\"}",
+             "\"conn\" is not 16 hex digits");
+  expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"peer\":4,\"host\":\"n3\",\"peer_host\":"
+             "\"n4\",\"dir\":\"send\",\"bytes\":1,\"t_post\":1,\"t_done\":2,\"status\":\"odd\"}",
+             "\"status\" is not ok");
+}
+END_TEST
+
 START_TEST(lines_without_records_are_skipped_not_refused) {
   struct c4_record r;
   char err[200];
@@ -234,6 +336,8 @@ int main(void) {
   TCase *tc = tcase_create("reader");
   tcase_add_test(tc, every_record_kind_reads_back_as_written);
   tcase_add_test(tc, bad_lines_are_refused_naming_what_is_wrong);
+  tcase_add_test(tc, minimal_lines_read_with_the_documented_defaults);
+  tcase_add_test(tc, a_line_missing_a_required_field_is_refused_naming_it);
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
   tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
   tcase_add_test(tc, the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one);
