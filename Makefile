@@ -66,6 +66,7 @@ $(BUILD)/obj/tools/%.o: INC := $(INC_BASE)
 $(BUILD)/obj/tools/bench/%.o: INC := $(INC_BASE) -Itraffic_planner
 # The listener flood drives the socket transport's listeners directly.
 $(BUILD)/obj/tools/bench/listen_flood.o: INC := $(INC_BASE) $(INC_PLUGIN)
+$(BUILD)/obj/tools/bench/mon_flood.o: INC := $(INC_BASE) -Imonitor
 $(BUILD)/obj/tools/gpu_check/%.o: INC := -Ikernels
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
@@ -112,13 +113,14 @@ TCPPINGPONG := $(BUILD)/bin/c4-tcp-pingpong
 RINGBENCH  := $(BUILD)/bin/c4-ring-bench
 MONLOAD    := $(BUILD)/bin/c4-mon-load
 LISTENFLOOD := $(BUILD)/bin/c4-listen-flood
+MONFLOOD   := $(BUILD)/bin/c4-mon-flood
 SGEMMRATE  := $(BUILD)/bin/c4-sgemm-rate
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 CONF_BIN   := $(BUILD)/tests/conformance
 FUZZ_SMOKE := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%_smoke,$(FUZZ_SRC))
 
 .PHONY: all test unit-bins fuzz bench demo install deps clean format format-check
-all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(LISTENFLOOD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH) $(C4CAP)
+all: $(PLUGIN) $(PROFLINK) $(PRELOAD) $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(SGEMMRATE) $(LIBTRAIN) $(LIBKERN) $(LIBKCUDA) $(TCPPINGPONG) $(RINGBENCH) $(MONLOAD) $(LISTENFLOOD) $(MONFLOOD) $(C4PLAN) $(LIBPLAN) $(PLANBENCH) $(C4CAP)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -236,6 +238,11 @@ $(MONLOAD): $(call obj,tools/bench/mon_load.c) $(LIBCOMMON)
 $(LISTENFLOOD): $(call obj,tools/bench/listen_flood.c) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unauthenticated connections against c4mon while a rank streams (its memory, its status).
+$(MONFLOOD): $(call obj,tools/bench/mon_flood.c) $(LIBMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/tools/bench/sgemm_rate.o: CFLAGS += $(BLAS_CFLAGS)
 $(SGEMMRATE): $(call obj,tools/bench/sgemm_rate.c)

@@ -517,6 +517,32 @@ int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME
   return CRYPTO_memcmp(mac, h->mac, C4_FRAME_MAC) == 0;
 }
 
+/* The STATUS MAC's message: the nonce, then a label no HELLO can produce (a HELLO's message is
+ * 152 bytes long, this one 25). */
+static void status_mac(const uint8_t nonce[C4_FRAME_NONCE], const char *token,
+                       uint8_t mac[C4_FRAME_MAC]) {
+  static const char label[] = "c4 status";
+  uint8_t msg[C4_FRAME_NONCE + sizeof label - 1];
+  memcpy(msg, nonce, C4_FRAME_NONCE);
+  memcpy(msg + C4_FRAME_NONCE, label, sizeof label - 1);
+  unsigned len = C4_FRAME_MAC;
+  const char *key = token ? token : "";
+  HMAC(EVP_sha256(), key, (int)strlen(key), msg, sizeof msg, mac, &len);
+}
+
+void c4_frame_put_status(uint8_t out[C4_FRAME_MAC], const uint8_t nonce[C4_FRAME_NONCE],
+                         const char *token) {
+  status_mac(nonce, token, out);
+}
+
+int c4_frame_status_verify(const uint8_t *in, size_t len, const uint8_t nonce[C4_FRAME_NONCE],
+                           const char *token) {
+  uint8_t mac[C4_FRAME_MAC];
+  if (len != C4_FRAME_MAC) return 0;
+  status_mac(nonce, token, mac);
+  return CRYPTO_memcmp(mac, in, C4_FRAME_MAC) == 0;
+}
+
 void c4_frame_put_heartbeat(uint8_t out[C4_FRAME_HEARTBEAT_SIZE], const struct c4_heartbeat *h) {
   struct cur c = {.w = out, .left = C4_FRAME_HEARTBEAT_SIZE};
   put_le(&c, h->t, 8);
@@ -536,6 +562,10 @@ int c4_frame_get_heartbeat(const uint8_t *in, size_t len, struct c4_heartbeat *h
   h->dropped = get_le(&c, 8);
   h->offset = (int64_t)get_le(&c, 8);
   h->rtt = get_le(&c, 8);
+  if (h->t > C4_FRAME_TIME_MAX || h->rtt > C4_FRAME_TIME_MAX || h->entered > INT64_MAX ||
+      h->done > INT64_MAX || h->dropped > INT64_MAX || h->offset > (int64_t)C4_FRAME_TIME_MAX ||
+      h->offset < -(int64_t)C4_FRAME_TIME_MAX)
+    return C4_EPROTO;
   return 0;
 }
 

@@ -32,6 +32,9 @@ enum {
 #define C4_FRAME_HEARTBEAT_SIZE 48
 #define C4_FRAME_TIME_SIZE 24
 #define C4_FRAME_CHALLENGE_SIZE (C4_FRAME_NONCE + 8)
+/* The largest time, round trip or clock offset (in either direction) a rank may send: 2^62 ns,
+ * 146 years. A time plus an offset then never overflows an int64_t. */
+#define C4_FRAME_TIME_MAX (1ull << 62)
 
 struct c4_heartbeat {
   uint64_t t, entered, done, dropped;
@@ -40,7 +43,8 @@ struct c4_heartbeat {
 };
 
 /* Fixed-size payloads: HEARTBEAT, TIME (t[3]) and CHALLENGE. get_* return 0 or C4_EPROTO for a
- * wrong length. */
+ * wrong length; a HEARTBEAT also for a time, round trip or offset beyond C4_FRAME_TIME_MAX or a
+ * count above INT64_MAX. */
 void c4_frame_put_heartbeat(uint8_t out[C4_FRAME_HEARTBEAT_SIZE], const struct c4_heartbeat *h);
 int c4_frame_get_heartbeat(const uint8_t *in, size_t len, struct c4_heartbeat *h);
 void c4_frame_put_time(uint8_t out[C4_FRAME_TIME_SIZE], const uint64_t t[3]);
@@ -98,6 +102,14 @@ int c4_frame_get_hello(const uint8_t *in, size_t len, struct c4_hello *h);
 /* 1 when h's MAC is right for nonce and token (constant-time comparison), else 0. */
 int c4_frame_hello_verify(const struct c4_hello *h, const uint8_t nonce[C4_FRAME_NONCE],
                           const char *token);
+
+/* STATUS: its payload is an HMAC-SHA256 with the job token over the CHALLENGE's nonce and a
+ * label of its own (C4_FRAME_MAC bytes). verify returns 1 when in (len bytes) is that MAC for
+ * nonce and token (constant-time comparison), else 0. */
+void c4_frame_put_status(uint8_t out[C4_FRAME_MAC], const uint8_t nonce[C4_FRAME_NONCE],
+                         const char *token);
+int c4_frame_status_verify(const uint8_t *in, size_t len, const uint8_t nonce[C4_FRAME_NONCE],
+                           const char *token);
 
 /* PLAN frames: a host's traffic plan (JSON, docs/plan-format.md) in parts of at most
  * C4_FRAME_MAX_PAYLOAD - C4_FRAME_PLAN_HDR bytes. put writes the payload header (total, offset);

@@ -29,6 +29,7 @@ enum { DOWN, CONNECTING, WAIT_CHALLENGE, WAIT_WELCOME, UP };
 #define BACKOFF_MAX 5000000000ull
 #define TIME_PERIOD 2000000000ull
 #define HANDSHAKE_NS 5000000000ull
+#define COMMS_MAX 4096 /* communicators remembered for re-announcing; more are sent once only */
 
 static struct {
   int on;
@@ -39,6 +40,9 @@ static struct {
   uint64_t next_try, backoff, since;
   struct c4_record *q;
   size_t q_cap, q_head, q_len;
+  struct c4_record *comms; /* every comm record pushed, sent again after each reconnect (a
+                            * restarted c4mon learns the job's communicators and hosts) */
+  size_t ncomms, comms_cap, announce; /* comms[announce..ncomms) wait to be sent again */
   uint8_t out[OUT_CAP];
   size_t out_len, out_off;
   uint8_t in[IN_CAP];
@@ -90,8 +94,23 @@ void c4_reporter_set_progress(void (*fn)(uint64_t *, uint64_t *)) {
   atomic_store(&rep.progress, fn);
 }
 
+/* Keeps a copy of comm record r for re-announcing (telemetry thread). */
+static void remember_comm(const struct c4_record *r) {
+  if (rep.ncomms == rep.comms_cap) {
+    size_t cap = rep.comms_cap ? rep.comms_cap * 2 : 16;
+    struct c4_record *grown = cap <= COMMS_MAX ? realloc(rep.comms, cap * sizeof *grown) : NULL;
+    if (!grown) return;
+    rep.comms = grown;
+    rep.comms_cap = cap;
+  }
+  int idle = rep.announce == rep.ncomms;
+  rep.comms[rep.ncomms++] = *r;
+  if (idle) rep.announce = rep.ncomms; /* this one goes out through the queue */
+}
+
 void c4_reporter_push(const struct c4_record *r) {
   if (!rep.on) return;
+  if (r->kind == C4_REC_COMM) remember_comm(r);
   if (rep.q_len == rep.q_cap) { /* full: the oldest goes */
     rep.q_head = (rep.q_head + 1) % rep.q_cap;
     rep.q_len--;
@@ -198,15 +217,22 @@ static void refill(uint64_t now) {
     rep.t1 = now;
     rep.next_time = now + TIME_PERIOD;
   }
-  if (rep.q_len) {
+  if (rep.q_len || rep.announce < rep.ncomms) { /* re-announced comms first, then the queue */
     uint8_t *frame = rep.out + rep.out_len, *p = frame + C4_FRAME_HDR + 2;
     size_t room = OUT_CAP - rep.out_len - C4_FRAME_HDR - 2, used = 0;
-    uint16_t n = 0;
-    while (rep.q_len && n < 0xffff) {
-      size_t k = c4_frame_put_record(p + used, room - used, &rep.q[rep.q_head]);
+    uint16_t n = 0, again_n = 0;
+    while ((rep.q_len || rep.announce < rep.ncomms) && n < 0xffff) {
+      int again = rep.announce < rep.ncomms;
+      size_t k = c4_frame_put_record(p + used, room - used,
+                                     again ? &rep.comms[rep.announce] : &rep.q[rep.q_head]);
       if (!k) break;
       used += k;
       n++;
+      if (again) {
+        rep.announce++;
+        again_n++;
+        continue;
+      }
       rep.q_head = (rep.q_head + 1) % rep.q_cap;
       rep.q_len--;
     }
@@ -214,7 +240,7 @@ static void refill(uint64_t now) {
     frame[C4_FRAME_HDR + 1] = (uint8_t)(n >> 8);
     c4_frame_put_header(frame, C4_FRAME_RECORDS, (uint32_t)(used + 2));
     rep.out_len += C4_FRAME_HDR + used + 2;
-    atomic_fetch_add(&rep.sent, n);
+    atomic_fetch_add(&rep.sent, (uint64_t)(n - again_n)); /* the queue's records, once each */
   }
   if (now >= rep.next_hb && rep.out_len + C4_FRAME_HDR + C4_FRAME_HEARTBEAT_SIZE <= OUT_CAP) {
     struct c4_heartbeat hb = {.t = now,
@@ -324,6 +350,7 @@ void c4_reporter_tick(uint64_t now) {
         return;
       }
       atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
+      if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
       rep.state = UP;
       rep.backoff = BACKOFF_MIN;
       rep.next_hb = rep.next_time = now;

@@ -1,6 +1,8 @@
 /* mon_cli.c -- what c4mon's subcommands share on the command line: signals, help, the common and
  * the detection options. */
 #include "mon_cli.h"
+#include <errno.h>
+#include <stdlib.h>
 
 #include <signal.h>
 #include <stdint.h>
@@ -63,9 +65,31 @@ static int detect_option(const struct mon_cmd *cmd, int c, struct mon_detect_opt
   return 1;
 }
 
+static const char *token_given;
+
+const char *c4_mon_cli_token(void) { return token_given ? token_given : getenv("C4_TOKEN"); }
+
+/* Reads the token from the first line of path. Returns 0, or C4_EXIT_FAIL with a message. */
+static int read_token_file(const char *prog, const char *path) {
+  static char buf[256];
+  FILE *f = fopen(path, "r");
+  int ok = f && fgets(buf, sizeof buf, f);
+  int e = errno;
+  if (f) fclose(f);
+  if (!ok) return c4_cli_fail(prog, "--token-file %s: %s", path, f ? "empty" : strerror(e));
+  buf[strcspn(buf, "\r\n")] = 0;
+  if (!buf[0]) return c4_cli_fail(prog, "--token-file %s: its first line is empty", path);
+  token_given = buf;
+  return 0;
+}
+
 int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_detect_opts *d,
                       int *exit_status) {
   switch (c) {
+  case MON_OPT_TOKEN: token_given = optarg; return 0;
+  case MON_OPT_TOKEN_FILE:
+    if ((*exit_status = read_token_file(c4_mon_cli_prog(cmd), optarg)) != 0) return 1;
+    return 0;
   case 'h':
     c4_mon_cli_help(cmd, stdout);
     *exit_status = C4_EXIT_OK;

@@ -53,7 +53,9 @@ enum {
   MON_OPT_METRICS,
   MON_OPT_PLAN,
   MON_OPT_HANG_MS,
-  MON_OPT_LOST_MS
+  MON_OPT_LOST_MS,
+  MON_OPT_TOKEN,
+  MON_OPT_TOKEN_FILE
 };
 /* How detection judges (--plan, --hang-ms, --lost-ms), for every subcommand that detects. */
 #define MON_CLI_JUDGE_OPTIONS                                                                      \
@@ -80,8 +82,22 @@ enum {
   "  --subscribe ADDR:PORT any process may read the verdicts over TCP here\n"                      \
   "  --metrics ADDR:PORT   Prometheus text on http://ADDR:PORT/metrics\n" MON_CLI_JUDGE_HELP
 
+/* The job token (--token-file FILE: its first line; --token T, which shows T in ps; else
+ * $C4_TOKEN), for serve, record and the clients that ask a c4mon for its status. */
+#define MON_CLI_TOKEN_OPTIONS                                                                      \
+  {"token", required_argument, 0, MON_OPT_TOKEN}, {                                                \
+    "token-file", required_argument, 0, MON_OPT_TOKEN_FILE                                         \
+  }
+#define MON_CLI_TOKEN_HELP                                                                         \
+  "  --token-file FILE     the job token: FILE's first line (default: $C4_TOKEN)\n"                \
+  "  --token T             the job token on the command line (visible in ps)\n"
+
+/* The token the options or the environment gave (NULL: none). */
+const char *c4_mon_cli_token(void);
+
 /* Handles option c of getopt_long when it is one of the common ones: --help and --version
- * (print, and *exit_status = 0), a detection option (into d when d is not NULL), or a rejected
+ * (print, and *exit_status = 0), a token option (an unreadable or empty --token-file:
+ * *exit_status = 1), a detection option (into d when d is not NULL), or a rejected
  * one ('?', ':': the one-line usage error, *exit_status = 2). Returns 1 when the caller should
  * return *exit_status now, 0 when c was handled and parsing goes on, -1 when c is not one of
  * them. */

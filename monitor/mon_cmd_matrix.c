@@ -24,7 +24,7 @@ static json_t *state_of_trace(const char *prog, const char *path, struct mon_det
 /* Detection's state of the c4mon at addr, or NULL (reported). */
 static json_t *state_of_server(const char *prog, const char *addr) {
   char *doc = NULL;
-  if (c4_mon_query_status(addr, &doc) != 0) {
+  if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0) {
     c4_cli_fail(prog, "%s: no c4mon answered", addr);
     return NULL;
   }
@@ -42,6 +42,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
                                        {"png", required_argument, 0, 'P'},
                                        {"svg", required_argument, 0, 'G'},
                                        MON_CLI_JUDGE_OPTIONS,
+                                       MON_CLI_TOKEN_OPTIONS,
                                        MON_CLI_HELP_OPTIONS,
                                        {0, 0, 0, 0}};
   const char *prog = c4_mon_cli_prog(cmd), *connect_to = NULL, *trace = NULL, *png = NULL,
@@ -76,7 +77,7 @@ const struct mon_cmd c4_mon_cmd_matrix = {
     .name = "matrix",
     .args = "(--connect ADDR:PORT | --trace FILE) (--png FILE | --svg FILE) [--plan FILE]",
     .summary = "the delay matrix of a running c4mon or of a trace as a PNG or SVG picture",
-    .help = "  --connect ADDR:PORT   the running c4mon to draw\n"
+    .help = "  --connect ADDR:PORT   the running c4mon to draw\n" MON_CLI_TOKEN_HELP
             "  --trace FILE          replay this trace and draw its matrix\n"
             "  --png FILE, --svg FILE  the picture to write\n" MON_CLI_JUDGE_HELP,
     .run = run};

@@ -31,14 +31,14 @@ static int serve(const char *prog, struct mon_opts *o, const char *out, struct m
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   int recording = cmd == &c4_mon_cmd_record;
   static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
-                                       {"token", required_argument, 0, 't'},
                                        {"job", required_argument, 0, 'j'},
                                        {"record", required_argument, 0, 'r'},
                                        {"out", required_argument, 0, 'o'},
+                                       MON_CLI_TOKEN_OPTIONS,
                                        MON_CLI_DETECT_OPTIONS,
                                        MON_CLI_HELP_OPTIONS,
                                        {0, 0, 0, 0}};
-  const char *prog = c4_mon_cli_prog(cmd), *token = getenv("C4_TOKEN"), *out = NULL;
+  const char *prog = c4_mon_cli_prog(cmd), *out = NULL;
   struct mon_detect_opts d = {0};
   struct mon_opts o = {.tick = serve_tick};
   int c, rc;
@@ -48,7 +48,6 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
       if (c4_cli_addr(prog, "--listen", optarg, 1) != 0) return C4_EXIT_USAGE;
       o.listen = optarg;
       break;
-    case 't': token = optarg; break;
     case 'j': o.job = optarg; break;
     case 'r':
     case 'o':
@@ -63,7 +62,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]);
   if (!o.listen) return c4_cli_usage(prog, "--listen ADDR:PORT is required");
   if (recording && !out) return c4_cli_usage(prog, "--out FILE is required");
-  o.token = token ? token : "";
+  o.token = c4_mon_cli_token() ? c4_mon_cli_token() : "";
   o.plan = d.det.plan;
   c4_mon_cli_signals();
   return serve(prog, &o, out, &d);
@@ -71,7 +70,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
 
 const struct mon_cmd c4_mon_cmd_serve = {
     .name = "serve",
-    .args = "--listen ADDR:PORT [--token T] [--job NAME] [--record FILE] [DETECT]",
+    .args = "--listen ADDR:PORT [--token-file FILE] [--job NAME] [--record FILE] [DETECT]",
     .summary = "collect the ranks' telemetry, detect, and report each verdict",
     .help =
         "Accepts ranks that stream with C4_MONITOR=ADDR:PORT and prove the job token, detects\n"
@@ -80,7 +79,9 @@ const struct mon_cmd c4_mon_cmd_serve = {
         "rank is pushed its host's flows of the plan (again when the file changes). Stops on\n"
         "SIGINT or SIGTERM.\n"
         "  --listen ADDR:PORT    where ranks connect (port 0: any free one, printed at start)\n"
-        "  --token T             the job token ranks must prove (default: $C4_TOKEN)\n"
+        "  --token-file FILE     the job token ranks must prove: FILE's first line (default:\n"
+        "                        $C4_TOKEN; --token T also works, visible in ps); without\n"
+        "                        one c4mon warns and accepts anyone\n"
         "  --job NAME            accept only this job\n"
         "  --record FILE         append what arrives as trace JSON lines (docs/trace-format.md)\n"
         "                        in c4mon's clock\n" MON_CLI_DETECT_HELP,
@@ -88,11 +89,13 @@ const struct mon_cmd c4_mon_cmd_serve = {
 
 const struct mon_cmd c4_mon_cmd_record = {
     .name = "record",
-    .args = "--listen ADDR:PORT --out FILE [--token T] [--job NAME] [DETECT]",
+    .args = "--listen ADDR:PORT --out FILE [--token-file FILE] [--job NAME] [DETECT]",
     .summary = "serve, writing what arrives as a trace to --out",
     .help = "As serve --record FILE.\n"
             "  --listen ADDR:PORT    where ranks connect\n"
             "  --out FILE            the trace to append to\n"
-            "  --token T             the job token ranks must prove (default: $C4_TOKEN)\n"
+            "  --token-file FILE     the job token ranks must prove: FILE's first line (default:\n"
+            "                        $C4_TOKEN; --token T also works, visible in ps); without\n"
+            "                        one c4mon warns and accepts anyone\n"
             "  --job NAME            accept only this job\n" MON_CLI_DETECT_HELP,
     .run = run};

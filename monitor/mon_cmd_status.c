@@ -39,7 +39,11 @@ static void print_verdicts(json_t *verdicts) {
 
 static int print_status(const char *prog, const char *addr, int as_json) {
   char *doc = NULL;
-  if (c4_mon_query_status(addr, &doc) != 0) return c4_cli_fail(prog, "%s: no c4mon answered", addr);
+  if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0)
+    return c4_cli_fail(prog,
+                       "%s: no c4mon answered, or it refused the token (--token-file, "
+                       "C4_TOKEN)",
+                       addr);
   if (as_json) {
     printf("%s\n", doc);
     free(doc);
@@ -67,6 +71,7 @@ static int print_status(const char *prog, const char *addr, int as_json) {
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   static const struct option opts[] = {{"connect", required_argument, 0, 'c'},
                                        {"json", no_argument, 0, 'J'},
+                                       MON_CLI_TOKEN_OPTIONS,
                                        MON_CLI_HELP_OPTIONS,
                                        {0, 0, 0, 0}};
   const char *prog = c4_mon_cli_prog(cmd), *connect_to = NULL;
@@ -87,8 +92,8 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
 
 const struct mon_cmd c4_mon_cmd_status = {
     .name = "status",
-    .args = "--connect ADDR:PORT [--json]",
+    .args = "--connect ADDR:PORT [--token-file FILE] [--json]",
     .summary = "a running c4mon's ranks, records/s, drops, clock offsets and active verdicts",
-    .help = "  --connect ADDR:PORT   the c4mon to ask (its --listen address)\n"
+    .help = "  --connect ADDR:PORT   the c4mon to ask (its --listen address)\n" MON_CLI_TOKEN_HELP
             "  --json                the status document as JSON\n",
     .run = run};

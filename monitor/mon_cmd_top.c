@@ -9,6 +9,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
                                        {"once", no_argument, 0, '1'},
                                        {"color", no_argument, 0, 'C'},
                                        {"no-color", no_argument, 0, 'N'},
+                                       MON_CLI_TOKEN_OPTIONS,
                                        MON_CLI_HELP_OPTIONS,
                                        {0, 0, 0, 0}};
   const char *prog = c4_mon_cli_prog(cmd), *connect_to = NULL;
@@ -32,7 +33,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   if (!connect_to) return c4_cli_usage(prog, "--connect ADDR:PORT is required");
   if (c4_cli_addr(prog, "--connect", connect_to, 0) != 0) return C4_EXIT_USAGE;
   c4_mon_cli_signals();
-  if (c4_mon_tty_run(connect_to, interval, once, color) == 0) return C4_EXIT_OK;
+  if (c4_mon_tty_run(connect_to, c4_mon_cli_token(), interval, once, color) == 0) return C4_EXIT_OK;
   return c4_cli_fail(prog, "%s: no c4mon answered", connect_to);
 }
 
@@ -40,7 +41,7 @@ const struct mon_cmd c4_mon_cmd_top = {
     .name = "top",
     .args = "--connect ADDR:PORT [--interval S] [--once] [--color|--no-color]",
     .summary = "a live terminal view of a running c4mon: ranks, the delay matrix and verdicts",
-    .help = "  --connect ADDR:PORT   the c4mon to watch (its --listen address)\n"
+    .help = "  --connect ADDR:PORT   the c4mon to watch (its --listen address)\n" MON_CLI_TOKEN_HELP
             "  --interval S          seconds between frames (1)\n"
             "  --once                one frame, without clearing the screen\n"
             "  --color, --no-color   colors on or off (default: on when stdout is a terminal)\n",

@@ -7,7 +7,57 @@
 #include "det.h"
 
 static void shift(uint64_t *t, int64_t off) {
-  if (*t) *t = (uint64_t)((int64_t)*t + off);
+  if (*t) *t = (uint64_t)((int64_t)*t + off); /* c4_mon_record_check made it safe */
+}
+
+int c4_mon_time_ok(uint64_t t, int64_t off) {
+  if (!t) return 0;
+  if (t > C4_FRAME_TIME_MAX || off > (int64_t)C4_FRAME_TIME_MAX ||
+      off < -(int64_t)C4_FRAME_TIME_MAX)
+    return -1;
+  if (off < 0) return t > (uint64_t)-off ? 0 : -1;          /* stays above 0 */
+  return t <= (uint64_t)INT64_MAX - (uint64_t)off ? 0 : -1; /* fits an int64_t */
+}
+
+int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why) {
+  if (offset > (int64_t)C4_FRAME_TIME_MAX || offset < -(int64_t)C4_FRAME_TIME_MAX) {
+    *why = "clock offset beyond 2^62 ns";
+    return -1;
+  }
+  int t_bad = 0, n_bad = 0;
+  switch (r->kind) {
+  case C4_REC_XFER:
+    t_bad = c4_mon_time_ok(r->xfer.t_posted, offset) ||
+            c4_mon_time_ok(r->xfer.t_first_byte, offset) || c4_mon_time_ok(r->xfer.t_done, offset);
+    n_bad = r->xfer.bytes > INT64_MAX || r->xfer.seq > INT64_MAX;
+    break;
+  case C4_REC_COLL:
+    t_bad = c4_mon_time_ok(r->coll.t_arrive, offset) ||
+            c4_mon_time_ok(r->coll.t_enqueued, offset) || c4_mon_time_ok(r->coll.t_done, offset);
+    n_bad = r->coll.bytes > INT64_MAX || r->coll.count > INT64_MAX || r->coll.seq > INT64_MAX ||
+            r->coll.nranks < 0 || r->coll.rank < -1 ||
+            (r->coll.nranks > 0 && r->coll.rank >= r->coll.nranks) || r->coll.root < -1;
+    break;
+  case C4_REC_COMM:
+    t_bad = c4_mon_time_ok(r->comm.t, offset);
+    n_bad = r->comm.nranks < 0 || r->comm.nnodes < 0 || r->comm.rank < -1 ||
+            (r->comm.nranks > 0 && r->comm.rank >= r->comm.nranks);
+    break;
+  case C4_REC_LINK:
+    t_bad = c4_mon_time_ok(r->link.t, offset);
+    n_bad = r->link.rank < -1 || r->link.peer < -1;
+    break;
+  case C4_REC_RANK:
+    t_bad = c4_mon_time_ok(r->rank.t, offset);
+    n_bad = r->rank.entered > INT64_MAX || r->rank.done > INT64_MAX || r->rank.dropped > INT64_MAX;
+    break;
+  default: *why = "unknown record kind"; return -1;
+  }
+  if (t_bad)
+    *why = "a time beyond 2^62 ns, or at or below 0 in c4mon's clock";
+  else if (n_bad)
+    *why = "a count, size, sequence number or rank out of range";
+  return t_bad || n_bad ? -1 : 0;
 }
 
 void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, struct c4_record *r) {

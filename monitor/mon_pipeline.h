@@ -14,7 +14,18 @@ struct mon_sink {
   uint64_t records, heartbeats;
 };
 
-/* Adds offset to every time r carries (0 stays 0: "not yet"), counts it, hands it to detection
+/* 0 when time t (0: "not yet", always fine) moved by off is above 0 and fits an int64_t, with t
+ * and |off| at most C4_FRAME_TIME_MAX; else -1. No arithmetic in it can overflow. */
+int c4_mon_time_ok(uint64_t t, int64_t off);
+
+/* Checks what a rank cannot be trusted with: every time of r at most C4_FRAME_TIME_MAX and, moved
+ * by offset, above 0; sizes, counts and sequence numbers at most INT64_MAX; ranks and rank counts
+ * not negative (-1 allowed for "none") and a rank below its count. Returns 0, or -1 with a
+ * reason in *why (a static string). */
+int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why);
+
+/* Adds offset to every time r carries (c4_mon_record_check(r, offset) passed; 0 stays 0: "not
+ * yet"), counts it, hands it to detection
  * and writes it with "job" (c4mon's rank records as "hb" and "end" lines). */
 void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, struct c4_record *r);
 

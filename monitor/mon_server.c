@@ -1,12 +1,14 @@
 /* mon_server.c -- c4mon serve: epoll over a listener and every rank's connection. A connection
- * gets a CHALLENGE at once, must answer with a HELLO whose MAC proves the job token within 5 s,
- * then streams RECORDS, HEARTBEATs and TIME probes. Anything malformed closes that connection
- * alone, counted. Record times are moved into c4mon's clock with the rank's reported offset. */
+ * gets a CHALLENGE at once, must answer with a HELLO whose MAC proves the job token within 5 s
+ * (or with a STATUS that proves it, mon_gate.h), then streams RECORDS, HEARTBEATs and TIME probes.
+ * Before the HELLO it can send nothing else and c4mon holds at most one HELLO's bytes for it.
+ * Anything malformed or out of range closes that connection alone, counted; a frame with one bad
+ * record is dropped whole. Record times are moved into c4mon's clock with the rank's offset. */
 #include "mon_server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,13 +27,17 @@
 #include "c4_rxtime.h"
 #include "det.h"
 #include "mon_addr.h"
+#include "mon_gate.h"
 #include "mon_pipeline.h"
 #include "mon_planpush.h"
 #include "mon_windows.h"
 
 #define HELLO_TIMEOUT_NS 5000000000ull
+#define MIN_RECORD 34 /* the shortest encoded record (a link record) */
+#define MAX_BATCH ((C4_FRAME_MAX_PAYLOAD - 2) / MIN_RECORD)
+#define TRIM_AFTER 256 /* closed connections after which freed memory goes back to the system */
 
-enum { WAIT_HELLO, UP };
+enum { WAIT_HELLO, UP, SENDING_STATUS };
 
 struct conn {
   int fd, state;
@@ -42,6 +48,8 @@ struct conn {
   struct c4_hello hello;
   struct c4_heartbeat hb;
   uint64_t records;
+  uint8_t *out; /* SENDING_STATUS: the framed reply, and how much of it has gone */
+  size_t out_len, out_off;
 };
 
 static struct {
@@ -49,9 +57,10 @@ static struct {
   int lfd, efd;
   struct conn **conn; /* by fd */
   int nconn_max;
-  uint64_t t_start, accepted, rejected, bad_frames, lost, clean_exits;
+  uint64_t t_start, accepted, rejected, bad_frames, lost, clean_exits, status_refused;
   struct mon_sink sink;
-  int connected;
+  int connected, sending, closed_since_trim;
+  struct c4_record *batch; /* one RECORDS frame, checked whole before any record is taken */
 } mon;
 
 static int split_addr(const char *s, char *host, size_t hl, char *port, size_t pl) {
@@ -82,14 +91,19 @@ static int send_frame(int fd, int type, const void *payload, size_t len) {
 }
 
 static void close_conn(struct conn *c, const char *why, int counted_as_reject) {
+  char host[4 * C4_FRAME_NAME + 8];
   if (why)
-    C4_INFO("c4mon: closing connection (rank %d, %s): %s", c->hello.rank, c->hello.host, why);
+    C4_INFO("c4mon: closing connection (rank %d, %s): %s", c->hello.rank,
+            mon_gate_escape(c->hello.host, host, sizeof host), why);
   if (counted_as_reject) mon.rejected++;
   if (c->state == UP) mon.connected--;
+  if (c->state == SENDING_STATUS) mon.sending--;
   epoll_ctl(mon.efd, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   mon.conn[c->fd] = NULL;
+  mon.closed_since_trim++;
   free(c->buf);
+  free(c->out);
   free(c);
 }
 
@@ -175,34 +189,6 @@ json_t *c4_mon_server_status(void) {
   return st;
 }
 
-/* The document goes out as STATUS_REPLY frames of at most C4_FRAME_MAX_PAYLOAD bytes, the last
- * one shorter (empty if need be). Sent blocking, but with a 2 s send timeout, so a client that
- * does not read stalls c4mon for 2 s at most. */
-static void send_status(struct conn *c) {
-  json_t *st = c4_mon_server_status();
-  char *doc = st ? json_dumps(st, JSON_COMPACT) : NULL;
-  json_decref(st);
-  if (!doc) return;
-  int fl = fcntl(c->fd, F_GETFL);
-  fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
-  struct timeval tv = {.tv_sec = 2};
-  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  const char *p = doc;
-  size_t left = strlen(doc);
-  for (;;) {
-    size_t n = left < C4_FRAME_MAX_PAYLOAD ? left : C4_FRAME_MAX_PAYLOAD;
-    uint8_t hdr[C4_FRAME_HDR];
-    c4_frame_put_header(hdr, C4_FRAME_STATUS_REPLY, (uint32_t)n);
-    if (send_all_now(c->fd, hdr, sizeof hdr) != 0 ||
-        (n && send_all_now(c->fd, (const uint8_t *)p, n) != 0))
-      break;
-    p += n;
-    left -= n;
-    if (n < C4_FRAME_MAX_PAYLOAD) break;
-  }
-  free(doc);
-}
-
 /* Sends the rank on c its host's flows of the plan (--plan), in PLAN frames. Without blocking: a
  * host's part is a few KB and fits an idle socket's buffer; a connection that cannot take it is
  * closed (the rank reconnects and gets the plan with its welcome). Returns 0 or -1 (closed). */
@@ -229,45 +215,138 @@ static int push_plan(struct conn *c) {
   return rc;
 }
 
-/* Acts on one whole frame. Returns 0 to go on, -1 when the connection was closed. */
-static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
-  if (c->state == WAIT_HELLO) {
-    if (type == C4_FRAME_STATUS) {
-      send_status(c);
-      close_conn(c, NULL, 0);
-      return -1;
-    }
-    if (type != C4_FRAME_HELLO || c4_frame_get_hello(p, len, &c->hello) != 0) {
-      close_conn(c, "expected a HELLO", 1);
-      return -1;
-    }
-    int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
-             (!mon.o->job || !strcmp(mon.o->job, c->hello.job));
-    uint8_t status[2] = {ok ? 0 : 1, ok && mon.o->plan ? 1 : 0}; /* 1: a PLAN follows */
-    send_frame(c->fd, C4_FRAME_WELCOME, status, sizeof status);
-    if (!ok) {
-      C4_WARN("c4mon: refused rank %d of job \"%s\" from %s (pid %u): wrong token or job",
-              c->hello.rank, c->hello.job, c->hello.host, c->hello.pid);
+/* Sends what is left of c's STATUS reply without blocking; closes c once it is out or the client
+ * has gone. */
+static void on_writable(struct conn *c) {
+  while (c->out_off < c->out_len) {
+    ssize_t k =
+        send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (k <= 0) break;
+    c->out_off += (size_t)k;
+  }
+  close_conn(c, NULL, 0);
+}
+
+/* Answers an authenticated STATUS: the document goes out as STATUS_REPLY frames of at most
+ * C4_FRAME_MAX_PAYLOAD bytes, the last one shorter (empty if need be), written as the client
+ * reads them (a client that does not read costs a buffer until the 5 s deadline, never the loop's
+ * time). Always returns -1: c is closed or now only sends. */
+static int start_status(struct conn *c) {
+  json_t *st = c4_mon_server_status();
+  char *doc = st ? json_dumps(st, JSON_COMPACT) : NULL;
+  json_decref(st);
+  size_t n = doc ? strlen(doc) : 0, frames = n / C4_FRAME_MAX_PAYLOAD + 1;
+  c->out = doc ? malloc(n + frames * C4_FRAME_HDR) : NULL;
+  if (!c->out) {
+    free(doc);
+    close_conn(c, "out of memory for a status reply", 0);
+    return -1;
+  }
+  for (size_t f = 0, off = 0; f < frames; f++) {
+    size_t part = n - off < C4_FRAME_MAX_PAYLOAD ? n - off : C4_FRAME_MAX_PAYLOAD;
+    c4_frame_put_header(c->out + c->out_len, C4_FRAME_STATUS_REPLY, (uint32_t)part);
+    memcpy(c->out + c->out_len + C4_FRAME_HDR, doc + off, part);
+    c->out_len += C4_FRAME_HDR + part;
+    off += part;
+  }
+  free(doc);
+  free(c->buf); /* nothing more is read from a status client */
+  c->buf = NULL;
+  c->len = c->cap = 0;
+  c->state = SENDING_STATUS;
+  mon.sending++;
+  struct epoll_event ev = {.events = EPOLLOUT, .data.fd = c->fd};
+  if (epoll_ctl(mon.efd, EPOLL_CTL_MOD, c->fd, &ev) != 0) {
+    close_conn(c, "could not wait to send the status", 0);
+    return -1;
+  }
+  on_writable(c);
+  return -1;
+}
+
+/* The first frame of a connection that has not proven the token: a HELLO (checked) or a STATUS
+ * (checked and rate-limited). Returns 0 to go on, -1 when the connection was closed or only
+ * sends from now on. */
+static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
+  uint64_t now = c4_now_ns();
+  if (type == C4_FRAME_STATUS) {
+    if (!c4_frame_status_verify(p, len, c->nonce, mon.o->token)) {
+      mon_gate_refused(now, "a STATUS request", NULL, NULL, "wrong token");
       close_conn(c, NULL, 1);
       return -1;
     }
-    c->state = UP;
-    mon.connected++;
-    return push_plan(c);
-  }
-  if (type == C4_FRAME_RECORDS) {
-    if (len < 2) goto bad;
-    size_t n = (size_t)(p[0] | p[1] << 8), off = 2;
-    for (size_t i = 0; i < n; i++) {
-      struct c4_record r;
-      int k = c4_frame_get_record(p + off, len - off, &r);
-      if (k <= 0 || r.kind == C4_REC_RANK) goto bad; /* a rank cannot speak for c4mon */
-      off += (size_t)k;
-      take_record(c, &r);
+    if (mon.sending >= MON_GATE_STATUS_SENDING || !mon_gate_status_take(now)) {
+      char why[64];
+      snprintf(why, sizeof why, "over %d a second or %d at once", MON_GATE_STATUS_PER_S,
+               MON_GATE_STATUS_SENDING);
+      mon.status_refused++;
+      mon_gate_refused(now, "a STATUS request", NULL, NULL, why);
+      close_conn(c, NULL, 0);
+      return -1;
     }
-    if (off != len) goto bad;
+    return start_status(c);
+  }
+  if (c4_frame_get_hello(p, len, &c->hello) != 0) {
+    mon_gate_refused(now, "a connection", NULL, NULL, "its HELLO is malformed");
+    close_conn(c, NULL, 1);
+    return -1;
+  }
+  int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
+           (!mon.o->job || !strcmp(mon.o->job, c->hello.job));
+  uint8_t status[2] = {ok ? 0 : 1, ok && mon.o->plan ? 1 : 0}; /* 1: a PLAN follows */
+  send_frame(c->fd, C4_FRAME_WELCOME, status, sizeof status);
+  if (!ok) {
+    char what[64];
+    snprintf(what, sizeof what, "rank %d (pid %u)", c->hello.rank, c->hello.pid);
+    mon_gate_refused(now, what, c->hello.job, c->hello.host, "wrong token or job");
+    close_conn(c, NULL, 1);
+    return -1;
+  }
+  c->state = UP;
+  mon.connected++;
+  return push_plan(c);
+}
+
+/* Decodes and checks every record of a RECORDS frame before any is taken. Returns the number of
+ * records, or -1 (with the reason in why) when one is malformed or out of range. */
+static int decode_records(struct conn *c, const uint8_t *p, uint32_t len, char *why, size_t wl) {
+  if (len < 2) return snprintf(why, wl, "RECORDS shorter than its count"), -1;
+  size_t n = (size_t)(p[0] | p[1] << 8), off = 2;
+  if (n > (len - 2) / MIN_RECORD) return snprintf(why, wl, "%zu records cannot fit", n), -1;
+  for (size_t i = 0; i < n; i++) {
+    struct c4_record *r = &mon.batch[i];
+    int k = c4_frame_get_record(p + off, len - off, r);
+    const char *bad = NULL;
+    if (k <= 0)
+      bad = "malformed";
+    else if (r->kind == C4_REC_RANK)
+      bad = "a rank record (only c4mon writes those)";
+    else if (c4_mon_record_check(r, c->hb.offset, &bad) != 0)
+      (void)0;
+    if (bad) return snprintf(why, wl, "record %zu of %zu: %s", i + 1, n, bad), -1;
+    off += (size_t)k;
+  }
+  if (off != len) return snprintf(why, wl, "%zu bytes after the last record", len - off), -1;
+  return (int)n;
+}
+
+/* Acts on one whole frame. Returns 0 to go on, -1 when the connection was closed. */
+static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
+  char why[160] = "malformed frame";
+  if (c->state == WAIT_HELLO) return on_first_frame(c, type, p, len);
+  if (type == C4_FRAME_RECORDS) {
+    int n = decode_records(c, p, len, why, sizeof why);
+    if (n < 0) goto bad;
+    for (int i = 0; i < n; i++)
+      take_record(c, &mon.batch[i]);
   } else if (type == C4_FRAME_HEARTBEAT) {
-    if (c4_frame_get_heartbeat(p, len, &c->hb) != 0) goto bad;
+    struct c4_heartbeat hb;
+    if (c4_frame_get_heartbeat(p, len, &hb) != 0 || c4_mon_time_ok(hb.t, hb.offset) != 0) {
+      snprintf(why, sizeof why, "HEARTBEAT with a time, count or clock offset out of range");
+      goto bad;
+    }
+    c->hb = hb;
     take_rank_event(c, C4_RANK_HB, c->hb.t, c->hb.offset);
   } else if (type == C4_FRAME_TIME) {
     uint64_t t[3];
@@ -288,15 +367,17 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
   return 0;
 bad:
   mon.bad_frames++;
-  close_conn(c, "malformed frame", 0);
+  close_conn(c, why, 0);
   return -1;
 }
 
 static void on_readable(struct conn *c) {
   for (;;) {
-    if (c->cap - c->len < 4096 && c->cap < C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD) {
-      size_t cap = c->cap ? c->cap * 2 : 8192;
-      if (cap > C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD) cap = C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD;
+    /* the buffer is bounded by the state: one HELLO before it, one frame after */
+    size_t limit = c->state == UP ? C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD : MON_GATE_PREAUTH_BYTES;
+    if (c->cap - c->len < 4096 && c->cap < limit) {
+      size_t cap = c->cap ? c->cap * 2 : c->state == UP ? 8192 : limit;
+      if (cap > limit) cap = limit;
       uint8_t *b = realloc(c->buf, cap);
       if (!b) {
         close_conn(c, "out of memory", 0);
@@ -328,6 +409,12 @@ static void on_readable(struct conn *c) {
         close_conn(c, "bad frame header", c->state == WAIT_HELLO);
         return;
       }
+      if (c->state == WAIT_HELLO && !mon_gate_first_frame_ok(type, len)) {
+        mon_gate_refused(c4_now_ns(), "a connection", NULL, NULL,
+                         "its first frame is not a HELLO or STATUS of the right size");
+        close_conn(c, NULL, 1);
+        return;
+      }
       if (c->len - pos < C4_FRAME_HDR + len) break;
       if (on_frame(c, type, c->buf + pos + C4_FRAME_HDR, len) != 0) return;
       pos += C4_FRAME_HDR + len;
@@ -345,8 +432,14 @@ static void on_readable(struct conn *c) {
 static void expire_handshakes(uint64_t now) {
   for (int fd = 0; fd < mon.nconn_max; fd++) {
     struct conn *c = mon.conn[fd];
-    if (c && c->state == WAIT_HELLO && now - c->t_open > HELLO_TIMEOUT_NS)
-      close_conn(c, "no HELLO within 5 s", 1);
+    if (c && c->state != UP && now - c->t_open > HELLO_TIMEOUT_NS)
+      close_conn(c, c->state == WAIT_HELLO ? "no HELLO within 5 s" : "status not read in 5 s",
+                 c->state == WAIT_HELLO);
+  }
+  mon_gate_flush(now);
+  if (mon.closed_since_trim >= TRIM_AFTER) { /* after a flood: the freed heap goes back */
+    malloc_trim(0);
+    mon.closed_since_trim = 0;
   }
 }
 
@@ -383,6 +476,19 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   mon.nconn_max =
       getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20) ? (int)rl.rlim_cur : (1 << 20);
   mon.conn = calloc((size_t)mon.nconn_max, sizeof *mon.conn);
+  mon.batch = malloc(MAX_BATCH * sizeof *mon.batch);
+  if (!mon.conn || !mon.batch) {
+    free(mon.conn);
+    free(mon.batch);
+    close(mon.lfd);
+    return C4_ENOMEM;
+  }
+  if (!o->token[0])
+    fprintf(stderr,
+            "c4mon: WARNING: no job token (--token-file FILE or C4_TOKEN): any process that can "
+            "reach %s can stream records into this c4mon, forge its verdicts and read its "
+            "status\n",
+            o->listen);
   mon.efd = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = mon.lfd};
   epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
@@ -398,10 +504,13 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   while (!*stop) {
     int n = epoll_wait(mon.efd, evs, 256, 100);
     for (int i = 0; i < n; i++) {
+      struct conn *c = evs[i].data.fd == mon.lfd ? NULL : mon.conn[evs[i].data.fd];
       if (evs[i].data.fd == mon.lfd)
         accept_all();
-      else if (mon.conn[evs[i].data.fd])
-        on_readable(mon.conn[evs[i].data.fd]);
+      else if (c && c->state == SENDING_STATUS)
+        on_writable(c);
+      else if (c)
+        on_readable(c);
     }
     if (o->record) fflush(o->record);
     expire_handshakes(c4_now_ns());
@@ -421,13 +530,30 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   for (int fd = 0; fd < mon.nconn_max; fd++)
     if (mon.conn[fd]) close_conn(mon.conn[fd], NULL, 0);
   free(mon.conn);
+  free(mon.batch);
   close(mon.efd);
   close(mon.lfd);
   return 0;
 }
 
-int c4_mon_query_status(const char *addr, char **out) {
+/* Reads one whole frame into a malloc'd body (*body, *len). Returns 0 or C4_EPROTO. */
+static int recv_frame(int fd, int *type, uint8_t **body, uint32_t *len) {
+  uint8_t hdr[C4_FRAME_HDR];
+  *body = NULL;
+  if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
+      c4_frame_get_header(hdr, type, len) != 0 || !(*body = malloc(*len + 1)))
+    return C4_EPROTO;
+  if (*len && recv(fd, *body, *len, MSG_WAITALL) != (ssize_t)*len) {
+    free(*body);
+    *body = NULL;
+    return C4_EPROTO;
+  }
+  return 0;
+}
+
+int c4_mon_query_status(const char *addr, const char *token, char **out) {
   char host[256], port[16];
+  *out = NULL;
   if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) return C4_EINVAL;
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
   if (getaddrinfo(host, port, &hints, &res) != 0 || !res) return C4_EINVAL;
@@ -436,24 +562,25 @@ int c4_mon_query_status(const char *addr, char **out) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   int rc = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 ? 0 : C4_EREMOTE;
   freeaddrinfo(res);
-  uint8_t hdr[C4_FRAME_HDR];
-  c4_frame_put_header(hdr, C4_FRAME_STATUS, 0);
-  if (!rc && send_all_now(fd, hdr, sizeof hdr) != 0) rc = C4_EREMOTE;
-  /* c4mon sends its CHALLENGE first, then the reply in frames; the last one is short */
+  /* c4mon sends its CHALLENGE first; the STATUS proves the token over its nonce */
+  int type;
+  uint8_t *body = NULL;
+  uint32_t len;
+  uint8_t nonce[C4_FRAME_NONCE], msg[C4_FRAME_HDR + C4_FRAME_MAC];
+  uint64_t t_server;
+  if (!rc && (recv_frame(fd, &type, &body, &len) != 0 || type != C4_FRAME_CHALLENGE ||
+              c4_frame_get_challenge(body, len, nonce, &t_server) != 0))
+    rc = C4_EPROTO;
+  free(body);
+  c4_frame_put_header(msg, C4_FRAME_STATUS, C4_FRAME_MAC);
+  if (!rc) c4_frame_put_status(msg + C4_FRAME_HDR, nonce, token ? token : "");
+  if (!rc && send_all_now(fd, msg, sizeof msg) != 0) rc = C4_EREMOTE;
+  /* the reply comes in frames; the last one is short */
   char *doc = NULL;
   size_t have = 0;
   for (int frames = 0; !rc; frames++) {
-    int type;
-    uint32_t len;
-    if (frames > 1024 || recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
-        c4_frame_get_header(hdr, &type, &len) != 0) {
-      rc = C4_EPROTO;
-      break;
-    }
-    char *body = malloc(len + 1);
-    if (!body || (len && recv(fd, body, len, MSG_WAITALL) != (ssize_t)len)) {
-      free(body);
-      rc = C4_EPROTO;
+    if (frames > 1024 || recv_frame(fd, &type, &body, &len) != 0) {
+      rc = frames ? C4_EPROTO : C4_EREMOTE; /* closed at once: refused */
       break;
     }
     if (type != C4_FRAME_STATUS_REPLY) {

@@ -9,7 +9,7 @@
 
 struct mon_opts {
   const char *listen;      /* ADDR:PORT */
-  const char *token;       /* the job token; "" accepts only jobs without one */
+  const char *token;       /* the job token; "" accepts only jobs without one (and warns) */
   const char *job;         /* accept only this job, or NULL for any */
   FILE *record;            /* trace lines go here, or NULL */
   void (*tick)(void *arg); /* called about every 100 ms from the loop (exporters), or NULL */
@@ -25,8 +25,10 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop);
  * "detect"; for the loop's own exporters. The caller owns it. */
 json_t *c4_mon_server_status(void);
 
-/* Asks the c4mon at ADDR:PORT for its status; the JSON document is written to out (a malloc'd
- * string the caller frees). Returns 0 or a negative C4_E* code. */
-int c4_mon_query_status(const char *addr, char **out);
+/* Asks the c4mon at ADDR:PORT for its status, proving token (NULL or "": none) over its
+ * challenge; the JSON document is written to out (a malloc'd string the caller frees). Returns 0,
+ * C4_EREMOTE when nobody answered or c4mon closed without answering (wrong token, or its STATUS
+ * rate was used up), or another negative C4_E* code. */
+int c4_mon_query_status(const char *addr, const char *token, char **out);
 
 #endif

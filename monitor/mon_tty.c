@@ -122,7 +122,7 @@ static void on_stop(int sig) {
   stopping = 1;
 }
 
-int c4_mon_tty_run(const char *addr, double interval_s, int once, int color) {
+int c4_mon_tty_run(const char *addr, const char *token, double interval_s, int once, int color) {
   if (color < 0) color = isatty(STDOUT_FILENO);
   signal(SIGINT, on_stop);
   signal(SIGTERM, on_stop);
@@ -134,7 +134,7 @@ int c4_mon_tty_run(const char *addr, double interval_s, int once, int color) {
       hgt = ws.ws_row;
     }
     char *doc = NULL;
-    json_t *st = c4_mon_query_status(addr, &doc) == 0 ? json_loads(doc, 0, NULL) : NULL;
+    json_t *st = c4_mon_query_status(addr, token, &doc) == 0 ? json_loads(doc, 0, NULL) : NULL;
     free(doc);
     if (!once) fputs("\033[H\033[2J", stdout);
     if (st)

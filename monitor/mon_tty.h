@@ -14,6 +14,6 @@ void c4_mon_tty_render(FILE *out, const json_t *status, int width, int height, i
 /* Polls the c4mon at addr every interval_s and redraws until SIGINT/SIGTERM; with once, one frame
  * without clearing the screen (1 when c4mon did not answer). color: 1, 0, or -1 (when stdout is a
  * terminal). */
-int c4_mon_tty_run(const char *addr, double interval_s, int once, int color);
+int c4_mon_tty_run(const char *addr, const char *token, double interval_s, int once, int color);
 
 #endif

@@ -4,6 +4,7 @@
  * reporter reconnects to its successor and delivers what it held. */
 #include <arpa/inet.h>
 #include <check.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -17,10 +18,12 @@
 
 #include "../check_run.h"
 #include "c4_clock.h"
+#include "c4_frame.h"
 #include "c4_reporter.h"
 #include "c4_telemetry.h"
+#include "mon_gate.h"
 
-static char build[512], addr[64];
+static char build[512], addr[64], mon_token[64];
 static int port;
 
 static int free_port(void) {
@@ -46,6 +49,7 @@ static void setup(void) {
 }
 
 static pid_t start_c4mon(const char *token, const char *record) {
+  snprintf(mon_token, sizeof mon_token, "%s", token);
   pid_t pid = fork();
   if (pid == 0) {
     char bin[600];
@@ -56,10 +60,12 @@ static pid_t start_c4mon(const char *token, const char *record) {
   return pid;
 }
 
-/* c4mon's status document, or NULL when it does not answer. */
+/* c4mon's status document (asked with c4mon's token, whatever the job's is), or NULL when it
+ * does not answer. */
 static json_t *status(void) {
-  char cmd[800];
-  snprintf(cmd, sizeof cmd, "%s/bin/c4mon status --connect %s --json 2>/dev/null", build, addr);
+  char cmd[900];
+  snprintf(cmd, sizeof cmd, "C4_TOKEN='%s' %s/bin/c4mon status --connect %s --json 2>/dev/null",
+           mon_token, build, addr);
   FILE *p = popen(cmd, "r");
   char buf[65536];
   size_t n = fread(buf, 1, sizeof buf - 1, p);
@@ -75,12 +81,13 @@ static long long stat_of(const char *field) {
   return v;
 }
 
-/* Waits up to ms for a status field to reach at least want. */
+/* Waits up to ms for a status field to reach at least want (asking 5 times a second: c4mon
+ * answers at most MON_GATE_STATUS_PER_S STATUS requests a second). */
 static long long wait_for(const char *field, long long want, int ms) {
   long long v = -1;
-  for (int i = 0; i < ms / 20; i++) {
+  for (int i = 0; i < ms / 200; i++) {
     if ((v = stat_of(field)) >= want) break;
-    usleep(20000);
+    usleep(200000);
   }
   return v;
 }
@@ -181,6 +188,7 @@ START_TEST(c4mon_pushes_each_rank_its_hosts_flows_of_the_plan_and_its_changes) {
       plan,
       "{\"v\":1,\"paths\":[],\"flows\":[{\"src\":\"push-host\",\"dst\":\"b\",\"src_port\":50001},"
       "{\"src\":\"other\",\"dst\":\"push-host\",\"src_port\":50002}]}");
+  snprintf(mon_token, sizeof mon_token, "t");
   pid_t mon = fork();
   if (mon == 0) {
     char bin[600];
@@ -304,6 +312,175 @@ START_TEST(a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog
 }
 END_TEST
 
+START_TEST(a_restarted_c4mon_is_told_the_jobs_communicators_again) {
+  setup();
+  char rec1[] = "/tmp/c4-mon-rec-XXXXXX", rec2[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec1));
+  close(mkstemp(rec2));
+  setenv("C4_TOKEN", "s3cret", 1);
+  pid_t mon = start_c4mon("s3cret", rec1);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  c4_telemetry_start();
+  struct c4_record r = {.kind = C4_REC_COMM};
+  r.comm = (struct c4_comm_record){
+      .comm = 0xc0ffee, .rank = 0, .nranks = 2, .nnodes = 2, .pid = 7, .t = c4_now_ns()};
+  strcpy(r.comm.name, "world");
+  strcpy(r.comm.host, "comm-host");
+  c4_telemetry_emit(&r);
+  emit(10, 0);
+  ck_assert_int_ge(wait_for("records", 11, 5000), 11);
+  kill(mon, SIGKILL);
+  waitpid(mon, NULL, 0);
+  mon = start_c4mon("s3cret", rec2);
+  emit(10, 10);
+  ck_assert_int_ge(wait_for("records", 11, 10000), 11);
+  c4_telemetry_flush_and_stop();
+  stop_c4mon(mon);
+  ck_assert_int_eq(lines_in(rec1, "comm-host"), 1);
+  ck_assert_int_eq(lines_in(rec2, "comm-host"), 1); /* re-announced to the successor */
+  unlink(rec1);
+  unlink(rec2);
+}
+END_TEST
+
+/* Opens a connection to c4mon and answers its challenge with a HELLO for job under token; returns
+ * the fd with the WELCOME's status in *refused, or -1. */
+static int raw_rank(const char *token, const char *job, int *refused) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct timeval tv = {.tv_sec = 5};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return -1;
+  uint8_t hdr[C4_FRAME_HDR], ch[C4_FRAME_CHALLENGE_SIZE], nonce[C4_FRAME_NONCE], w[2];
+  int type;
+  uint32_t len;
+  uint64_t t;
+  if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
+      c4_frame_get_header(hdr, &type, &len) || recv(fd, ch, len, MSG_WAITALL) != (ssize_t)len ||
+      c4_frame_get_challenge(ch, len, nonce, &t))
+    return -1;
+  struct c4_hello h = {.pid = 42, .rank = 3};
+  snprintf(h.job, sizeof h.job, "%s", job);
+  strcpy(h.host, "raw-host");
+  uint8_t msg[C4_FRAME_HDR + 256];
+  c4_frame_put_header(msg, C4_FRAME_HELLO, (uint32_t)c4_frame_hello_size());
+  c4_frame_put_hello(msg + C4_FRAME_HDR, &h, nonce, token);
+  if (send(fd, msg, C4_FRAME_HDR + c4_frame_hello_size(), MSG_NOSIGNAL) < 0 ||
+      recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr || recv(fd, w, 2, MSG_WAITALL) != 2)
+    return -1;
+  *refused = w[0];
+  return fd;
+}
+
+/* Sends one frame of type with payload p (n bytes); 0 or -1. */
+static int send_frame(int fd, int type, const void *p, size_t n) {
+  uint8_t hdr[C4_FRAME_HDR];
+  c4_frame_put_header(hdr, type, (uint32_t)n);
+  return send(fd, hdr, sizeof hdr, MSG_NOSIGNAL) == sizeof hdr &&
+                 send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n
+             ? 0
+             : -1;
+}
+
+/* 1 once c4mon has closed fd (within 3 s). */
+static int closed_by_c4mon(int fd) {
+  char b[256];
+  ssize_t k;
+  while ((k = recv(fd, b, sizeof b, 0)) > 0) {
+  }
+  return k == 0;
+}
+
+START_TEST(offsets_times_and_counts_at_their_extremes_close_the_rank_not_c4mon) {
+  setup();
+  char rec[] = "/tmp/c4-mon-rec-XXXXXX";
+  close(mkstemp(rec));
+  pid_t mon = start_c4mon("s3cret", rec);
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  int refused = 1;
+  /* a heartbeat claiming a clock offset of INT64_MIN */
+  int fd = raw_rank("s3cret", "job-x", &refused);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(refused, 0);
+  struct c4_heartbeat hb = {.t = c4_now_ns(), .offset = INT64_MIN};
+  uint8_t b[C4_FRAME_HEARTBEAT_SIZE];
+  c4_frame_put_heartbeat(b, &hb);
+  ck_assert_int_eq(send_frame(fd, C4_FRAME_HEARTBEAT, b, sizeof b), 0);
+  ck_assert_int_eq(closed_by_c4mon(fd), 1);
+  close(fd);
+  /* a RECORDS frame with a good record, then one whose time is UINT64_MAX: dropped whole */
+  fd = raw_rank("s3cret", "job-x", &refused);
+  ck_assert_int_ge(fd, 0);
+  uint8_t frame[1024];
+  struct c4_record r = {.kind = C4_REC_LINK};
+  r.link.conn_id = 0x600d;
+  r.link.t = c4_now_ns();
+  size_t used = 2;
+  used += c4_frame_put_record(frame + used, sizeof frame - used, &r);
+  r.link.conn_id = 0xbad;
+  r.link.t = UINT64_MAX;
+  used += c4_frame_put_record(frame + used, sizeof frame - used, &r);
+  frame[0] = 2;
+  frame[1] = 0;
+  ck_assert_int_eq(send_frame(fd, C4_FRAME_RECORDS, frame, used), 0);
+  ck_assert_int_eq(closed_by_c4mon(fd), 1);
+  close(fd);
+  ck_assert_int_ge(wait_for("bad_frames", 2, 3000), 2);
+  ck_assert_int_eq(stat_of("records"), 0); /* the good record went with its frame */
+  stop_c4mon(mon);
+  ck_assert_int_eq(lines_in(rec, "600d"), 0);
+  ck_assert_int_eq(lines_in(rec, "\"t\":-"), 0);
+  unlink(rec);
+}
+END_TEST
+
+START_TEST(refusals_are_logged_escaped_and_rate_limited_and_status_needs_the_token) {
+  setup();
+  char log[] = "/tmp/c4-mon-log-XXXXXX";
+  int lfd = mkstemp(log);
+  pid_t mon = fork();
+  if (mon == 0) {
+    dup2(lfd, 2);
+    char bin[600];
+    snprintf(bin, sizeof bin, "%s/bin/c4mon", build);
+    setenv("C4_DEBUG", "WARN", 1);
+    execl(bin, "c4mon", "serve", "--listen", addr, "--token", "s3cret", "--events", "/dev/null",
+          NULL);
+    _exit(127);
+  }
+  close(lfd);
+  snprintf(mon_token, sizeof mon_token, "s3cret");
+  ck_assert_int_ge(wait_for("accepted", 0, 3000), 0);
+  for (int i = 0; i < 200; i++) { /* 200 forged HELLOs whose job name carries a log line */
+    int refused = 0, fd = raw_rank("guess", "j\nc4 WARN forged line", &refused);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(refused, 1);
+    close(fd);
+  }
+  /* STATUS: refused without the token, answered with it */
+  snprintf(mon_token, sizeof mon_token, "guess");
+  ck_assert_ptr_null(status());
+  snprintf(mon_token, sizeof mon_token, "s3cret");
+  ck_assert_int_ge(wait_for("rejected", 201, 3000), 201);
+  usleep(1200000); /* the second of the refusals ends: its left-out lines are counted */
+  stop_c4mon(mon);
+  FILE *f = fopen(log, "r");
+  char line[4096];
+  int forged = 0;
+  while (f && fgets(line, sizeof line, f))
+    forged += strncmp(line, "c4 WARN forged", 14) == 0; /* a line of its own */
+  if (f) fclose(f);
+  ck_assert_int_eq(forged, 0);
+  int escaped = lines_in(log, "j\\x0ac4 WARN forged line");
+  ck_assert_int_ge(escaped, 1);
+  ck_assert_int_le(escaped, 3 * MON_GATE_LOG_PER_S); /* 200 refusals in well under 3 s */
+  ck_assert_int_ge(lines_in(log, "more refusals were not logged"), 1);
+  unlink(log);
+}
+END_TEST
+
 /* Writes a trace of n xfer records whose completions span span_ms, plus one bad line. */
 static void make_trace(const char *path, int n, int span_ms) {
   FILE *f = fopen(path, "w");
@@ -412,6 +589,9 @@ int main(void) {
   tcase_add_test(tc, c4mon_pushes_each_rank_its_hosts_flows_of_the_plan_and_its_changes);
   tcase_add_test(tc, garbage_on_one_connection_closes_only_that_one);
   tcase_add_test(tc, a_c4mon_killed_mid_run_is_survived_and_its_successor_gets_the_backlog);
+  tcase_add_test(tc, a_restarted_c4mon_is_told_the_jobs_communicators_again);
+  tcase_add_test(tc, offsets_times_and_counts_at_their_extremes_close_the_rank_not_c4mon);
+  tcase_add_test(tc, refusals_are_logged_escaped_and_rate_limited_and_status_needs_the_token);
   tcase_add_test(tc, replay_feeds_a_trace_through_the_pipeline_fast_or_at_its_recorded_pace);
   tcase_add_test(tc, windows_name_the_ranks_missing_from_a_collective_and_the_last_to_arrive);
   suite_add_tcase(s, tc);

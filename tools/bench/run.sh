@@ -143,12 +143,12 @@ ingest_once() {
   "$BIN/c4mon" serve --listen 127.0.0.1:$p --token bench 2>/dev/null &
   local mon=$!
   for _ in $(seq 30); do # until it answers (3 s at most)
-    "$BIN/c4mon" status --connect 127.0.0.1:$p >/dev/null 2>&1 && break
+    C4_TOKEN=bench "$BIN/c4mon" status --connect 127.0.0.1:$p >/dev/null 2>&1 && break
     sleep 0.1
   done
   local out; out=$("$BIN/c4-mon-load" 127.0.0.1:$p bench "${C4_BENCH_RANKS:-16384}" 3 $mon)
   local sent; sent=$(awk '/records_sent/ {print $2}' <<<"$out")
-  local got; got=$("$BIN/c4mon" status --connect 127.0.0.1:$p --json | sed 's/.*"records":\([0-9]*\).*/\1/')
+  local got; got=$(C4_TOKEN=bench "$BIN/c4mon" status --connect 127.0.0.1:$p --json | sed 's/.*"records":\([0-9]*\).*/\1/')
   kill $mon 2>/dev/null; wait $mon 2>/dev/null
   sleep 1
   if [ -n "$sent" ] && [ "$sent" = "$got" ]; then awk '/records_per_core_s/ {print $2}' <<<"$out"; else echo nan; fi
