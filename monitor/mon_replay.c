@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "c4_clock.h"
@@ -24,6 +25,11 @@ static void sleep_until(uint64_t t) {
 int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, double speed,
                        struct mon_sink *sink, unsigned long *bad, volatile int *stop) {
   struct c4_trace_reader rd;
+  struct stat st;
+  if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "%s: %s: is a directory, not a trace\n", prog, path);
+    return C4_EINVAL;
+  }
   errno = 0;
   int orc = c4_trace_open(&rd, path);
   if (orc != 0) {
@@ -42,9 +48,14 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
     int n = 0;
     while (n < (speed > 0 ? 1 : BATCH) &&
            (rc = c4_trace_next(&rd, &batch[n], err, sizeof err)) != 0) {
+      const char *why = NULL;
       if (rc < 0)
         fprintf(stderr, "%s: %s: %s\n", prog, path, err);
-      else
+      else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
+        fprintf(stderr, "%s: %s: %s %lu: %s\n", prog, path, rd.binary ? "record" : "line",
+                rd.lineno, why);
+        rd.bad++;
+      } else
         n++;
     }
     for (int stage = 0; stage < 2; stage++)
@@ -63,6 +74,21 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
   }
   c4_det_advance(last + 1000000000ull); /* judge the trace's last second too */
   *bad = rd.bad;
+  int read_error = rd.f && ferror(rd.f) ? errno : 0;
+  int cut_short = rd.binary == 2; /* a binary trace stopped at a bad record (its place said) */
   c4_trace_close(&rd);
+  if (read_error) {
+    fprintf(stderr, "%s: %s: read error: %s\n", prog, path, strerror(read_error));
+    return C4_ESYS;
+  }
+  if (cut_short) {
+    fprintf(stderr, "%s: %s: reading stopped at that place (above): the rest was not read\n", prog,
+            path);
+    return C4_EPROTO;
+  }
+  if (!*stop && !sink->records && !sink->heartbeats) {
+    fprintf(stderr, "%s: %s: no valid record (%lu bad lines)\n", prog, path, *bad);
+    return C4_EPROTO;
+  }
   return 0;
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# replay_errors.sh -- `c4mon replay` on input it cannot use: a file with no valid record, an empty
+# file, a directory, a binary trace cut short, one of an unknown version, one with a record out
+# of range, and a missing file. Each must exit 1 with the file, the place where there is one,
+# and the reason on stderr; an intact trace still exits 0.
+# Usage: replay_errors.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+BIN="$BUILD/bin"
+W=$(mktemp -d /tmp/c4-replay-err-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "replay_errors: FAILED: $*"; exit 1; }
+# expect FILE PATTERN...: replay exits 1 and stderr has every pattern
+expect() {
+  local f=$1 err rc
+  shift
+  err=$("$BIN/c4mon" replay "$f" --events /dev/null 2>&1 >/dev/null)
+  rc=$?
+  [ $rc -eq 1 ] || fail "replay $f exited $rc: $err"
+  for p in "$@"; do grep -q -- "$p" <<<"$err" || fail "replay $f: no '$p' in: $err"; done
+  echo "ok: $f: $(tail -1 <<<"$err")"
+}
+
+"$BIN/c4scen" gen --hosts 2 --gpus 2 --truth "$W/truth.json" --bin --out "$W/good.bin" 2>/dev/null ||
+  fail "c4scen could not write a trace"
+"$BIN/c4mon" replay "$W/good.bin" --events /dev/null 2>/dev/null || fail "an intact trace did not replay"
+printf 'garbage\n{"v":9}\n' >"$W/novalid.jsonl"
+: >"$W/empty.jsonl"
+mkdir "$W/dir"
+size=$(stat -c %s "$W/good.bin")
+head -c $((size - 7)) "$W/good.bin" >"$W/trunc.bin"
+cp "$W/good.bin" "$W/version.bin"
+printf '\011' | dd of="$W/version.bin" bs=1 seek=7 conv=notrunc 2>/dev/null
+printf '{"v":1,"type":"xfer","comm":null,"rank":0,"peer":1,"host":"a","peer_host":"b","dir":"send","bytes":8,"t_post":18446744073709551615,"t_first":null,"t_done":null,"conn":"01","seq":0,"tag":0,"status":"ok","pid":1,"peer_pid":2,"dev":0,"peer_dev":0}\n' >"$W/range.jsonl"
+
+expect "$W/novalid.jsonl" "novalid.jsonl: line 1:" "no valid record (2 bad lines)"
+expect "$W/empty.jsonl" "empty.jsonl: no valid record"
+expect "$W/dir" "dir: is a directory"
+expect "$W/trunc.bin" "trunc.bin: byte [0-9]*: truncated record" "the rest was not read"
+expect "$W/version.bin" "version.bin: byte 7: a binary trace of stream protocol version 9"
+expect "$W/range.jsonl" "range.jsonl: line 1:" "no valid record"
+expect "$W/missing.jsonl" "missing.jsonl: No such file"
+echo "replay_errors: ok"
