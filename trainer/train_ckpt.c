@@ -38,19 +38,34 @@ static json_t *config_json(const struct gpt_config *c) {
                    c->layers, "heads", c->heads, "width", c->width);
 }
 
-/* Keeps the two newest step files: a damaged newest still leaves one to resume from. */
-static void prune(const char *dir, int step) {
+/* The step of a checkpoint file name "step-<n>.c4ck", or -1 for any other name. */
+static long step_of(const char *name) {
+  unsigned long s;
+  int used = 0;
+  return sscanf(name, "step-%lu.c4ck%n", &s, &used) == 1 && name[used] == 0 ? (long)s : -1;
+}
+
+/* Keeps the two newest step files (by step, not by distance in steps: with --ckpt-every 2 the
+ * one before is step - 2): a damaged newest still leaves one to resume from. */
+static void prune(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
+  long first = -1, second = -1;
   struct dirent *e;
   while ((e = readdir(d))) {
-    unsigned long s;
-    int used = 0;
-    if (sscanf(e->d_name, "step-%lu.c4ck%n", &s, &used) == 1 && e->d_name[used] == 0 &&
-        s + 2 <= (unsigned long)step) {
-      char path[4096];
-      if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) unlink(path);
-    }
+    long s = step_of(e->d_name);
+    if (s > first)
+      second = first, first = s;
+    else if (s > second && s != first)
+      second = s;
+  }
+  rewinddir(d);
+  while (second >= 0 && (e = readdir(d))) {
+    long s = step_of(e->d_name);
+    char path[4096];
+    if (s >= 0 && s < second &&
+        (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+      unlink(path);
   }
   closedir(d);
 }
@@ -85,20 +100,38 @@ int train_ckpt_save(struct gpt *m, const struct train_opts *o, int step, int wor
     snprintf(err, errlen, "%s: directory name too long", o->ckpt_dir);
   json_decref(meta);
   free(host);
-  if (rc == 0) prune(o->ckpt_dir, step);
+  if (rc == 0) prune(o->ckpt_dir);
   return rc ? -1 : 0;
 }
 
 int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
-                      size_t errlen) {
+                      size_t errlen, char *warn, size_t warnlen) {
   char path[4096];
   uint64_t at = 0;
+  warn[0] = 0;
+  if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) { /* saving later would fail too */
+    snprintf(err, errlen, "--ckpt-dir %s: cannot create it: %s", o->ckpt_dir, strerror(errno));
+    return -1;
+  }
   int rc = c4_ckpt_latest(o->ckpt_dir, path, sizeof path, &at, err, errlen);
+  if (rc == C4_ENOTFOUND && strstr(err, "damaged")) { /* checkpoints, none intact */
+    size_t k = strlen(err);
+    snprintf(err + k, errlen - k,
+             "; not starting again from step 0 (move the damaged files out of %s to do that)",
+             o->ckpt_dir);
+    return -1;
+  }
   if (rc == C4_ENOTFOUND) {
     err[0] = 0;
     return 0;
   }
   if (rc) return -1;
+  if (err[0] && o->ckpt_strict) { /* a newer one was damaged */
+    size_t k = strlen(err);
+    snprintf(err + k, errlen - k, "; --ckpt-strict: not falling back to %s", path);
+    return -1;
+  }
+  snprintf(warn, warnlen, "%s", err);
   struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
   if (!ck) return -1;
   json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);

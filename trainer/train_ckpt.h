@@ -14,9 +14,13 @@
 int train_ckpt_save(struct gpt *m, const struct train_opts *o, int step, int world, char *err,
                     size_t errlen);
 
-/* Loads the newest checkpoint of o->ckpt_dir into m and *step: 1 (err holds its file name), 0
- * when there is none (a fresh start), -1 with err (unreadable, or for another model shape). */
+/* Loads the newest intact checkpoint of o->ckpt_dir into m and *step: 1 (err holds its file
+ * name; warn, when not empty, names the newer checkpoints that were damaged and skipped: the
+ * newest's file and why), 0 when there is none at all (a fresh start; the directory is created
+ * when missing), -1 with err: the directory cannot be made or read, checkpoints exist but none is
+ * intact (never a silent start from step 0), a newer one is damaged and o->ckpt_strict is set,
+ * or the checkpoint is for another model shape. */
 int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
-                      size_t errlen);
+                      size_t errlen, char *warn, size_t warnlen);
 
 #endif

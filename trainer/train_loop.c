@@ -203,11 +203,14 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
 
   int step = 0; /* steps done */
   if (o->ckpt_dir) {
-    int rc = train_ckpt_resume(&m, o, &step, err, sizeof err);
+    char warn[1024];
+    int rc = train_ckpt_resume(&m, o, &step, err, sizeof err, warn, sizeof warn);
     if (rc < 0) {
       fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
       goto out;
     }
+    if (rc > 0 && warn[0] && rank == 0)
+      fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, err);
     if (rc > 0 && rank == 0 && !o->json)
       printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
   }
@@ -226,7 +229,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   split(o, world, planned, mb);
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
   double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0;
-  int timed_steps = 0, first = step;
+  int timed_steps = 0, first = step, ckpt_failed = 0;
   while (step < o->steps) {
     uint64_t t_step = c4_now_ns();
     int start = 0;
@@ -314,8 +317,10 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       fflush(stdout);
     }
     if (o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps) &&
-        rank == 0 && train_ckpt_save(&m, o, step, world, err, sizeof err))
+        rank == 0 && train_ckpt_save(&m, o, step, world, err, sizeof err)) {
       fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, err);
+      ckpt_failed = 1; /* training goes on; the exit status says it */
+    }
   }
   if (rank == 0) {
     double eval_end = o->eval_windows ? eval_loss(&m, o, &data, tok, tgt) : 0;
@@ -351,7 +356,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     printf(o->json ? "]}\n" : "\n");
     fflush(stdout);
   }
-  status = 0;
+  status = ckpt_failed ? 1 : 0;
 out:
   if (sub) mon_sub_stop(sub);
   free(tok);

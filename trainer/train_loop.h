@@ -29,6 +29,7 @@ struct train_opts {
   int resplit;            /* 1: re-split micro-batches by measured speed */
   const char *ckpt_dir;
   int ckpt_every;
+  int ckpt_strict; /* a damaged newest checkpoint stops the run instead of an older one resuming */
   const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */
   int eval_windows;        /* held-out windows for the eval loss at start and end */
 };

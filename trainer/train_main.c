@@ -35,6 +35,8 @@ static void usage(FILE *f) {
          "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
          "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
          "  --ckpt-every N       steps between checkpoints (default 10)\n"
+         "  --ckpt-strict        a damaged newest checkpoint stops the run (default: say which\n"
+         "                       file and why, and resume from the newest intact one)\n"
          "  --monitor ADDR:PORT  c4mon's subscription port: straggler factors for the planner;\n"
          "                       with --local-ranks, lost or hung ranks are stopped at once\n"
          "  --eval-windows N     held-out windows for the eval loss at start and end (default 32)\n"
@@ -100,6 +102,7 @@ int main(int argc, char **argv) {
     O_NORESPLIT,
     O_CKPT,
     O_CKPT_EVERY,
+    O_CKPT_STRICT,
     O_MONITOR,
     O_EVAL,
     O_LOCAL,
@@ -125,6 +128,7 @@ int main(int argc, char **argv) {
                                        {"no-resplit", 0, 0, O_NORESPLIT},
                                        {"ckpt-dir", 1, 0, O_CKPT},
                                        {"ckpt-every", 1, 0, O_CKPT_EVERY},
+                                       {"ckpt-strict", 0, 0, O_CKPT_STRICT},
                                        {"monitor", 1, 0, O_MONITOR},
                                        {"eval-windows", 1, 0, O_EVAL},
                                        {"local-ranks", 1, 0, O_LOCAL},
@@ -190,6 +194,7 @@ int main(int argc, char **argv) {
     case O_NORESPLIT: o.resplit = 0; break;
     case O_CKPT: o.ckpt_dir = optarg; break;
     case O_CKPT_EVERY: bad |= parse_int("--ckpt-every", optarg, 1, 1 << 30, &o.ckpt_every); break;
+    case O_CKPT_STRICT: o.ckpt_strict = 1; break;
     case O_MONITOR: o.monitor_sub = lo.monitor_sub = optarg; break;
     case O_EVAL: bad |= parse_int("--eval-windows", optarg, 0, 1 << 20, &o.eval_windows); break;
     case O_LOCAL: bad |= parse_int("--local-ranks", optarg, 1, 1024, &lo.ranks); break;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ckpt_damage.sh -- c4train resuming from damaged checkpoints. Six kinds of damage to the newest
+# of two checkpoints (cut in half, one data byte flipped, emptied, the magic overwritten, bytes
+# appended, the last 4 KiB zeroed): by default c4train names the damaged file and the reason and
+# resumes from the older, intact one; with --ckpt-strict it stops with exit 1. Both damaged: exit
+# 1, never a silent start from step 0. A --ckpt-dir that cannot be created: exit 1 at once.
+# Usage: ckpt_damage.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+C4TRAIN="$BUILD/bin/c4train"
+W=$(mktemp -d /tmp/c4-ckpt-damage-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "ckpt_damage: FAILED: $*"; exit 1; }
+export C4_DEBUG=NONE
+A=(--layers 1 --width 16 --heads 2 --context 16 --micro-batch 2 --microbatches 2 --eval-windows 1)
+
+"$C4TRAIN" "${A[@]}" --steps 4 --ckpt-every 2 --ckpt-dir "$W/base" >/dev/null 2>"$W/err" ||
+  fail "the first run failed: $(cat "$W/err")"
+NEW=step-00000004.c4ck
+[ -f "$W/base/$NEW" ] && [ -f "$W/base/step-00000002.c4ck" ] || fail "two checkpoints expected: $(ls "$W/base")"
+size=$(stat -c %s "$W/base/$NEW")
+
+damage() { # kind file
+  case $1 in
+  truncated) truncate -s $((size / 2)) "$2" ;;
+  flipped) printf '\377' | dd of="$2" bs=1 seek=$((size - 1000)) conv=notrunc 2>/dev/null ;;
+  emptied) : >"$2" ;;
+  magic) printf 'XXXX' | dd of="$2" bs=1 seek=0 conv=notrunc 2>/dev/null ;;
+  appended) printf 'trailing bytes' >>"$2" ;;
+  zeroed) dd if=/dev/zero of="$2" bs=1 seek=$((size - 4096)) count=4096 conv=notrunc 2>/dev/null ;;
+  esac
+}
+
+for kind in truncated flipped emptied magic appended zeroed; do
+  rm -rf "$W/ck" && cp -r "$W/base" "$W/ck"
+  damage $kind "$W/ck/$NEW"
+  out=$("$C4TRAIN" "${A[@]}" --steps 6 --ckpt-every 100 --ckpt-dir "$W/ck" 2>"$W/err") ||
+    fail "$kind: exit $? instead of falling back: $(cat "$W/err")"
+  grep -q "$NEW" "$W/err" || fail "$kind: the damaged file is not named: $(cat "$W/err")"
+  grep -q "resuming from the newest intact one, .*step-00000002.c4ck" "$W/err" ||
+    fail "$kind: no fallback message: $(cat "$W/err")"
+  grep -q "resumed from step 2 " <<<"$out" || fail "$kind: did not resume from step 2: $out"
+  echo "ok: $kind: $(head -1 "$W/err")"
+  rm -rf "$W/ck" && cp -r "$W/base" "$W/ck"
+  damage $kind "$W/ck/$NEW"
+  "$C4TRAIN" "${A[@]}" --steps 6 --ckpt-strict --ckpt-dir "$W/ck" >/dev/null 2>"$W/err" &&
+    fail "$kind: --ckpt-strict went on"
+  grep -q "$NEW.*--ckpt-strict" "$W/err" || fail "$kind: --ckpt-strict without the file: $(cat "$W/err")"
+done
+
+rm -rf "$W/ck" && cp -r "$W/base" "$W/ck"
+damage flipped "$W/ck/$NEW"
+damage truncated "$W/ck/step-00000002.c4ck"
+"$C4TRAIN" "${A[@]}" --steps 6 --ckpt-dir "$W/ck" >"$W/out" 2>"$W/err" && fail "every checkpoint damaged, yet it ran"
+grep -q "no intact checkpoint.*$NEW.*not starting again from step 0" "$W/err" ||
+  fail "all damaged: $(cat "$W/err")"
+grep -q "^step\|resumed" "$W/out" && fail "all damaged, yet it trained: $(cat "$W/out")"
+
+"$C4TRAIN" "${A[@]}" --steps 2 --ckpt-dir /nonexistent/x >/dev/null 2>"$W/err" && fail "--ckpt-dir /nonexistent/x ran"
+grep -q "/nonexistent/x" "$W/err" || fail "/nonexistent/x not named: $(cat "$W/err")"
+echo "ckpt_damage: ok"
