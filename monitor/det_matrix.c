@@ -624,8 +624,9 @@ json_t *det_matrix_state(void) {
       json_array_append_new(cells,
                             json_pack("[i, i, f, i]", c->src, c->dst, exp(c->v - m.overall), c->n));
   }
-  return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "nodes", nodes, "cells", cells, "rows", rows,
-                   "cols", cols, "t", (json_int_t)m.eval_t, "dropped", (json_int_t)m.dropped);
+  return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job, "nodes", nodes, "cells",
+                   cells, "rows", rows, "cols", cols, "t", (json_int_t)m.eval_t, "dropped",
+                   (json_int_t)m.dropped);
 }
 
 void det_matrix_reset(void) {

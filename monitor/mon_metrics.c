@@ -18,19 +18,21 @@
 #include "mon_addr.h"
 
 #define MAX_SERIES 100000
-#define MAX_KINDS 32
+#define MAX_KINDS 1024 /* (job, kind) pairs counted */
 #define KIND_LEN 32
+#define JOB_LEN 64
 
 struct kind_count {
+  char job[JOB_LEN];
   char name[KIND_LEN];
   unsigned long long n;
 };
 
 /* Shown from the start, at 0, so that rate() and absent() work before the first verdict. The
- * first five are verdicts (c4_verdicts_active); recovered is not. */
-static const char *const known_kinds[] = {"straggler",    "comm_slow", "comm_hang",
-                                          "noncomm_hang", "rank_lost", "recovered"};
-#define N_KNOWN 6
+ * first five are verdicts (c4_verdicts_active); recovered and job_end are not. */
+static const char *const known_kinds[] = {"straggler", "comm_slow", "comm_hang", "noncomm_hang",
+                                          "rank_lost", "recovered", "job_end"};
+#define N_KNOWN 7
 #define N_VERDICT_KINDS 5
 
 static struct {
@@ -50,23 +52,34 @@ struct render {
   long series, left_out;
 };
 
-/* Finds kind in t[0..*n), adding it while there is room; past MAX_KINDS - 1 distinct kinds (or
- * for a missing or overlong one) it is "other", which keeps the last slot. */
-static struct kind_count *kind_slot(struct kind_count *t, int *n, const char *kind) {
-  if (!kind || strlen(kind) >= KIND_LEN) kind = "other";
+/* Finds (job, kind) in t[0..*n), adding it while there is room; past MAX_KINDS - 1 pairs (or for
+ * a missing or overlong name) it is job "other", kind "other", which keeps the last slot. */
+static struct kind_count *kind_slot(struct kind_count *t, int *n, const char *job,
+                                    const char *kind) {
+  if (!kind || strlen(kind) >= KIND_LEN || !job || strlen(job) >= JOB_LEN) job = kind = "other";
   for (int i = 0; i < *n; i++)
-    if (!strcmp(t[i].name, kind)) return &t[i];
-  if (*n >= MAX_KINDS - 1 && strcmp(kind, "other")) return kind_slot(t, n, "other");
+    if (!strcmp(t[i].name, kind) && !strcmp(t[i].job, job)) return &t[i];
+  int overflow = !strcmp(job, "other") && !strcmp(kind, "other");
+  if (*n >= MAX_KINDS - 1 && !overflow) return kind_slot(t, n, "other", "other");
   if (*n >= MAX_KINDS) return &t[MAX_KINDS - 1];
+  snprintf(t[*n].job, JOB_LEN, "%s", job);
   snprintf(t[*n].name, KIND_LEN, "%s", kind);
   t[*n].n = 0;
   return &t[(*n)++];
 }
 
-static void seed_kinds(struct kind_count *t, int *n, int upto) {
-  *n = 0;
-  for (int i = 0; i < upto; i++)
-    kind_slot(t, n, known_kinds[i]);
+/* The first upto known kinds at 0 for every job that has a rank in ranks (detection's state). */
+static void seed_kinds(struct kind_count *t, int *n, int upto, const json_t *ranks) {
+  size_t i;
+  const json_t *e;
+  const char *last = NULL;
+  json_array_foreach(ranks, i, e) {
+    const char *job = json_string_value(json_object_get(e, "job"));
+    if (!job || (last && !strcmp(job, last))) continue; /* a job's ranks come together */
+    last = job;
+    for (int k = 0; k < upto; k++)
+      kind_slot(t, n, job, known_kinds[k]);
+  }
 }
 
 /* A label value as the exposition format wants it: backslash, double quote and newline escaped. */
@@ -139,53 +152,65 @@ static void status_series(struct render *r, const json_t *st) {
   }
 }
 
-static void event_series(struct render *r) {
-  struct kind_count k[MAX_KINDS];
-  pthread_mutex_lock(&mx.lock);
-  int n = mx.nkinds;
-  memcpy(k, mx.kinds, sizeof k);
-  pthread_mutex_unlock(&mx.lock);
-  family(r, "c4_events_total", "counter", "Events c4mon emitted, by kind.");
+/* A (job, kind) family's series. */
+static void kind_series(struct render *r, const char *name, const struct kind_count *k, int n) {
   for (int i = 0; i < n; i++) {
     if (!admit(r)) continue;
-    fputs("c4_events_total{kind=\"", r->f);
+    fprintf(r->f, "%s{job=\"", name);
+    put_label(r->f, k[i].job);
+    fputs("\",kind=\"", r->f);
     put_label(r->f, k[i].name);
     fprintf(r->f, "\"} %llu\n", k[i].n);
   }
 }
 
-static void verdict_series(struct render *r, const json_t *verdicts) {
-  struct kind_count k[MAX_KINDS];
-  int n;
-  seed_kinds(k, &n, N_VERDICT_KINDS);
+static void event_series(struct render *r, const json_t *ranks) {
+  static struct kind_count k[MAX_KINDS]; /* render runs on c4mon's main thread only */
+  pthread_mutex_lock(&mx.lock);
+  seed_kinds(mx.kinds, &mx.nkinds, N_KNOWN, ranks);
+  int n = mx.nkinds;
+  memcpy(k, mx.kinds, sizeof k);
+  pthread_mutex_unlock(&mx.lock);
+  family(r, "c4_events_total", "counter", "Events c4mon emitted, by job and kind.");
+  kind_series(r, "c4_events_total", k, n);
+}
+
+static void verdict_series(struct render *r, const json_t *verdicts, const json_t *ranks) {
+  static struct kind_count k[MAX_KINDS];
+  int n = 0;
+  seed_kinds(k, &n, N_VERDICT_KINDS, ranks);
   size_t i;
   const json_t *v;
   json_array_foreach(verdicts, i, v) {
-    kind_slot(k, &n, json_string_value(json_object_get(v, "kind")))->n++;
+    kind_slot(k, &n, json_string_value(json_object_get(v, "job")),
+              json_string_value(json_object_get(v, "kind")))
+        ->n++;
   }
-  family(r, "c4_verdicts_active", "gauge", "Verdicts not yet recovered, by kind.");
-  for (int j = 0; j < n; j++) {
-    if (!admit(r)) continue;
-    fputs("c4_verdicts_active{kind=\"", r->f);
-    put_label(r->f, k[j].name);
-    fprintf(r->f, "\"} %llu\n", k[j].n);
-  }
+  family(r, "c4_verdicts_active", "gauge", "Verdicts not yet recovered, by job and kind.");
+  kind_series(r, "c4_verdicts_active", k, n);
+}
+
+static void build_info(struct render *r) {
+  family(r, "c4_build_info", "gauge", "Always 1; the version of the c4mon serving it.");
+  if (admit(r)) fprintf(r->f, "c4_build_info{version=\"%s\"} 1\n", C4_VERSION);
 }
 
 /* The per-rank families, each a pass over the ranks: the format wants a family's series together.
  * A rank without job or rank number is skipped; so is a heartbeat age before any heartbeat. */
 static void rank_series(struct render *r, const json_t *ranks, const json_t *now) {
   static const struct {
-    const char *name, *key, *help;
-  } m[] = {{"c4_rank_slowdown", "slowdown",
-            "A rank's compute time between collectives over its usual (1 = normal)."},
-           {"c4_rank_heartbeat_age_seconds", "last_hb_ns",
-            "Seconds since the rank's last heartbeat, on detection's clock."},
-           {"c4_rank_collectives_entered", "entered", "Collectives the rank has entered."},
-           {"c4_rank_collectives_done", "done", "Collectives the rank has completed."},
-           {"c4_rank_lost", "lost", "1 while the rank is reported lost, else 0."}};
+    const char *name, *key, *type, *help;
+  } m[] = {
+      {"c4_rank_slowdown", "slowdown", "gauge",
+       "A rank's compute time between collectives over its usual (1 = normal)."},
+      {"c4_rank_heartbeat_age_seconds", "last_hb_ns", "gauge",
+       "Seconds since the rank's last heartbeat, on detection's clock."},
+      {"c4_rank_collectives_entered_total", "entered", "counter",
+       "Collectives the rank has entered."},
+      {"c4_rank_collectives_done_total", "done", "counter", "Collectives the rank has completed."},
+      {"c4_rank_lost", "lost", "gauge", "1 while the rank is reported lost, else 0."}};
   for (size_t k = 0; k < sizeof m / sizeof *m; k++) {
-    family(r, m[k].name, "gauge", m[k].help);
+    family(r, m[k].name, m[k].type, m[k].help);
     size_t i;
     const json_t *e;
     json_array_foreach(ranks, i, e) {
@@ -218,8 +243,17 @@ static const char *node_name(const json_t *nodes, const json_t *ix) {
   return json_string_value(json_array_get(nodes, (size_t)json_integer_value(ix)));
 }
 
+/* Starts a series "NAME{job="JOB"," of the matrix's job. */
+static void put_job_series(struct render *r, const char *name, const char *job) {
+  fprintf(r->f, "%s{job=\"", name);
+  put_label(r->f, job);
+  fputs("\",", r->f);
+}
+
 static void matrix_series(struct render *r, const json_t *m) {
   const json_t *nodes = json_object_get(m, "nodes"), *cells = json_object_get(m, "cells");
+  const char *job = json_string_value(json_object_get(m, "job"));
+  if (!job) job = "";
   static const struct {
     const char *name, *help;
   } link[] = {{"c4_link_slowdown",
@@ -235,7 +269,8 @@ static void matrix_series(struct render *r, const json_t *m) {
       const json_t *v = json_array_get(c, 2 + k);
       if (!src || !dst || !json_is_number(v)) continue;
       if (!admit(r)) continue;
-      fprintf(r->f, "%s{src=\"", link[k].name);
+      put_job_series(r, link[k].name, job);
+      fputs("src=\"", r->f);
       put_label(r->f, src);
       fputs("\",dst=\"", r->f);
       put_label(r->f, dst);
@@ -257,7 +292,8 @@ static void matrix_series(struct render *r, const json_t *m) {
       const char *name = json_string_value(json_array_get(nodes, i));
       if (!name || !json_is_number(v)) continue;
       if (!admit(r)) continue;
-      fprintf(r->f, "%s{nic=\"", nic[k].name);
+      put_job_series(r, nic[k].name, job);
+      fputs("nic=\"", r->f);
       put_label(r->f, name);
       fputs("\"} ", r->f);
       put_json_value(r->f, v);
@@ -272,9 +308,11 @@ static char *render(const json_t *state, const json_t *status, size_t *len) {
   char *buf = NULL;
   struct render r = {.f = open_memstream(&buf, len)};
   if (!r.f) return NULL;
+  const json_t *ranks = json_object_get(state, "ranks");
+  build_info(&r);
   if (status) status_series(&r, status);
-  event_series(&r);
-  verdict_series(&r, json_object_get(state, "verdicts"));
+  event_series(&r, ranks);
+  verdict_series(&r, json_object_get(state, "verdicts"), ranks);
   rank_series(&r, json_object_get(state, "ranks"), json_object_get(state, "t"));
   matrix_series(&r, json_object_get(state, "matrix"));
   if (r.left_out)
@@ -308,7 +346,9 @@ void c4_mon_metrics_event(const json_t *event, const char *line, void *arg) {
   (void)arg;
   if (!mx.port) return; /* not started */
   pthread_mutex_lock(&mx.lock);
-  kind_slot(mx.kinds, &mx.nkinds, json_string_value(json_object_get(event, "kind")))->n++;
+  kind_slot(mx.kinds, &mx.nkinds, json_string_value(json_object_get(event, "job")),
+            json_string_value(json_object_get(event, "kind")))
+      ->n++;
   pthread_mutex_unlock(&mx.lock);
 }
 
@@ -365,7 +405,7 @@ static void forget(void) {
   free(mx.text);
   mx.text = NULL;
   mx.len = 0;
-  seed_kinds(mx.kinds, &mx.nkinds, N_KNOWN);
+  mx.nkinds = 0;
   pthread_mutex_unlock(&mx.lock);
   mx.port = 0;
 }

@@ -10,8 +10,9 @@
 
 /* Starts serving on addr_port ("127.0.0.1:9464", "0.0.0.0:9464", "[::1]:9464"; port 0 picks a
  * free port, see c4_mon_metrics_port). Until the first publish the text holds the event counters
- * only. Returns 0, or C4_EINVAL (not ADDR:PORT, or already started) or C4_ESYS (cannot bind or
- * start the server thread), with a message naming the address logged. */
+ * only (none before a job is seen) and c4_build_info. Returns 0, or C4_EINVAL (not ADDR:PORT, or
+ * already started) or C4_ESYS (cannot bind or start the server thread), with a message naming the
+ * address logged. */
 int c4_mon_metrics_start(const char *addr_port);
 
 /* The TCP port bound by start (useful with port 0); 0 when not started. */
@@ -25,9 +26,9 @@ int c4_mon_metrics_port(void);
  * Call from one thread (c4mon's main loop); safe while scrapes run. */
 void c4_mon_metrics_publish(const json_t *state, const json_t *status);
 
-/* An event sink (c4_mon_event_sink, mon_events.h): counts events by their "kind" for
- * c4_events_total{kind} (shown at the next publish). Up to 32 distinct kinds; others count as
- * kind "other". */
+/* An event sink (c4_mon_event_sink, mon_events.h): counts events by their "job" and "kind" for
+ * c4_events_total{job,kind} (shown at the next publish). Up to 1,023 distinct pairs; others count
+ * as job "other", kind "other". */
 void c4_mon_metrics_event(const json_t *event, const char *line, void *arg);
 
 /* The text a scrape would get now (malloc'd; the caller frees it), or NULL when not started or

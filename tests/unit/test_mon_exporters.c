@@ -85,10 +85,10 @@ static json_t *state(void) {
       "\"entered\":7,\"done\":6,\"lost\":false},"
       "{\"job\":\"j\",\"rank\":2,\"host\":\"a\\\\b\\nc\",\"slowdown\":1.0,\"last_hb_ns\":0,"
       "\"entered\":0,\"done\":0,\"lost\":true}],"
-      "\"matrix\":{\"nodes\":[\"n0/0\",\"n1/0\",\"n2/0\",\"n3/0\"],"
+      "\"matrix\":{\"job\":\"j\",\"nodes\":[\"n0/0\",\"n1/0\",\"n2/0\",\"n3/0\"],"
       "\"cells\":[[0,1,2.6,9],[0,2,2.4,11],[1,2,1.0,9],[2,3,1.0,9],[3,0,1.05,9],[7,0,1,1]],"
       "\"rows\":[2.5,1,1,1],\"cols\":[1,1,1.5,1],\"t\":5000000000},"
-      "\"verdicts\":[{\"v\":1,\"id\":1,\"kind\":\"comm_slow\",\"where\":\"nic_tx\"}],"
+      "\"verdicts\":[{\"v\":1,\"id\":1,\"kind\":\"comm_slow\",\"job\":\"j\",\"where\":\"nic_tx\"}],"
       "\"counts\":{}}",
       0, &err);
   ck_assert_msg(st != NULL, "test state: %s", err.text);
@@ -100,11 +100,14 @@ START_TEST(metrics_serve_rank_link_nic_and_event_series_over_http) {
   int port = c4_mon_metrics_port();
   ck_assert_int_gt(port, 0);
   char *before = http(port, "GET", "/metrics");
-  ck_assert_msg(strstr(before, "200 OK") && strstr(before, "c4_events_total{kind=\"straggler\"} 0"),
+  ck_assert_msg(strstr(before, "200 OK") &&
+                    strstr(before, "c4_build_info{version=\"" C4_VERSION "\"} 1\n"),
                 "before any publish:\n%s", before);
+  ck_assert_msg(!strstr(before, "c4_events_total{"), "event series before any job:\n%s", before);
   free(before);
-  json_t *st = state(), *ev = json_pack("{s:s, s:i}", "kind", "comm_slow", "id", 1);
-  json_t *odd = json_pack("{s:s}", "kind", "new\"kind");
+  json_t *st = state(),
+         *ev = json_pack("{s:s, s:s, s:i}", "kind", "comm_slow", "job", "j", "id", 1);
+  json_t *odd = json_pack("{s:s, s:s}", "kind", "new\"kind", "job", "other job");
   json_t *status = json_pack("{s:i, s:i, s:i, s:i, s:i}", "records", 1234, "ranks_connected", 2,
                              "rejected", 3, "bad_frames", 4, "lost", 5);
   c4_mon_metrics_event(ev, "", NULL);
@@ -123,29 +126,31 @@ START_TEST(metrics_serve_rank_link_nic_and_event_series_over_http) {
       "c4_rank_slowdown{job=\"j\",rank=\"1\",host=\"n1\"} 2.5\n",
       "c4_rank_heartbeat_age_seconds{job=\"j\",rank=\"0\",host=\"n\\\"0\"} 1\n",
       "c4_rank_heartbeat_age_seconds{job=\"j\",rank=\"1\",host=\"n1\"} 0.1\n",
-      "c4_rank_collectives_entered{job=\"j\",rank=\"0\",host=\"n\\\"0\"} 123456789\n",
-      "c4_rank_collectives_done{job=\"j\",rank=\"1\",host=\"n1\"} 6\n",
+      "c4_rank_collectives_entered_total{job=\"j\",rank=\"0\",host=\"n\\\"0\"} 123456789\n",
+      "c4_rank_collectives_done_total{job=\"j\",rank=\"1\",host=\"n1\"} 6\n",
       "c4_rank_lost{job=\"j\",rank=\"1\",host=\"n1\"} 0\n",
       "c4_rank_lost{job=\"j\",rank=\"2\",host=\"a\\\\b\\nc\"} 1\n",
-      "c4_link_slowdown{src=\"n0/0\",dst=\"n1/0\"} 2.6\n",
-      "c4_link_samples{src=\"n0/0\",dst=\"n2/0\"} 11\n",
-      "c4_nic_tx_slowdown{nic=\"n0/0\"} 2.5\n",
-      "c4_nic_rx_slowdown{nic=\"n2/0\"} 1.5\n",
-      "c4_events_total{kind=\"comm_slow\"} 2\n",
-      "c4_events_total{kind=\"straggler\"} 0\n",
-      "c4_events_total{kind=\"new\\\"kind\"} 1\n",
-      "c4_verdicts_active{kind=\"comm_slow\"} 1\n",
-      "c4_verdicts_active{kind=\"rank_lost\"} 0\n",
+      "c4_link_slowdown{job=\"j\",src=\"n0/0\",dst=\"n1/0\"} 2.6\n",
+      "c4_link_samples{job=\"j\",src=\"n0/0\",dst=\"n2/0\"} 11\n",
+      "c4_nic_tx_slowdown{job=\"j\",nic=\"n0/0\"} 2.5\n",
+      "c4_nic_rx_slowdown{job=\"j\",nic=\"n2/0\"} 1.5\n",
+      "c4_events_total{job=\"j\",kind=\"comm_slow\"} 2\n",
+      "c4_events_total{job=\"j\",kind=\"straggler\"} 0\n",
+      "c4_events_total{job=\"other job\",kind=\"new\\\"kind\"} 1\n",
+      "c4_verdicts_active{job=\"j\",kind=\"comm_slow\"} 1\n",
+      "c4_verdicts_active{job=\"j\",kind=\"rank_lost\"} 0\n",
+      "# TYPE c4_rank_collectives_done_total counter\n",
+      "c4_build_info{version=\"" C4_VERSION "\"} 1\n",
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     ck_assert_msg(strstr(body, want[i]), "missing %s in:\n%s", want[i], body);
   /* a rank never heard has no heartbeat age; a cell naming no node is left out */
   ck_assert_ptr_null(strstr(body, "c4_rank_heartbeat_age_seconds{job=\"j\",rank=\"2\""));
   ck_assert_int_eq(count_of(body, "c4_link_slowdown{"), 5);
-  const char *families[] = {"c4_rank_slowdown",   "c4_link_slowdown",   "c4_nic_tx_slowdown",
-                            "c4_events_total",    "c4_verdicts_active", "c4_records_total",
-                            "c4_rank_lost",       "c4_link_samples",    "c4_nic_rx_slowdown",
-                            "c4_ranks_lost_total"};
+  const char *families[] = {"c4_rank_slowdown",    "c4_link_slowdown",   "c4_nic_tx_slowdown",
+                            "c4_events_total",     "c4_verdicts_active", "c4_records_total",
+                            "c4_rank_lost",        "c4_link_samples",    "c4_nic_rx_slowdown",
+                            "c4_ranks_lost_total", "c4_build_info"};
   for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
     char t[128];
     snprintf(t, sizeof t, "# TYPE %s ", families[i]);
@@ -233,8 +238,8 @@ START_TEST(metrics_text_stops_at_100000_series_and_says_how_many_were_left_out) 
     line = end + 1;
   }
   ck_assert_int_eq(series, 100000);
-  /* the 6 event and 5 verdict counters come first: 100,511 - 100,000 left out */
-  ck_assert_msg(strstr(text, "# c4mon: 511 series left out (at most 100000 per scrape)\n"), "%s",
+  /* c4_build_info and job j's 7 event and 5 verdict counters come first: 100,513 - 100,000 */
+  ck_assert_msg(strstr(text, "# c4mon: 513 series left out (at most 100000 per scrape)\n"), "%s",
                 strrchr(text, '#'));
   free(text);
   json_decref(st);
