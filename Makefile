@@ -295,6 +295,8 @@ $(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smok
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The pkg-config file names the prefix it is installed under, so it is written at install time.
+# libc4common.a is static: its dependencies are in Requires and Libs, not the .private fields, so
+# that `pkg-config --libs c4` alone links a program (no --static needed).
 define C4_PC
 prefix=$(PREFIX)
 libdir=$${prefix}/lib
@@ -303,9 +305,8 @@ includedir=$${prefix}/include/c4
 Name: c4
 Description: c4 NCCL net plugin, telemetry ring and host collectives
 Version: $(VERSION)
-Requires.private: jansson libcrypto
-Libs: -L$${libdir} -lc4common
-Libs.private: -ldl -lm -pthread
+Requires: jansson libcrypto
+Libs: -L$${libdir} -lc4common -ldl -lm -pthread
 Cflags: -I$${includedir}
 endef
 export C4_PC
@@ -358,15 +359,24 @@ drill: all
 multinode-check: all
 	bash tools/multinode_check/multinode_check.sh $(MNC_ARGS) $(BUILD)
 
+# make install: the plugin (and its profiler link), the preload shim, the CUDA kernels when built,
+# the programs, libc4common.a with its headers and c4.pc, man pages written from the programs'
+# --help (help2man), and a systemd unit for `c4mon serve` (enable it yourself).
+MANDIR    ?= $(PREFIX)/share/man
+UNITDIR   ?= $(PREFIX)/lib/systemd/system
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/c4
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/include/c4 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR)
 	install -m 755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnccl-net-c4.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-c4.so
-	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(PRELOAD) $(filter %.so,$(LIBKCUDA)) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIBCOMMON) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(C4PERF) $(C4MON) $(C4SCEN) $(C4TRAIN) $(C4PLAN) $(C4CAP) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 common/*.h include/c4/nccl_net_abi.h $(DESTDIR)$(PREFIX)/include/c4/
+	install -m 644 common/*.h include/c4/*.h $(DESTDIR)$(PREFIX)/include/c4/
 	printf '%s\n' "$$C4_PC" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/c4.pc
+	bash tools/install/man.sh $(BUILD)/bin $(BUILD)/man
+	install -m 644 $(BUILD)/man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	sed 's|@PREFIX@|$(PREFIX)|g' tools/install/c4mon.service.in > $(DESTDIR)$(UNITDIR)/c4mon.service
 
 deps:
 	bash .ci/deps.sh
