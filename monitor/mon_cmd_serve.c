@@ -6,6 +6,7 @@
 
 #include "c4_cli.h"
 #include "mon_cli.h"
+#include "mon_events.h"
 #include "mon_server.h"
 
 static void serve_tick(void *arg) {
@@ -17,6 +18,7 @@ static int serve(const char *prog, struct mon_opts *o, const char *out, struct m
   if (out && !(o->record = fopen(out, "a")))
     return c4_cli_fail(prog, "%s: %s", out, strerror(errno));
   if (!d->out.events) d->out.events = "-";
+  c4_mon_events_live(1);
   int rc = C4_EXIT_FAIL;
   if (c4_det_init(&d->det) == 0 && c4_mon_outputs_start(&d->out) == 0) {
     rc = c4_mon_serve(o, &c4_mon_stop) ? C4_EXIT_FAIL : C4_EXIT_OK;

@@ -13,7 +13,11 @@ typedef void (*c4_mon_event_sink)(const json_t *event, const char *line, void *a
 /* Registers a sink; at most 8. Returns 0 or C4_EINVAL when full. */
 int c4_mon_events_add_sink(c4_mon_event_sink fn, void *arg);
 
-/* Hands ev to every sink, then releases it (steals the reference). */
+/* live 1: event times ("t") are this process's monotonic clock (c4mon serve), so each event gets
+ * "wall", their UTC time in RFC 3339; 0 (the default, replay): "wall" is null. */
+void c4_mon_events_live(int on);
+
+/* Adds "wall" to ev, hands it to every sink, then releases it (steals the reference). */
 void c4_mon_events_emit(json_t *ev);
 
 /* Removes every sink (tests, end of replay). */

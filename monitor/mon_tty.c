@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "mon_heat.h"
+#include "mon_place.h"
 #include "mon_server.h"
 
 static const char *glyphs = " .:-=+*#%@";
@@ -60,10 +61,12 @@ void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int c
   json_t *v;
   json_array_foreach(verdicts, i, v) {
     if (lines >= height / 3) break;
-    fprintf(out, "  #%lld %-12s %-7s factor %5.2f  %.1f s ago  %.*s\n",
-            (long long)json_integer_value(json_object_get(v, "id")), str(v, "kind"),
-            str(v, "where"), num(v, "factor"), (now - num(v, "t")) / 1e9,
-            width > 60 ? width - 60 : 10, str(v, "detail"));
+    char place[256];
+    c4_mon_place(v, place, sizeof place);
+    int room = width - 40 - (int)strlen(place);
+    fprintf(out, "  #%lld %-12s %s  factor %5.2f  %.1f s ago  %.*s\n",
+            (long long)json_integer_value(json_object_get(v, "id")), str(v, "kind"), place,
+            num(v, "factor"), (now - num(v, "t")) / 1e9, room > 10 ? room : 10, str(v, "detail"));
     lines++;
   }
   /* the heat map takes the right part, the ranks the left */
