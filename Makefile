@@ -26,7 +26,7 @@ PKGS      := jansson libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # c4mon's exporters only: the plugin never links them.
-MON_PKGS  := libmicrohttpd libpng
+MON_PKGS  := libmicrohttpd cairo
 MON_CFLAGS := $(shell pkg-config --cflags $(MON_PKGS) 2>/dev/null)
 MON_LIBS  := $(shell pkg-config --libs $(MON_PKGS) 2>/dev/null)
 # The CPU kernels' BLAS: only c4train and its tests link it.

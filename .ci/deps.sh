@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh -- installs the Debian packages c4's build, tests and bench need (make deps).
 set -euo pipefail
-PKGS=(build-essential pkg-config check libsubunit-dev libjansson-dev libssl-dev libmicrohttpd-dev libpng-dev libopenblas-dev iperf3 iproute2 iputils-ping clang libclang-rt-14-dev clang-format util-linux libpcap-dev tcpdump python3 libibverbs-dev jq curl prometheus help2man)
+PKGS=(build-essential pkg-config check libsubunit-dev libjansson-dev libssl-dev libmicrohttpd-dev libcairo2-dev libopenblas-dev iperf3 iproute2 iputils-ping clang libclang-rt-14-dev clang-format util-linux libpcap-dev tcpdump python3 libibverbs-dev jq curl prometheus help2man)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,8 +1,8 @@
 /* mon_image.c -- draws the delay matrix as PNG (libpng) or SVG. */
 #include "mon_image.h"
 
+#include <cairo.h>
 #include <errno.h>
-#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,45 +28,129 @@ static int place(const char *tmp, const char *path, int ok) {
   return fail(path, ok ? strerror(e) : "writing failed");
 }
 
+/* Where things go in a picture: the same for PNG and SVG. */
+struct layout {
+  int px;    /* pixels per block */
+  int label; /* the left band (row labels) and the bottom band (column labels) */
+  int top;   /* the title, the legend */
+  int side;  /* the matrix with its margin */
+  int width, height;
+  int step; /* a label every step blocks: about 40 a side */
+};
+
+static struct layout layout_of(const struct heat *h, int budget, int px_min, int px_max,
+                               size_t nverdicts) {
+  struct layout l = {.label = 130, .top = 90};
+  l.px = h->side ? budget / (h->side + MARGIN) : px_max;
+  if (l.px < px_min) l.px = px_min;
+  if (l.px > px_max) l.px = px_max;
+  l.side = (h->side + MARGIN) * l.px;
+  l.width = l.label + l.side + 20;
+  if (l.width < 780) l.width = 780; /* the title and the scale fit */
+  l.height = l.top + l.side + l.label + 16 * (int)nverdicts + 20;
+  l.step = h->side > 40 ? (h->side + 39) / 40 : 1;
+  return l;
+}
+
+static const char *const title_fmt = "c4mon delay matrix: %d NICs, sources down, destinations "
+                                     "across%s";
+static const char *const scale_fmt = "t = %.3f s (telemetry clock); cell = time per byte over its "
+                                     "size class's median; margin: row and column effects";
+
+/* The PNG, drawn with cairo: cells as in the SVG, with the title, the color scale, the NICs
+ * (HOST/DEV) along both sides and the active verdicts, so that the picture reads on its own. */
+static void png_cell(cairo_t *cr, int x, int y, int w, float factor, int outline) {
+  unsigned char c[3];
+  c4_heat_rgb(factor, c);
+  cairo_rectangle(cr, x, y, w, w);
+  cairo_set_source_rgb(cr, c[0] / 255.0, c[1] / 255.0, c[2] / 255.0);
+  cairo_fill_preserve(cr);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_line_width(cr, outline ? 2 : 0);
+  if (outline)
+    cairo_stroke(cr);
+  else
+    cairo_new_path(cr);
+}
+
+static void png_text(cairo_t *cr, double x, double y, double size, int right, const char *s) {
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_font_size(cr, size);
+  if (right) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s, &e);
+    x -= e.x_advance;
+  }
+  cairo_move_to(cr, x, y);
+  cairo_show_text(cr, s);
+}
+
+static void png_draw(cairo_t *cr, const json_t *state, const struct heat *h,
+                     const struct layout *l) {
+  char line[512];
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  snprintf(line, sizeof line, title_fmt, h->n, h->per > 1 ? " (blocks of nodes, worst shown)" : "");
+  png_text(cr, 10, 20, 15, 0, line);
+  snprintf(line, sizeof line, scale_fmt,
+           (double)json_integer_value(json_object_get(state, "t")) / 1e9);
+  png_text(cr, 10, 38, 11, 0, line);
+  for (int k = 0; k <= 4; k++) { /* the scale: 1x .. 2x */
+    float fct = 1.0f + 0.25f * (float)k;
+    png_cell(cr, 10 + k * 70, 50, 14, fct, 0);
+    snprintf(line, sizeof line, "%.2fx%s", fct, k == 4 ? " and more" : "");
+    png_text(cr, 28 + k * 70, 61, 11, 0, line);
+  }
+  int px = l->px, cw = px - (px > 4), hs = h->side;
+  for (int b = 0; b < hs; b += l->step) {
+    const char *name = json_string_value(json_array_get(h->nodes, (size_t)b * (size_t)h->per));
+    if (!name) continue;
+    png_text(cr, l->label - 4, l->top + b * px + px / 2 + 4, 11, 1, name);
+    cairo_save(cr);
+    cairo_translate(cr, l->label + b * px + px / 2 - 4, l->top + l->side + 4);
+    cairo_rotate(cr, 1.5707963267948966);
+    png_text(cr, 0, 0, 11, 0, name);
+    cairo_restore(cr);
+  }
+  for (int y = 0; y < hs; y++)
+    for (int x = 0; x < hs; x++) {
+      float v = h->cell[y * hs + x];
+      if (v > 0) png_cell(cr, l->label + x * px, l->top + y * px, cw, v, v >= 1.5f && px >= 6);
+    }
+  png_text(cr, l->label + (hs + 1) * px, l->top - 6, 11, 0, "sending");
+  png_text(cr, l->label - 4, l->top + (hs + 1) * px + px / 2 + 4, 11, 1, "receiving");
+  for (int b = 0; b < hs; b++) {
+    png_cell(cr, l->label + (hs + 1) * px, l->top + b * px, cw, h->row[b], 0);
+    png_cell(cr, l->label + b * px, l->top + (hs + 1) * px, cw, h->col[b], 0);
+  }
+  int y = l->top + l->side + l->label;
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(state, "verdicts"), i, v) {
+    snprintf(line, sizeof line, "#%lld %s %s: %s",
+             (long long)json_integer_value(json_object_get(v, "id")),
+             json_string_value(json_object_get(v, "kind")),
+             json_string_value(json_object_get(v, "where")),
+             json_string_value(json_object_get(v, "detail")));
+    png_text(cr, 10, y, 11, 0, line);
+    y += 16;
+  }
+}
+
 int c4_mon_image_png(const json_t *state, const char *path) {
   struct heat h;
   if (c4_heat_fold(state, MAX_BLOCKS, &h) != 0) return fail(path, "out of memory");
-  int px = h.side ? 1600 / (h.side + MARGIN) : 8;
-  if (px < 4) px = 4;
-  if (px > 40) px = 40;
-  int side = (h.side + MARGIN) * px;
-  unsigned char *img = malloc((size_t)side * (size_t)side * 3);
-  if (!img) {
-    c4_heat_free(&h);
-    return fail(path, "out of memory");
-  }
-  memset(img, 255, (size_t)side * (size_t)side * 3);
-  for (int y = 0; y < side; y++)
-    for (int x = 0; x < side; x++) {
-      int by = y / px, bx = x / px;
-      unsigned char rgb[3];
-      if (by < h.side && bx < h.side)
-        c4_heat_rgb(h.cell[by * h.side + bx], rgb);
-      else if (by < h.side && bx == h.side + 1)
-        c4_heat_rgb(h.row[by], rgb);
-      else if (bx < h.side && by == h.side + 1)
-        c4_heat_rgb(h.col[bx], rgb);
-      else
-        continue;
-      if (px >= 6 && (x % px == 0 || y % px == 0)) continue; /* a white grid between cells */
-      memcpy(img + ((size_t)y * (size_t)side + (size_t)x) * 3, rgb, 3);
-    }
+  struct layout l = layout_of(&h, 1600, 4, 40, json_array_size(json_object_get(state, "verdicts")));
+  cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, l.width, l.height);
+  cairo_t *cr = cairo_create(sf);
+  png_draw(cr, state, &h, &l);
+  int ok = cairo_status(cr) == CAIRO_STATUS_SUCCESS;
+  cairo_destroy(cr);
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  png_image pi;
-  memset(&pi, 0, sizeof pi);
-  pi.version = PNG_IMAGE_VERSION;
-  pi.width = (png_uint_32)side;
-  pi.height = (png_uint_32)side;
-  pi.format = PNG_FORMAT_RGB;
-  int ok = png_image_write_to_file(&pi, tmp, 0, img, 0, NULL);
-  png_image_free(&pi);
-  free(img);
+  ok = ok && cairo_surface_write_to_png(sf, tmp) == CAIRO_STATUS_SUCCESS;
+  cairo_surface_destroy(sf);
   c4_heat_free(&h);
   return place(tmp, path, ok);
 }
@@ -99,10 +183,9 @@ static void rect(FILE *f, int x, int y, int w, float factor, int outline) {
 int c4_mon_image_svg(const json_t *state, const char *path) {
   struct heat h;
   if (c4_heat_fold(state, MAX_BLOCKS, &h) != 0) return fail(path, "out of memory");
-  int px = h.side ? 1200 / (h.side + MARGIN) : 12;
-  if (px < 3) px = 3;
-  if (px > 32) px = 32;
-  int label = 110, top = 90, side = (h.side + MARGIN) * px;
+  const json_t *verdicts = json_object_get(state, "verdicts");
+  struct layout l = layout_of(&h, 1200, 3, 32, json_array_size(verdicts));
+  int px = l.px, label = l.label, top = l.top, side = l.side;
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
@@ -110,28 +193,22 @@ int c4_mon_image_svg(const json_t *state, const char *path) {
     c4_heat_free(&h);
     return fail(path, strerror(errno));
   }
-  const json_t *verdicts = json_object_get(state, "verdicts");
-  int vh = 16 * (int)json_array_size(verdicts);
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-          "font-family=\"sans-serif\" font-size=\"11\">\n",
-          label + side + 20, top + side + label + vh + 20);
-  fprintf(f,
-          "<text x=\"10\" y=\"20\" font-size=\"15\">c4mon delay matrix: %d NICs, sources down, "
-          "destinations across%s</text>\n",
-          h.n, h.per > 1 ? " (blocks of nodes, worst cell shown)" : "");
-  fprintf(f,
-          "<text x=\"10\" y=\"38\">t = %.3f s (telemetry clock); cell = time per byte over its "
-          "size class's median; margin: row and column effects</text>\n",
-          (double)json_integer_value(json_object_get(state, "t")) / 1e9);
+          "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"20\" "
+          "font-size=\"15\">",
+          l.width, l.height);
+  fprintf(f, title_fmt, h.n, h.per > 1 ? " (blocks of nodes, worst shown)" : "");
+  fputs("</text>\n<text x=\"10\" y=\"38\">", f);
+  fprintf(f, scale_fmt, (double)json_integer_value(json_object_get(state, "t")) / 1e9);
+  fputs("</text>\n", f);
   for (int k = 0; k <= 4; k++) { /* the legend: 1x .. 2x */
     float fct = 1.0f + 0.25f * (float)k;
     rect(f, 10 + k * 70, 50, 14, fct, 0);
     fprintf(f, "<text x=\"%d\" y=\"61\">%.2fx%s</text>\n", 28 + k * 70, fct,
             k == 4 ? " and more" : "");
   }
-  int step = h.side > 40 ? (h.side + 39) / 40 : 1; /* labels thinned to about 40 a side */
-  for (int b = 0; b < h.side; b += step) {
+  for (int b = 0; b < h.side; b += l.step) {
     const char *name = json_string_value(json_array_get(h.nodes, (size_t)b * (size_t)h.per));
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", label - 4, top + b * px + px - 2);
     xml_text(f, name);

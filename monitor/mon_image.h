@@ -6,8 +6,9 @@
 
 #include <jansson.h>
 
-/* PNG (libpng), at most ~1600 pixels a side; above 400 nodes, cells are blocks of nodes. Returns 0
- * or a negative C4_E* code with a message naming path. */
+/* PNG (cairo), the matrix at most ~1600 pixels a side (above 400 nodes, cells are blocks of
+ * nodes), with the same title, color scale, NIC labels and verdicts as the SVG. Returns 0 or a
+ * negative C4_E* code with a message naming path. */
 int c4_mon_image_png(const json_t *state, const char *path);
 
 /* SVG with node labels, the time, the active verdicts and hot cells outlined. */
