@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "c4_cli.h"
+#include "c4_score.h"
 #include "scen_cli.h"
-#include "scen_score.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: c4scen score --truth FILE --events FILE [--json]\n"
@@ -56,7 +56,7 @@ static void print_human(const json_t *doc, FILE *f) {
   if (json_array_size(fps)) fprintf(f, "false positives:\n");
   json_array_foreach(fps, i, x) {
     char place[160];
-    c4_scen_place_name(x, place, sizeof place);
+    c4_score_place_name(x, place, sizeof place);
     json_t *nb = json_object_get(x, "near_blip");
     fprintf(f, "  line %lld: id %s at %.3f s: %s %s %s",
             (long long)json_integer_value(json_object_get(x, "line")),
@@ -104,16 +104,16 @@ int c4_scen_score_main(int argc, char **argv) {
   if (optind < argc) return c4_cli_usage("c4scen score", "unexpected argument '%s'", argv[optind]);
   if (!truth || !events)
     return c4_cli_usage("c4scen score", "--truth FILE and --events FILE are required");
-  struct c4_scen_truth t;
-  struct c4_scen_events e;
+  struct c4_score_truth t;
+  struct c4_score_events e;
   char err[512];
   int rc = 1;
   memset(&e, 0, sizeof e);
-  if (c4_scen_truth_load(truth, &t, err, sizeof err) ||
-      c4_scen_events_load(events, &e, err, sizeof err)) {
+  if (c4_score_truth_load(truth, &t, err, sizeof err) ||
+      c4_score_events_load(events, &e, err, sizeof err)) {
     fprintf(stderr, "c4scen score: %s\n", err);
   } else {
-    json_t *doc = c4_scen_score(&t, &e);
+    json_t *doc = c4_score_run(&t, &e);
     if (!doc) {
       fprintf(stderr, "c4scen score: out of memory\n");
     } else {
@@ -127,7 +127,7 @@ int c4_scen_score_main(int argc, char **argv) {
       rc = fflush(stdout) ? 1 : 0;
     }
   }
-  c4_scen_events_free(&e);
-  c4_scen_truth_free(&t);
+  c4_score_events_free(&e);
+  c4_score_truth_free(&t);
   return rc;
 }

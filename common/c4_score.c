@@ -1,14 +1,14 @@
-/* scen_score.c -- matching c4mon's events to injected faults: an event matches a fault of its
- * kind whose window (onset - 0.5 s to its end or the trace's, + 10 s) holds it; precision,
- * recall, location and time to flag follow (docs/scenarios.md). */
-#include "scen_score.h"
+/* c4_score.c -- matching c4mon's events to injected faults: an event matches a fault of its
+ * kind whose window (onset - 0.5 s to its end or the trace's, + 10 s) holds it (and, strict, that
+ * names its place); precision, recall, location and time to flag follow (docs/scenarios.md). */
+#include "c4_score.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define EARLY_NS 500000000ull  /* an event may come this long before the onset */
-#define LATE_NS 10000000000ull /* ... and this long after the fault's end */
+#define EARLY_NS C4_SCORE_EARLY_NS
+#define LATE_NS C4_SCORE_LATE_NS
 
 static int streq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
@@ -59,9 +59,18 @@ static int same_strs(const json_t *a, const json_t *b) {
   return 1;
 }
 
-int c4_scen_place_right(const json_t *tf, const json_t *ev) {
-  const char *where = str(tf, "where");
-  if (!streq(where, str(ev, "where"))) return 0;
+/* 1 when the fault's where (a string, or an array of alternatives) allows where. */
+static int where_allowed(const json_t *w, const char *where) {
+  if (json_is_string(w)) return streq(json_string_value(w), where);
+  size_t i;
+  json_t *x;
+  json_array_foreach(w, i, x) if (streq(json_string_value(x), where)) return 1;
+  return 0;
+}
+
+int c4_score_place_right(const json_t *tf, const json_t *ev) {
+  const char *where = str(ev, "where");
+  if (!where || !where_allowed(json_object_get(tf, "where"), where)) return 0;
   if (!strcmp(where, "gpu"))
     return same_ints(json_object_get(tf, "ranks"), json_object_get(ev, "ranks"));
   if (!strcmp(where, "nic_tx") || !strcmp(where, "nic_rx")) {
@@ -91,7 +100,7 @@ int c4_scen_place_right(const json_t *tf, const json_t *ev) {
   return same_strs(json_object_get(tf, "hosts"), json_object_get(ev, "hosts"));
 }
 
-void c4_scen_place_name(const json_t *o, char *buf, size_t n) {
+void c4_score_place_name(const json_t *o, char *buf, size_t n) {
   const char *where = str(o, "where");
   json_t *nic = json_object_get(o, "nic"), *link = json_object_get(o, "link");
   json_t *devs = json_object_get(o, "link_devs"), *ranks = json_object_get(o, "ranks");
@@ -125,11 +134,12 @@ void c4_scen_place_name(const json_t *o, char *buf, size_t n) {
 }
 
 /* 1 when event e falls in fault f's window and is of its kind. */
-static int matches(const struct c4_scen_truth *t, const struct c4_scen_tfault *f,
-                   const struct c4_scen_event *e) {
-  uint64_t lo = f->onset > EARLY_NS ? f->onset - EARLY_NS : 0;
-  uint64_t hi = (f->end ? f->end : t->trace_end) + LATE_NS;
-  return !strcmp(e->kind, f->kind) && e->t >= lo && e->t <= hi;
+static int matches(const struct c4_score_truth *t, const struct c4_score_fault *f,
+                   const struct c4_score_event *e) {
+  uint64_t lo = f->onset > f->early ? f->onset - f->early : 0;
+  uint64_t hi = (f->end ? f->end : t->trace_end) + f->late;
+  return !strcmp(e->kind, f->kind) && e->t >= lo && e->t <= hi &&
+         (!t->strict || c4_score_place_right(f->obj, e->obj));
 }
 
 static int is_hang(const char *kind) {
@@ -150,32 +160,33 @@ static json_t *median(double *v, size_t n) {
 
 /* The first event (by time, then file order) that matches fault i and is not the right place
  * of another fault it does not also fit: concurrent faults of one kind each get their own. */
-static const struct c4_scen_event *first_match(const struct c4_scen_truth *t, size_t i,
-                                               const struct c4_scen_events *e) {
-  const struct c4_scen_event *best = NULL;
+static const struct c4_score_event *first_match(const struct c4_score_truth *t, size_t i,
+                                                const struct c4_score_events *e) {
+  const struct c4_score_event *best = NULL;
   for (size_t k = 0; k < e->n; k++) {
-    const struct c4_scen_event *ev = &e->ev[k];
+    const struct c4_score_event *ev = &e->ev[k];
     if (!matches(t, &t->f[i], ev) || (best && best->t <= ev->t)) continue;
-    int mine = c4_scen_place_right(t->f[i].obj, ev->obj), other = 0;
+    int mine = c4_score_place_right(t->f[i].obj, ev->obj), other = 0;
     for (size_t g = 0; g < t->n && !mine && !other; g++)
-      other = g != i && matches(t, &t->f[g], ev) && c4_scen_place_right(t->f[g].obj, ev->obj);
+      other = g != i && matches(t, &t->f[g], ev) && c4_score_place_right(t->f[g].obj, ev->obj);
     if (!other) best = ev;
   }
   return best;
 }
 
-static json_t *fault_result(const struct c4_scen_truth *t, size_t i, const struct c4_scen_event *m,
-                            double *flag) {
-  const struct c4_scen_tfault *f = &t->f[i];
+static json_t *fault_result(const struct c4_score_truth *t, size_t i,
+                            const struct c4_score_event *m, double *flag) {
+  const struct c4_score_fault *f = &t->f[i];
   char place[160];
-  c4_scen_place_name(f->obj, place, sizeof place);
+  c4_score_place_name(f->obj, place, sizeof place);
   json_t *r =
       json_pack("{s:s, s:s, s:s, s:I, s:o, s:b}", "kind", f->kind, "where", f->where, "place",
                 place, "onset_ns", (json_int_t)f->onset, "end_ns",
                 f->end ? json_integer((json_int_t)f->end) : json_null(), "detected", m != NULL);
   if (!r) return NULL;
-  json_t *spec = json_object_get(f->obj, "spec");
+  json_t *spec = json_object_get(f->obj, "spec"), *name = json_object_get(f->obj, "name");
   if (json_is_string(spec)) json_object_set(r, "spec", spec);
+  if (json_is_string(name)) json_object_set(r, "name", name);
   if (!m) {
     json_object_set_new(r, "place_right", json_null());
     json_object_set_new(r, "flag_s", json_null());
@@ -193,8 +204,8 @@ static json_t *fault_result(const struct c4_scen_truth *t, size_t i, const struc
   }
   *flag = ((double)m->t - (double)from) / 1e9;
   char eplace[160];
-  c4_scen_place_name(m->obj, eplace, sizeof eplace);
-  json_object_set_new(r, "place_right", json_boolean(c4_scen_place_right(f->obj, m->obj)));
+  c4_score_place_name(m->obj, eplace, sizeof eplace);
+  json_object_set_new(r, "place_right", json_boolean(c4_score_place_right(f->obj, m->obj)));
   json_object_set_new(r, "flag_s", json_real(*flag));
   json_t *id = json_object_get(m->obj, "id");
   json_object_set_new(r, "event_id", json_is_integer(id) ? json_incref(id) : json_null());
@@ -206,7 +217,7 @@ static json_t *fault_result(const struct c4_scen_truth *t, size_t i, const struc
 }
 
 /* The blip (index) an unmatched event probably answers: one shortly before it; -1 if none. */
-static long near_blip(const struct c4_scen_truth *t, uint64_t at) {
+static long near_blip(const struct c4_score_truth *t, uint64_t at) {
   long best = -1;
   size_t i;
   json_t *b;
@@ -217,37 +228,49 @@ static long near_blip(const struct c4_scen_truth *t, uint64_t at) {
   return best;
 }
 
-json_t *c4_scen_score(const struct c4_scen_truth *t, const struct c4_scen_events *e) {
+/* An event's copy for a listing, with its line in the events file. */
+static json_t *listed(const struct c4_score_event *ev) {
+  json_t *c = json_deep_copy(ev->obj);
+  if (c) json_object_set_new(c, "line", json_integer(ev->line));
+  return c;
+}
+
+json_t *c4_score_run(const struct c4_score_truth *t, const struct c4_score_events *e) {
   json_t *faults = json_array(), *fps = json_array(), *blips = json_array();
+  json_t *repeats = json_array();
+  const struct c4_score_event **first = calloc(t->n + 1, sizeof *first);
   double *slow = calloc(t->n + 1, sizeof *slow), *hang = calloc(t->n + 1, sizeof *hang);
   char *alarmed = calloc(json_array_size(t->blips) + 1, 1);
   size_t nslow = 0, nhang = 0, found = 0, right = 0, tp = 0;
   json_t *doc = NULL;
-  if (!faults || !fps || !blips || !slow || !hang || !alarmed) goto out;
+  if (!faults || !fps || !blips || !repeats || !first || !slow || !hang || !alarmed) goto out;
   for (size_t i = 0; i < t->n; i++) {
-    const struct c4_scen_event *m = first_match(t, i, e);
+    const struct c4_score_event *m = first[i] = first_match(t, i, e);
     double flag = 0;
     json_array_append_new(faults, fault_result(t, i, m, &flag));
     if (!m) continue;
     found++;
-    right += c4_scen_place_right(t->f[i].obj, m->obj);
+    right += c4_score_place_right(t->f[i].obj, m->obj);
     if (is_hang(t->f[i].kind))
       hang[nhang++] = flag;
     else
       slow[nslow++] = flag;
   }
   for (size_t k = 0; k < e->n; k++) {
-    int hit = 0;
-    for (size_t i = 0; i < t->n && !hit; i++)
-      hit = matches(t, &t->f[i], &e->ev[k]);
+    int hit = 0, firsts = 0;
+    for (size_t i = 0; i < t->n; i++) {
+      hit |= matches(t, &t->f[i], &e->ev[k]);
+      firsts |= first[i] == &e->ev[k];
+    }
     if (hit) {
       tp++;
+      /* strict: a fault answered again (raised, recovered, raised) is one fault, listed */
+      if (t->strict && !firsts) json_array_append_new(repeats, listed(&e->ev[k]));
       continue;
     }
-    json_t *fp = json_deep_copy(e->ev[k].obj);
+    json_t *fp = listed(&e->ev[k]);
     long b = near_blip(t, e->ev[k].t);
     if (b >= 0) alarmed[b] = 1;
-    json_object_set_new(fp, "line", json_integer(e->ev[k].line));
     json_object_set_new(fp, "near_blip", b >= 0 ? json_integer(b) : json_null());
     json_array_append_new(fps, fp);
   }
@@ -267,7 +290,13 @@ json_t *c4_scen_score(const struct c4_scen_truth *t, const struct c4_scen_events
                   (json_int_t)e->n, "true_positives", (json_int_t)tp, "faults_total",
                   (json_int_t)t->n, "faults_detected", (json_int_t)found, "start_ns",
                   (json_int_t)t->start, "faults", faults, "false_positives", fps, "blips", blips);
+  if (doc && t->strict) {
+    json_object_set_new(doc, "ok", json_boolean(found == t->n && !json_array_size(fps)));
+    json_object_set(doc, "repeats", repeats);
+  }
 out:
+  json_decref(repeats);
+  free(first);
   json_decref(faults);
   json_decref(fps);
   json_decref(blips);

@@ -1,5 +1,5 @@
-/* scen_score_load.c -- reads the truth file and c4mon's events for c4scen score, refusing what
- * it cannot use with the file and the line (or field) named. */
+/* c4_score_load.c -- reads a truth file and c4mon's events for scoring, refusing what it cannot
+ * use with the file and the line (or field) named. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "c4_cli.h"
-#include "scen_score.h"
+#include "c4_score.h"
 
 static const char *const fault_kinds[] = {"straggler",    "comm_slow", "comm_hang",
                                           "noncomm_hang", "rank_lost", NULL};
@@ -67,44 +67,68 @@ static const char *place_fields_bad(const json_t *f) {
   return NULL;
 }
 
-static int load_fault(const char *path, size_t i, json_t *o, struct c4_scen_tfault *f, char *err,
-                      size_t n) {
-  if (!json_is_object(o)) return fail(err, n, "%s: faults[%zu] is not an object", path, i);
-  f->obj = o;
-  f->kind = json_string_value(json_object_get(o, "kind"));
-  f->where = json_string_value(json_object_get(o, "where"));
-  if (!one_of(f->kind, fault_kinds))
-    return fail(err, n,
-                "%s: faults[%zu].kind is missing or not straggler, comm_slow, comm_hang, "
-                "noncomm_hang or rank_lost",
-                path, i);
-  if (!one_of(f->where, wheres))
-    return fail(err, n,
-                "%s: faults[%zu].where is missing or not gpu, host, nic_tx, nic_rx, link or path",
-                path, i);
-  if (get_time(o, "onset_ns", -1, &f->onset))
-    return fail(err, n, "%s: faults[%zu].onset_ns is missing or not a time in ns", path, i);
-  json_t *end = json_object_get(o, "end_ns");
-  if (end && !json_is_null(end) && get_time(o, "end_ns", -1, &f->end))
-    return fail(err, n, "%s: faults[%zu].end_ns is not a time in ns or null", path, i);
-  uint64_t stall;
-  json_t *st = json_object_get(o, "stall_ns");
-  if (st && !json_is_null(st) && get_time(o, "stall_ns", -1, &stall))
-    return fail(err, n, "%s: faults[%zu].stall_ns is not a time in ns or null", path, i);
-  const char *bad = place_fields_bad(o);
-  if (bad) return fail(err, n, "%s: faults[%zu].%s is not of its type", path, i, bad);
+/* The fault's where: a place kind, or (an expected table) a non-empty array of them, any of which
+ * is right; the first in *where. 0, or -1 when it is neither. */
+static int load_where(const json_t *w, const char **where) {
+  if (json_is_string(w)) {
+    *where = json_string_value(w);
+    return one_of(*where, wheres) ? 0 : -1;
+  }
+  if (!json_array_size(w)) return -1;
+  size_t i;
+  json_t *x;
+  json_array_foreach(w, i, x) if (!one_of(json_string_value(x), wheres)) return -1;
+  *where = json_string_value(json_array_get(w, 0));
   return 0;
 }
 
-int c4_scen_truth_load(const char *path, struct c4_scen_truth *t, char *err, size_t n) {
+static int load_fault(const char *path, const char *list, size_t i, json_t *o,
+                      struct c4_score_fault *f, char *err, size_t n) {
+  if (!json_is_object(o)) return fail(err, n, "%s: %s[%zu] is not an object", path, list, i);
+  f->obj = o;
+  f->kind = json_string_value(json_object_get(o, "kind"));
+  f->early = C4_SCORE_EARLY_NS;
+  f->late = C4_SCORE_LATE_NS;
+  if (!one_of(f->kind, fault_kinds))
+    return fail(err, n,
+                "%s: %s[%zu].kind is missing or not straggler, comm_slow, comm_hang, "
+                "noncomm_hang or rank_lost",
+                path, list, i);
+  if (load_where(json_object_get(o, "where"), &f->where))
+    return fail(err, n,
+                "%s: %s[%zu].where is missing or not gpu, host, nic_tx, nic_rx, link or path "
+                "(or an array of them)",
+                path, list, i);
+  if (get_time(o, "onset_ns", -1, &f->onset))
+    return fail(err, n, "%s: %s[%zu].onset_ns is missing or not a time in ns", path, list, i);
+  json_t *end = json_object_get(o, "end_ns");
+  if (end && !json_is_null(end) && get_time(o, "end_ns", -1, &f->end))
+    return fail(err, n, "%s: %s[%zu].end_ns is not a time in ns or null", path, list, i);
+  uint64_t stall;
+  json_t *st = json_object_get(o, "stall_ns");
+  if (st && !json_is_null(st) && get_time(o, "stall_ns", -1, &stall))
+    return fail(err, n, "%s: %s[%zu].stall_ns is not a time in ns or null", path, list, i);
+  const char *bad = place_fields_bad(o);
+  if (bad) return fail(err, n, "%s: %s[%zu].%s is not of its type", path, list, i, bad);
+  return 0;
+}
+
+int c4_score_truth_load(const char *path, struct c4_score_truth *t, char *err, size_t n) {
   memset(t, 0, sizeof *t);
   json_error_t je;
-  t->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (!t->doc) {
+  json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  if (!doc) {
     char why[300];
     if (je.line < 1) return fail(err, n, "%s: %s", path, c4_cli_json_why(&je, why, sizeof why));
     return fail(err, n, "%s:%d: %s", path, je.line, je.text);
   }
+  return c4_score_truth_from_doc(path, doc, "faults", t, err, n);
+}
+
+int c4_score_truth_from_doc(const char *path, json_t *doc, const char *list,
+                            struct c4_score_truth *t, char *err, size_t n) {
+  memset(t, 0, sizeof *t);
+  t->doc = doc;
   if (!json_is_object(t->doc)) return fail(err, n, "%s:1: not a JSON object", path);
   json_t *v = json_object_get(t->doc, "v"), *faults = json_object_get(t->doc, "faults");
   if (!json_is_integer(v) || json_integer_value(v) != 1)
@@ -139,12 +163,12 @@ int c4_scen_truth_load(const char *path, struct c4_scen_truth *t, char *err, siz
   t->f = calloc(t->n + 1, sizeof *t->f);
   if (!t->f) return fail(err, n, "%s: out of memory", path);
   json_array_foreach(faults, i, x) {
-    if (load_fault(path, i, x, &t->f[i], err, n)) return 1;
+    if (load_fault(path, list, i, x, &t->f[i], err, n)) return 1;
   }
   return 0;
 }
 
-void c4_scen_truth_free(struct c4_scen_truth *t) {
+void c4_score_truth_free(struct c4_score_truth *t) {
   json_decref(t->doc);
   free(t->f);
   memset(t, 0, sizeof *t);
@@ -172,7 +196,7 @@ static const char *event_bad(const json_t *o, char *buf, size_t n) {
   return bad ? buf : NULL;
 }
 
-int c4_scen_events_load(const char *path, struct c4_scen_events *e, char *err, size_t n) {
+int c4_score_events_load(const char *path, struct c4_score_events *e, char *err, size_t n) {
   memset(e, 0, sizeof *e);
   FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
   if (!f) return fail(err, n, "%s: %s", path, strerror(errno));
@@ -201,7 +225,7 @@ int c4_scen_events_load(const char *path, struct c4_scen_events *e, char *err, s
     }
     if (e->n == have) {
       have = have ? 2 * have : 64;
-      struct c4_scen_event *ev = realloc(e->ev, have * sizeof *ev);
+      struct c4_score_event *ev = realloc(e->ev, have * sizeof *ev);
       if (!ev) {
         json_decref(o);
         rc = fail(err, n, "%s: out of memory", path);
@@ -210,7 +234,7 @@ int c4_scen_events_load(const char *path, struct c4_scen_events *e, char *err, s
       e->ev = ev;
     }
     e->ev[e->n++] =
-        (struct c4_scen_event){o, kind, (uint64_t)json_integer_value(json_object_get(o, "t")), no};
+        (struct c4_score_event){o, kind, (uint64_t)json_integer_value(json_object_get(o, "t")), no};
   }
   if (!rc && ferror(f)) rc = fail(err, n, "%s: %s", path, strerror(errno));
   free(line);
@@ -218,7 +242,7 @@ int c4_scen_events_load(const char *path, struct c4_scen_events *e, char *err, s
   return rc;
 }
 
-void c4_scen_events_free(struct c4_scen_events *e) {
+void c4_score_events_free(struct c4_score_events *e) {
   for (size_t i = 0; i < e->n; i++)
     json_decref(e->ev[i].obj);
   free(e->ev);
