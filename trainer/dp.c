@@ -1,6 +1,7 @@
 /* dp.c -- the CPU group: bootstrap + the plugin's host ring; GPU groups go to dp_nccl.c. */
 #include "dp.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 
 #include "c4_env.h"
@@ -45,7 +46,12 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
     return -1;
   }
   d->ring_up = 1;
+  d->ext_step = d->api.dl ? (void (*)(uint64_t))dlsym(d->api.dl, "c4ExtStep") : NULL;
   return 0;
+}
+
+void dp_step(struct dp *d, int step) {
+  if (d->ext_step) d->ext_step((uint64_t)step);
 }
 
 int dp_allreduce(struct dp *d, float *grads, size_t n) {

@@ -6,6 +6,7 @@
 #define C4_DP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "c4_bootstrap.h"
 #include "c4_hostcoll.h"
@@ -21,7 +22,8 @@ struct dp {
   struct c4_netapi api;
   struct c4_hostcoll ring;
   int ring_up;
-  struct dp_nccl *nccl; /* non-NULL: gradients live on the GPU and go through NCCL */
+  struct dp_nccl *nccl;            /* non-NULL: gradients live on the GPU and go through NCCL */
+  void (*ext_step)(uint64_t step); /* the plugin's c4ExtStep, or NULL */
 };
 
 /* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
@@ -30,6 +32,11 @@ struct dp {
  * is the allreduce bucket size. Returns 0, or -1 with err naming what failed. */
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
+
+/* Tells the net plugin the training step (from 1) that begins, so that faults keyed to steps
+ * (C4_FAULT from_step/to_step, docs/fault.md) follow the training; nothing when the plugin does
+ * not take it (another plugin, or NCCL on GPUs). */
+void dp_step(struct dp *d, int step);
 
 /* Sums n floats of grads (host memory on CPU, device memory on GPU) across the group in place,
  * one collective per bucket. Returns 0, or -1 when a peer is gone or silent (the group is then

@@ -22,6 +22,7 @@
 #include "planner.h"
 #include "text_data.h"
 #include "train_ckpt.h"
+#include "train_report.h"
 
 void openblas_set_num_threads(int num_threads);
 
@@ -217,9 +218,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   double eval_start = o->eval_windows && rank == 0 ? eval_loss(&m, o, &data, tok, tgt) : 0;
   if (rank == 0) {
     if (o->json)
-      printf("{\"event\":\"start\",\"ranks\":%d,\"device\":\"%s\",\"params\":%zu,\"step\":%d,"
-             "\"eval_loss\":%.6f}\n",
-             world, o->device, m.nparams, step, eval_start);
+      train_report_start(stdout, world, o->device, m.nparams, step, eval_start);
     else
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
              "eval loss %.4f\n",
@@ -232,6 +231,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   int timed_steps = 0, first = step, ckpt_failed = 0;
   while (step < o->steps) {
     uint64_t t_step = c4_now_ns();
+    dp_step(&dp, step + 1);
     int start = 0;
     for (int i = 0; i < rank; i++)
       start += mb[i];
@@ -294,16 +294,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     }
     if (rank == 0) {
       if (o->json) {
-        printf(
-            "{\"event\":\"step\",\"step\":%d,\"loss\":%.6f,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
-            "\"split\":[",
-            step, last_loss, tps, secs * 1e3);
-        for (int i = 0; i < world; i++)
-          printf("%s%d", i ? "," : "", old_mb[i]);
-        printf("],\"slowdown\":[");
-        for (int i = 0; i < world; i++)
-          printf("%s%.3f", i ? "," : "", slowdown[i]);
-        printf("]}\n");
+        struct train_step_report sr = {.step = step,
+                                       .loss = last_loss,
+                                       .tokens_per_s = tps,
+                                       .step_ms = secs * 1e3,
+                                       .t_start_ns = t_step,
+                                       .t_ns = t_step + (uint64_t)(secs * 1e9),
+                                       .split = old_mb,
+                                       .slowdown = slowdown,
+                                       .world = world};
+        train_report_step(stdout, &sr);
       } else {
         printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", step, last_loss, tps,
                secs * 1e3);
@@ -338,23 +338,31 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
     double bound =
         t_mb > 0 ? (double)o->microbatches * B * T / (bottleneck(world, mb, planned) * t_mb) : 0;
-    if (o->json)
-      printf("{\"event\":\"end\",\"steps\":%d,\"loss\":%.6f,\"eval_loss_start\":%.6f,"
-             "\"eval_loss\":%.6f,\"tokens_per_s\":%.1f,\"gemm_share\":%.4f,\"gemm_gflops\":%.3f,"
-             "\"model_gflops\":%.3f,\"planned_speedup\":%.4f,\"bound_tokens_per_s\":%.1f,"
-             "\"split\":[",
-             step, last_loss, eval_start, eval_end, tps, gemm_share,
-             gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
-             tps * gpt_flops_per_token(&m) * 1e-9, ratio, bound);
-    else
+    if (o->json) {
+      struct train_end_report er = {.steps = step,
+                                    .world = world,
+                                    .loss = last_loss,
+                                    .eval_loss_start = eval_start,
+                                    .eval_loss = eval_end,
+                                    .tokens_per_s = tps,
+                                    .gemm_share = gemm_share,
+                                    .gemm_gflops =
+                                        gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
+                                    .model_gflops = tps * gpt_flops_per_token(&m) * 1e-9,
+                                    .planned_speedup = ratio,
+                                    .bound_tokens_per_s = bound,
+                                    .split = mb};
+      train_report_end(stdout, &er);
+    } else {
       printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
              "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
              "split ",
              step, last_loss, eval_start, eval_end, tps, tps * gpt_flops_per_token(&m) * 1e-9,
              100 * gemm_share, gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0, ratio);
-    print_split(stdout, world, mb);
-    printf(o->json ? "]}\n" : "\n");
-    fflush(stdout);
+      print_split(stdout, world, mb);
+      printf("\n");
+      fflush(stdout);
+    }
   }
   status = ckpt_failed ? 1 : 0;
 out:

@@ -7,6 +7,7 @@
 
 #include "c4_reporter.h"
 #include "c4_telemetry.h"
+#include "net_fault.h"
 
 #define C4_EXPORT __attribute__((visibility("default")))
 
@@ -33,3 +34,7 @@ C4_EXPORT void c4ExtCollDone(const struct c4_coll_record *rec) {
   struct c4_record r = {.kind = C4_REC_COLL, .coll = *rec};
   c4_telemetry_emit(&r);
 }
+
+/* The caller's training step (from 1), at its start: C4_FAULT clauses keyed to steps
+ * (from_step, to_step, docs/fault.md) open and close with it. */
+C4_EXPORT void c4ExtStep(uint64_t step) { c4_fault_set_step(step); }

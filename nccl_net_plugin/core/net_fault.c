@@ -94,7 +94,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
                  (int)(klen > 16 ? 16 : klen), kind);
     return -1;
   }
-  int have_us = 0, have_mbps = 0, have_for = 0;
+  int have_us = 0, have_mbps = 0, have_for = 0, have_time = 0;
   const char *p = colon ? colon + 1 : s + len, *end = s + len;
   while (p < end) {
     const char *comma = memchr(p, ',', (size_t)(end - p));
@@ -163,18 +163,42 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
         return -1;
       }
       uint64_t ns = (uint64_t)llround(d * 1e9);
+      have_time = 1;
       if (KEY("for_s")) {
         c->for_ns = ns;
         have_for = 1;
       } else {
         c->after_ns = ns;
       }
+    } else if (KEY("from_step") || KEY("to_step")) {
+      if (parse_int(val, vlen, INT_MAX, &x) != 0 || x < 1) {
+        clause_error(out, index, s, len, "%.*s is not a step number in [1, %d]", (int)keylen, key,
+                     INT_MAX);
+        return -1;
+      }
+      *(KEY("from_step") ? &c->from_step : &c->to_step) = (uint64_t)x;
     } else {
       clause_error(out, index, s, len, "unknown key \"%.*s\"", (int)(keylen > 16 ? 16 : keylen),
                    key);
       return -1;
     }
 #undef KEY
+  }
+  if (c->to_step && !c->from_step) c->from_step = 1;
+  if (c->from_step) {
+    /* a stall stops the steps that would end it; a window is either steps or seconds */
+    if (c->kind == C4_FAULT_STALL) {
+      clause_error(out, index, s, len, "stall takes after_s/for_s, not steps");
+      return -1;
+    }
+    if (have_time) {
+      clause_error(out, index, s, len, "give steps (from_step/to_step) or seconds, not both");
+      return -1;
+    }
+    if (c->to_step && c->to_step < c->from_step) {
+      clause_error(out, index, s, len, "to_step is before from_step");
+      return -1;
+    }
   }
   if (c->kind != C4_FAULT_STALL && c->peer < 0) {
     clause_error(out, index, s, len, "%s needs peer=RANK",
@@ -228,6 +252,12 @@ static struct {
   int has_stall;
 } faults;
 
+static _Atomic uint64_t cur_step; /* c4_fault_set_step's; 0 until a program reports one */
+
+void c4_fault_set_step(uint64_t step) {
+  atomic_store_explicit(&cur_step, step, memory_order_relaxed);
+}
+
 void c4_fault_load(void) {
   const char *spec = getenv("C4_FAULT");
   if (!spec || !*spec) return;
@@ -242,16 +272,25 @@ void c4_fault_load(void) {
     if (c->rank >= 0 && c->rank != self) continue;
     faults.clause[faults.n++] = *c;
     faults.has_stall |= c->kind == C4_FAULT_STALL;
-    C4_INFO("C4_FAULT: rank %d applies %s peer %d us %llu mbps %g after %.3f s for %.3f s", self,
-            c->kind == C4_FAULT_DELAY  ? "delay"
-            : c->kind == C4_FAULT_RATE ? "rate"
-                                       : "stall",
-            c->peer, (unsigned long long)c->us, c->mbps, (double)c->after_ns / 1e9,
-            c->for_ns ? (double)c->for_ns / 1e9 : INFINITY);
+    const char *what = c->kind == C4_FAULT_DELAY  ? "delay"
+                       : c->kind == C4_FAULT_RATE ? "rate"
+                                                  : "stall";
+    if (c->from_step)
+      C4_INFO("C4_FAULT: rank %d applies %s peer %d us %llu mbps %g in steps %llu to %llu", self,
+              what, c->peer, (unsigned long long)c->us, c->mbps, (unsigned long long)c->from_step,
+              (unsigned long long)c->to_step);
+    else
+      C4_INFO("C4_FAULT: rank %d applies %s peer %d us %llu mbps %g after %.3f s for %.3f s", self,
+              what, c->peer, (unsigned long long)c->us, c->mbps, (double)c->after_ns / 1e9,
+              c->for_ns ? (double)c->for_ns / 1e9 : INFINITY);
   }
 }
 
 static int window_open(const struct c4_fault_clause *c, uint64_t now) {
+  if (c->from_step) {
+    uint64_t step = atomic_load_explicit(&cur_step, memory_order_relaxed);
+    return step >= c->from_step && (c->to_step == 0 || step <= c->to_step);
+  }
   uint64_t from = faults.t0 + c->after_ns;
   return now >= from && (c->for_ns == 0 || now < from + c->for_ns);
 }

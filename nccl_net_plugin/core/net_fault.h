@@ -14,7 +14,9 @@
 
 enum { C4_FAULT_DELAY = 1, C4_FAULT_RATE, C4_FAULT_STALL };
 
-/* One clause. Times are nanoseconds after the plugin's init; for_ns 0 means "until the end". */
+/* One clause. Times are nanoseconds after the plugin's init; for_ns 0 means "until the end".
+ * A clause keyed to steps (from_step > 0) is open while the step the program reports
+ * (c4_fault_set_step) is in from_step..to_step (to_step 0: to the end), whatever the time. */
 struct c4_fault_clause {
   int kind;    /* C4_FAULT_* */
   int rank;    /* applies only in the process with this launcher rank; -1: every process */
@@ -23,6 +25,7 @@ struct c4_fault_clause {
   uint64_t us; /* delay: microseconds each send is held */
   double mbps; /* rate: megabits per second */
   uint64_t after_ns, for_ns;
+  uint64_t from_step, to_step;
 };
 
 /* A parsed C4_FAULT: the good clauses, and one message per malformed clause (those are left out).
@@ -42,6 +45,10 @@ void c4_fault_parse(const char *spec, struct c4_fault_spec *out);
 /* Reads C4_FAULT once (call before any comm exists): keeps the clauses meant for this process's
  * launcher rank (c4_env_rank), logs each malformed clause once, and starts the clause clock. */
 void c4_fault_load(void);
+
+/* The training step the program is in (from 1), for clauses keyed to steps; reported by programs
+ * that drive the plugin themselves (c4train, through c4ExtStep). Lock-free. */
+void c4_fault_set_step(uint64_t step);
 
 /* What one connection does about the faults, fixed when it is created. active is the only field
  * the data path reads when C4_FAULT is unset: zero means every hook is one untaken branch. */

@@ -1,6 +1,7 @@
 /* test_fault.c -- C4_FAULT parsing: every clause kind with its options, and malformed clauses
  * reported with their number, text and reason while the good ones around them are kept. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../check_run.h"
@@ -59,6 +60,44 @@ START_TEST(a_rate_can_name_one_data_socket) {
 }
 END_TEST
 
+START_TEST(a_window_can_be_steps_that_the_program_reports) {
+  struct c4_fault_spec s;
+  c4_fault_parse("rate:peer=2,mbps=80,rank=1,from_step=131,to_step=180;delay:peer=0,us=9,"
+                 "to_step=5;rate:peer=3,mbps=1,from_step=7",
+                 &s);
+  ck_assert_int_eq(s.nerr, 0);
+  ck_assert_int_eq(s.n, 3);
+  ck_assert_uint_eq(s.clause[0].from_step, 131);
+  ck_assert_uint_eq(s.clause[0].to_step, 180);
+  ck_assert_uint_eq(s.clause[0].after_ns, 0);
+  ck_assert_uint_eq(s.clause[1].from_step, 1); /* to_step alone: from the first step */
+  ck_assert_uint_eq(s.clause[1].to_step, 5);
+  ck_assert_uint_eq(s.clause[2].to_step, 0); /* to the end */
+}
+END_TEST
+
+/* The data path: a rate clause keyed to steps paces only while the reported step is inside. */
+START_TEST(a_step_window_opens_and_closes_with_the_reported_step) {
+  setenv("C4_FAULT", "rate:peer=5,mbps=0.001,from_step=3,to_step=4", 1);
+  c4_fault_load();
+  struct c4_fault_conn f;
+  c4_fault_conn_init(&f, 1, 5);
+  ck_assert_int_eq(f.active, 1);
+  uint64_t now = 1000000000ull;
+  ck_assert_uint_eq(c4_fault_pace_allow(&f, now, -1, 1 << 20), 1 << 20); /* no step yet */
+  c4_fault_set_step(2);
+  ck_assert_uint_eq(c4_fault_pace_allow(&f, now, -1, 1 << 20), 1 << 20);
+  c4_fault_set_step(3);
+  size_t first = c4_fault_pace_allow(&f, now, -1, 1 << 20);
+  ck_assert_uint_lt(first, 1 << 20); /* one burst */
+  c4_fault_pace_charge(&f, now, -1, first);
+  ck_assert_uint_eq(c4_fault_pace_allow(&f, now + 1000, -1, 1 << 20), 0); /* in debt */
+  c4_fault_set_step(5);
+  ck_assert_uint_eq(c4_fault_pace_allow(&f, now + 2000, -1, 1 << 20), 1 << 20);
+  unsetenv("C4_FAULT");
+}
+END_TEST
+
 START_TEST(unset_and_empty_give_nothing) {
   struct c4_fault_spec s;
   c4_fault_parse(NULL, &s);
@@ -103,6 +142,16 @@ static const struct {
                                     "an integer in [0, 60000000]"},
     {"rate:peer=1,mbps=5,rank=two", "C4_FAULT clause 1 \"rate:peer=1,mbps=5,rank=two\": rank is "
                                     "not an integer"},
+    {"rate:peer=1,mbps=5,from_step=0", "C4_FAULT clause 1 \"rate:peer=1,mbps=5,from_step=0\": "
+                                       "from_step is not a step number in [1, 2147483647]"},
+    {"rate:peer=1,mbps=5,from_step=9,to_step=3", "C4_FAULT clause 1 "
+                                                 "\"rate:peer=1,mbps=5,from_step=9,to_step=3\": "
+                                                 "to_step is before from_step"},
+    {"rate:peer=1,mbps=5,from_step=2,for_s=1", "C4_FAULT clause 1 "
+                                               "\"rate:peer=1,mbps=5,from_step=2,for_s=1\": give "
+                                               "steps (from_step/to_step) or seconds, not both"},
+    {"stall:from_step=2", "C4_FAULT clause 1 \"stall:from_step=2\": stall takes after_s/for_s, "
+                          "not steps"},
 };
 
 START_TEST(a_bad_clause_is_reported_and_left_out) {
@@ -151,6 +200,8 @@ int main(void) {
   tcase_add_test(tc, the_issue_example_gives_three_clauses);
   tcase_add_test(tc, rank_windows_fractions_and_spaces_are_accepted);
   tcase_add_test(tc, a_rate_can_name_one_data_socket);
+  tcase_add_test(tc, a_window_can_be_steps_that_the_program_reports);
+  tcase_add_test(tc, a_step_window_opens_and_closes_with_the_reported_step);
   tcase_add_test(tc, unset_and_empty_give_nothing);
   tcase_add_loop_test(tc, a_bad_clause_is_reported_and_left_out, 0,
                       (int)(sizeof bad / sizeof bad[0]));

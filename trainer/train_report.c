@@ -1,0 +1,50 @@
+/* train_report.c -- c4train's JSON lines, each one Jansson object printed once and flushed. */
+#include "train_report.h"
+
+#include <jansson.h>
+
+/* Prints o as one line and frees it; a line that cannot be built is left out, never half. */
+static void emit(FILE *f, json_t *o) {
+  if (!o) return;
+  if (json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8)) == 0)
+    fputc('\n', f);
+  fflush(f);
+  json_decref(o);
+}
+
+static json_t *int_array(const int *v, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n && a; i++)
+    json_array_append_new(a, json_integer(v[i]));
+  return a;
+}
+
+static json_t *real_array(const double *v, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n && a; i++)
+    json_array_append_new(a, json_real(v[i]));
+  return a;
+}
+
+void train_report_start(FILE *f, int world, const char *device, size_t params, int step,
+                        double eval_loss) {
+  emit(f, json_pack("{s:s, s:i, s:s, s:I, s:i, s:f}", "event", "start", "ranks", world, "device",
+                    device, "params", (json_int_t)params, "step", step, "eval_loss", eval_loss));
+}
+
+void train_report_step(FILE *f, const struct train_step_report *r) {
+  emit(f,
+       json_pack("{s:s, s:i, s:f, s:f, s:f, s:I, s:I, s:o, s:o}", "event", "step", "step", r->step,
+                 "loss", r->loss, "tokens_per_s", r->tokens_per_s, "step_ms", r->step_ms,
+                 "t_start_ns", (json_int_t)r->t_start_ns, "t_ns", (json_int_t)r->t_ns, "split",
+                 int_array(r->split, r->world), "slowdown", real_array(r->slowdown, r->world)));
+}
+
+void train_report_end(FILE *f, const struct train_end_report *r) {
+  emit(f, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "event", "end",
+                    "steps", r->steps, "loss", r->loss, "eval_loss_start", r->eval_loss_start,
+                    "eval_loss", r->eval_loss, "tokens_per_s", r->tokens_per_s, "gemm_share",
+                    r->gemm_share, "gemm_gflops", r->gemm_gflops, "model_gflops", r->model_gflops,
+                    "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
+                    r->bound_tokens_per_s, "split", int_array(r->split, r->world)));
+}

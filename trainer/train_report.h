@@ -1,0 +1,39 @@
+/* train_report.h -- c4train's JSON lines (--json): one object per line from rank 0 for the start,
+ * each step and the end, built with Jansson (their fields: README, "c4train --json"). */
+#ifndef C4_TRAIN_REPORT_H
+#define C4_TRAIN_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* {"event":"start",...}: the group, the model's size, the step it starts from, the eval loss. */
+void train_report_start(FILE *f, int world, const char *device, size_t params, int step,
+                        double eval_loss);
+
+/* One step's figures. */
+struct train_step_report {
+  int step; /* the step just done, from 1 */
+  double loss, tokens_per_s, step_ms;
+  uint64_t t_start_ns;    /* when it began and ended, on c4's clock (CLOCK_MONOTONIC), the clock */
+  uint64_t t_ns;          /* c4mon's events use when it serves on the same machine */
+  const int *split;       /* micro-batches per rank in it */
+  const double *slowdown; /* the planner's per-rank slowdowns after it */
+  int world;
+};
+
+/* {"event":"step",...} */
+void train_report_step(FILE *f, const struct train_step_report *r);
+
+/* The run's summary. */
+struct train_end_report {
+  int steps, world;
+  double loss, eval_loss_start, eval_loss, tokens_per_s, gemm_share, gemm_gflops, model_gflops,
+      planned_speedup, bound_tokens_per_s;
+  const int *split;
+};
+
+/* {"event":"end",...} */
+void train_report_end(FILE *f, const struct train_end_report *r);
+
+#endif
