@@ -79,7 +79,7 @@ grep -q "C4_NSOCKS=lots refused" "$WORK/err" || fail "C4_NSOCKS=lots was not ref
 # A daemon says where it listens, on a timestamped line.
 "$BIN/c4mon" serve --listen 127.0.0.1:0 >/dev/null 2>"$WORK/err" &
 pid=$!
-for _ in $(seq 50); do
+for _ in $(seq 300); do # up to 30 s: an ASan c4mon on a loaded machine starts slowly
   grep -q "listening" "$WORK/err" && break
   sleep 0.1
 done
