@@ -56,7 +56,13 @@ INC_ALL   := $(INC_BASE) $(INC_PLUGIN) -Inccl_net_plugin/preload -Imonitor -Itra
              -Itraffic_planner
 INC       := $(INC_ALL)
 $(BUILD)/obj/common/%.o: INC := $(INC_BASE)
-$(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) $(INC_PLUGIN)
+# Inside the plugin: a transport sees the core and itself; the API layer sees the core only (it
+# reaches a transport through the backend table, core/backend.h).
+$(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core
+$(BUILD)/obj/nccl_net_plugin/sock/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core -Inccl_net_plugin/sock
+$(BUILD)/obj/nccl_net_plugin/ib/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core -Inccl_net_plugin/ib
+$(BUILD)/obj/nccl_net_plugin/wrap/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core -Inccl_net_plugin/wrap
+$(BUILD)/obj/nccl_net_plugin/prof/%.o: INC := $(INC_BASE) -Inccl_net_plugin/prof
 $(BUILD)/obj/nccl_net_plugin/preload/%.o: INC := $(INC_BASE) -Inccl_net_plugin/preload
 $(BUILD)/obj/monitor/%.o: INC := $(INC_BASE) -Imonitor
 $(BUILD)/obj/trainer/%.o: INC := $(INC_BASE) -Itrainer -Ikernels

@@ -11,7 +11,13 @@ enum {
   C4_EREMOTE = -5, /* the peer reported an error or went away */
   C4_EAGAIN = -6,  /* not ready yet; call again */
   C4_ETRUNC = -7,  /* a message was larger than the posted receive buffer */
-  C4_ENOTFOUND = -8 /* no such device, interface, symbol or file */
+  C4_ENOTFOUND = -8, /* no such device, interface, symbol or file */
+  /* The rest name what a wrapped NCCL net plugin (C4_WRAP) returned, so that its ncclResult_t
+   * comes back out of c4 unchanged. */
+  C4_EINTERNAL = -9,   /* ncclInternalError: an internal error */
+  C4_EUSAGE = -10,     /* ncclInvalidUsage: a call the plugin does not allow here */
+  C4_ECUDA = -11,      /* ncclUnhandledCudaError */
+  C4_EINPROGRESS = -12 /* ncclInProgress */
 };
 
 /* Returns a static, human-readable name for a C4_E* code. */

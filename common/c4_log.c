@@ -89,6 +89,10 @@ const char *c4_strerror(int code) {
   case C4_EAGAIN: return "not ready";
   case C4_ETRUNC: return "message larger than the posted receive buffer";
   case C4_ENOTFOUND: return "not found";
+  case C4_EINTERNAL: return "internal error";
+  case C4_EUSAGE: return "call not allowed here";
+  case C4_ECUDA: return "unhandled CUDA error";
+  case C4_EINPROGRESS: return "in progress";
   default: return "unknown error";
   }
 }

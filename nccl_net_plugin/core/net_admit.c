@@ -6,7 +6,7 @@
 
 #include "c4_clock.h"
 #include "c4_log.h"
-#include "net_transport.h"
+#include "net_stats.h"
 #include "net_wire.h"
 
 static atomic_int held;

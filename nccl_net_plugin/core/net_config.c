@@ -1,10 +1,11 @@
-/* net_config.c -- the socket transport's tunables, read from C4_* environment variables. */
+/* net_config.c -- the transports' tunables, read from C4_* environment variables. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "c4_env.h"
 #include "c4_log.h"
-#include "net_transport.h"
+#include "net_config.h"
+#include "net_wire.h"
 
 /* Defaults measured with `make bench` on loopback and veth (see README, "Tuning"). */
 #define DEFAULT_NSOCKS 2

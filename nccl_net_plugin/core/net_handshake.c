@@ -8,8 +8,8 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "c4_random.h"
-#include "net_comm.h"
 #include "net_sock.h"
+#include "net_stats.h"
 
 #define SCRATCH_OFFSET 120 /* handle bytes 112..127 are 0 on the wire */
 

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "net_transport.h"
+#include "net_config.h"
+#include "net_wire.h"
 
 /* Opens a non-blocking listener on addr (cfg's C4_LISTEN_PORTS) for plugin device dev and writes
  * the 128-byte handle naming it: a fresh nonce (*nonce) and this process's identity (*self).

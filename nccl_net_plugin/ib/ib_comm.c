@@ -16,7 +16,7 @@
 #include "c4_telemetry.h"
 #include "ib_comm.h"
 #include "nccl_net_abi.h"
-#include "net_comm.h"
+#include "net_stats.h"
 
 enum { WR_DATA = 1, WR_CTS = 2, WR_FLUSH = 3, WR_RECV = 4 };
 #define FLUSH_AT (C4_IB_SLOTS * C4_IB_CTS_SIZE) /* receive: 8 bytes flush reads land in */

@@ -15,9 +15,9 @@
 #include "c4_random.h"
 #include "ib_comm.h"
 #include "net_admit.h"
-#include "net_comm.h"
 #include "net_handshake.h"
 #include "net_sock.h"
+#include "net_stats.h"
 
 #define MAX_PENDING 192 /* proven and unproven (these at most C4_ADMIT_UNPROVEN_MAX) */
 #define HELLO_IN (C4_HELLO_SIZE + C4_IB_QPINFO_SIZE)

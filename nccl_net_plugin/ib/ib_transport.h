@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "net_transport.h"
+#include "net_config.h"
+#include "net_stats.h"
 
 struct c4_ib_listen;
 struct c4_ib_comm;

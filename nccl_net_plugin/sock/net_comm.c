@@ -19,17 +19,6 @@
 #include "net_sock.h"
 #include "net_xfer_record.h"
 
-struct c4_transport_stats c4_transport_stats;
-
-int c4_comm_fail_first(atomic_int *failed, char *failure, size_t len, int code, const char *fmt,
-                       va_list ap) {
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(failed, &expected, code)) return 0;
-  vsnprintf(failure, len, fmt, ap);
-  atomic_fetch_add(&c4_transport_stats.failed_comms, 1);
-  return 1;
-}
-
 void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -102,13 +102,6 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
 void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The first-failure-wins core of c4_comm_fail and c4_ib_comm_fail: when *failed is still 0,
- * stores code there and the formatted message in failure (len bytes), counts the comm in
- * c4_transport_stats.failed_comms and returns 1 (the caller then logs it); returns 0 and changes
- * nothing when the comm had already failed. */
-int c4_comm_fail_first(atomic_int *failed, char *failure, size_t len, int code, const char *fmt,
-                       va_list ap) __attribute__((format(printf, 5, 0)));
-
 /* Helper threads (net_helper.c). */
 int c4_helpers_start(struct c4_comm *c);
 void c4_helpers_wake(struct c4_comm *c);

@@ -11,8 +11,7 @@
 #include "c4_log.h"
 #include "c4_random.h"
 #include "c4_telemetry.h"
-#include "net_comm.h"
-#include "net_transport.h"
+#include "net_config.h"
 #include "net_wire.h"
 #include "net_wrap_comm.h"
 #include "net_wrap_handle.h"
@@ -20,18 +19,7 @@
 struct c4_wrap_inner c4_wrap_lib;
 struct c4_wrap_stats c4_wrap_stats;
 
-static atomic_int inner_mode;
 static struct c4_transport_config cfg; /* C4_TIMING, C4_STUCK_MS */
-
-/* Exported (the one symbol besides the ncclNet tables): an outer c4 calls it right after dlopen,
- * before init, so that this copy forwards without timing, reporting or wrapping again. A function
- * the outer calls, not an environment variable: setenv is not thread-safe inside a job. */
-__attribute__((visibility("default"))) int c4_net_wrap_set_inner(void) {
-  atomic_store(&inner_mode, 1);
-  return 0;
-}
-
-int c4_wrap_is_inner(void) { return atomic_load(&inner_mode); }
 
 int c4_wrap_timing(int *stuck_ms) {
   *stuck_ms = cfg.stuck_ms;
@@ -39,7 +27,7 @@ int c4_wrap_timing(int *stuck_ms) {
 }
 
 int c4_wrap_setup(void) {
-  if (c4_wrap_is_inner()) return 0;
+  if (c4_net_is_inner()) return 0;
   const char *path = getenv("C4_WRAP");
   if (!path || !*path) return 0;
   char err[640];
@@ -75,12 +63,12 @@ struct wrap_ctx {
 static struct wrap_ctx default_ctx;
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static int default_done;
-static ncclResult_t default_rc;
+static int default_rc;
 
 static struct wrap_ctx *ctx_of(void *ctx) { return ctx ? ctx : &default_ctx; }
 
-ncclResult_t c4_wrap_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *config,
-                          ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
+int c4_wrap_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *config,
+                 ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   /* An inner c4 reports nothing to the profiler; any other plugin gets NCCL's callback. */
   ncclProfilerCallback_t inner_prof = c4_wrap_lib.is_c4 ? NULL : prof;
   if (!ctx) {
@@ -90,48 +78,47 @@ ncclResult_t c4_wrap_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *con
           c4_wrap_inner_init(&c4_wrap_lib, &default_ctx.inner_ctx, 0, NULL, logger, inner_prof);
       default_done = 1;
     }
-    ncclResult_t rc = default_rc;
+    int rc = default_rc;
     pthread_mutex_unlock(&default_lock);
     return rc;
   }
   struct wrap_ctx *c = calloc(1, sizeof *c);
-  if (!c) return ncclSystemError;
+  if (!c) return C4_ENOMEM;
   c->nccl_comm = comm_id;
   if (config) {
     c->config = *config;
     c->has_config = 1;
   }
-  ncclResult_t rc =
-      c4_wrap_inner_init(&c4_wrap_lib, &c->inner_ctx, comm_id, config, logger, inner_prof);
-  if (rc != ncclSuccess) {
+  int rc = c4_wrap_inner_init(&c4_wrap_lib, &c->inner_ctx, comm_id, config, logger, inner_prof);
+  if (rc != 0) {
     free(c);
     return rc;
   }
   *ctx = c;
-  return ncclSuccess;
+  return 0;
 }
 
-ncclResult_t c4_wrap_finalize(void *ctx) {
-  if (!ctx) return ncclSuccess;
+int c4_wrap_finalize(void *ctx) {
+  if (!ctx) return 0;
   struct wrap_ctx *c = ctx;
-  ncclResult_t rc = c4_wrap_inner_finalize(&c4_wrap_lib, c->inner_ctx);
+  int rc = c4_wrap_inner_finalize(&c4_wrap_lib, c->inner_ctx);
   free(c);
   return rc;
 }
 
-ncclResult_t c4_wrap_set_net_attr(void *ctx, ncclNetAttr_v11_t *attr) {
+int c4_wrap_set_net_attr(void *ctx, ncclNetAttr_v11_t *attr) {
   return c4_wrap_inner_set_net_attr(&c4_wrap_lib, ctx_of(ctx)->inner_ctx, attr);
 }
 
-ncclResult_t c4_wrap_devices(int *ndev) { return c4_wrap_inner_devices(&c4_wrap_lib, ndev); }
+int c4_wrap_devices(int *ndev) { return c4_wrap_inner_devices(&c4_wrap_lib, ndev); }
 
-ncclResult_t c4_wrap_properties(int dev, ncclNetProperties_v11_t *p) {
-  ncclResult_t rc = c4_wrap_inner_properties(&c4_wrap_lib, dev, p);
-  if (rc == ncclSuccess && p->maxRecvs > C4_WRAP_MAX_RECVS) p->maxRecvs = C4_WRAP_MAX_RECVS;
+int c4_wrap_properties(int dev, ncclNetProperties_v11_t *p) {
+  int rc = c4_wrap_inner_properties(&c4_wrap_lib, dev, p);
+  if (rc == 0 && p->maxRecvs > C4_WRAP_MAX_RECVS) p->maxRecvs = C4_WRAP_MAX_RECVS;
   return rc;
 }
 
-ncclResult_t c4_wrap_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+int c4_wrap_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
   return c4_wrap_inner_make_vdevice(&c4_wrap_lib, d, props);
 }
 
@@ -144,15 +131,15 @@ struct wrap_listen {
   uint64_t conn_id; /* in the trailer: the accepted comm's records carry it */
 };
 
-ncclResult_t c4_wrap_listen(void *ctx, int dev, void *handle, void **listen_comm) {
+int c4_wrap_listen(void *ctx, int dev, void *handle, void **listen_comm) {
   struct wrap_ctx *x = ctx_of(ctx);
   struct wrap_listen *l = calloc(1, sizeof *l);
-  if (!l) return ncclSystemError;
+  if (!l) return C4_ENOMEM;
   uint8_t canary[NCCL_NET_HANDLE_MAXSIZE];
   c4_wrap_canary(canary, c4_random_u64());
   memcpy(handle, canary, sizeof canary);
-  ncclResult_t rc = c4_wrap_inner_listen(&c4_wrap_lib, x->inner_ctx, dev, handle, &l->inner);
-  if (rc != ncclSuccess) {
+  int rc = c4_wrap_inner_listen(&c4_wrap_lib, x->inner_ctx, dev, handle, &l->inner);
+  if (rc != 0) {
     free(l);
     return rc;
   }
@@ -171,29 +158,29 @@ ncclResult_t c4_wrap_listen(void *ctx, int dev, void *handle, void **listen_comm
               c4_wrap_lib.name, room);
   }
   *listen_comm = l;
-  return ncclSuccess;
+  return 0;
 }
 
-ncclResult_t c4_wrap_accept(void *listen_comm, void **recv_comm, ncclNetDeviceHandle_t **dev_comm) {
+int c4_wrap_accept(void *listen_comm, void **recv_comm, ncclNetDeviceHandle_t **dev_comm) {
   struct wrap_listen *l = listen_comm;
   void *inner = NULL;
   *recv_comm = NULL;
-  ncclResult_t rc = c4_wrap_inner_accept(&c4_wrap_lib, l->inner, &inner, dev_comm);
-  if (rc != ncclSuccess || !inner) return rc;
+  int rc = c4_wrap_inner_accept(&c4_wrap_lib, l->inner, &inner, dev_comm);
+  if (rc != 0 || !inner) return rc;
   /* The connector's identity never reaches the listener: no bytes flow back out of band. */
   struct c4_identity unknown = {.rank = -1, .dev = -1};
   struct c4_wrap_comm *c = c4_wrap_comm_new(inner, 0, l->dev, l->nccl_comm, l->conn_id, &unknown);
   if (!c) {
     c4_wrap_inner_close_recv(&c4_wrap_lib, inner);
-    return ncclSystemError;
+    return C4_ENOMEM;
   }
   *recv_comm = c;
-  return ncclSuccess;
+  return 0;
 }
 
-ncclResult_t c4_wrap_close_listen(void *listen_comm) {
+int c4_wrap_close_listen(void *listen_comm) {
   struct wrap_listen *l = listen_comm;
-  ncclResult_t rc = c4_wrap_inner_close_listen(&c4_wrap_lib, l->inner);
+  int rc = c4_wrap_inner_close_listen(&c4_wrap_lib, l->inner);
   free(l);
   return rc;
 }
@@ -245,19 +232,18 @@ static void pending_done(const void *handle) {
   pthread_mutex_unlock(&pending.lock);
 }
 
-ncclResult_t c4_wrap_connect(void *ctx, int dev, ncclNetCommConfig_t *config, void *handle,
-                             void **send_comm, ncclNetDeviceHandle_t **dev_comm) {
+int c4_wrap_connect(void *ctx, int dev, ncclNetCommConfig_t *config, void *handle, void **send_comm,
+                    ncclNetDeviceHandle_t **dev_comm) {
   struct wrap_ctx *x = ctx_of(ctx);
   struct c4_wrap_trailer t;
   size_t has = pending_take(handle, &t);
   if (!config && x->has_config) config = &x->config; /* v11 NCCL gave it at init */
   void *inner = NULL;
   *send_comm = NULL;
-  ncclResult_t rc =
-      c4_wrap_inner_connect(&c4_wrap_lib, x->inner_ctx, dev, config, handle, &inner, dev_comm);
-  if (rc == ncclSuccess && !inner) return ncclSuccess; /* polled: call again */
+  int rc = c4_wrap_inner_connect(&c4_wrap_lib, x->inner_ctx, dev, config, handle, &inner, dev_comm);
+  if (rc == 0 && !inner) return 0; /* polled: call again */
   pending_done(handle);
-  if (rc != ncclSuccess) return rc;
+  if (rc != 0) return rc;
   if (!has) {
     if (atomic_fetch_add(&c4_wrap_stats.unknown_peers, 1) == 0)
       C4_INFO("wrap: a listen handle carried no c4 identity trailer (the listener is not a "
@@ -267,39 +253,39 @@ ncclResult_t c4_wrap_connect(void *ctx, int dev, ncclNetCommConfig_t *config, vo
   struct c4_wrap_comm *c = c4_wrap_comm_new(inner, 1, dev, x->nccl_comm, t.conn_id, &t.id);
   if (!c) {
     c4_wrap_inner_close_send(&c4_wrap_lib, inner);
-    return ncclSystemError;
+    return C4_ENOMEM;
   }
   *send_comm = c;
-  return ncclSuccess;
+  return 0;
 }
 
 /* ---- memory registration and close -------------------------------------------------------- */
 
 static void *inner_comm(void *comm) { return ((struct c4_wrap_comm *)comm)->inner; }
 
-ncclResult_t c4_wrap_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
+int c4_wrap_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
   return c4_wrap_inner_reg_mr(&c4_wrap_lib, inner_comm(comm), data, size, type, mhandle);
 }
 
-ncclResult_t c4_wrap_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
-                                   int fd, void **mhandle) {
+int c4_wrap_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+                          void **mhandle) {
   return c4_wrap_inner_reg_mr_dmabuf(&c4_wrap_lib, inner_comm(comm), data, size, type, offset, fd,
                                      mhandle);
 }
 
-ncclResult_t c4_wrap_dereg_mr(void *comm, void *mhandle) {
+int c4_wrap_dereg_mr(void *comm, void *mhandle) {
   return c4_wrap_inner_dereg_mr(&c4_wrap_lib, inner_comm(comm), mhandle);
 }
 
-ncclResult_t c4_wrap_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle) {
+int c4_wrap_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle) {
   return c4_wrap_inner_get_device_mr(&c4_wrap_lib, inner_comm(comm), mhandle, dptr_mhandle);
 }
 
-ncclResult_t c4_wrap_close(void *comm) {
-  if (!comm) return ncclSuccess;
+int c4_wrap_close(void *comm) {
+  if (!comm) return 0;
   struct c4_wrap_comm *c = comm;
-  ncclResult_t rc = c->is_send ? c4_wrap_inner_close_send(&c4_wrap_lib, c->inner)
-                               : c4_wrap_inner_close_recv(&c4_wrap_lib, c->inner);
+  int rc = c->is_send ? c4_wrap_inner_close_send(&c4_wrap_lib, c->inner)
+                      : c4_wrap_inner_close_recv(&c4_wrap_lib, c->inner);
   c4_wrap_comm_free(c);
   return rc;
 }

@@ -1,7 +1,8 @@
 /* net_wrap.h -- wrap mode (C4_WRAP=libnccl-net-X.so): c4 loads another NCCL net plugin, offers
  * its devices and forwards every call, timing each request (posted -> tested done) and reporting
- * it with the socket transport's xfer records (docs/wrap.md). net_plugin_api.c dispatches here
- * at its table entry points when c4_wrap_setup() turned wrap mode on. */
+ * it with the socket transport's xfer records (docs/wrap.md). net_wrap_backend.c puts these calls
+ * in wrap's backend table; every one returns 0 or a negative C4_E* code (the wrapped plugin's
+ * ncclResult_t comes back unchanged through c4_net_from_nccl / c4_net_to_nccl). */
 #ifndef C4_NET_WRAP_H
 #define C4_NET_WRAP_H
 
@@ -18,47 +19,43 @@
  * Called once, from the plugin's first init. */
 int c4_wrap_setup(void);
 
-/* 1 once an outer c4 switched this one into inner mode (c4_net_wrap_set_inner): no timing, no
- * telemetry, no C4_WRAP, no profiler link reports. */
-int c4_wrap_is_inner(void);
-
 /* Whether the wrapped plugin has optional entry point op (C4_WI_*): the exported tables offer it
  * only then, so NCCL sees the same features it would see unwrapped. */
 int c4_wrap_has(int op);
 
-/* The forwarded calls, in v11 shape; net_plugin_api.c adapts every exported version onto them.
+/* The forwarded calls, in v11 shape (the backend table's).
  * ctx is the one c4_wrap_init returned to a v11 NCCL, NULL for older NCCLs (a process-wide one is
  * used). Comms and requests handed to NCCL are c4's wrappers. */
-ncclResult_t c4_wrap_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *config,
-                          ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
-ncclResult_t c4_wrap_finalize(void *ctx);
-ncclResult_t c4_wrap_devices(int *ndev);
+int c4_wrap_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_t *config,
+                 ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
+int c4_wrap_finalize(void *ctx);
+int c4_wrap_devices(int *ndev);
 /* The wrapped device's properties, with maxRecvs capped at C4_WRAP_MAX_RECVS. */
-ncclResult_t c4_wrap_properties(int dev, ncclNetProperties_v11_t *p);
+int c4_wrap_properties(int dev, ncclNetProperties_v11_t *p);
 /* Forwards, then appends c4's identity trailer where the wrapped handle left room. */
-ncclResult_t c4_wrap_listen(void *ctx, int dev, void *handle, void **listen_comm);
+int c4_wrap_listen(void *ctx, int dev, void *handle, void **listen_comm);
 /* Polled like any connect; reads (and clears) the listener's trailer on the first call for a
  * handle, before the wrapped connect sees it. */
-ncclResult_t c4_wrap_connect(void *ctx, int dev, ncclNetCommConfig_t *config, void *handle,
-                             void **send_comm, ncclNetDeviceHandle_t **dev_comm);
-ncclResult_t c4_wrap_accept(void *listen_comm, void **recv_comm, ncclNetDeviceHandle_t **dev_comm);
-ncclResult_t c4_wrap_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
-ncclResult_t c4_wrap_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
-                                   int fd, void **mhandle);
-ncclResult_t c4_wrap_dereg_mr(void *comm, void *mhandle);
-ncclResult_t c4_wrap_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-                           void *phandle, void **request);
-ncclResult_t c4_wrap_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-                           void **mhandles, void **phandles, void **request);
-ncclResult_t c4_wrap_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
-                            void **request);
-ncclResult_t c4_wrap_test(void *request, int *done, int *sizes);
-ncclResult_t c4_wrap_close(void *comm); /* closeSend and closeRecv */
-ncclResult_t c4_wrap_close_listen(void *listen_comm);
-ncclResult_t c4_wrap_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle);
-ncclResult_t c4_wrap_irecv_consumed(void *recv_comm, int n, void *request);
-ncclResult_t c4_wrap_make_vdevice(int *d, ncclNetVDeviceProps_t *props);
-ncclResult_t c4_wrap_set_net_attr(void *ctx, ncclNetAttr_v11_t *attr);
+int c4_wrap_connect(void *ctx, int dev, ncclNetCommConfig_t *config, void *handle, void **send_comm,
+                    ncclNetDeviceHandle_t **dev_comm);
+int c4_wrap_accept(void *listen_comm, void **recv_comm, ncclNetDeviceHandle_t **dev_comm);
+int c4_wrap_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+int c4_wrap_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+                          void **mhandle);
+int c4_wrap_dereg_mr(void *comm, void *mhandle);
+int c4_wrap_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+                  void **request);
+int c4_wrap_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                  void **phandles, void **request);
+int c4_wrap_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+                   void **request);
+int c4_wrap_test(void *request, int *done, int *sizes);
+int c4_wrap_close(void *comm); /* closeSend and closeRecv */
+int c4_wrap_close_listen(void *listen_comm);
+int c4_wrap_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle);
+int c4_wrap_irecv_consumed(void *recv_comm, int n, void *request);
+int c4_wrap_make_vdevice(int *d, ncclNetVDeviceProps_t *props);
+int c4_wrap_set_net_attr(void *ctx, ncclNetAttr_v11_t *attr);
 
 /* The wrapped connection's link info for NCCL's profiler the first time it is asked for, NULL
  * afterwards (and for a comm that is not c4's wrapper). Caller thread only. */

@@ -11,6 +11,7 @@
 
 #include "c4_err.h"
 #include "c4_netapi.h"
+#include "net_result.h"
 
 #define V11(in) ((const ncclNet_v11_t *)(in)->table)
 #define V10(in) ((const ncclNet_v10_t *)(in)->table)
@@ -72,13 +73,13 @@ static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 static int once_done;
 static ncclResult_t once_rc;
 
-ncclResult_t c4_wrap_inner_init(struct c4_wrap_inner *in, void **ctx, uint64_t comm_id,
-                                ncclNetCommConfig_t *config, ncclDebugLogger_t logger,
-                                ncclProfilerCallback_t prof) {
+int c4_wrap_inner_init(struct c4_wrap_inner *in, void **ctx, uint64_t comm_id,
+                       ncclNetCommConfig_t *config, ncclDebugLogger_t logger,
+                       ncclProfilerCallback_t prof) {
   *ctx = NULL;
   if (in->version == 11) {
     ncclNetCommConfig_t none = {.trafficClass = -1};
-    return V11(in)->init(ctx, comm_id, config ? config : &none, logger, prof);
+    return c4_net_from_nccl(V11(in)->init(ctx, comm_id, config ? config : &none, logger, prof));
   }
   pthread_mutex_lock(&once_lock);
   if (!once_done) {
@@ -89,17 +90,16 @@ ncclResult_t c4_wrap_inner_init(struct c4_wrap_inner *in, void **ctx, uint64_t c
   }
   ncclResult_t rc = once_rc;
   pthread_mutex_unlock(&once_lock);
-  return rc;
+  return c4_net_from_nccl(rc);
 }
 
-ncclResult_t c4_wrap_inner_devices(struct c4_wrap_inner *in, int *ndev) {
-  return V8(in)->devices(ndev);
+int c4_wrap_inner_devices(struct c4_wrap_inner *in, int *ndev) {
+  return c4_net_from_nccl(V8(in)->devices(ndev));
 }
 
-ncclResult_t c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev,
-                                      ncclNetProperties_v11_t *p) {
+int c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev, ncclNetProperties_v11_t *p) {
   memset(p, 0, sizeof *p);
-  if (in->version == 11) return V11(in)->getProperties(dev, p);
+  if (in->version == 11) return c4_net_from_nccl(V11(in)->getProperties(dev, p));
   ncclResult_t rc;
   if (in->version >= 9) {
     ncclNetProperties_v9_t q;
@@ -107,7 +107,7 @@ ncclResult_t c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev,
     rc = in->version == 10 ? V10(in)->getProperties(dev, &q) : V9(in)->getProperties(dev, &q);
     memcpy(p, &q, sizeof q); /* v11 is v9 plus maxMultiRequestSize */
     p->maxMultiRequestSize = 1;
-    return rc;
+    return c4_net_from_nccl(rc);
   }
   ncclNetProperties_v8_t q;
   memset(&q, 0, sizeof q);
@@ -119,127 +119,132 @@ ncclResult_t c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev,
   p->maxP2pBytes = V8_MAX_BYTES;
   p->maxCollBytes = V8_MAX_BYTES;
   p->maxMultiRequestSize = 1;
-  return rc;
+  return c4_net_from_nccl(rc);
 }
 
-ncclResult_t c4_wrap_inner_listen(struct c4_wrap_inner *in, void *ctx, int dev, void *handle,
-                                  void **listen_comm) {
-  if (in->version == 11) return V11(in)->listen(ctx, dev, handle, listen_comm);
-  return V8(in)->listen(dev, handle, listen_comm); /* v8..v10 share this signature */
+int c4_wrap_inner_listen(struct c4_wrap_inner *in, void *ctx, int dev, void *handle,
+                         void **listen_comm) {
+  if (in->version == 11) return c4_net_from_nccl(V11(in)->listen(ctx, dev, handle, listen_comm));
+  return c4_net_from_nccl(
+      V8(in)->listen(dev, handle, listen_comm)); /* v8..v10 share this signature */
 }
 
-ncclResult_t c4_wrap_inner_connect(struct c4_wrap_inner *in, void *ctx, int dev,
-                                   ncclNetCommConfig_t *config, void *handle, void **send_comm,
-                                   ncclNetDeviceHandle_t **dev_comm) {
+int c4_wrap_inner_connect(struct c4_wrap_inner *in, void *ctx, int dev, ncclNetCommConfig_t *config,
+                          void *handle, void **send_comm, ncclNetDeviceHandle_t **dev_comm) {
   ncclNetCommConfig_t none = {.trafficClass = -1};
   switch (in->version) {
-  case 11: return V11(in)->connect(ctx, dev, handle, send_comm, dev_comm);
-  case 10: return V10(in)->connect(dev, config ? config : &none, handle, send_comm, dev_comm);
-  case 9: return V9(in)->connect(dev, handle, send_comm, dev_comm);
-  default: return V8(in)->connect(dev, handle, send_comm, dev_comm);
+  case 11: return c4_net_from_nccl(V11(in)->connect(ctx, dev, handle, send_comm, dev_comm));
+  case 10:
+    return c4_net_from_nccl(
+        V10(in)->connect(dev, config ? config : &none, handle, send_comm, dev_comm));
+  case 9: return c4_net_from_nccl(V9(in)->connect(dev, handle, send_comm, dev_comm));
+  default: return c4_net_from_nccl(V8(in)->connect(dev, handle, send_comm, dev_comm));
   }
 }
 
-ncclResult_t c4_wrap_inner_accept(struct c4_wrap_inner *in, void *listen_comm, void **recv_comm,
-                                  ncclNetDeviceHandle_t **dev_comm) {
-  return V8(in)->accept(listen_comm, recv_comm, dev_comm);
+int c4_wrap_inner_accept(struct c4_wrap_inner *in, void *listen_comm, void **recv_comm,
+                         ncclNetDeviceHandle_t **dev_comm) {
+  return c4_net_from_nccl(V8(in)->accept(listen_comm, recv_comm, dev_comm));
 }
 
-ncclResult_t c4_wrap_inner_reg_mr(struct c4_wrap_inner *in, void *comm, void *data, size_t size,
-                                  int type, void **mhandle) {
-  return V8(in)->regMr(comm, data, size, type, mhandle);
+int c4_wrap_inner_reg_mr(struct c4_wrap_inner *in, void *comm, void *data, size_t size, int type,
+                         void **mhandle) {
+  return c4_net_from_nccl(V8(in)->regMr(comm, data, size, type, mhandle));
 }
 
-ncclResult_t c4_wrap_inner_reg_mr_dmabuf(struct c4_wrap_inner *in, void *comm, void *data,
-                                         size_t size, int type, uint64_t offset, int fd,
-                                         void **mhandle) {
-  if (!V8(in)->regMrDmaBuf) return ncclInternalError; /* NCCL only asks when ptrSupport says so */
-  return V8(in)->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle);
+int c4_wrap_inner_reg_mr_dmabuf(struct c4_wrap_inner *in, void *comm, void *data, size_t size,
+                                int type, uint64_t offset, int fd, void **mhandle) {
+  if (!V8(in)->regMrDmaBuf) return C4_EINTERNAL; /* NCCL only asks when ptrSupport says so */
+  return c4_net_from_nccl(V8(in)->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle));
 }
 
-ncclResult_t c4_wrap_inner_dereg_mr(struct c4_wrap_inner *in, void *comm, void *mhandle) {
-  return V8(in)->deregMr(comm, mhandle);
+int c4_wrap_inner_dereg_mr(struct c4_wrap_inner *in, void *comm, void *mhandle) {
+  return c4_net_from_nccl(V8(in)->deregMr(comm, mhandle));
 }
 
-ncclResult_t c4_wrap_inner_isend(struct c4_wrap_inner *in, void *send_comm, void *data, size_t size,
-                                 int tag, void *mhandle, void *phandle, void **request) {
+int c4_wrap_inner_isend(struct c4_wrap_inner *in, void *send_comm, void *data, size_t size, int tag,
+                        void *mhandle, void *phandle, void **request) {
   switch (in->version) {
-  case 11: return V11(in)->isend(send_comm, data, size, tag, mhandle, phandle, request);
-  case 10: return V10(in)->isend(send_comm, data, size, tag, mhandle, phandle, request);
-  case 9: return V9(in)->isend(send_comm, data, size, tag, mhandle, request);
+  case 11:
+    return c4_net_from_nccl(V11(in)->isend(send_comm, data, size, tag, mhandle, phandle, request));
+  case 10:
+    return c4_net_from_nccl(V10(in)->isend(send_comm, data, size, tag, mhandle, phandle, request));
+  case 9: return c4_net_from_nccl(V9(in)->isend(send_comm, data, size, tag, mhandle, request));
   default:
-    if (size > INT_MAX) return ncclInvalidArgument;
-    return V8(in)->isend(send_comm, data, (int)size, tag, mhandle, request);
+    if (size > INT_MAX) return C4_EINVAL;
+    return c4_net_from_nccl(V8(in)->isend(send_comm, data, (int)size, tag, mhandle, request));
   }
 }
 
-ncclResult_t c4_wrap_inner_irecv(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
-                                 size_t *sizes, int *tags, void **mhandles, void **phandles,
-                                 void **request) {
+int c4_wrap_inner_irecv(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
+                        size_t *sizes, int *tags, void **mhandles, void **phandles,
+                        void **request) {
   switch (in->version) {
-  case 11: return V11(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
-  case 10: return V10(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
-  case 9: return V9(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+  case 11:
+    return c4_net_from_nccl(
+        V11(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request));
+  case 10:
+    return c4_net_from_nccl(
+        V10(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request));
+  case 9:
+    return c4_net_from_nccl(V9(in)->irecv(recv_comm, n, data, sizes, tags, mhandles, request));
   default: {
     int isizes[C4_WRAP_MAX_RECVS];
-    if (n < 1 || n > C4_WRAP_MAX_RECVS) return ncclInvalidArgument;
+    if (n < 1 || n > C4_WRAP_MAX_RECVS) return C4_EINVAL;
     for (int i = 0; i < n; i++) {
-      if (sizes[i] > INT_MAX) return ncclInvalidArgument;
+      if (sizes[i] > INT_MAX) return C4_EINVAL;
       isizes[i] = (int)sizes[i];
     }
-    return V8(in)->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
+    return c4_net_from_nccl(V8(in)->irecv(recv_comm, n, data, isizes, tags, mhandles, request));
   }
   }
 }
 
-ncclResult_t c4_wrap_inner_iflush(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
-                                  int *sizes, void **mhandles, void **request) {
-  return V8(in)->iflush(recv_comm, n, data, sizes, mhandles, request);
+int c4_wrap_inner_iflush(struct c4_wrap_inner *in, void *recv_comm, int n, void **data, int *sizes,
+                         void **mhandles, void **request) {
+  return c4_net_from_nccl(V8(in)->iflush(recv_comm, n, data, sizes, mhandles, request));
 }
 
-ncclResult_t c4_wrap_inner_test(struct c4_wrap_inner *in, void *request, int *done, int *sizes) {
-  return V8(in)->test(request, done, sizes);
+int c4_wrap_inner_test(struct c4_wrap_inner *in, void *request, int *done, int *sizes) {
+  return c4_net_from_nccl(V8(in)->test(request, done, sizes));
 }
 
-ncclResult_t c4_wrap_inner_close_send(struct c4_wrap_inner *in, void *comm) {
-  return V8(in)->closeSend(comm);
+int c4_wrap_inner_close_send(struct c4_wrap_inner *in, void *comm) {
+  return c4_net_from_nccl(V8(in)->closeSend(comm));
 }
 
-ncclResult_t c4_wrap_inner_close_recv(struct c4_wrap_inner *in, void *comm) {
-  return V8(in)->closeRecv(comm);
+int c4_wrap_inner_close_recv(struct c4_wrap_inner *in, void *comm) {
+  return c4_net_from_nccl(V8(in)->closeRecv(comm));
 }
 
-ncclResult_t c4_wrap_inner_close_listen(struct c4_wrap_inner *in, void *comm) {
-  return V8(in)->closeListen(comm);
+int c4_wrap_inner_close_listen(struct c4_wrap_inner *in, void *comm) {
+  return c4_net_from_nccl(V8(in)->closeListen(comm));
 }
 
-ncclResult_t c4_wrap_inner_get_device_mr(struct c4_wrap_inner *in, void *comm, void *mhandle,
-                                         void **dptr_mhandle) {
-  if (!V8(in)->getDeviceMr) return ncclInternalError;
-  return V8(in)->getDeviceMr(comm, mhandle, dptr_mhandle);
+int c4_wrap_inner_get_device_mr(struct c4_wrap_inner *in, void *comm, void *mhandle,
+                                void **dptr_mhandle) {
+  if (!V8(in)->getDeviceMr) return C4_EINTERNAL;
+  return c4_net_from_nccl(V8(in)->getDeviceMr(comm, mhandle, dptr_mhandle));
 }
 
-ncclResult_t c4_wrap_inner_irecv_consumed(struct c4_wrap_inner *in, void *recv_comm, int n,
-                                          void *request) {
-  if (!V8(in)->irecvConsumed) return ncclSuccess;
-  return V8(in)->irecvConsumed(recv_comm, n, request);
+int c4_wrap_inner_irecv_consumed(struct c4_wrap_inner *in, void *recv_comm, int n, void *request) {
+  if (!V8(in)->irecvConsumed) return 0;
+  return c4_net_from_nccl(V8(in)->irecvConsumed(recv_comm, n, request));
 }
 
-ncclResult_t c4_wrap_inner_make_vdevice(struct c4_wrap_inner *in, int *d,
-                                        ncclNetVDeviceProps_t *props) {
-  if (!c4_wrap_inner_has(in, C4_WI_MAKE_VDEVICE)) return ncclInvalidUsage;
-  if (in->version == 11) return V11(in)->makeVDevice(d, props);
-  if (in->version == 10) return V10(in)->makeVDevice(d, props);
-  return V9(in)->makeVDevice(d, props);
+int c4_wrap_inner_make_vdevice(struct c4_wrap_inner *in, int *d, ncclNetVDeviceProps_t *props) {
+  if (!c4_wrap_inner_has(in, C4_WI_MAKE_VDEVICE)) return C4_EUSAGE;
+  if (in->version == 11) return c4_net_from_nccl(V11(in)->makeVDevice(d, props));
+  if (in->version == 10) return c4_net_from_nccl(V10(in)->makeVDevice(d, props));
+  return c4_net_from_nccl(V9(in)->makeVDevice(d, props));
 }
 
-ncclResult_t c4_wrap_inner_finalize(struct c4_wrap_inner *in, void *ctx) {
-  if (in->version != 11 || !V11(in)->finalize) return ncclSuccess;
-  return V11(in)->finalize(ctx);
+int c4_wrap_inner_finalize(struct c4_wrap_inner *in, void *ctx) {
+  if (in->version != 11 || !V11(in)->finalize) return 0;
+  return c4_net_from_nccl(V11(in)->finalize(ctx));
 }
 
-ncclResult_t c4_wrap_inner_set_net_attr(struct c4_wrap_inner *in, void *ctx,
-                                        ncclNetAttr_v11_t *attr) {
-  if (!c4_wrap_inner_has(in, C4_WI_SET_NET_ATTR)) return ncclSuccess;
-  return V11(in)->setNetAttr(ctx, attr);
+int c4_wrap_inner_set_net_attr(struct c4_wrap_inner *in, void *ctx, ncclNetAttr_v11_t *attr) {
+  if (!c4_wrap_inner_has(in, C4_WI_SET_NET_ATTR)) return 0;
+  return c4_net_from_nccl(V11(in)->setNetAttr(ctx, attr));
 }

@@ -6,13 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "nccl_net_abi.h"
+#include "net_inner.h"
 
-#define C4_WRAP_MAX_RECVS 8 /* receives per irecv c4 forwards (NCCL's own IB uses 8) */
-
-/* The exported function of a c4 plugin that switches it into inner mode: no timing, no records,
- * no C4_WRAP of its own, no profiler link reports. The outer c4 calls it before init. */
-#define C4_WRAP_INNER_SYMBOL "c4_net_wrap_set_inner"
+#define C4_WRAP_MAX_RECVS C4_NET_MAX_RECVS /* receives per irecv c4 forwards */
 
 struct c4_wrap_inner {
   void *dl;
@@ -32,50 +30,45 @@ int c4_wrap_inner_load(struct c4_wrap_inner *in, const char *path, char *err, si
 enum { C4_WI_GET_DEVICE_MR, C4_WI_IRECV_CONSUMED, C4_WI_MAKE_VDEVICE, C4_WI_SET_NET_ATTR };
 int c4_wrap_inner_has(const struct c4_wrap_inner *in, int op);
 
-/* v11-shaped calls. init: a v11 inner is initialized per call (*ctx is its context); an older one
- * once per process, its result kept (*ctx NULL). config may be NULL. */
-ncclResult_t c4_wrap_inner_init(struct c4_wrap_inner *in, void **ctx, uint64_t comm_id,
-                                ncclNetCommConfig_t *config, ncclDebugLogger_t logger,
-                                ncclProfilerCallback_t prof);
-ncclResult_t c4_wrap_inner_devices(struct c4_wrap_inner *in, int *ndev);
+/* v11-shaped calls, each returning 0 or the C4_E* code for the wrapped plugin's ncclResult_t
+ * (c4_net_from_nccl: the API layer gives NCCL the same result back). init: a v11 inner is
+ * initialized per call (*ctx is its context); an older one once per process, its result kept (*ctx
+ * NULL). config may be NULL. */
+int c4_wrap_inner_init(struct c4_wrap_inner *in, void **ctx, uint64_t comm_id,
+                       ncclNetCommConfig_t *config, ncclDebugLogger_t logger,
+                       ncclProfilerCallback_t prof);
+int c4_wrap_inner_devices(struct c4_wrap_inner *in, int *ndev);
 /* Fills every v11 field; fields older versions lack get NCCL's defaults for them. */
-ncclResult_t c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev,
-                                      ncclNetProperties_v11_t *p);
-ncclResult_t c4_wrap_inner_listen(struct c4_wrap_inner *in, void *ctx, int dev, void *handle,
-                                  void **listen_comm);
-ncclResult_t c4_wrap_inner_connect(struct c4_wrap_inner *in, void *ctx, int dev,
-                                   ncclNetCommConfig_t *config, void *handle, void **send_comm,
-                                   ncclNetDeviceHandle_t **dev_comm);
-ncclResult_t c4_wrap_inner_accept(struct c4_wrap_inner *in, void *listen_comm, void **recv_comm,
-                                  ncclNetDeviceHandle_t **dev_comm);
-ncclResult_t c4_wrap_inner_reg_mr(struct c4_wrap_inner *in, void *comm, void *data, size_t size,
-                                  int type, void **mhandle);
-ncclResult_t c4_wrap_inner_reg_mr_dmabuf(struct c4_wrap_inner *in, void *comm, void *data,
-                                         size_t size, int type, uint64_t offset, int fd,
-                                         void **mhandle);
-ncclResult_t c4_wrap_inner_dereg_mr(struct c4_wrap_inner *in, void *comm, void *mhandle);
-/* v8 inner: a size above INT_MAX is refused with ncclInvalidArgument. */
-ncclResult_t c4_wrap_inner_isend(struct c4_wrap_inner *in, void *send_comm, void *data, size_t size,
-                                 int tag, void *mhandle, void *phandle, void **request);
+int c4_wrap_inner_properties(struct c4_wrap_inner *in, int dev, ncclNetProperties_v11_t *p);
+int c4_wrap_inner_listen(struct c4_wrap_inner *in, void *ctx, int dev, void *handle,
+                         void **listen_comm);
+int c4_wrap_inner_connect(struct c4_wrap_inner *in, void *ctx, int dev, ncclNetCommConfig_t *config,
+                          void *handle, void **send_comm, ncclNetDeviceHandle_t **dev_comm);
+int c4_wrap_inner_accept(struct c4_wrap_inner *in, void *listen_comm, void **recv_comm,
+                         ncclNetDeviceHandle_t **dev_comm);
+int c4_wrap_inner_reg_mr(struct c4_wrap_inner *in, void *comm, void *data, size_t size, int type,
+                         void **mhandle);
+int c4_wrap_inner_reg_mr_dmabuf(struct c4_wrap_inner *in, void *comm, void *data, size_t size,
+                                int type, uint64_t offset, int fd, void **mhandle);
+int c4_wrap_inner_dereg_mr(struct c4_wrap_inner *in, void *comm, void *mhandle);
+/* v8 inner: a size above INT_MAX is refused with C4_EINVAL. */
+int c4_wrap_inner_isend(struct c4_wrap_inner *in, void *send_comm, void *data, size_t size, int tag,
+                        void *mhandle, void *phandle, void **request);
 /* n <= C4_WRAP_MAX_RECVS. */
-ncclResult_t c4_wrap_inner_irecv(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
-                                 size_t *sizes, int *tags, void **mhandles, void **phandles,
-                                 void **request);
-ncclResult_t c4_wrap_inner_iflush(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
-                                  int *sizes, void **mhandles, void **request);
-ncclResult_t c4_wrap_inner_test(struct c4_wrap_inner *in, void *request, int *done, int *sizes);
-ncclResult_t c4_wrap_inner_close_send(struct c4_wrap_inner *in, void *comm);
-ncclResult_t c4_wrap_inner_close_recv(struct c4_wrap_inner *in, void *comm);
-ncclResult_t c4_wrap_inner_close_listen(struct c4_wrap_inner *in, void *comm);
-ncclResult_t c4_wrap_inner_get_device_mr(struct c4_wrap_inner *in, void *comm, void *mhandle,
-                                         void **dptr_mhandle);
-ncclResult_t c4_wrap_inner_irecv_consumed(struct c4_wrap_inner *in, void *recv_comm, int n,
-                                          void *request);
-ncclResult_t c4_wrap_inner_make_vdevice(struct c4_wrap_inner *in, int *d,
-                                        ncclNetVDeviceProps_t *props);
-/* v11 inner only; older versions: ncclSuccess, nothing to do. */
-ncclResult_t c4_wrap_inner_finalize(struct c4_wrap_inner *in, void *ctx);
-ncclResult_t c4_wrap_inner_set_net_attr(struct c4_wrap_inner *in, void *ctx,
-                                        ncclNetAttr_v11_t *attr);
+int c4_wrap_inner_irecv(struct c4_wrap_inner *in, void *recv_comm, int n, void **data,
+                        size_t *sizes, int *tags, void **mhandles, void **phandles, void **request);
+int c4_wrap_inner_iflush(struct c4_wrap_inner *in, void *recv_comm, int n, void **data, int *sizes,
+                         void **mhandles, void **request);
+int c4_wrap_inner_test(struct c4_wrap_inner *in, void *request, int *done, int *sizes);
+int c4_wrap_inner_close_send(struct c4_wrap_inner *in, void *comm);
+int c4_wrap_inner_close_recv(struct c4_wrap_inner *in, void *comm);
+int c4_wrap_inner_close_listen(struct c4_wrap_inner *in, void *comm);
+int c4_wrap_inner_get_device_mr(struct c4_wrap_inner *in, void *comm, void *mhandle,
+                                void **dptr_mhandle);
+int c4_wrap_inner_irecv_consumed(struct c4_wrap_inner *in, void *recv_comm, int n, void *request);
+int c4_wrap_inner_make_vdevice(struct c4_wrap_inner *in, int *d, ncclNetVDeviceProps_t *props);
+/* v11 inner only; older versions: 0, nothing to do. */
+int c4_wrap_inner_finalize(struct c4_wrap_inner *in, void *ctx);
+int c4_wrap_inner_set_net_attr(struct c4_wrap_inner *in, void *ctx, ncclNetAttr_v11_t *attr);
 
 #endif

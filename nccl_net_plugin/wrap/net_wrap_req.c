@@ -169,34 +169,33 @@ static void *track(struct c4_wrap_comm *c, void *inner, int n, const int *tags, 
   return r;
 }
 
-ncclResult_t c4_wrap_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-                           void *phandle, void **request) {
+int c4_wrap_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+                  void **request) {
   struct c4_wrap_comm *c = send_comm;
   uint64_t t0 = c->timing ? c4_now_ns() : 0;
   void *inner = NULL;
-  ncclResult_t rc =
-      c4_wrap_inner_isend(&c4_wrap_lib, c->inner, data, size, tag, mhandle, phandle, &inner);
-  *request = rc == ncclSuccess && inner ? track(c, inner, 1, &tag, size, t0) : NULL;
+  int rc = c4_wrap_inner_isend(&c4_wrap_lib, c->inner, data, size, tag, mhandle, phandle, &inner);
+  *request = rc == 0 && inner ? track(c, inner, 1, &tag, size, t0) : NULL;
   return rc;
 }
 
-ncclResult_t c4_wrap_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-                           void **mhandles, void **phandles, void **request) {
+int c4_wrap_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                  void **phandles, void **request) {
   struct c4_wrap_comm *c = recv_comm;
   if (n < 1 || n > C4_WRAP_MAX_RECVS) {
     C4_WARN("wrap: irecv of %d receives; c4 forwards 1 to %d (its maxRecvs)", n, C4_WRAP_MAX_RECVS);
-    return ncclInvalidArgument;
+    return C4_EINVAL;
   }
   uint64_t t0 = c->timing ? c4_now_ns() : 0;
   void *inner = *request; /* NCCL may pass a hint in (NCCL_NET_OPTIONAL_RECV_COMPLETION) */
-  ncclResult_t rc =
+  int rc =
       c4_wrap_inner_irecv(&c4_wrap_lib, c->inner, n, data, sizes, tags, mhandles, phandles, &inner);
-  *request = rc == ncclSuccess && inner ? track(c, inner, n, tags, 0, t0) : NULL;
+  *request = rc == 0 && inner ? track(c, inner, n, tags, 0, t0) : NULL;
   return rc;
 }
 
-ncclResult_t c4_wrap_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
-                            void **request) {
+int c4_wrap_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+                   void **request) {
   struct c4_wrap_comm *c = recv_comm; /* flushes are not transfers: forwarded, not timed */
   return c4_wrap_inner_iflush(&c4_wrap_lib, c->inner, n, data, sizes, mhandles, request);
 }
@@ -208,29 +207,29 @@ static void slot_release(struct c4_wrap_req *r) {
   atomic_store_explicit(&r->state, C4_WSLOT_FREE, memory_order_release);
 }
 
-ncclResult_t c4_wrap_test(void *request, int *done, int *sizes) {
+int c4_wrap_test(void *request, int *done, int *sizes) {
   struct c4_wrap_req *r = slot_of(request);
   if (!r) return c4_wrap_inner_test(&c4_wrap_lib, request, done, sizes);
   struct c4_wrap_comm *c = r->comm;
   int local[C4_WRAP_MAX_RECVS] = {0};
   int *got = sizes ? sizes : local;
   *done = 0;
-  ncclResult_t rc = c4_wrap_inner_test(&c4_wrap_lib, r->inner, done, got);
-  if (rc != ncclSuccess) {
+  int rc = c4_wrap_inner_test(&c4_wrap_lib, r->inner, done, got);
+  if (rc != 0) {
     emit(c, r, C4_XFER_ERROR, NULL, c4_now_ns());
     slot_release(r);
     return rc;
   }
-  if (!*done) return ncclSuccess;
+  if (!*done) return 0;
   emit(c, r, C4_XFER_OK, got, c4_now_ns());
   if (c->consume)
     atomic_store_explicit(&r->state, C4_WSLOT_CONSUME, memory_order_release);
   else
     slot_release(r);
-  return ncclSuccess;
+  return 0;
 }
 
-ncclResult_t c4_wrap_irecv_consumed(void *recv_comm, int n, void *request) {
+int c4_wrap_irecv_consumed(void *recv_comm, int n, void *request) {
   struct c4_wrap_comm *c = recv_comm;
   struct c4_wrap_req *r = slot_of(request);
   void *inner = r ? r->inner : request;

@@ -1,5 +1,5 @@
 /* net_transport.h -- the socket transport's core: listen, connect, accept, isend, irecv, test,
- * close. Version-independent; net_plugin_api.c adapts NCCL's versions onto it. */
+ * close. Version-independent; its backend table (net_sock_backend.c) serves the API layer. */
 #ifndef C4_NET_TRANSPORT_H
 #define C4_NET_TRANSPORT_H
 
@@ -9,31 +9,9 @@
 #include <sys/socket.h>
 
 #include "c4_record.h"
+#include "net_config.h"
+#include "net_stats.h"
 #include "net_wire.h"
-
-#define C4_MAX_REQUESTS 32 /* NCCL_NET_MAX_REQUESTS */
-
-/* Tunables, read once from the environment by c4_transport_config_load(). */
-struct c4_transport_config {
-  int nsocks;               /* C4_NSOCKS: data sockets per comm */
-  int nthreads;             /* C4_NTHREADS: helper threads per comm (<= nsocks); 0: the caller's
-                             * thread moves the data inside isend/test */
-  size_t inline_bytes;      /* C4_INLINE_BYTES: messages up to this go on the control socket */
-  size_t chunk_bytes;       /* C4_CHUNK_BYTES: minimum chunk on a data socket */
-  int handshake_timeout_ms; /* C4_HANDSHAKE_TIMEOUT_MS */
-  int connect_timeout_ms;   /* C4_CONNECT_TIMEOUT_MS: how long refused connects are retried */
-  int timing;               /* C4_TIMING: 0 disables per-request timing */
-  int stuck_ms;             /* C4_STUCK_MS: a request outstanding this long is reported */
-  int path_weights;         /* C4_PATH_WEIGHTS: chunks sized by each data socket's measured rate */
-  int listen_port_lo;       /* C4_LISTEN_PORTS=LO-HI: listeners take the first free port of the
-                             * range (0: the kernel's choice) */
-  int listen_port_hi;
-  int notsent_lowat; /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
-                      * (multipath comms; 0: the kernel's default) */
-};
-
-/* Reads the C4_* tunables (warning on bad values) into cfg. */
-void c4_transport_config_load(struct c4_transport_config *cfg);
 
 struct c4_listen_comm;
 struct c4_comm;
@@ -77,13 +55,5 @@ int c4_transport_close(struct c4_comm *c);
 /* The connection's link info (for NCCL's profiler callback) the first time it is asked for,
  * NULL afterwards: the profiler needs it once per connection. Caller thread only. */
 struct c4_link_info *c4_transport_link_once(struct c4_comm *c);
-
-/* Counters for bad peers and failures, for logs and tests. */
-struct c4_transport_stats {
-  atomic_ulong rejected_peers;  /* every connection a listener closed before its comm existed */
-  atomic_ulong unproven_closed; /* ... of which had not proven they hold the handle (net_admit.h) */
-  atomic_ulong failed_comms;
-};
-extern struct c4_transport_stats c4_transport_stats;
 
 #endif
