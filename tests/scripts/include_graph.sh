@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# include_graph.sh -- checks that the tree's arrows point down (docs/architecture.md): builds the
+# include graph from the compiler's own dependency output (the -MMD files every compile of BUILD
+# writes, the -MM list with the exact include paths of each folder) and the call graph from the
+# objects' symbols (nm), then fails on
+#   - a source that reaches a header of a folder it may not use (common/ uses nothing above it,
+#     include/c4/ is for all, nothing uses monitor/ or trainer/, inside the plugin the API layer
+#     reaches a transport only through core/backend.h, no transport uses another);
+#   - two files that call into each other, unless the pair is on the list below of loops still to
+#     open (a loop that is gone is reported, so that the list can shrink).
+# Tests (tests/) may use anything. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+BUILD=${BUILD%/}
+fail() {
+  echo "include_graph: FAILED: $*"
+  exit 1
+}
+
+# Pairs of files that still call into each other (docs/architecture.md, "Loops still to open").
+KNOWN_LOOPS="
+monitor/det.c monitor/det_coll.c
+monitor/det.c monitor/det_hang.c
+monitor/det.c monitor/det_matrix.c
+monitor/det.c monitor/det_ranks.c
+monitor/det_hang.c monitor/det_ranks.c
+nccl_net_plugin/sock/net_comm.c nccl_net_plugin/sock/net_helper.c
+nccl_net_plugin/sock/net_comm.c nccl_net_plugin/sock/net_watch.c
+nccl_net_plugin/wrap/net_wrap.c nccl_net_plugin/wrap/net_wrap_req.c
+trainer/dp.c trainer/dp_nccl.c"
+
+# The folder a path belongs to: the plugin's and the tools' sub-folders count on their own.
+folder_of() {
+  case $1 in
+  nccl_net_plugin/*/* | tools/*/* | include/*/*) echo "${1%/*}" | cut -d/ -f1-2 ;;
+  */*) echo "${1%%/*}" ;;
+  *) echo . ;;
+  esac
+}
+
+# The folders a source folder may include from, as one extended regular expression.
+allowed() {
+  local base='common|include/c4'
+  case $1 in
+  include/c4) echo '^include/c4$' ;;
+  common) echo "^($base)$" ;;
+  kernels) echo '^kernels$' ;;
+  nccl_net_plugin/core) echo "^(nccl_net_plugin/core|$base)$" ;;
+  nccl_net_plugin/api) echo "^(nccl_net_plugin/api|nccl_net_plugin/core|$base)$" ;;
+  nccl_net_plugin/sock | nccl_net_plugin/ib | nccl_net_plugin/wrap)
+    echo "^($1|nccl_net_plugin/core|$base)$" ;;
+  nccl_net_plugin/prof | nccl_net_plugin/preload) echo "^($1|$base)$" ;;
+  traffic_planner) echo "^(traffic_planner|$base)$" ;;
+  monitor) echo "^(monitor|traffic_planner|$base)$" ;;
+  trainer) echo "^(trainer|kernels|traffic_planner|$base)$" ;;
+  tools/*) echo "^($1|traffic_planner|kernels|$base)$" ;;
+  *) echo '' ;; # a folder nobody described: every include from it is reported
+  esac
+}
+
+cd "$(dirname "$0")/../.." || fail "cannot find the repository"
+[ -d "$BUILD/obj" ] || fail "no objects in $BUILD/obj: build first (make test builds build/san)"
+sources=$(git ls-files '*.c' | grep -v '^tests/')
+[ -n "$sources" ] || fail "git lists no C sources"
+
+# ---- includes ---------------------------------------------------------------------------------
+bad=0
+checked=0
+for src in $sources; do
+  dep="$BUILD/obj/${src%.c}.d"
+  [ -f "$dep" ] || continue # not built here (e.g. the CUDA host code without nvcc)
+  checked=$((checked + 1))
+  from=$(folder_of "$src")
+  ok=$(allowed "$from")
+  # The first rule of the .d file: target, the source, then every header it reaches.
+  for h in $(sed -e ':a' -e '/\\$/{N;s/\\\n//;ba' -e '}' -e 'q' "$dep" | cut -d: -f2-); do
+    case $h in /*) continue ;; esac # system and pkg-config headers
+    h=$(realpath -m --relative-to=. "$h")
+    [ "$h" = "$src" ] && continue
+    to=$(folder_of "$h")
+    if [ -z "$ok" ] || ! [[ $to =~ $ok ]]; then
+      echo "include_graph: $src ($from) reaches $h ($to), which $from may not use"
+      bad=$((bad + 1))
+    fi
+  done
+done
+[ "$checked" -gt 0 ] || fail "no dependency files (.d) under $BUILD/obj: build first"
+echo "include_graph: $checked sources checked against the folder rules, $bad bad includes"
+
+# ---- calls ------------------------------------------------------------------------------------
+syms=$(mktemp)
+trap 'rm -f "$syms"' EXIT
+for src in $sources; do
+  obj="$BUILD/obj/${src%.c}.o"
+  [ -f "$obj" ] || continue
+  nm "$obj" | awk -v f="$src" '$1 == "U" {print "U", f, $2} NF == 3 && $2 ~ /^[TDBRC]$/ {print "D", f, $3}'
+done >"$syms"
+loops=$(awk '$1 == "D" {def[$3] = def[$3] " " $2}
+             $1 == "U" {use[n++] = $2 " " $3}
+             END {
+               for (i = 0; i < n; i++) {
+                 split(use[i], u, " ")
+                 if (!(u[2] in def)) continue
+                 k = split(def[u[2]], d, " ")
+                 for (j = 1; j <= k; j++) if (d[j] != u[1]) edge[u[1] " " d[j]] = 1
+               }
+               for (e in edge) {
+                 split(e, a, " ")
+                 if (a[1] < a[2] && ((a[2] " " a[1]) in edge)) print a[1], a[2]
+               }
+             }' "$syms" | sort)
+while read -r a b; do
+  [ -z "$a" ] && continue
+  if grep -qxF "$a $b" <<<"$KNOWN_LOOPS"; then
+    echo "include_graph: known loop still to open: $a <-> $b"
+  else
+    echo "include_graph: $a and $b call into each other"
+    bad=$((bad + 1))
+  fi
+done <<<"$loops"
+while read -r a b; do
+  [ -z "$a" ] && continue
+  grep -qxF "$a $b" <<<"$loops" ||
+    echo "include_graph: note: $a <-> $b no longer call into each other; take them off KNOWN_LOOPS"
+done <<<"$KNOWN_LOOPS"
+
+[ "$bad" -eq 0 ] || fail "$bad arrows point the wrong way (see above)"
+echo "include_graph: ok"
