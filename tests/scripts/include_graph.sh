@@ -60,8 +60,12 @@ allowed() {
 
 cd "$(dirname "$0")/../.." || fail "cannot find the repository"
 [ -d "$BUILD/obj" ] || fail "no objects in $BUILD/obj: build first (make test builds build/san)"
-sources=$(git ls-files '*.c' | grep -v '^tests/')
-[ -n "$sources" ] || fail "git lists no C sources"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  sources=$(git ls-files '*.c' | grep -v '^tests/')
+else # an exported tree (git archive): every C source but the tests
+  sources=$(find . -name '*.c' -not -path './tests/*' -not -path "./$BUILD/*" | sed 's|^\./||' | sort)
+fi
+[ -n "$sources" ] || fail "no C sources found"
 
 # ---- includes ---------------------------------------------------------------------------------
 bad=0
