@@ -11,6 +11,7 @@
 
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_log.h"
 
 struct c4_fault_stats c4_fault_stats;
@@ -39,13 +40,13 @@ static void clause_error(struct c4_fault_spec *out, int index, const char *text,
 /* A non-negative integer that fills v[0..len). */
 static int parse_int(const char *v, size_t len, long max, long *out) {
   char buf[32];
-  if (len == 0 || len >= sizeof buf) return -1;
+  if (len == 0 || len >= sizeof buf) return C4_EINVAL;
   memcpy(buf, v, len);
   buf[len] = 0;
   char *end = NULL;
   errno = 0;
   long x = strtol(buf, &end, 10);
-  if (errno || *end || buf[0] == '-' || buf[0] == '+' || x < 0 || x > max) return -1;
+  if (errno || *end || buf[0] == '-' || buf[0] == '+' || x < 0 || x > max) return C4_EINVAL;
   *out = x;
   return 0;
 }
@@ -53,13 +54,13 @@ static int parse_int(const char *v, size_t len, long max, long *out) {
 /* A finite non-negative decimal number that fills v[0..len). */
 static int parse_num(const char *v, size_t len, double *out) {
   char buf[32];
-  if (len == 0 || len >= sizeof buf) return -1;
+  if (len == 0 || len >= sizeof buf) return C4_EINVAL;
   memcpy(buf, v, len);
   buf[len] = 0;
   char *end = NULL;
   errno = 0;
   double x = strtod(buf, &end);
-  if (errno || *end || !isfinite(x) || x < 0 || buf[0] == '-' || buf[0] == '+') return -1;
+  if (errno || *end || !isfinite(x) || x < 0 || buf[0] == '-' || buf[0] == '+') return C4_EINVAL;
   *out = x;
   return 0;
 }
@@ -92,7 +93,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
   else {
     clause_error(out, index, s, len, "unknown kind \"%.*s\" (delay, rate or stall)",
                  (int)(klen > 16 ? 16 : klen), kind);
-    return -1;
+    return C4_EINVAL;
   }
   int have_us = 0, have_mbps = 0, have_for = 0, have_time = 0;
   const char *p = colon ? colon + 1 : s + len, *end = s + len;
@@ -105,7 +106,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
     const char *eq = memchr(item, '=', ilen);
     if (!eq) {
       clause_error(out, index, s, len, "\"%.*s\" is not key=value", (int)ilen, item);
-      return -1;
+      return C4_EINVAL;
     }
     const char *key = item;
     size_t keylen = trim(&key, (size_t)(eq - item));
@@ -117,42 +118,42 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
     if (KEY("peer") || KEY("rank")) {
       if (KEY("peer") && c->kind == C4_FAULT_STALL) {
         clause_error(out, index, s, len, "peer does not apply to stall (it stalls every peer)");
-        return -1;
+        return C4_EINVAL;
       }
       if (parse_int(val, vlen, INT_MAX, &x) != 0) {
         clause_error(out, index, s, len, "%.*s is not an integer", (int)keylen, key);
-        return -1;
+        return C4_EINVAL;
       }
       *(KEY("peer") ? &c->peer : &c->rank) = (int)x;
     } else if (KEY("sock")) {
       if (c->kind != C4_FAULT_RATE) {
         clause_error(out, index, s, len, "sock applies to rate only");
-        return -1;
+        return C4_EINVAL;
       }
       if (parse_int(val, vlen, C4_FAULT_SOCKS - 1, &x) != 0) {
         clause_error(out, index, s, len, "sock is not an integer in [0, %d]", C4_FAULT_SOCKS - 1);
-        return -1;
+        return C4_EINVAL;
       }
       c->sock = (int)x;
     } else if (KEY("us")) {
       if (c->kind != C4_FAULT_DELAY) {
         clause_error(out, index, s, len, "us applies to delay only");
-        return -1;
+        return C4_EINVAL;
       }
       if (parse_int(val, vlen, 60000000L, &x) != 0) {
         clause_error(out, index, s, len, "us is not an integer in [0, 60000000]");
-        return -1;
+        return C4_EINVAL;
       }
       c->us = (uint64_t)x;
       have_us = 1;
     } else if (KEY("mbps")) {
       if (c->kind != C4_FAULT_RATE) {
         clause_error(out, index, s, len, "mbps applies to rate only");
-        return -1;
+        return C4_EINVAL;
       }
       if (parse_num(val, vlen, &d) != 0 || d < 0.001 || d > 1e6) {
         clause_error(out, index, s, len, "mbps is not a number in [0.001, 1000000]");
-        return -1;
+        return C4_EINVAL;
       }
       c->mbps = d;
       have_mbps = 1;
@@ -160,7 +161,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
       if (parse_num(val, vlen, &d) != 0 || d > MAX_SECONDS || (KEY("for_s") && d <= 0)) {
         clause_error(out, index, s, len, "%.*s is not a number of seconds in %s", (int)keylen, key,
                      KEY("for_s") ? "(0, 1000000]" : "[0, 1000000]");
-        return -1;
+        return C4_EINVAL;
       }
       uint64_t ns = (uint64_t)llround(d * 1e9);
       have_time = 1;
@@ -180,7 +181,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
     } else {
       clause_error(out, index, s, len, "unknown key \"%.*s\"", (int)(keylen > 16 ? 16 : keylen),
                    key);
-      return -1;
+      return C4_EINVAL;
     }
 #undef KEY
   }
@@ -203,17 +204,17 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
   if (c->kind != C4_FAULT_STALL && c->peer < 0) {
     clause_error(out, index, s, len, "%s needs peer=RANK",
                  c->kind == C4_FAULT_DELAY ? "delay" : "rate");
-    return -1;
+    return C4_EINVAL;
   }
   if ((c->kind == C4_FAULT_DELAY && !have_us) || (c->kind == C4_FAULT_RATE && !have_mbps)) {
     clause_error(out, index, s, len, "%s",
                  c->kind == C4_FAULT_DELAY ? "delay needs us=N" : "rate needs mbps=M");
-    return -1;
+    return C4_EINVAL;
   }
   if (c->kind == C4_FAULT_STALL && !have_for && c->after_ns == 0) {
     /* A stall from init to the end would only hang the job: demand a window. */
     clause_error(out, index, s, len, "stall needs after_s= or for_s=");
-    return -1;
+    return C4_EINVAL;
   }
   return 0;
 }

@@ -9,7 +9,6 @@
 #include "c4_log.h"
 #include "c4_random.h"
 #include "net_sock.h"
-#include "net_stats.h"
 
 #define SCRATCH_OFFSET 120 /* handle bytes 112..127 are 0 on the wire */
 
@@ -34,7 +33,7 @@ int c4_handshake_accept(int fd, const char *what, int dev, char *from, size_t fr
   if (c < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
       C4_WARN("accept on %s %d failed: %s", what, dev, strerror(errno));
-    return -1;
+    return C4_EAGAIN;
   }
   c4_sock_addr_str(&addr, from, fromlen);
   return c;

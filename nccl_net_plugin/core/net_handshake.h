@@ -20,8 +20,9 @@ int c4_handshake_listen(const struct c4_transport_config *cfg, int dev,
                         struct c4_identity *self);
 
 /* Accepts one waiting connection on listening socket fd without blocking and writes the peer's
- * "host:port" to from. Returns the new non-blocking fd, or -1 when none is waiting; a failure
- * other than "none waiting" is logged as "accept on <what> <dev> failed". */
+ * "host:port" to from. Returns the new non-blocking fd, or C4_EAGAIN when none is waiting; a
+ * failure other than "none waiting" is logged as "accept on <what> <dev> failed" and also gives
+ * C4_EAGAIN (the listener stays, the next poll tries again). */
 int c4_handshake_accept(int fd, const char *what, int dev, char *from, size_t fromlen);
 
 /* Decodes the hello in `in` into h and checks that it is meant for the listener with nonce. A

@@ -6,6 +6,8 @@
 #include <linux/tcp.h>
 #include <netinet/in.h> /* IPPROTO_TCP; <linux/tcp.h> has the rest */
 #include <stddef.h>
+
+#include "c4_err.h"
 #include <sys/socket.h>
 
 int c4_tcp_progress(int fd, uint64_t *bytes_acked, uint64_t *busy_us) {
@@ -13,7 +15,7 @@ int c4_tcp_progress(int fd, uint64_t *bytes_acked, uint64_t *busy_us) {
   socklen_t len = sizeof ti;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
       len < offsetof(struct tcp_info, tcpi_busy_time) + sizeof ti.tcpi_busy_time)
-    return -1;
+    return C4_ENOTFOUND;
   *bytes_acked = ti.tcpi_bytes_acked;
   *busy_us = ti.tcpi_busy_time;
   return 0;

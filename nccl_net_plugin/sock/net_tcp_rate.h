@@ -10,7 +10,7 @@
 
 /* Sets *bytes_acked to the data bytes fd's peer has acknowledged so far and *busy_us to the time
  * (us, counted in the kernel's ticks) fd has had data sent and not yet acknowledged. Returns 0, or
- * -1 when the kernel does not report them (Linux before 4.10; then the caller measures by
+ * C4_ENOTFOUND when the kernel does not report them (Linux before 4.10; then the caller measures by
  * itself). */
 int c4_tcp_progress(int fd, uint64_t *bytes_acked, uint64_t *busy_us);
 
