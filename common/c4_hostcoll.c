@@ -12,6 +12,7 @@
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "c4_err.h"
+#include "c4_hash.h"
 #include "c4_idle.h"
 #include "c4_log.h"
 
@@ -21,10 +22,7 @@
 /* Looks up the plugin's c4Ext* calls and names this ring as a communicator: its id hashes the
  * allgathered handles, which every rank holds alike. */
 static void find_ext(struct c4_hostcoll *h, const char *all) {
-  uint64_t id = 1469598103934665603ull;
-  for (size_t i = 0; i < (size_t)h->world * HANDLE_BYTES; i++)
-    id = (id ^ (uint8_t)all[i]) * 1099511628211ull;
-  h->comm_id = id;
+  h->comm_id = c4_fnv1a(1469598103934665603ull, all, (size_t)h->world * HANDLE_BYTES);
   if (!h->api->dl) return;
   void (*ext_comm)(const struct c4_comm_record *) =
       (void (*)(const struct c4_comm_record *))dlsym(h->api->dl, "c4ExtComm");
@@ -35,7 +33,7 @@ static void find_ext(struct c4_hostcoll *h, const char *all) {
     h->ext_done = NULL;
     return;
   }
-  struct c4_comm_record c = {.comm = id,
+  struct c4_comm_record c = {.comm = h->comm_id,
                              .rank = h->rank,
                              .nranks = h->world,
                              .nnodes = -1,
@@ -158,14 +156,6 @@ static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *r
     }
   }
   return 0;
-}
-
-int c4_hostcoll_shift(struct c4_hostcoll *h, const void *sbuf, void *rbuf, size_t bytes) {
-  if (h->world == 1) {
-    memmove(rbuf, sbuf, bytes);
-    return 0;
-  }
-  return shift(h, sbuf, bytes, rbuf, bytes, NULL, NULL);
 }
 
 struct reduce_arg {

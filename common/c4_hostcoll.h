@@ -48,11 +48,6 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
  * or no progress for C4_COLL_TIMEOUT_MS; buf is then partly reduced). */
 int c4_hostcoll_allreduce_f32(struct c4_hostcoll *h, float *buf, size_t count);
 
-/* Sends `bytes` from sbuf to the next rank while receiving `bytes` from the previous one into
- * rbuf (which must not overlap sbuf unless world is 1), pipelined in slices. The building block
- * of the ring; collective like the allreduce. Returns 0 or C4_EREMOTE. */
-int c4_hostcoll_shift(struct c4_hostcoll *h, const void *sbuf, void *rbuf, size_t bytes);
-
 /* Deregisters and closes the comms and frees the scratch buffer; h can be initialised again.
  * Safe on a ring whose init failed. */
 void c4_hostcoll_ring_close(struct c4_hostcoll *h);

@@ -20,8 +20,6 @@ uint64_t gpt_rng_next(struct gpt_rng *r) {
   return mix(r->state);
 }
 
-float gpt_rng_uniform(struct gpt_rng *r) { return (float)(gpt_rng_next(r) >> 40) / 16777216.0f; }
-
 float gpt_rng_normal(struct gpt_rng *r) {
   if (r->has_spare) {
     r->has_spare = 0;

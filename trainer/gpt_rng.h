@@ -13,8 +13,6 @@ struct gpt_rng {
 
 void gpt_rng_seed(struct gpt_rng *r, uint64_t seed);
 uint64_t gpt_rng_next(struct gpt_rng *r);
-/* uniform in [0, 1) with 24 bits */
-float gpt_rng_uniform(struct gpt_rng *r);
 /* standard normal */
 float gpt_rng_normal(struct gpt_rng *r);
 /* A stateless mix of three words: the data sampler's index of sample i of step s. */

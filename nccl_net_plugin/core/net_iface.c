@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "c4_err.h"
+#include "c4_hash.h"
 #include "c4_log.h"
 
 #define SYSFS_ROOT "/sys"
@@ -138,10 +139,7 @@ uint64_t c4_iface_guid(const char *sysfs_root, const char *ifname) {
   for (size_t i = first; i < n; i++)
     id = (id << 8) | b[i];
   if (id) return id;
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
-  for (const char *p = ifname ? ifname : ""; *p; p++)
-    h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-  return h | (1ull << 63);
+  return c4_fnv1a_str(C4_FNV_OFFSET, ifname ? ifname : "") | (1ull << 63);
 }
 
 /* ---- discovery ----------------------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_hash.h"
 #include "c4_record.h"
 #include "c4_reporter.h"
 #include "c4_telemetry.h"
@@ -54,9 +55,7 @@ static __thread struct {
 } group_calls[GROUP_MAX];
 
 uint64_t c4_shim_hash(const void *p, size_t n, uint64_t seed) {
-  uint64_t h = 0xcbf29ce484222325ull ^ seed;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+  uint64_t h = c4_fnv1a(C4_FNV_OFFSET ^ seed, p, n);
   return h ? h : 1;
 }
 

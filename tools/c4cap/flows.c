@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_hash.h"
+
 #define MIN_SLOTS 256
 
 int c4cap_agg_init(struct c4cap_agg *a, double interval) {
@@ -70,11 +72,7 @@ static int series_add(struct c4cap_series *s, uint64_t k, uint64_t bytes) {
 }
 
 static uint64_t hash(const struct c4cap_key *k, int iface) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)iface; /* FNV-1a */
-  const uint8_t *p = (const uint8_t *)k;
-  for (size_t i = 0; i < sizeof *k; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
+  return c4_fnv1a(1469598103934665603ull ^ (uint64_t)iface, k, sizeof *k);
 }
 
 static struct c4cap_flow *slot(struct c4cap_flow *slots, size_t nslots, const struct c4cap_key *k,
