@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../tools/c4cap/flows.h"
+#include "../../tools/c4cap/aggregate.h"
 #include "../../tools/c4cap/packet.h"
 #include "../../tools/c4cap/paths.h"
 #include "../check_run.h"

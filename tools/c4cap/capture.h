@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "flows.h"
+#include "aggregate.h"
 
 #define C4CAP_SNAPLEN 256 /* enough for Ethernet, 4 VLAN tags, IPv6 extensions, UDP and the BTH */
 

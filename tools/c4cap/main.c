@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate.h"
 #include "c4_cli.h"
 #include "capture.h"
-#include "flows.h"
 #include "paths.h"
 #include "report.h"
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flows.h"
+#include "aggregate.h"
 
 enum c4cap_paths_by { C4CAP_PATHS_NONE, C4CAP_PATHS_IFACE, C4CAP_PATHS_FLOW, C4CAP_PATHS_MAP };
 

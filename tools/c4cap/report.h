@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "flows.h"
+#include "aggregate.h"
 #include "paths.h"
 
 struct c4cap_run {

@@ -1,6 +1,6 @@
-/* flows.c -- c4cap's aggregation: an open-addressing table of flows keyed by interface and
+/* aggregate.c -- c4cap's aggregation: an open-addressing table of flows keyed by interface and
  * c4cap_key, plus per-interface and total counters, each with a series of bytes per interval. */
-#include "flows.h"
+#include "aggregate.h"
 
 #include <errno.h>
 #include <math.h>

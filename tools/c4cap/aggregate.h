@@ -1,7 +1,7 @@
-/* flows.h -- c4cap's aggregation: packets into flows, interfaces and totals, each with its bytes
- * per interval. */
-#ifndef C4CAP_FLOWS_H
-#define C4CAP_FLOWS_H
+/* aggregate.h -- c4cap's aggregation: packets into flows, interfaces and totals, each with its
+ * bytes per interval. */
+#ifndef C4CAP_AGGREGATE_H
+#define C4CAP_AGGREGATE_H
 
 #include <stddef.h>
 #include <stdint.h>
