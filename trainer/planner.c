@@ -21,7 +21,7 @@ static long fill(double t, int n, const double *rate, const int *cap, int *out) 
   return sum;
 }
 
-double c4_plan_split(int total, int n, const double *rate, const int *cap, int *out) {
+double c4_split_units(int total, int n, const double *rate, const int *cap, int *out) {
   if (n < 1 || total < 0) return -1;
   double best_rate = 0;
   long room = 0;
@@ -61,25 +61,25 @@ static double *rates_of(int n, const double *slowdown) {
   return r;
 }
 
-double c4_plan_microbatches(int total, int n, const double *slowdown, int *out) {
+double c4_split_microbatches(int total, int n, const double *slowdown, int *out) {
   double *r = n > 0 ? rates_of(n, slowdown) : NULL;
-  double t = r ? c4_plan_split(total, n, r, NULL, out) : -1;
+  double t = r ? c4_split_units(total, n, r, NULL, out) : -1;
   free(r);
   return t;
 }
 
-double c4_plan_layers(int layers, int stages, const double *slowdown, const int *max_layers,
-                      int *out) {
+double c4_split_layers(int layers, int stages, const double *slowdown, const int *max_layers,
+                       int *out) {
   double *r = stages > 0 ? rates_of(stages, slowdown) : NULL;
-  double t = r ? c4_plan_split(layers, stages, r, max_layers, out) : -1;
+  double t = r ? c4_split_units(layers, stages, r, max_layers, out) : -1;
   free(r);
   return t;
 }
 
-int c4_plan_needs_replan(int n, const double *planned, const double *measured) {
+int c4_split_needs_replan(int n, const double *planned, const double *measured) {
   for (int i = 0; i < n; i++)
-    if (fabs(measured[i] - planned[i]) >= C4_PLAN_MOVE &&
-        (measured[i] >= C4_PLAN_STRAGGLER || planned[i] >= C4_PLAN_STRAGGLER))
+    if (fabs(measured[i] - planned[i]) >= C4_SPLIT_MOVE &&
+        (measured[i] >= C4_SPLIT_STRAGGLER || planned[i] >= C4_SPLIT_STRAGGLER))
       return 1;
   return 0;
 }

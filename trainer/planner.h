@@ -1,7 +1,8 @@
 /* planner.h -- the straggler planner (Malleus's two levels, FIELD.md): given each rank's measured
  * slowdown, how many micro-batches each data-parallel rank (or pipeline) takes, and how many
  * layers each pipeline stage holds, so that the slowest one finishes as early as possible. Pure
- * functions; integer and exact. */
+ * functions; integer and exact. Prefix c4_split_ (the traffic planner, traffic_planner/, is
+ * c4_plan_). */
 #ifndef C4_PLANNER_H
 #define C4_PLANNER_H
 
@@ -10,24 +11,24 @@
  * minimizes the bottleneck max_i out[i] / rate[i], exactly over integers; a worker too slow to
  * help gets 0. Returns the bottleneck time, or -1 when the caps cannot hold total (or no worker
  * has a positive rate, or n < 1). */
-double c4_plan_split(int total, int n, const double *rate, const int *cap, int *out);
+double c4_split_units(int total, int n, const double *rate, const int *cap, int *out);
 
 /* Micro-batches per data-parallel rank from slowdowns (a rank's step time over a healthy one's:
  * 1 healthy, 2 half speed). Returns the step time in healthy micro-batch times. */
-double c4_plan_microbatches(int total, int n, const double *slowdown, int *out);
+double c4_split_microbatches(int total, int n, const double *slowdown, int *out);
 
 /* Layers per pipeline stage (stage i at slowdown[i], holding at most max_layers[i] layers, NULL
  * for no memory limit): minimizes the slowest stage. Returns that stage's time in healthy layer
  * times, or -1 when the limits cannot hold all layers. */
-double c4_plan_layers(int layers, int stages, const double *slowdown, const int *max_layers,
-                      int *out);
+double c4_split_layers(int layers, int stages, const double *slowdown, const int *max_layers,
+                       int *out);
 
 /* Malleus's hysteresis: a rank is a straggler at slowdown >= 1.2, and a plan made for `planned`
  * slowdowns is redone only when some rank's measured slowdown moved by 0.3 or more from it and
  * that rank is, or was, a straggler. 1: re-plan. */
-int c4_plan_needs_replan(int n, const double *planned, const double *measured);
+int c4_split_needs_replan(int n, const double *planned, const double *measured);
 
-#define C4_PLAN_STRAGGLER 1.2
-#define C4_PLAN_MOVE 0.3
+#define C4_SPLIT_STRAGGLER 1.2
+#define C4_SPLIT_MOVE 0.3
 
 #endif

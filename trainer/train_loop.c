@@ -80,7 +80,7 @@ static void split(const struct train_opts *o, int world, const double *slowdown,
   double ones[world];
   for (int i = 0; i < world; i++)
     ones[i] = 1.0;
-  c4_plan_microbatches(o->microbatches, world, o->resplit ? slowdown : ones, out);
+  c4_split_microbatches(o->microbatches, world, o->resplit ? slowdown : ones, out);
 }
 
 /* Healthy micro-batch times of the step under a split: the slowest rank's. */
@@ -279,11 +279,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       compute_s_steps += mine.compute_s;
       timed_steps++;
       mb_secs[timed_steps - 1] = measure(world, rep, slowdown, samples);
-      if (o->resplit && c4_plan_needs_replan(world, planned, slowdown)) {
+      if (o->resplit && c4_split_needs_replan(world, planned, slowdown)) {
         /* a rank under the straggler threshold is healthy: planning on its noise would hand
          * the "fastest" healthy rank extra work that it then finishes last */
         for (int i = 0; i < world; i++)
-          planned[i] = slowdown[i] < C4_PLAN_STRAGGLER ? 1.0 : slowdown[i];
+          planned[i] = slowdown[i] < C4_SPLIT_STRAGGLER ? 1.0 : slowdown[i];
         /* and the split changes only when that pays 5%: between two splits about as good,
          * measurement noise would otherwise flip it back and forth */
         int cand[world];
@@ -328,7 +328,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     int even[world];
     for (int i = 0; i < world; i++)
       even_mb[i] = 1.0;
-    c4_plan_microbatches(o->microbatches, world, even_mb, even);
+    c4_split_microbatches(o->microbatches, world, even_mb, even);
     double ratio = bottleneck(world, even, planned) / bottleneck(world, mb, planned);
     /* the median step: the steady pace, not the steps before the planner's first re-split */
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;

@@ -18,7 +18,7 @@ static int sum(const int *v, int n) {
 START_TEST(eight_way_data_parallel_with_one_gpu_at_half_speed_keeps_88_9_percent) {
   double slow[8] = {2, 1, 1, 1, 1, 1, 1, 1};
   int mb[8];
-  double t = c4_plan_microbatches(64, 8, slow, mb);
+  double t = c4_split_microbatches(64, 8, slow, mb);
   ck_assert_int_eq(sum(mb, 8), 64);
   ck_assert_double_eq_tol(8.0 / t, 0.889, 0.001); /* healthy: 8 micro-batches each */
   ck_assert_int_eq(mb[0], 4);
@@ -26,7 +26,7 @@ START_TEST(eight_way_data_parallel_with_one_gpu_at_half_speed_keeps_88_9_percent
   ck_assert_double_eq_tol(8.0 / (8 * 2.0), 0.5, 1e-9);
   double seven[7] = {1, 1, 1, 1, 1, 1, 1};
   int mb7[7];
-  ck_assert_double_eq_tol(8.0 / c4_plan_microbatches(64, 7, seven, mb7), 0.8, 1e-9);
+  ck_assert_double_eq_tol(8.0 / c4_split_microbatches(64, 7, seven, mb7), 0.8, 1e-9);
   ck_assert_double_eq_tol(8.0 / (64 / 7.5), 0.9375, 1e-9);
 }
 END_TEST
@@ -36,19 +36,19 @@ END_TEST
 START_TEST(two_pipelines_of_four_stages_keep_88_9_percent_with_layers_and_data_resplit) {
   double stage_slow[4] = {1, 2, 1, 1}, healthy[4] = {1, 1, 1, 1};
   int layers[4], even[4];
-  double t_healthy = c4_plan_layers(16, 4, healthy, NULL, even); /* 4 layers a stage */
+  double t_healthy = c4_split_layers(16, 4, healthy, NULL, even); /* 4 layers a stage */
   ck_assert_double_eq_tol(t_healthy, 4, 1e-9);
   /* data re-split only: the slow stage keeps its 4 layers, so pipeline 0 runs at half speed */
   double only_data[2] = {2, 1};
   int mb[2];
-  double t = c4_plan_microbatches(64, 2, only_data, mb);
+  double t = c4_split_microbatches(64, 2, only_data, mb);
   ck_assert_double_eq_tol(32.0 / t, 0.744, 0.001);
   /* layers first: the slow GPU gets fewer layers; then the data follows the pipelines' speeds */
-  double t0 = c4_plan_layers(16, 4, stage_slow, NULL, layers);
+  double t0 = c4_split_layers(16, 4, stage_slow, NULL, layers);
   ck_assert_int_eq(sum(layers, 4), 16);
   ck_assert_int_lt(layers[1], 4);
   double pipes[2] = {t0 / t_healthy, 1};
-  t = c4_plan_microbatches(64, 2, pipes, mb);
+  t = c4_split_microbatches(64, 2, pipes, mb);
   ck_assert_int_eq(mb[0] + mb[1], 64);
   ck_assert_double_eq_tol(32.0 / t, 0.889, 0.001);
 }
@@ -82,7 +82,7 @@ START_TEST(splits_are_exact_against_brute_force_and_keep_the_total) {
     }
     const int *c = trial % 2 ? cap : NULL;
     double want = brute(total, n, rate, c, 0, 0);
-    double got = c4_plan_split(total, n, rate, c, out);
+    double got = c4_split_units(total, n, rate, c, out);
     if (isinf(want)) {
       ck_assert_double_eq(got, -1);
       continue;
@@ -98,16 +98,16 @@ END_TEST
 START_TEST(a_rank_too_slow_to_help_is_left_out_and_memory_limits_hold) {
   double slow[4] = {1, 1, 1, 20};
   int mb[4];
-  c4_plan_microbatches(12, 4, slow, mb);
+  c4_split_microbatches(12, 4, slow, mb);
   ck_assert_int_eq(mb[3], 0);
   ck_assert_int_eq(sum(mb, 4), 12);
   double even[3] = {1, 1, 1};
   int cap[3] = {2, 10, 10}, layers[3];
-  ck_assert_double_eq_tol(c4_plan_layers(12, 3, even, cap, layers), 5, 1e-9);
+  ck_assert_double_eq_tol(c4_split_layers(12, 3, even, cap, layers), 5, 1e-9);
   ck_assert_int_le(layers[0], 2);
   int tight[3] = {2, 2, 2};
-  ck_assert_double_eq(c4_plan_layers(12, 3, even, tight, layers), -1);
-  ck_assert_double_eq(c4_plan_microbatches(4, 0, slow, mb), -1);
+  ck_assert_double_eq(c4_split_layers(12, 3, even, tight, layers), -1);
+  ck_assert_double_eq(c4_split_microbatches(4, 0, slow, mb), -1);
 }
 END_TEST
 
@@ -115,12 +115,12 @@ START_TEST(replanning_follows_the_straggler_threshold_and_the_move_hysteresis) {
   double planned[3] = {1.0, 1.0, 1.0};
   double jitter[3] = {1.15, 1.0, 0.9}, straggler[3] = {1.0, 1.35, 1.0};
   double small_move[3] = {1.0, 1.0, 1.25};
-  ck_assert_int_eq(c4_plan_needs_replan(3, planned, jitter), 0);
-  ck_assert_int_eq(c4_plan_needs_replan(3, planned, small_move), 0); /* a straggler, moved < 0.3 */
-  ck_assert_int_eq(c4_plan_needs_replan(3, planned, straggler), 1);
+  ck_assert_int_eq(c4_split_needs_replan(3, planned, jitter), 0);
+  ck_assert_int_eq(c4_split_needs_replan(3, planned, small_move), 0); /* a straggler, moved < 0.3 */
+  ck_assert_int_eq(c4_split_needs_replan(3, planned, straggler), 1);
   double was[3] = {1.0, 2.0, 1.0}, slightly_better[3] = {1.0, 1.8, 1.0}, healed[3] = {1, 1, 1};
-  ck_assert_int_eq(c4_plan_needs_replan(3, was, slightly_better), 0);
-  ck_assert_int_eq(c4_plan_needs_replan(3, was, healed), 1);
+  ck_assert_int_eq(c4_split_needs_replan(3, was, slightly_better), 0);
+  ck_assert_int_eq(c4_split_needs_replan(3, was, healed), 1);
 }
 END_TEST
 
