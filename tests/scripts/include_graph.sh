@@ -8,7 +8,8 @@
 #     reaches a transport only through core/backend.h, no transport uses another);
 #   - two files that call into each other, unless the pair is on the list below of loops still to
 #     open (a loop that is gone is reported, so that the list can shrink).
-# Tests (tests/) may use anything. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+# Tests (tests/) may use anything; the benchmarks (tools/bench/) may drive the plugin's core and
+# socket transport directly, as its tests do. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
 BUILD=${BUILD%/}
@@ -53,6 +54,7 @@ allowed() {
   traffic_planner) echo "^(traffic_planner|$base)$" ;;
   monitor) echo "^(monitor|traffic_planner|$base)$" ;;
   trainer) echo "^(trainer|kernels|traffic_planner|$base)$" ;;
+  tools/bench) echo "^(tools/bench|traffic_planner|nccl_net_plugin/core|nccl_net_plugin/sock|$base)$" ;;
   tools/*) echo "^($1|traffic_planner|kernels|$base)$" ;;
   *) echo '' ;; # a folder nobody described: every include from it is reported
   esac
