@@ -14,8 +14,8 @@
 #include "c4_log.h"
 #include "c4_random.h"
 #include "ib_comm.h"
-#include "net_admit.h"
 #include "net_handshake.h"
+#include "net_pending.h"
 #include "net_sock.h"
 #include "net_stats.h"
 
@@ -26,43 +26,47 @@
 /* ---- the listening side ---- */
 
 struct ib_pending {
-  int fd;
-  uint64_t t_open;
-  int phase;  /* 0 reading hello + QP info, 1 writing the reply, 2 reading the ready ack */
-  int proven; /* its first C4_ADMIT_PROOF_BYTES carried this listener's nonce */
-  int slot;   /* holds one of the process's unproven slots (c4_admit_take) */
+  struct c4_pending h; /* fd, age, proof, slot, address (net_pending.h) */
+  int phase;           /* 0 reading hello + QP info, 1 writing the reply, 2 reading the ready ack */
   size_t got, sent;
   uint8_t in[HELLO_IN];
   uint8_t out[REPLY];
   struct c4_wire_hello hello;
   struct c4_ib_comm *comm;
-  char from[96];
 };
 
 struct c4_ib_listen {
-  int fd;
-  int dev;
-  uint64_t nonce;
+  struct c4_pending_table t; /* over pend[] */
   uint64_t nccl_comm;
   struct c4_identity self;
   struct c4_transport_config cfg;
-  int npend;
-  int nunproven;
+  struct c4_ib_comm *ready; /* a comm a handshake finished inside c4_pending_take_new */
   struct ib_pending pend[MAX_PENDING];
 };
+
+/* A pending connection's QPs, set up once its hello and QP info are in. */
+static void drop_comm(void *entry) {
+  struct ib_pending *p = entry;
+  c4_ib_comm_free(p->comm);
+  p->comm = NULL;
+}
 
 int c4_ib_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                  const struct sockaddr_storage *addr, void *handle, struct c4_ib_listen **out) {
   if (!c4_ib_dev_get(dev)) return C4_EINVAL;
   struct c4_ib_listen *l = calloc(1, sizeof *l);
   if (!l) return C4_ENOMEM;
-  int fd = c4_handshake_listen(cfg, dev, addr, handle, &l->nonce, &l->self);
-  if (fd < 0) {
+  l->t = (struct c4_pending_table){.what = "verbs listener on device",
+                                   .accept_what = "verbs device",
+                                   .max = MAX_PENDING,
+                                   .item_size = sizeof l->pend[0],
+                                   .items = l->pend,
+                                   .drop = drop_comm};
+  int rc = c4_pending_listen(&l->t, cfg, dev, addr, handle, &l->self);
+  if (rc != 0) {
     free(l);
-    return fd;
+    return rc;
   }
-  l->fd = fd;
-  l->dev = dev;
   l->nccl_comm = nccl_comm;
   l->cfg = *cfg;
   ((uint8_t *)handle)[C4_IB_HANDLE_MARK_AT] = C4_IB_HANDLE_MARK;
@@ -70,78 +74,10 @@ int c4_ib_listen(const struct c4_transport_config *cfg, int dev, uint64_t nccl_c
   return 0;
 }
 
-/* Closes pending connection i: a proven one is logged each time (its peer holds our handle), an
- * unproven one only in the flood summary (net_admit.h). */
-static void reject(struct c4_ib_listen *l, int i, const char *why) {
-  struct ib_pending *p = &l->pend[i];
-  if (p->proven) {
-    C4_WARN("verbs listener on device %d rejected a connection from %s: %s", l->dev, p->from, why);
-    atomic_fetch_add(&c4_transport_stats.rejected_peers, 1);
-  } else {
-    c4_admit_closed("verbs listener on device", l->dev, p->from, why);
-    if (p->slot) c4_admit_release();
-    l->nunproven--;
-  }
-  close(p->fd);
-  c4_ib_comm_free(p->comm);
-  l->pend[i] = l->pend[--l->npend];
-}
-
-/* Evicts the oldest unproven connection other than *keep (whose index is updated if the removal
- * moved it; keep may be NULL). Returns 0, or -1 when there is none. */
-static int evict_unproven_except(struct c4_ib_listen *l, int *keep) {
-  int oldest = -1;
-  for (int i = 0; i < l->npend; i++)
-    if (!l->pend[i].proven && (!keep || i != *keep) &&
-        (oldest < 0 || l->pend[i].t_open < l->pend[oldest].t_open))
-      oldest = i;
-  if (oldest < 0) return -1;
-  reject(l, oldest, "evicted unproven: newer connections needed its slot");
-  if (keep && *keep == l->npend) *keep = oldest; /* the last entry moved into the hole */
-  return 0;
-}
-
-static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm **out);
-
-/* Takes at most C4_ADMIT_ACCEPTS_PER_CALL waiting connections and reads each at once, so that a
- * real connector proves itself before any eviction; unproven newcomers over this listener's or
- * the process's share evict the oldest unproven connection, never a proven one. A connection
- * that completes here is handed out through *out (the caller returns it). */
-static void take_new(struct c4_ib_listen *l, struct c4_ib_comm **out) {
-  char from[sizeof l->pend[0].from];
-  for (int n = 0; n < C4_ADMIT_ACCEPTS_PER_CALL && !*out; n++) {
-    int fd = c4_handshake_accept(l->fd, "verbs device", l->dev, from, sizeof from);
-    if (fd < 0) return;
-    if (l->npend == MAX_PENDING && evict_unproven_except(l, NULL) != 0) {
-      C4_WARN("verbs listener on device %d refused a connection from %s: %d handshakes that know "
-              "our handle are unfinished",
-              l->dev, from, l->npend);
-      atomic_fetch_add(&c4_transport_stats.rejected_peers, 1);
-      close(fd);
-      continue;
-    }
-    int i = l->npend++;
-    struct ib_pending *p = &l->pend[i];
-    memset(p, 0, sizeof *p);
-    p->fd = fd;
-    p->t_open = c4_now_ns();
-    memcpy(p->from, from, sizeof p->from);
-    l->nunproven++;
-    if (step(l, i, p->t_open, out) != 0 || l->pend[i].proven) continue;
-    while (!(l->pend[i].slot = c4_admit_take()) && l->nunproven > 1)
-      evict_unproven_except(l, &i);
-    if (!l->pend[i].slot) {
-      reject(l, i, "the process holds its limit of unproven connections");
-      continue;
-    }
-    if (l->nunproven > C4_ADMIT_UNPROVEN_MAX) evict_unproven_except(l, &i);
-  }
-}
-
 /* Checks the hello as soon as it is in, so a socket-transport connector is turned away at once.
  * Returns 0 or a code with err filled. */
 static int check_hello(struct c4_ib_listen *l, struct ib_pending *p, char *err, size_t errlen) {
-  int rc = c4_handshake_check_hello(p->fd, p->in, l->nonce, &p->hello, err, errlen);
+  int rc = c4_handshake_check_hello(p->h.fd, p->in, l->t.nonce, &p->hello, err, errlen);
   if (rc != 0) return rc;
   if (p->hello.kind != C4_HELLO_CTRL || p->hello.nsocks != 1) {
     snprintf(err, errlen,
@@ -158,12 +94,12 @@ static int answer(struct c4_ib_listen *l, struct ib_pending *p, char *err, size_
   struct c4_ib_qpinfo remote, mine;
   int rc = c4_ib_qpinfo_get(p->in + C4_HELLO_SIZE, &remote, err, errlen);
   if (rc != 0) return rc;
-  if (remote.link_layer != c4_ib_dev_get(l->dev)->link_layer) {
+  if (remote.link_layer != c4_ib_dev_get(l->t.dev)->link_layer) {
     snprintf(err, errlen, "the connector's port is %s, this one is not",
              remote.link_layer == C4_IB_LINK_ETH ? "RoCE" : "InfiniBand");
     return C4_EPROTO;
   }
-  if ((rc = c4_ib_comm_new(0, &l->cfg, l->dev, remote.nqps, &p->comm, &mine)) != 0 ||
+  if ((rc = c4_ib_comm_new(0, &l->cfg, l->t.dev, remote.nqps, &p->comm, &mine)) != 0 ||
       (rc = c4_ib_comm_connect(p->comm, l->nccl_comm, p->hello.conn_id, &l->self, &p->hello.id,
                                &remote)) != 0) {
     snprintf(err, errlen, "could not set up its QPs here (see above)");
@@ -181,60 +117,63 @@ static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm *
   struct ib_pending *p = &l->pend[i];
   char err[200];
   if (p->phase == 0) {
-    ssize_t k = c4_sock_recv_some(p->fd, p->in + p->got, HELLO_IN - p->got);
+    ssize_t k = c4_sock_recv_some(p->h.fd, p->in + p->got, HELLO_IN - p->got);
     if (k < 0) {
       snprintf(err, sizeof err, "closed after %zu of %d handshake bytes", p->got, HELLO_IN);
-      return reject(l, i, err), -1;
+      return c4_pending_reject(&l->t, i, err), -1;
     }
     size_t before = p->got;
     p->got += (size_t)k;
-    if (!p->proven) {
-      int judged = c4_admit_judge(p->in, p->got, l->nonce);
-      if (judged == C4_ADMIT_BAD) return reject(l, i, "its first bytes are not a hello for us"), -1;
-      if (judged == C4_ADMIT_PROVEN) {
-        p->proven = 1;
-        l->nunproven--;
-        if (p->slot) c4_admit_release();
-        p->slot = 0;
-      }
-    }
+    if (c4_pending_judge(&l->t, i, p->in, p->got) != 0) return -1;
     if (before < C4_HELLO_SIZE && p->got >= C4_HELLO_SIZE &&
         check_hello(l, p, err, sizeof err) != 0)
-      return reject(l, i, err), -1;
-    if (p->got == HELLO_IN && answer(l, p, err, sizeof err) != 0) return reject(l, i, err), -1;
+      return c4_pending_reject(&l->t, i, err), -1;
+    if (p->got == HELLO_IN && answer(l, p, err, sizeof err) != 0)
+      return c4_pending_reject(&l->t, i, err), -1;
   }
   if (p->phase == 1) {
-    ssize_t k = c4_sock_send_some(p->fd, p->out + p->sent, REPLY - p->sent);
-    if (k < 0) return reject(l, i, "closed before our reply went out"), -1;
+    ssize_t k = c4_sock_send_some(p->h.fd, p->out + p->sent, REPLY - p->sent);
+    if (k < 0) return c4_pending_reject(&l->t, i, "closed before our reply went out"), -1;
     p->sent += (size_t)k;
     if (p->sent == REPLY) p->phase = 2, p->got = 0;
   }
   if (p->phase == 2) {
-    ssize_t k = c4_sock_recv_some(p->fd, p->in + p->got, C4_ACK_SIZE - p->got);
-    if (k < 0) return reject(l, i, "closed instead of saying its QPs are ready"), -1;
+    ssize_t k = c4_sock_recv_some(p->h.fd, p->in + p->got, C4_ACK_SIZE - p->got);
+    if (k < 0) return c4_pending_reject(&l->t, i, "closed instead of saying its QPs are ready"), -1;
     p->got += (size_t)k;
     if (p->got == C4_ACK_SIZE) {
-      if (c4_wire_get_ack(p->in) != C4_ACK_OK) return reject(l, i, "its ready ack is wrong"), -1;
+      if (c4_wire_get_ack(p->in) != C4_ACK_OK)
+        return c4_pending_reject(&l->t, i, "its ready ack is wrong"), -1;
       *out = p->comm;
-      close(p->fd);
-      l->pend[i] = l->pend[--l->npend];
+      close(p->h.fd);
+      c4_pending_forget(&l->t, i); /* the comm is the caller's now */
       return 1;
     }
   }
-  if (now - p->t_open > (uint64_t)l->cfg.handshake_timeout_ms * 1000000ull) {
+  if (now - p->h.t_open > (uint64_t)l->cfg.handshake_timeout_ms * 1000000ull) {
     snprintf(err, sizeof err, "handshake not complete within %d ms (C4_HANDSHAKE_TIMEOUT_MS)",
              l->cfg.handshake_timeout_ms);
-    return reject(l, i, err), -1;
+    return c4_pending_reject(&l->t, i, err), -1;
   }
   return 0;
 }
 
+/* step over the pending table's callback: the comm a finished handshake hands out waits in
+ * l->ready until c4_ib_accept returns it. */
+static int advance(void *ctx, int i, uint64_t now) {
+  struct c4_ib_listen *l = ctx;
+  return step(l, i, now, &l->ready);
+}
+
 int c4_ib_accept(struct c4_ib_listen *l, struct c4_ib_comm **out) {
   *out = NULL;
-  take_new(l, out);
-  if (*out) return 0;
+  l->ready = NULL;
+  if (c4_pending_take_new(&l->t, advance, l)) {
+    *out = l->ready;
+    return 0;
+  }
   uint64_t now = c4_now_ns();
-  for (int i = 0; i < l->npend;) {
+  for (int i = 0; i < l->t.npend;) {
     int rc = step(l, i, now, out);
     if (rc == 1) return 0;
     if (rc == 0) i++;
@@ -244,12 +183,7 @@ int c4_ib_accept(struct c4_ib_listen *l, struct c4_ib_comm **out) {
 
 int c4_ib_close_listen(struct c4_ib_listen *l) {
   if (!l) return 0;
-  for (int i = 0; i < l->npend; i++) {
-    close(l->pend[i].fd);
-    c4_ib_comm_free(l->pend[i].comm);
-    if (l->pend[i].slot) c4_admit_release();
-  }
-  close(l->fd);
+  c4_pending_close_all(&l->t);
   free(l);
   return 0;
 }
