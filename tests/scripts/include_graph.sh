@@ -9,7 +9,7 @@
 #   - two files that call into each other, unless the pair is on the list below of loops still to
 #     open (a loop that is gone is reported, so that the list can shrink).
 # Tests (tests/) may use anything; the benchmarks (tools/bench/) may drive the plugin's core and
-# socket transport directly, as its tests do. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
+# socket transport and c4mon's library directly, as their tests do. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
 BUILD=${BUILD%/}
@@ -54,7 +54,7 @@ allowed() {
   traffic_planner) echo "^(traffic_planner|$base)$" ;;
   monitor) echo "^(monitor|traffic_planner|$base)$" ;;
   trainer) echo "^(trainer|kernels|traffic_planner|$base)$" ;;
-  tools/bench) echo "^(tools/bench|traffic_planner|nccl_net_plugin/core|nccl_net_plugin/sock|$base)$" ;;
+  tools/bench) echo "^(tools/bench|traffic_planner|monitor|nccl_net_plugin/core|nccl_net_plugin/sock|$base)$" ;;
   tools/*) echo "^($1|traffic_planner|kernels|$base)$" ;;
   *) echo '' ;; # a folder nobody described: every include from it is reported
   esac
