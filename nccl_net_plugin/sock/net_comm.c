@@ -17,27 +17,6 @@
 #include "c4_log.h"
 #include "c4_telemetry.h"
 #include "net_sock.h"
-#include "net_xfer_record.h"
-
-void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int first = c4_comm_fail_first(&c->failed, c->failure, sizeof c->failure, code, fmt, ap);
-  va_end(ap);
-  if (!first) return;
-  int in_flight = 0;
-  for (int i = 0; i < C4_MAX_REQUESTS; i++)
-    in_flight += atomic_load(&c->reqs[i].state) == C4_REQ_POSTED;
-  /* A peer closing an idle comm is the normal end of a job, not worth a warning. */
-  c4_log(in_flight ? C4_LOG_WARN : C4_LOG_INFO, __FILE__, __LINE__, "%s comm %016llx: %s%s",
-         c->is_send ? "send" : "receive", (unsigned long long)c->conn_id, c->failure,
-         in_flight ? "" : " (no request in flight)");
-}
-
-void c4_request_complete(struct c4_request *r) {
-  if (r->comm->cfg.timing) atomic_store_explicit(&r->t_done, c4_now_ns(), memory_order_relaxed);
-  atomic_store_explicit(&r->state, C4_REQ_DONE, memory_order_release);
-}
 
 int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                    uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
@@ -404,11 +383,6 @@ int c4_transport_irecv(struct c4_comm *c, void *data, size_t size, int tag,
 }
 
 /* ---- completion -------------------------------------------------------------------------- */
-
-void c4_request_record(const struct c4_comm *c, struct c4_request *r, int status, uint64_t bytes,
-                       uint64_t t_done, struct c4_xfer_record *rec) {
-  C4_XFER_RECORD_FILL(rec, c, r, status, bytes, t_done);
-}
 
 static void emit_record(struct c4_comm *c, struct c4_request *r, int ok, uint64_t bytes) {
   if (!c->cfg.timing) return;

@@ -10,21 +10,10 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "c4_random.h"
-#include "c4_telemetry.h"
 #include "net_config.h"
 #include "net_wire.h"
 #include "net_wrap_comm.h"
 #include "net_wrap_handle.h"
-
-struct c4_wrap_inner c4_wrap_lib;
-struct c4_wrap_stats c4_wrap_stats;
-
-static struct c4_transport_config cfg; /* C4_TIMING, C4_STUCK_MS */
-
-int c4_wrap_timing(int *stuck_ms) {
-  *stuck_ms = cfg.stuck_ms;
-  return cfg.timing && c4_telemetry_enabled();
-}
 
 int c4_wrap_setup(void) {
   if (c4_net_is_inner()) return 0;
@@ -40,11 +29,11 @@ int c4_wrap_setup(void) {
     C4_WARN("C4_WRAP: %s; c4 goes on with its own socket transport", err);
     return 0;
   }
-  c4_transport_config_load(&cfg);
+  const struct c4_transport_config *cfg = c4_wrap_config_load();
   C4_INFO("C4_WRAP: forwarding to %s (net plugin \"%s\", ncclNet v%d%s), %s", path,
           c4_wrap_lib.name ? c4_wrap_lib.name : "?", c4_wrap_lib.version,
           c4_wrap_lib.is_c4 ? ", a c4 switched into inner mode" : "",
-          cfg.timing ? "timing every request" : "not timing (C4_TIMING=0)");
+          cfg->timing ? "timing every request" : "not timing (C4_TIMING=0)");
   return 1;
 }
 

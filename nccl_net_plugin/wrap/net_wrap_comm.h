@@ -52,6 +52,9 @@ struct c4_wrap_comm {
 /* The wrapped plugin (loaded by c4_wrap_setup) and the tunables wrap mode honours. */
 extern struct c4_wrap_inner c4_wrap_lib;
 
+/* Reads the tunables wrap mode honours (C4_TIMING, C4_STUCK_MS) once, at setup; returns them. */
+const struct c4_transport_config *c4_wrap_config_load(void);
+
 /* 1 when wrapped requests are timed (C4_TIMING), with *stuck_ms set from C4_STUCK_MS. */
 int c4_wrap_timing(int *stuck_ms);
 

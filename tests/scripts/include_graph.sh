@@ -25,9 +25,6 @@ monitor/det.c monitor/det_hang.c
 monitor/det.c monitor/det_matrix.c
 monitor/det.c monitor/det_ranks.c
 monitor/det_hang.c monitor/det_ranks.c
-nccl_net_plugin/sock/net_comm.c nccl_net_plugin/sock/net_helper.c
-nccl_net_plugin/sock/net_comm.c nccl_net_plugin/sock/net_watch.c
-nccl_net_plugin/wrap/net_wrap.c nccl_net_plugin/wrap/net_wrap_req.c
 trainer/dp.c trainer/dp_nccl.c"
 
 # The folder a path belongs to: the plugin's and the tools' sub-folders count on their own.
@@ -63,7 +60,7 @@ allowed() {
 cd "$(dirname "$0")/../.." || fail "cannot find the repository"
 [ -d "$BUILD/obj" ] || fail "no objects in $BUILD/obj: build first (make test builds build/san)"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  sources=$(git ls-files '*.c' | grep -v '^tests/')
+  sources=$(git ls-files --cached --others --exclude-standard '*.c' | grep -v '^tests/')
 else # an exported tree (git archive): every C source but the tests
   sources=$(find . -name '*.c' -not -path './tests/*' -not -path "./$BUILD/*" | sed 's|^\./||' | sort)
 fi
