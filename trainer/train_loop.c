@@ -7,6 +7,7 @@
 #include "train_loop.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -194,8 +195,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   struct step_report *rep = calloc((size_t)world, sizeof *rep);
   int *samples = calloc((size_t)world, sizeof *samples);
   double *step_secs = calloc((size_t)o->steps + 1, sizeof *step_secs);
+  double *step_tps = calloc((size_t)o->steps + 1, sizeof *step_tps); /* by step number */
+  FILE *jf = NULL;
   double *mb_secs = calloc((size_t)o->steps + 1, sizeof *mb_secs);
-  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs || !mb_secs) {
+  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs || !mb_secs ||
+      !step_tps) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
@@ -216,10 +220,15 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
   }
   double eval_start = o->eval_windows && rank == 0 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  /* rank 0's JSON lines: on stdout (--json) or, beside the text, in a file (--json-out) */
+  if (rank == 0 && !o->json && o->json_out && !(jf = fopen(o->json_out, "a"))) {
+    fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
+    goto out;
+  }
+  if (rank == 0 && o->json) jf = stdout;
   if (rank == 0) {
-    if (o->json)
-      train_report_start(stdout, world, o->device, m.nparams, step, eval_start);
-    else
+    if (jf) train_report_start(jf, world, o->device, m.nparams, step, eval_start);
+    if (!o->json)
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
              "eval loss %.4f\n",
              world, o->device, m.nparams, o->microbatches, B, T, o->data, eval_start);
@@ -293,7 +302,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       }
     }
     if (rank == 0) {
-      if (o->json) {
+      step_tps[step] = tps;
+      if (jf) {
         struct train_step_report sr = {.step = step,
                                        .loss = last_loss,
                                        .tokens_per_s = tps,
@@ -303,8 +313,9 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .split = old_mb,
                                        .slowdown = slowdown,
                                        .world = world};
-        train_report_step(stdout, &sr);
-      } else {
+        train_report_step(jf, &sr);
+      }
+      if (!o->json) {
         printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", step, last_loss, tps,
                secs * 1e3);
         print_split(stdout, world, old_mb);
@@ -338,7 +349,10 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
     double bound =
         t_mb > 0 ? (double)o->microbatches * B * T / (bottleneck(world, mb, planned) * t_mb) : 0;
-    if (o->json) {
+    double phases[3];
+    int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
+    if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
+    if (jf) {
       struct train_end_report er = {.steps = step,
                                     .world = world,
                                     .loss = last_loss,
@@ -351,9 +365,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                     .model_gflops = tps * gpt_flops_per_token(&m) * 1e-9,
                                     .planned_speedup = ratio,
                                     .bound_tokens_per_s = bound,
-                                    .split = mb};
-      train_report_end(stdout, &er);
-    } else {
+                                    .split = mb,
+                                    .slow_phases = with_phases ? phases : NULL};
+      train_report_end(jf, &er);
+    }
+    if (!o->json) {
       printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
              "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
              "split ",
@@ -361,11 +377,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
              100 * gemm_share, gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0, ratio);
       print_split(stdout, world, mb);
       printf("\n");
+      if (with_phases)
+        printf("tokens/s, median of the steps: %.0f before the slow steps, %.0f in steps %d-%d, "
+               "%.0f after\n",
+               phases[0], phases[1], o->slow_from, o->slow_to, phases[2]);
       fflush(stdout);
     }
   }
   status = ckpt_failed ? 1 : 0;
 out:
+  if (jf && jf != stdout) fclose(jf);
   if (sub) mon_sub_stop(sub);
   free(tok);
   free(tgt);
@@ -375,6 +396,7 @@ out:
   free(rep);
   free(samples);
   free(step_secs);
+  free(step_tps);
   free(mb_secs);
   gpt_free(&m);
   dp_close(&dp);

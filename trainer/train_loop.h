@@ -23,7 +23,8 @@ struct train_opts {
   size_t bucket_bytes;
   int threads; /* OpenBLAS threads per rank */
   int json;
-  int slow_rank; /* launcher rank (C4TRAIN_ORIG_RANK when restarted) slowed by slow_factor */
+  const char *json_out; /* rank 0 also writes the JSON lines here (stdout keeps the text) */
+  int slow_rank;        /* launcher rank (C4TRAIN_ORIG_RANK when restarted) slowed by slow_factor */
   double slow_factor;
   int slow_from, slow_to; /* the steps (1-based, inclusive) it is slow in */
   int resplit;            /* 1: re-split micro-batches by measured speed */

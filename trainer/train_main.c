@@ -43,6 +43,7 @@ static void usage(FILE *f) {
          "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
          "                       from the last checkpoint (with --ckpt-dir)\n"
          "  --json               one JSON object per line (start, step, end) from rank 0\n"
+         "  --json-out FILE      the same lines appended to FILE, the text staying on stdout\n"
          "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
          "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n"
          "  -h, --help   -V, --version\n"
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
     O_EVAL,
     O_LOCAL,
     O_JSON,
+    O_JSON_OUT,
     O_WARMUP
   };
   static const struct option opts[] = {{"data", 1, 0, O_DATA},
@@ -133,6 +135,7 @@ int main(int argc, char **argv) {
                                        {"eval-windows", 1, 0, O_EVAL},
                                        {"local-ranks", 1, 0, O_LOCAL},
                                        {"json", 0, 0, O_JSON},
+                                       {"json-out", 1, 0, O_JSON_OUT},
                                        {"warmup", 1, 0, O_WARMUP},
                                        {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'},
@@ -199,6 +202,7 @@ int main(int argc, char **argv) {
     case O_EVAL: bad |= parse_int("--eval-windows", optarg, 0, 1 << 20, &o.eval_windows); break;
     case O_LOCAL: bad |= parse_int("--local-ranks", optarg, 1, 1024, &lo.ranks); break;
     case O_JSON: o.json = 1; break;
+    case O_JSON_OUT: o.json_out = optarg; break;
     case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;

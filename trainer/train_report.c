@@ -2,6 +2,7 @@
 #include "train_report.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 
 /* Prints o as one line and frees it; a line that cannot be built is left out, never half. */
 static void emit(FILE *f, json_t *o) {
@@ -40,11 +41,39 @@ void train_report_step(FILE *f, const struct train_step_report *r) {
                  int_array(r->split, r->world), "slowdown", real_array(r->slowdown, r->world)));
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void train_slow_phases(const double *tps, int first, int last, int from, int to, double out[3]) {
+  int n = last - first + 1 > 0 ? last - first + 1 : 0, cnt[3] = {0, 0, 0};
+  double *v = calloc((size_t)n * 3 + 1, sizeof *v);
+  out[0] = out[1] = out[2] = 0;
+  if (!v) return;
+  for (int s = first; s <= last; s++) {
+    int k = s < from ? 0 : s <= to ? 1 : 2;
+    v[(size_t)k * n + cnt[k]++] = tps[s];
+  }
+  for (int k = 0; k < 3; k++) {
+    double *p = v + (size_t)k * n;
+    if (!cnt[k]) continue;
+    qsort(p, (size_t)cnt[k], sizeof *p, cmp_double);
+    out[k] = cnt[k] % 2 ? p[cnt[k] / 2] : 0.5 * (p[cnt[k] / 2 - 1] + p[cnt[k] / 2]);
+  }
+  free(v);
+}
+
 void train_report_end(FILE *f, const struct train_end_report *r) {
-  emit(f, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "event", "end",
-                    "steps", r->steps, "loss", r->loss, "eval_loss_start", r->eval_loss_start,
-                    "eval_loss", r->eval_loss, "tokens_per_s", r->tokens_per_s, "gemm_share",
-                    r->gemm_share, "gemm_gflops", r->gemm_gflops, "model_gflops", r->model_gflops,
-                    "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
-                    r->bound_tokens_per_s, "split", int_array(r->split, r->world)));
+  json_t *o = json_pack(
+      "{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "event", "end", "steps",
+      r->steps, "loss", r->loss, "eval_loss_start", r->eval_loss_start, "eval_loss", r->eval_loss,
+      "tokens_per_s", r->tokens_per_s, "gemm_share", r->gemm_share, "gemm_gflops", r->gemm_gflops,
+      "model_gflops", r->model_gflops, "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
+      r->bound_tokens_per_s, "split", int_array(r->split, r->world));
+  if (o && r->slow_phases)
+    json_object_set_new(o, "slow_phases",
+                        json_pack("{s:f, s:f, s:f}", "before", r->slow_phases[0], "during",
+                                  r->slow_phases[1], "after", r->slow_phases[2]));
+  emit(f, o);
 }

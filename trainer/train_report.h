@@ -31,7 +31,12 @@ struct train_end_report {
   double loss, eval_loss_start, eval_loss, tokens_per_s, gemm_share, gemm_gflops, model_gflops,
       planned_speedup, bound_tokens_per_s;
   const int *split;
+  const double *slow_phases; /* --slow: median tokens/s before, in and after its steps; or NULL */
 };
+
+/* The medians of tps[s] (tokens/s of step s) over the steps first..last that come before, in and
+ * after the steps from..to, into out[0..2] (0 where there is none). */
+void train_slow_phases(const double *tps, int first, int last, int from, int to, double out[3]);
 
 /* {"event":"end",...} */
 void train_report_end(FILE *f, const struct train_end_report *r);
