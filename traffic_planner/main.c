@@ -12,6 +12,7 @@
 #include "c4_cli.h"
 #include "flows.h"
 #include "plan.h"
+#include "plan_show.h"
 #include "portmap.h"
 #include "probe.h"
 #include "topo.h"
@@ -21,6 +22,7 @@ static void usage(FILE *f) {
              "  c4plan assign --topo FILE (--flows FILE | --trace FILE) [--probe FILE]...\n"
              "                [--out PLAN] [--json] [--seed N]\n"
              "  c4plan probe ...   (c4plan probe --help)\n"
+             "  c4plan flows PLAN  (a plan's flows as text lines: SRC DST PATH SRC_PORT)\n"
              "\n"
              "assign: a path for every flow (NIC ports, spine, source port from the probe maps)\n"
              "that keeps the most loaded link as light as it can; prints that load over a lower\n"
@@ -164,10 +166,11 @@ out:
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) return c4_cli_usage("c4plan", "a COMMAND (assign or probe) is required");
+  if (argc < 2) return c4_cli_usage("c4plan", "a COMMAND (assign, probe or flows) is required");
   const char *cmd = argv[1];
   if (!strcmp(cmd, "assign")) return assign_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "probe")) return c4plan_probe_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "flows")) return c4plan_flows_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
     usage(stdout);
     return C4_EXIT_OK;
