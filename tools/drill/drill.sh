@@ -194,9 +194,9 @@ now() { "$BIN/c4mon" events --now; }
 # wait_verdict KIND MARK SECS: until c4mon has raised a KIND verdict since MARK, at most SECS
 # (which place it names is the score's business, at the end)
 wait_verdict() {
-  local end=$((SECONDS + $3))
+  local end=$((SECONDS + $3)) n
   while [ $SECONDS -lt $end ]; do
-    [ "$(evq --kind "$1" --since "mark:$2" --marks "$MARKS" --count)" = 0 ] || return 0
+    n=$(evq --kind "$1" --since "mark:$2" --marks "$MARKS" --count) && [ "$n" -gt 0 ] && return 0
     sleep 0.2
   done
   say "c4mon: no $1 verdict within $3 s"
