@@ -263,14 +263,21 @@ static int finish(struct evq *q) {
       printf("%zu events passed: %zu verdicts, %zu recovered, %zu still active, %zu dropped\n",
              q->passed, q->passed - rec, rec, json_object_size(q->live), q->dropped);
       size_t i;
+      double t0 = 0; /* times from the first verdict listed */
       json_array_foreach(places, i, p) {
-        printf("  %3lld x %-12s %-44s first %.3f s, last %.3f s, up to %.2fx\n",
+        double t = (double)json_integer_value(json_object_get(p, "first_t"));
+        if (!i || t < t0) t0 = t;
+      }
+      json_array_foreach(places, i, p) {
+        double factor = json_number_value(json_object_get(p, "max_factor"));
+        char up[32] = "";
+        if (factor > 0) snprintf(up, sizeof up, ", up to %.2fx", factor);
+        printf("  %3lld x %-12s %-44s first %.3f s, last %.3f s%s\n",
                (long long)json_integer_value(json_object_get(p, "count")),
                json_string_value(json_object_get(p, "kind")),
                json_string_value(json_object_get(p, "place")),
-               (double)json_integer_value(json_object_get(p, "first_t")) / 1e9,
-               (double)json_integer_value(json_object_get(p, "last_t")) / 1e9,
-               json_number_value(json_object_get(p, "max_factor")));
+               ((double)json_integer_value(json_object_get(p, "first_t")) - t0) / 1e9,
+               ((double)json_integer_value(json_object_get(p, "last_t")) - t0) / 1e9, up);
       }
     } else {
       json_t *doc =
