@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# events.sh -- `c4mon events` on an events file written here: each filter keeps what it names,
+# --count, --active and --summary count what they should, --text names places in words, --follow
+# prints lines appended after it started, --score exits 0 when every expected verdict is answered
+# and nothing else was raised and 1 on a false alarm or a miss, a bad line is named with its
+# number; and `c4plan flows` prints a plan's flows. Usage: events.sh [BUILD_DIR].
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+C4MON=$BUILD/bin/c4mon
+WORK=$(mktemp -d /tmp/c4-events-test-XXXXXX)
+FOLLOW=
+trap '[ -n "$FOLLOW" ] && kill "$FOLLOW" 2>/dev/null; rm -rf "$WORK"' EXIT
+failed=0
+fail() {
+  echo "events: FAILED: $*"
+  failed=1
+}
+# same WHAT GOT WANT
+same() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
+
+E=$WORK/events.jsonl
+cat >"$E" <<'JSONL'
+{"v":1,"id":1,"kind":"straggler","t":11000000000,"job":"j","where":"gpu","ranks":[3],"hosts":["n3"],"factor":2.5,"confidence":1.0}
+{"v":1,"id":2,"kind":"comm_slow","t":12000000000,"job":"j","where":"link","ranks":[1],"hosts":["n1","n2"],"link":["n1","n2"],"link_devs":[0,0],"factor":4.0,"confidence":1.0}
+{"v":1,"id":3,"kind":"recovered","t":13000000000,"job":"j","where":"gpu","clears":1,"cleared":{"kind":"straggler","where":"gpu","ranks":[3],"hosts":["n3"]},"factor":0,"confidence":0}
+{"v":1,"id":4,"kind":"straggler","t":20000000000,"job":"k","where":"gpu","ranks":[0],"hosts":["n0"],"factor":1.2,"confidence":0.6,"wall_ns":1764000000000000000}
+JSONL
+
+same "all" "$("$C4MON" events "$E" --count)" 4
+same "--kind" "$("$C4MON" events "$E" --kind straggler --count)" 2
+same "--kind list" "$("$C4MON" events "$E" --kind straggler,comm_slow --count)" 3
+same "--where" "$("$C4MON" events "$E" --where link --count)" 1
+same "--rank" "$("$C4MON" events "$E" --rank 3 --count)" 1
+same "--host in a link" "$("$C4MON" events "$E" --host n2 --count)" 1
+same "--job" "$("$C4MON" events "$E" --job k --count)" 1
+same "--since/--until" "$("$C4MON" events "$E" --since 12000000000 --until 13000000000 --count)" 2
+same "--active" "$("$C4MON" events "$E" --active --count)" 2
+same "JSON lines as they are" "$("$C4MON" events "$E" --kind comm_slow)" "$(sed -n 2p "$E")"
+same "--summary" "$("$C4MON" events "$E" --summary | grep -o '"verdicts":[0-9]*')" '"verdicts":3'
+text=$("$C4MON" events "$E" --text)
+grep -q "#2 .*comm_slow.*link n1 -> n2 (dev 0 -> 0).*4.00x.*job j" <<<"$text" || fail "--text: $text"
+grep -q "#3 .*recovered.*#1 straggler at rank 3 (n3) has cleared" <<<"$text" || fail "--text: $text"
+
+# --follow prints what is appended after it started, and stops on SIGTERM
+"$C4MON" events "$E" --follow --kind comm_slow >"$WORK/followed" &
+FOLLOW=$!
+sleep 0.5
+printf '%s' '{"v":1,"id":5,"kind":"comm_slow","t":21000000000,"where":"path","path":"s1","hosts":[],"factor":3.0}' >>"$E"
+sleep 0.5 # half a line: not yet an event
+same "--follow before the line ends" "$(wc -l <"$WORK/followed")" 1
+echo >>"$E"
+for _ in $(seq 20); do [ "$(wc -l <"$WORK/followed")" = 2 ] && break; sleep 0.1; done
+kill -TERM "$FOLLOW"
+wait "$FOLLOW"
+same "--follow stops on SIGTERM" "$?" 0
+FOLLOW=
+same "--follow printed the appended line" "$(tail -1 "$WORK/followed" | grep -o '"path":"s1"')" '"path":"s1"'
+
+# --score: marks and a table; the straggler on rank 0 (job k) and the path are not expected
+printf 'slow_on 10500000000\nslow_off 12500000000\nlink_on 11500000000\nlink_off 12500000000\n' >"$WORK/marks"
+cat >"$WORK/expect.json" <<'JSON'
+{"v":1,"expect":[
+ {"name":"rank 3","kind":"straggler","where":"gpu","ranks":[3],"from":"mark:slow_on","to":"mark:slow_off"},
+ {"name":"link","kind":"comm_slow","where":"link","link":["n1","n2"],"from":"mark:link_on","to":"mark:link_off"}]}
+JSON
+head -3 "$E" >"$WORK/good.jsonl"
+"$C4MON" events "$WORK/good.jsonl" --score "$WORK/expect.json" --marks "$WORK/marks" >"$WORK/score.json"
+same "--score, all found and nothing else" "$?" 0
+grep -q '"ok": true' "$WORK/score.json" || fail "--score JSON: $(cat "$WORK/score.json")"
+"$C4MON" events "$E" --score "$WORK/expect.json" --marks "$WORK/marks" --text >"$WORK/score.txt"
+same "--score with false alarms" "$?" 1
+grep -q "2 of 2 expected verdicts found, 2 false alarms" "$WORK/score.txt" || fail "--score --text: $(cat "$WORK/score.txt")"
+head -1 "$E" >"$WORK/miss.jsonl"
+"$C4MON" events "$WORK/miss.jsonl" --score "$WORK/expect.json" --marks "$WORK/marks" >/dev/null
+same "--score with a miss" "$?" 1
+"$C4MON" events "$WORK/good.jsonl" --score "$WORK/expect.json" 2>"$WORK/err" >/dev/null
+same "--score without the marks" "$?" 1
+grep -q 'expect\[0\].from: "mark:slow_on" needs the marks file' "$WORK/err" || fail "no marks: $(cat "$WORK/err")"
+
+# a bad line is named with its number
+printf '%s\n' '{"v":1,"id":1,"kind":"straggler","t":1}' 'not json' >"$WORK/bad.jsonl"
+"$C4MON" events "$WORK/bad.jsonl" --count >/dev/null 2>"$WORK/err"
+same "a bad line" "$?" 1
+grep -q "c4mon events: $WORK/bad.jsonl: line 2:" "$WORK/err" || fail "bad line: $(cat "$WORK/err")"
+"$C4MON" events "$E" --count --summary >/dev/null 2>&1
+same "two modes at once" "$?" 2
+t1=$("$C4MON" events --now) t2=$("$C4MON" events --now)
+[ "$t2" -ge "$t1" ] && [ "$t1" -gt 0 ] || fail "--now: $t1 then $t2"
+
+# c4plan flows: a plan's flows as "SRC DST PATH SRC_PORT" lines
+printf '%s' '{"v":1,"flows":[{"src":"h0","dst":"h1","path":"s1","src_port":40001},{"src":"h1","dst":"h3","path":"l1","src_port":null}]}' >"$WORK/plan.json"
+same "c4plan flows" "$("$BUILD/bin/c4plan" flows "$WORK/plan.json" | paste -sd';')" "h0 h1 s1 40001;h1 h3 l1 -"
+printf '%s' '{"v":1,"flows":[{"src":"h0"}]}' >"$WORK/badplan.json"
+"$BUILD/bin/c4plan" flows "$WORK/badplan.json" >/dev/null 2>"$WORK/err"
+same "c4plan flows, a bad flow" "$?" 1
+grep -q "flows\[0\] needs" "$WORK/err" || fail "c4plan flows: $(cat "$WORK/err")"
+
+[ "$failed" = 0 ] && echo "events: ok"
+exit "$failed"
