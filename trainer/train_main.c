@@ -211,6 +211,8 @@ int main(int argc, char **argv) {
   }
   if (bad) return C4_EXIT_USAGE;
   if (optind < argc) return c4_cli_usage("c4train", "unexpected argument '%s'", argv[optind]);
+  if (o.json && o.json_out)
+    return c4_cli_usage("c4train", "--json and --json-out: the lines go to one place, not both");
   if (o.cfg.width % o.cfg.heads)
     return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o.cfg.width,
                         o.cfg.heads);
