@@ -296,9 +296,9 @@ $(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
 
 # Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
 # and, with clang, libFuzzer (`make fuzz`).
-$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCAP) $(LIBPLAN) $(LIBCOMMON)
+$(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCAP) $(LIBPLAN) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
 # The pkg-config file names the prefix it is installed under, so it is written at install time.
 # libc4common.a is static: its dependencies are in Requires and Libs, not the .private fields, so

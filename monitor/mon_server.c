@@ -107,36 +107,42 @@ static void close_conn(struct conn *c, const char *why, int counted_as_reject) {
   free(c);
 }
 
-static void accept_all(void) {
-  for (;;) {
-    int fd = accept4(mon.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (fd >= mon.nconn_max) {
-      close(fd);
-      mon.rejected++;
-      continue;
-    }
-    struct conn *c = calloc(1, sizeof *c);
-    if (!c) {
-      close(fd);
-      continue;
-    }
-    c->fd = fd;
-    c4_rxtime_enable(fd); /* a TIME probe's arrival, not when c4mon got to reading it */
-    c->t_open = c4_now_ns();
-    c->hello.rank = -1;
-    if (getrandom(c->nonce, sizeof c->nonce, 0) != sizeof c->nonce)
-      for (size_t i = 0; i < sizeof c->nonce; i++)
-        c->nonce[i] = (uint8_t)(c4_now_ns() >> (i % 8));
-    uint8_t ch[C4_FRAME_CHALLENGE_SIZE];
-    c4_frame_put_challenge(ch, c->nonce, c4_now_ns());
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-    mon.conn[fd] = c;
-    mon.accepted++;
-    if (epoll_ctl(mon.efd, EPOLL_CTL_ADD, fd, &ev) != 0 ||
-        send_frame(fd, C4_FRAME_CHALLENGE, ch, sizeof ch) != 0)
-      close_conn(c, "could not send the challenge", 1);
+int c4_mon_server_adopt(int fd, uint8_t nonce[C4_FRAME_NONCE]) {
+  if (fd >= mon.nconn_max) {
+    close(fd);
+    mon.rejected++;
+    return C4_EINVAL;
   }
+  struct conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(fd);
+    return C4_ENOMEM;
+  }
+  c->fd = fd;
+  c4_rxtime_enable(fd); /* a TIME probe's arrival, not when c4mon got to reading it */
+  c->t_open = c4_now_ns();
+  c->hello.rank = -1;
+  if (getrandom(c->nonce, sizeof c->nonce, 0) != sizeof c->nonce)
+    for (size_t i = 0; i < sizeof c->nonce; i++)
+      c->nonce[i] = (uint8_t)(c4_now_ns() >> (i % 8));
+  if (nonce) memcpy(nonce, c->nonce, C4_FRAME_NONCE);
+  uint8_t ch[C4_FRAME_CHALLENGE_SIZE];
+  c4_frame_put_challenge(ch, c->nonce, c4_now_ns());
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  mon.conn[fd] = c;
+  mon.accepted++;
+  if (epoll_ctl(mon.efd, EPOLL_CTL_ADD, fd, &ev) != 0 ||
+      send_frame(fd, C4_FRAME_CHALLENGE, ch, sizeof ch) != 0) {
+    close_conn(c, "could not send the challenge", 1);
+    return C4_EREMOTE;
+  }
+  return 0;
+}
+
+static void accept_all(void) {
+  int fd;
+  while ((fd = accept4(mon.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+    c4_mon_server_adopt(fd, NULL);
 }
 
 /* Counts a record for its rank and hands it to the pipeline in the rank's clock offset. */
@@ -443,10 +449,46 @@ static void expire_handshakes(uint64_t now) {
   }
 }
 
-int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
+int c4_mon_server_init(const struct mon_opts *o, int nconn_max) {
   memset(&mon, 0, sizeof mon);
   mon.o = o;
   mon.sink.out = o->record;
+  mon.lfd = -1;
+  mon.nconn_max = nconn_max;
+  mon.conn = calloc((size_t)nconn_max, sizeof *mon.conn);
+  mon.batch = malloc(MAX_BATCH * sizeof *mon.batch);
+  mon.efd = epoll_create1(EPOLL_CLOEXEC);
+  mon.t_start = c4_now_ns();
+  if (!mon.conn || !mon.batch || mon.efd < 0) {
+    c4_mon_server_fini();
+    return C4_ENOMEM;
+  }
+  return 0;
+}
+
+void c4_mon_server_fini(void) {
+  for (int fd = 0; mon.conn && fd < mon.nconn_max; fd++)
+    if (mon.conn[fd]) close_conn(mon.conn[fd], NULL, 0);
+  free(mon.conn);
+  free(mon.batch);
+  if (mon.efd >= 0) close(mon.efd);
+  if (mon.lfd >= 0) close(mon.lfd);
+  memset(&mon, 0, sizeof mon);
+  mon.efd = mon.lfd = -1;
+}
+
+int c4_mon_server_pump(int fd) {
+  struct conn *c = fd >= 0 && fd < mon.nconn_max ? mon.conn[fd] : NULL;
+  if (c && c->state == SENDING_STATUS)
+    on_writable(c);
+  else if (c)
+    on_readable(c);
+  return fd >= 0 && fd < mon.nconn_max && mon.conn[fd] ? (mon.conn[fd]->state == UP) + 1 : 0;
+}
+
+/* Opens the listening socket on o->listen into mon.lfd. Returns 0 or a negative C4_E* code
+ * (logged). */
+static int open_listener(const struct mon_opts *o) {
   char host[256], port[16];
   if (split_addr(o->listen, host, sizeof host, port, sizeof port) != 0) {
     C4_WARN("c4mon: --listen %s is not ADDR:PORT", o->listen);
@@ -463,25 +505,29 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   if (mon.lfd < 0 || bind(mon.lfd, res->ai_addr, res->ai_addrlen) != 0 || listen(mon.lfd, 4096)) {
     C4_WARN("c4mon: cannot listen on %s: %s", o->listen, strerror(errno));
     freeaddrinfo(res);
-    if (mon.lfd >= 0) close(mon.lfd);
     return C4_ESYS;
   }
   freeaddrinfo(res);
   C4_NOTE("c4mon: listening for ranks on %s:%d", host, c4_mon_bound_port(mon.lfd));
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = mon.lfd};
+  epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
+  return 0;
+}
+
+int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) { /* room for every rank */
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  mon.nconn_max =
+  int nconn_max =
       getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20) ? (int)rl.rlim_cur : (1 << 20);
-  mon.conn = calloc((size_t)mon.nconn_max, sizeof *mon.conn);
-  mon.batch = malloc(MAX_BATCH * sizeof *mon.batch);
-  if (!mon.conn || !mon.batch) {
-    free(mon.conn);
-    free(mon.batch);
-    close(mon.lfd);
-    return C4_ENOMEM;
+  int rc = c4_mon_server_init(o, nconn_max);
+  if (rc == 0) rc = open_listener(o);
+  if (rc == 0 && mon_planpush_load(o->plan) != 0) rc = C4_EINVAL;
+  if (rc != 0) {
+    c4_mon_server_fini();
+    return rc;
   }
   if (!o->token[0])
     fprintf(stderr,
@@ -489,28 +535,15 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
             "reach %s can stream records into this c4mon, forge its verdicts and read its "
             "status\n",
             o->listen);
-  mon.efd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN, .data.fd = mon.lfd};
-  epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
-  mon.t_start = c4_now_ns();
   struct epoll_event evs[256];
   uint64_t next_tick = 0, next_plan_check = 0;
-  if (mon_planpush_load(o->plan) != 0) {
-    close(mon.efd);
-    close(mon.lfd);
-    free(mon.conn);
-    return C4_EINVAL;
-  }
   while (!*stop) {
     int n = epoll_wait(mon.efd, evs, 256, 100);
     for (int i = 0; i < n; i++) {
-      struct conn *c = evs[i].data.fd == mon.lfd ? NULL : mon.conn[evs[i].data.fd];
       if (evs[i].data.fd == mon.lfd)
         accept_all();
-      else if (c && c->state == SENDING_STATUS)
-        on_writable(c);
-      else if (c)
-        on_readable(c);
+      else
+        c4_mon_server_pump(evs[i].data.fd);
     }
     if (o->record) fflush(o->record);
     expire_handshakes(c4_now_ns());
@@ -527,12 +560,7 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
       next_tick = now + 100000000ull;
     }
   }
-  for (int fd = 0; fd < mon.nconn_max; fd++)
-    if (mon.conn[fd]) close_conn(mon.conn[fd], NULL, 0);
-  free(mon.conn);
-  free(mon.batch);
-  close(mon.efd);
-  close(mon.lfd);
+  c4_mon_server_fini();
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "c4_frame.h"
+
 struct mon_opts {
   const char *listen;      /* ADDR:PORT */
   const char *token;       /* the job token; "" accepts only jobs without one (and warns) */
@@ -20,6 +22,18 @@ struct mon_opts {
 /* Runs until *stop becomes nonzero (checked every 100 ms). Returns 0, or a negative C4_E* code
  * when it cannot listen (logged). */
 int c4_mon_serve(const struct mon_opts *o, volatile int *stop);
+
+/* The loop's parts, for c4_mon_serve and for the fuzz target that drives one connection's state
+ * machine (tests/fuzz/fuzz_mon_conn.c). init sets up the state for fds below nconn_max without
+ * listening (0 or C4_ENOMEM); adopt takes a connected non-blocking socket as a new connection and
+ * sends its CHALLENGE, writing its nonce to nonce when not NULL (0, or a negative C4_E* code: fd
+ * is closed then); pump handles what fd has to read or to send, and returns 0 once the
+ * connection is closed, 1 while it waits for a HELLO or sends a STATUS, 2 when it is up; fini
+ * closes every connection and frees everything. */
+int c4_mon_server_init(const struct mon_opts *o, int nconn_max);
+int c4_mon_server_adopt(int fd, uint8_t nonce[C4_FRAME_NONCE]);
+int c4_mon_server_pump(int fd);
+void c4_mon_server_fini(void);
 
 /* The status document (as `c4mon status --json` prints it) with detection's state under
  * "detect"; for the loop's own exporters. The caller owns it. */
