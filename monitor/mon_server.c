@@ -180,13 +180,14 @@ static json_t *status_json(void) {
                   (json_int_t)c->hb.entered, "done", (json_int_t)c->hb.done, "clock_offset_ns",
                   (json_int_t)c->hb.offset, "clock_rtt_ns", (json_int_t)c->hb.rtt));
   }
-  return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:o, s:o}", "c4mon",
+  return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:o, s:o}", "c4mon",
                    C4_VERSION, "ranks_connected", mon.connected, "accepted",
                    (json_int_t)mon.accepted, "rejected", (json_int_t)mon.rejected, "bad_frames",
                    (json_int_t)mon.bad_frames, "records", (json_int_t)mon.sink.records,
                    "records_per_s", secs > 0 ? (double)mon.sink.records / secs : 0.0, "lost",
-                   (json_int_t)mon.lost, "clean_exits", (json_int_t)mon.clean_exits, "uptime_s",
-                   secs, "ranks", ranks, "windows", c4_mon_windows_json());
+                   (json_int_t)mon.lost, "clean_exits", (json_int_t)mon.clean_exits,
+                   "status_refused", (json_int_t)mon.status_refused, "uptime_s", secs, "ranks",
+                   ranks, "windows", c4_mon_windows_json());
 }
 
 json_t *c4_mon_server_status(void) {
