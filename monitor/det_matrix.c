@@ -10,6 +10,7 @@
 
 #include "det_internal.h"
 #include "det_median.h"
+#include "det_xstart.h"
 
 #define HALF_NS 500000000ull  /* a half-window */
 #define GRACE_NS 200000000ull /* records of a half-window may arrive this late (live) */
@@ -90,6 +91,7 @@ static struct {
               NICs. Open addressing, at most half full. */
     uint64_t conn;
     int cell;
+    int recv_seen; /* a receive of it was taken: its sends no longer are */
   } * by_conn;
   int nconns;
   /* evaluate's working arrays, sized for CELL_CAP and NODE_CAP once: fresh ones per evaluation
@@ -210,7 +212,7 @@ static size_t conn_slot(uint64_t conn) {
 }
 
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
-  if (!m.by_conn || x->dir != C4_DIR_RECV) return;
+  if (!m.by_conn) return;
   size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
   if (stage == 0) {
     __builtin_prefetch(&m.by_conn[k]);
@@ -219,38 +221,53 @@ void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
   }
 }
 
-/* Receives, not sends: a send completes when its bytes are in the kernel's buffer, so a slow link
- * hides behind buffering on the sending side; the receiver sees bytes arrive at the link's pace. */
-void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
-  if (x->dir != C4_DIR_RECV || x->status != C4_XFER_OK || x->bytes < MIN_BYTES ||
-      !x->t_first_byte || x->t_done <= x->t_first_byte)
-    return;
-  uint64_t hw = x->t_done / HALF_NS;
+/* The NIC one end of a transfer stands for: its host and device, or, in a trace that gives no
+ * device, its host and rank (the rank stands for its NIC; kept as device -2 - rank). -1 when
+ * the host is unknown or the table is full. */
+static int nic_of(const struct c4_identity *e) {
+  if (!e->host[0]) return -1;
+  return node_of(e->host, e->dev >= 0 ? e->dev : e->rank >= 0 ? -2 - e->rank : -1);
+}
+
+/* The device a verdict names: -1 when the trace gave none. */
+static int dev_named(const struct node *nd) { return nd->dev >= 0 ? nd->dev : -1; }
+
+/* The cell of a transfer record, from its connection when an earlier record of either end
+ * placed it (a wrap-mode receive knows its peer only so: docs/wrap.md), else from its two ends.
+ * Receives speak for their connection: a send completes when its bytes are in the kernel's
+ * buffer, so a slow link hides behind buffering on the sending side, while the receiver sees
+ * bytes arrive at the link's pace. Sends speak for a connection no receive has been seen on (a
+ * sender-side tracer). Returns the cell, -1 when the record cannot be placed, -2 when its
+ * connection's receives speak for it. */
+static int cell_of_xfer(const struct c4_xfer_record *x) {
+  int recv = x->dir == C4_DIR_RECV;
+  size_t k = conn_slot(x->conn_id);
+  if (m.by_conn[k].cell) {
+    if (recv) m.by_conn[k].recv_seen = 1;
+    return recv || !m.by_conn[k].recv_seen ? m.by_conn[k].cell - 1 : -2;
+  }
+  const struct c4_identity *from = recv ? &x->peer : &x->self, *to = recv ? &x->self : &x->peer;
+  int src = nic_of(from), dst = nic_of(to);
+  int c = src >= 0 && dst >= 0 ? cell_of(src, dst) : -1;
+  if (c < 0) return -1;
+  learn_rank(src, from->rank);
+  learn_rank(dst, to->rank);
+  if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */
+    m.nconns++;
+    m.by_conn[k].conn = x->conn_id;
+    m.by_conn[k].cell = c + 1;
+    m.by_conn[k].recv_seen = recv;
+  }
+  return c;
+}
+
+/* One transfer's time per byte into its cell's bucket for the half-window it completed in. */
+static void add_sample(int c, uint64_t bytes, uint64_t ns, uint64_t t_done) {
+  uint64_t hw = t_done / HALF_NS;
   if (m.next_hw && hw < m.next_hw) { /* its window was judged already */
     m.dropped++;
     return;
   }
-  if (alloc() != 0) return;
-  int c;
-  size_t k = conn_slot(x->conn_id);
-  if (m.by_conn[k].cell) {
-    c = m.by_conn[k].cell - 1;
-  } else {
-    int src = node_of(x->peer.host, x->peer.dev), dst = node_of(x->self.host, x->self.dev);
-    c = src >= 0 && dst >= 0 ? cell_of(src, dst) : -1;
-    if (c < 0) {
-      m.dropped++;
-      return;
-    }
-    learn_rank(src, x->peer.rank);
-    learn_rank(dst, x->self.rank);
-    if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */
-      m.nconns++;
-      m.by_conn[k].conn = x->conn_id;
-      m.by_conn[k].cell = c + 1;
-    }
-  }
-  if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
   if (hw > m.newest_hw) m.newest_hw = hw;
   if (!m.next_hw) m.next_hw = hw;
   struct bucket *b = &m.samples[c].b[hw & 3];
@@ -259,8 +276,8 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
     for (int a = 0; a < CLASSES; a++)
       b->a[a] = (struct acc){.cls = -1};
   }
-  int cls = 63 - __builtin_clzll(x->bytes);
-  float v = (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes);
+  int cls = 63 - __builtin_clzll(bytes);
+  float v = (float)log((double)ns / (double)bytes);
   for (int a = 0; a < CLASSES; a++) {
     struct acc *ac = &b->a[a];
     if (ac->cls != cls && ac->cls != -1) continue;
@@ -271,6 +288,37 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
     return;
   }
   m.dropped++; /* a fifth size class in one half-window: rare, and not needed */
+}
+
+/* Transfers without a first-byte time whose start is settled by now (det_xstart.c). */
+static void settle_held(uint64_t now) {
+  struct det_xs_sample s;
+  while (det_xstart_release(now, &s))
+    if (s.t_done > s.t_start) add_sample(s.cell, s.bytes, s.t_done - s.t_start, s.t_done);
+}
+
+void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
+  if (!x->t_first_byte) det_xstart_post(x->nccl_comm, x->t_posted);
+  if (x->status != C4_XFER_OK || x->bytes < MIN_BYTES || !x->t_done ||
+      (x->t_first_byte && x->t_done <= x->t_first_byte))
+    return;
+  if (m.next_hw && x->t_done / HALF_NS < m.next_hw) { /* its window was judged already */
+    m.dropped++;
+    return;
+  }
+  if (alloc() != 0) return;
+  int c = cell_of_xfer(x);
+  if (c == -2) return;
+  if (c < 0) {
+    m.dropped++;
+    return;
+  }
+  if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
+  if (x->t_first_byte)
+    add_sample(c, x->bytes, x->t_done - x->t_first_byte, x->t_done);
+  else if (det_xstart_hold(x->nccl_comm, c, x->bytes, x->t_posted, x->t_done) != 0)
+    m.dropped++;
+  settle_held(x->t_done);
 }
 
 /* A cell's class sums over the window's two half-windows, into s (room for 2 * CLASSES). Half-
@@ -426,7 +474,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
                             .ranks = ranks_of_node(k),
                             .hosts = json_pack("[s]", nd->host),
                             .nic_host = nd->host,
-                            .nic_dev = nd->dev,
+                            .nic_dev = dev_named(nd),
                             .factor = exp(eff),
                             .confidence = confidence(eff, ROW_HOT)};
     snprintf(f.detail, sizeof f.detail, "%s effect %.2fx over %d %s", by_src ? "row" : "column",
@@ -451,8 +499,8 @@ static void find_links(uint64_t wstart, char *hot_cell) {
                             .hosts = json_pack("[s, s]", s->host, d->host),
                             .link_src = s->host,
                             .link_dst = d->host,
-                            .link_src_dev = s->dev,
-                            .link_dst_dev = d->dev,
+                            .link_src_dev = dev_named(s),
+                            .link_dst_dev = dev_named(d),
                             .factor = exp(c->v - m.overall),
                             .confidence = confidence(c->resid, LINK_HOT)};
     snprintf(f.detail, sizeof f.detail,
@@ -601,6 +649,7 @@ static void evaluate(uint64_t w) {
 /* Judges every half-window whose records are in (it ended GRACE_NS ago), while samples come;
  * after a long silence only the last two are worth judging. */
 void det_matrix_advance(void) {
+  settle_held(c4_det_now);
   if (!m.next_hw) return;
   if (m.newest_hw > m.next_hw + 2) m.next_hw = m.newest_hw - 2;
   while (m.next_hw <= m.newest_hw && (m.next_hw + 1) * HALF_NS + GRACE_NS <= c4_det_now) {
@@ -636,6 +685,7 @@ void det_matrix_reset(void) {
   det_table_free(m.samples, CELL_CAP * sizeof *m.samples);
   det_table_free(m.cell_hash, 2 * CELL_CAP * sizeof *m.cell_hash);
   det_table_free(m.by_conn, CONN_CACHE * sizeof *m.by_conn);
+  det_xstart_reset();
   void *ev[] = {m.ev.pick, m.ev.ws,  m.ev.at,    m.ev.scratch, m.ev.lv,      m.ev.rv, m.ev.cv,
                 m.ev.ls,   m.ev.ld,  m.ev.order, m.ev.rk,      m.ev.ck,      m.ev.rs, m.ev.cs,
                 m.ev.row,  m.ev.col, m.ev.nrow,  m.ev.ncol,    m.ev.hot_cell};

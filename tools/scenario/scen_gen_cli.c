@@ -10,6 +10,7 @@
 #include "c4_err.h"
 #include "scen_cli.h"
 #include "scen_gen.h"
+#include "scen_out.h"
 #include "scen_truth.h"
 
 #define MAX_BLIPS 10000
@@ -38,6 +39,10 @@ static void usage(FILE *f) {
           "  --blips N         N one-off slowdowns spread over the run, that must not alarm\n"
           "  --out FILE        the trace, default - (standard output)\n"
           "  --bin             the binary form instead of JSON lines\n"
+          "  --variant V       the tracer the trace looks like it came from: full (c4's own),\n"
+          "                    minimal (required fields only), send or recv (one end of each\n"
+          "                    transfer), wrap (C4_WRAP: no first-byte times, receives\n"
+          "                    without their peer); default full\n"
           "  --truth FILE      where the truth goes (required)\n"
           "  --plan FILE       also write a traffic plan: host pair (a, b) crosses spine (a+b)%%S\n"
           "  --spines S        spines of the plan, default 4\n"
@@ -74,7 +79,7 @@ struct opts {
   double seconds, rate;
   const char *out, *truth, *plan;
   const char *faults[C4_SCEN_MAX_FAULTS];
-  int nfaults, bin;
+  int nfaults, bin, variant;
 };
 
 /* Reads the options into o; returns -1 to go on, else the exit code. */
@@ -91,14 +96,17 @@ static int parse(int argc, char **argv, struct opts *o) {
     O_BIN,
     O_TRUTH,
     O_PLAN,
-    O_SPINES
+    O_SPINES,
+    O_VARIANT
   };
-  static const struct option longs[] = {
-      {"hosts", 1, 0, O_HOSTS}, {"gpus", 1, 0, O_GPUS}, {"seconds", 1, 0, O_SECONDS},
-      {"rate", 1, 0, O_RATE},   {"seed", 1, 0, O_SEED}, {"fault", 1, 0, O_FAULT},
-      {"blips", 1, 0, O_BLIPS}, {"out", 1, 0, O_OUT},   {"bin", 0, 0, O_BIN},
-      {"truth", 1, 0, O_TRUTH}, {"plan", 1, 0, O_PLAN}, {"spines", 1, 0, O_SPINES},
-      {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
+  static const struct option longs[] = {{"hosts", 1, 0, O_HOSTS},     {"gpus", 1, 0, O_GPUS},
+                                        {"seconds", 1, 0, O_SECONDS}, {"rate", 1, 0, O_RATE},
+                                        {"seed", 1, 0, O_SEED},       {"fault", 1, 0, O_FAULT},
+                                        {"blips", 1, 0, O_BLIPS},     {"out", 1, 0, O_OUT},
+                                        {"bin", 0, 0, O_BIN},         {"truth", 1, 0, O_TRUTH},
+                                        {"plan", 1, 0, O_PLAN},       {"spines", 1, 0, O_SPINES},
+                                        {"variant", 1, 0, O_VARIANT}, {"help", 0, 0, 'h'},
+                                        {"version", 0, 0, 'V'},       {0, 0, 0, 0}};
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
@@ -133,6 +141,10 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_PLAN: o->plan = optarg; break;
     case O_SPINES:
       if (whole(optarg, 1, 4096, &o->spines)) return bad("--spines %s is not 1..4096", optarg);
+      break;
+    case O_VARIANT:
+      if ((o->variant = c4_scen_variant_of(optarg)) < 0)
+        return bad("--variant %s is not full, minimal, send, recv or wrap", optarg);
       break;
     case 'h': usage(stdout); return 0;
     case 'V': c4_cli_version("c4scen"); return 0;
@@ -178,7 +190,7 @@ int c4_scen_gen_main(int argc, char **argv) {
   }
   struct c4_scen_out out;
   uint64_t colls = 0;
-  int orc = c4_scen_out_open(&out, o.out, o.bin);
+  int orc = c4_scen_out_open(&out, o.out, o.bin, o.variant);
   if (!orc)
     orc = c4_scen_generate(&job, faults, o.nfaults, blips, (int)o.blips, (uint64_t)o.seed, &out,
                            &colls);

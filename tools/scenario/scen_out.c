@@ -10,6 +10,7 @@
 #include "c4_frame.h"
 #include "c4_trace_bin.h"
 #include "c4_trace_json.h"
+#include "c4_trace_read.h"
 #include "scen_fault.h"
 #include "scen_sink.h"
 
@@ -32,10 +33,18 @@ uint64_t c4_scen_record_time(const struct c4_record *r) {
   }
 }
 
-int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin) {
+int c4_scen_variant_of(const char *s) {
+  static const char *const names[] = {"full", "minimal", "send", "recv", "wrap"};
+  for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin, int variant) {
   memset(o, 0, sizeof *o);
   o->drop_rank = -1;
   o->bin = bin;
+  o->variant = variant;
   int rc = c4_scen_sink_open(&o->sink, path);
   if (!rc && bin) rc = c4_scen_sink_put(o->sink, C4_TRACE_BIN_MAGIC, C4_TRACE_BIN_MAGIC_LEN);
   return o->err = rc;
@@ -99,9 +108,63 @@ static int owner(const struct c4_record *r) {
   }
 }
 
-/* Encodes r as the binary form's record (the stream codec) or as a trace line. */
-static void write_one(struct c4_scen_out *o, const struct c4_record *r) {
+/* The fields a line keeps in the minimal variant: the required ones of its type
+ * (docs/trace-format.md). */
+static const char *minimal_keys(const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER: return " v type rank peer host peer_host dir bytes t_post t_done ";
+  case C4_REC_COLL: return " v type comm rank nranks seq func bytes t_arrive t_done ";
+  case C4_REC_COMM: return " v type comm nranks rank ";
+  case C4_REC_RANK: return " v type rank host t entered done clean ";
+  default: return " v type ";
+  }
+}
+
+/* A record's line as another tool could write it: the required fields only. */
+static json_t *minimal_json(const struct c4_record *r) {
+  json_t *j = c4_record_json(r), *v;
+  const char *k, *keep = minimal_keys(r);
+  void *tmp;
+  char word[32];
+  json_object_foreach_safe(j, tmp, k, v) {
+    snprintf(word, sizeof word, " %s ", k);
+    if (!strstr(keep, word)) json_object_del(j, k);
+  }
+  return j;
+}
+
+/* What a tracer of the variant would have recorded of r: 0 when it records nothing of it. The
+ * minimal variant's fields are dropped at encoding. */
+static int as_variant(int variant, struct c4_record *r) {
+  if (r->kind != C4_REC_XFER) return 1;
+  struct c4_xfer_record *x = &r->xfer;
+  if (variant == C4_SCEN_SEND) return x->dir == C4_DIR_SEND;
+  if (variant == C4_SCEN_RECV) return x->dir == C4_DIR_RECV;
+  if (variant == C4_SCEN_WRAP) {
+    x->t_first_byte = 0; /* the wrapped plugin does not tell */
+    if (x->dir == C4_DIR_RECV) x->peer = (struct c4_identity){.rank = -1, .dev = -1};
+  }
+  return 1;
+}
+
+/* Encodes r as the binary form's record (the stream codec) or as a trace line. A minimal binary
+ * record is what the reader makes of the minimal line. */
+static void write_one(struct c4_scen_out *o, const struct c4_record *orig) {
   if (o->err) return;
+  struct c4_record copy = *orig;
+  const struct c4_record *r = &copy;
+  if (!as_variant(o->variant, &copy)) return;
+  if (o->variant == C4_SCEN_MINIMAL && o->bin) {
+    json_t *j = minimal_json(orig);
+    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL, why[200];
+    json_decref(j);
+    int rc = line ? c4_trace_parse_line(line, strlen(line), &copy, why, sizeof why) : C4_ENOMEM;
+    free(line);
+    if (rc != 1) {
+      o->err = rc == C4_ENOMEM ? C4_ENOMEM : C4_EINVAL;
+      return;
+    }
+  }
   if (o->bin) {
     size_t room = c4_frame_record_size(r->kind), n = 0;
     uint8_t *p = room ? c4_scen_sink_space(o->sink, room) : NULL;
@@ -111,7 +174,7 @@ static void write_one(struct c4_scen_out *o, const struct c4_record *r) {
     }
     c4_scen_sink_wrote(o->sink, n);
   } else {
-    json_t *j = c4_record_json(r);
+    json_t *j = o->variant == C4_SCEN_MINIMAL ? minimal_json(r) : c4_record_json(r);
     char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!line) {

@@ -11,9 +11,23 @@
 struct c4_scen_sortitem;
 struct c4_scen_sink;
 
+/* What kind of tracer the trace looks like it came from (docs/scenarios.md, "Variants"). */
+enum {
+  C4_SCEN_FULL = 0, /* c4's own plugin and profiler: every field */
+  C4_SCEN_MINIMAL,  /* only the required fields of docs/trace-format.md */
+  C4_SCEN_SEND,     /* transfers seen from the sending end only */
+  C4_SCEN_RECV,     /* transfers seen from the receiving end only */
+  C4_SCEN_WRAP      /* c4 wrapping another plugin (docs/wrap.md): no first-byte times, and
+                       receives that do not know their peer */
+};
+
+/* The variant named s ("full", "minimal", "send", "recv", "wrap"), or -1. */
+int c4_scen_variant_of(const char *s);
+
 struct c4_scen_out {
   struct c4_scen_sink *sink; /* the file, written by its own thread */
   int bin;
+  int variant;           /* C4_SCEN_* */
   struct c4_record *rec; /* held records, [n] of [cap] */
   size_t n, cap;
   struct c4_scen_sortitem *items, *tmp; /* sorting scratch, [cap] each */
@@ -29,9 +43,9 @@ struct c4_scen_out {
  * end -> t. */
 uint64_t c4_scen_record_time(const struct c4_record *r);
 
-/* Opens path ("-": standard output) and, for bin, writes the binary magic. Returns 0 or C4_ESYS
- * (errno kept). */
-int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin);
+/* Opens path ("-": standard output) and, for bin, writes the binary magic; records are written
+ * as the variant's tracer would have written them. Returns 0 or C4_ESYS (errno kept). */
+int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin, int variant);
 
 /* A zeroed record of kind held for writing, valid until the next call; NULL without memory (o->err
  * is set). */

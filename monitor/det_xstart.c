@@ -1,0 +1,88 @@
+/* det_xstart.c -- start times for transfers whose records lack t_first. A transfer cannot move
+ * bytes before every rank it waits on has posted; in a collective every rank waits for the last
+ * one to arrive, so the start is taken as the latest post seen on the transfer's communicator by
+ * its completion (its own post at least). Records are held HOLD_NS past their completion, so the
+ * posts of every rank of that collective are in before the estimate is made; a post later than
+ * the transfer's completion belongs to a later call and is not used. */
+#include "det_xstart.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HOLD_NS 50000000ull /* 50 ms: a collective's transfers complete within a few ms */
+#define COMMS 1024          /* communicators tracked (open addressing; more share slot 0) */
+#define QUEUE (1 << 18)
+
+struct comm_posts {
+  uint64_t comm;
+  uint64_t latest; /* the latest post seen on it */
+};
+
+struct held {
+  uint64_t comm, bytes, t_post, t_done;
+  uint64_t latest_then; /* the communicator's latest post when it was held */
+  int cell;
+};
+
+static struct {
+  struct comm_posts comm[COMMS];
+  struct held *q; /* a ring, [head, tail) */
+  size_t head, tail;
+} xs;
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+/* The slot of comm: its own, a free one it takes, or slot 0 when the table is full. */
+static struct comm_posts *slot(uint64_t comm) {
+  size_t i = mix(comm) & (COMMS - 1);
+  for (int n = 0; n < COMMS; n++, i = (i + 1) & (COMMS - 1)) {
+    if (xs.comm[i].comm == comm) return &xs.comm[i];
+    if (!xs.comm[i].latest) {
+      xs.comm[i].comm = comm;
+      return &xs.comm[i];
+    }
+  }
+  return &xs.comm[0];
+}
+
+void det_xstart_post(uint64_t comm, uint64_t t_post) {
+  struct comm_posts *c = slot(comm);
+  if (t_post > c->latest) c->latest = t_post;
+}
+
+int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done) {
+  if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return -1;
+  if (xs.tail - xs.head == QUEUE) return -1;
+  xs.q[xs.tail++ & (QUEUE - 1)] = (struct held){.comm = comm,
+                                                .bytes = bytes,
+                                                .t_post = t_post,
+                                                .t_done = t_done,
+                                                .latest_then = slot(comm)->latest,
+                                                .cell = cell};
+  return 0;
+}
+
+int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
+  while (xs.head != xs.tail) {
+    struct held *h = &xs.q[xs.head & (QUEUE - 1)];
+    if (h->t_done + HOLD_NS > now) return 0;
+    xs.head++;
+    uint64_t start = h->t_post, latest = slot(h->comm)->latest;
+    if (h->latest_then > start && h->latest_then < h->t_done) start = h->latest_then;
+    if (latest > start && latest < h->t_done) start = latest;
+    *out = (struct det_xs_sample){
+        .cell = h->cell, .bytes = h->bytes, .t_start = start, .t_done = h->t_done};
+    return 1;
+  }
+  return 0;
+}
+
+void det_xstart_reset(void) {
+  free(xs.q);
+  memset(&xs, 0, sizeof xs);
+}

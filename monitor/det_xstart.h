@@ -1,0 +1,27 @@
+/* det_xstart.h -- when a transfer's bytes could start to move, for records that do not say
+ * (no t_first: minimal traces, wrap mode). */
+#ifndef C4_DET_XSTART_H
+#define C4_DET_XSTART_H
+
+#include <stdint.h>
+
+/* A transfer whose start has been settled: its matrix cell, bytes and network time. */
+struct det_xs_sample {
+  int cell;
+  uint64_t bytes, t_start, t_done;
+};
+
+/* Every transfer record's post time on its communicator (0: none given): what later estimates
+ * are made from. */
+void det_xstart_post(uint64_t comm, uint64_t t_post);
+
+/* Holds a transfer without a first-byte time until the posts that bound its start are in.
+ * Returns 0, or -1 when the hold is full (the sample is lost; the caller counts it). */
+int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done);
+
+/* The next held transfer whose hold is over at time now, into *out: 1, or 0 when none is. */
+int det_xstart_release(uint64_t now, struct det_xs_sample *out);
+
+void det_xstart_reset(void);
+
+#endif
