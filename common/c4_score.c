@@ -75,6 +75,9 @@ int c4_score_place_right(const json_t *tf, const json_t *ev) {
     return same_ints(json_object_get(tf, "ranks"), json_object_get(ev, "ranks"));
   if (!strcmp(where, "nic_tx") || !strcmp(where, "nic_rx")) {
     json_t *tn = json_object_get(tf, "nic"), *en = json_object_get(ev, "nic");
+    if (json_is_object(en) && json_integer_value(json_object_get(en, "dev")) < 0)
+      return streq(str(tn, "host"), str(en, "host")) && /* no device: the rank names the NIC */
+             same_ints(json_object_get(tf, "ranks"), json_object_get(ev, "ranks"));
     if (json_is_object(en))
       return streq(str(tn, "host"), str(en, "host")) &&
              json_integer_value(json_object_get(tn, "dev")) ==
@@ -92,6 +95,7 @@ int c4_score_place_right(const json_t *tf, const json_t *ev) {
         !streq(json_string_value(json_array_get(tl, 1)), json_string_value(json_array_get(el, 1))))
       return 0;
     return !json_is_array(td) || !json_is_array(ed) ||
+           json_integer_value(json_array_get(ed, 0)) < 0 || /* the trace gave no devices */
            (json_integer_value(json_array_get(td, 0)) ==
                 json_integer_value(json_array_get(ed, 0)) &&
             json_integer_value(json_array_get(td, 1)) == json_integer_value(json_array_get(ed, 1)));

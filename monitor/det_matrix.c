@@ -261,8 +261,9 @@ static int cell_of_xfer(const struct c4_xfer_record *x) {
   return c;
 }
 
-/* One transfer's time per byte into its cell's bucket for the half-window it completed in. */
-static void add_sample(int c, uint64_t bytes, uint64_t ns, uint64_t t_done) {
+/* One transfer's sample (v: the log of its time per byte, or of that over its cell's usual) into
+ * its cell's bucket for the half-window it completed in. */
+static void add_sample(int c, int cls, float v, uint64_t t_done) {
   uint64_t hw = t_done / HALF_NS;
   if (m.next_hw && hw < m.next_hw) { /* its window was judged already */
     m.dropped++;
@@ -276,8 +277,6 @@ static void add_sample(int c, uint64_t bytes, uint64_t ns, uint64_t t_done) {
     for (int a = 0; a < CLASSES; a++)
       b->a[a] = (struct acc){.cls = -1};
   }
-  int cls = 63 - __builtin_clzll(bytes);
-  float v = (float)log((double)ns / (double)bytes);
   for (int a = 0; a < CLASSES; a++) {
     struct acc *ac = &b->a[a];
     if (ac->cls != cls && ac->cls != -1) continue;
@@ -290,11 +289,21 @@ static void add_sample(int c, uint64_t bytes, uint64_t ns, uint64_t t_done) {
   m.dropped++; /* a fifth size class in one half-window: rare, and not needed */
 }
 
-/* Transfers without a first-byte time whose start is settled by now (det_xstart.c). */
+static int size_class(uint64_t bytes) { return 63 - __builtin_clzll(bytes); }
+
+/* Transfers without a first-byte time whose start is settled by now (det_xstart.c). Their start
+ * is an estimate that is late by whatever the transfer waited for besides the posts (a tree's
+ * broadcast waits for its reduce), steadily for each cell: each is taken against its own cell's
+ * usual, once that is known. */
 static void settle_held(uint64_t now) {
   struct det_xs_sample s;
-  while (det_xstart_release(now, &s))
-    if (s.t_done > s.t_start) add_sample(s.cell, s.bytes, s.t_done - s.t_start, s.t_done);
+  while (det_xstart_release(now, &s)) {
+    if (s.t_done <= s.t_start) continue;
+    int cls = size_class(s.bytes);
+    float v =
+        det_xstart_usual(s.cell, cls, (float)log((double)(s.t_done - s.t_start) / (double)s.bytes));
+    if (!isnan(v)) add_sample(s.cell, cls, v, s.t_done);
+  }
 }
 
 void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
@@ -315,7 +324,8 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
   }
   if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
   if (x->t_first_byte)
-    add_sample(c, x->bytes, x->t_done - x->t_first_byte, x->t_done);
+    add_sample(c, size_class(x->bytes),
+               (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes), x->t_done);
   else if (det_xstart_hold(x->nccl_comm, c, x->bytes, x->t_posted, x->t_done) != 0)
     m.dropped++;
   settle_held(x->t_done);

@@ -6,12 +6,18 @@
  * the transfer's completion belongs to a later call and is not used. */
 #include "det_xstart.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HOLD_NS 50000000ull /* 50 ms: a collective's transfers complete within a few ms */
 #define COMMS 1024          /* communicators tracked (open addressing; more share slot 0) */
 #define QUEUE (1 << 18)
+#define CELLS (1 << 18) /* the matrix's cell table */
+#define USUAL_CLASSES 4
+#define WARM 8    /* transfers a cell's usual is learned from before it is used */
+#define STEP 0.1f /* the most one transfer moves it (log): a slowdown moves it slowly */
+#define RATE 0.02f
 
 struct comm_posts {
   uint64_t comm;
@@ -24,9 +30,17 @@ struct held {
   int cell;
 };
 
+/* A cell's usual log time per byte, per size class. */
+struct usual {
+  int8_t cls[USUAL_CLASSES]; /* -1: unused */
+  uint8_t n[USUAL_CLASSES];
+  float v[USUAL_CLASSES];
+};
+
 static struct {
   struct comm_posts comm[COMMS];
-  struct held *q; /* a ring, [head, tail) */
+  struct usual *usual; /* [CELLS], made on first use */
+  struct held *q;      /* a ring, [head, tail) */
   size_t head, tail;
 } xs;
 
@@ -82,7 +96,37 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
   return 0;
 }
 
+static float clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim : x; }
+
+float det_xstart_usual(int cell, int cls, float v) {
+  if (cell < 0 || cell >= CELLS) return NAN;
+  if (!xs.usual) {
+    if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return NAN;
+    memset(xs.usual, 0xff, CELLS * sizeof *xs.usual); /* cls -1 */
+  }
+  struct usual *u = &xs.usual[cell];
+  int a = 0;
+  while (a < USUAL_CLASSES && u->cls[a] != cls && u->cls[a] != -1)
+    a++;
+  if (a == USUAL_CLASSES) return NAN;
+  if (u->cls[a] == -1) { /* the first one */
+    u->cls[a] = (int8_t)cls;
+    u->n[a] = 1;
+    u->v[a] = v;
+    return NAN;
+  }
+  float dev = v - u->v[a];
+  if (u->n[a] < WARM) { /* learning: the least so far, which a blip (always slower) leaves be */
+    if (dev < 0) u->v[a] = v;
+    u->n[a]++;
+    return NAN;
+  }
+  u->v[a] += RATE * clampf(dev, STEP);
+  return dev;
+}
+
 void det_xstart_reset(void) {
   free(xs.q);
+  free(xs.usual);
   memset(&xs, 0, sizeof xs);
 }

@@ -22,6 +22,11 @@ int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, ui
 /* The next held transfer whose hold is over at time now, into *out: 1, or 0 when none is. */
 int det_xstart_release(uint64_t now, struct det_xs_sample *out);
 
+/* A transfer of cell (size class cls) whose start was estimated, v the log of its time per byte:
+ * returns v over the cell's usual for that class, learned from its earlier ones, or NAN while
+ * the cell has too few to know it. */
+float det_xstart_usual(int cell, int cls, float v);
+
 void det_xstart_reset(void);
 
 #endif
