@@ -175,7 +175,7 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
       if (parse_int(val, vlen, INT_MAX, &x) != 0 || x < 1) {
         clause_error(out, index, s, len, "%.*s is not a step number in [1, %d]", (int)keylen, key,
                      INT_MAX);
-        return -1;
+        return C4_EINVAL;
       }
       *(KEY("from_step") ? &c->from_step : &c->to_step) = (uint64_t)x;
     } else {
@@ -190,15 +190,15 @@ static int parse_clause(struct c4_fault_spec *out, int index, const char *s, siz
     /* a stall stops the steps that would end it; a window is either steps or seconds */
     if (c->kind == C4_FAULT_STALL) {
       clause_error(out, index, s, len, "stall takes after_s/for_s, not steps");
-      return -1;
+      return C4_EINVAL;
     }
     if (have_time) {
       clause_error(out, index, s, len, "give steps (from_step/to_step) or seconds, not both");
-      return -1;
+      return C4_EINVAL;
     }
     if (c->to_step && c->to_step < c->from_step) {
       clause_error(out, index, s, len, "to_step is before from_step");
-      return -1;
+      return C4_EINVAL;
     }
   }
   if (c->kind != C4_FAULT_STALL && c->peer < 0) {
