@@ -35,12 +35,12 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
     t_bad = c4_mon_time_ok(r->coll.t_arrive, offset) ||
             c4_mon_time_ok(r->coll.t_enqueued, offset) || c4_mon_time_ok(r->coll.t_done, offset);
     n_bad = r->coll.bytes > INT64_MAX || r->coll.count > INT64_MAX || r->coll.seq > INT64_MAX ||
-            r->coll.nranks < 0 || r->coll.rank < -1 ||
+            r->coll.nranks < -1 || r->coll.rank < -1 ||
             (r->coll.nranks > 0 && r->coll.rank >= r->coll.nranks) || r->coll.root < -1;
     break;
   case C4_REC_COMM:
     t_bad = c4_mon_time_ok(r->comm.t, offset);
-    n_bad = r->comm.nranks < 0 || r->comm.nnodes < 0 || r->comm.rank < -1 ||
+    n_bad = r->comm.nranks < -1 || r->comm.nnodes < -1 || r->comm.rank < -1 ||
             (r->comm.nranks > 0 && r->comm.rank >= r->comm.nranks);
     break;
   case C4_REC_LINK:
