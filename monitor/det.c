@@ -25,15 +25,16 @@ static struct {
   struct verdict active[MAX_ACTIVE];
   int nactive;
   int next_id;
-  uint64_t counts[6];
+  uint64_t counts[7];
   uint64_t periodic_at; /* next time the periodic checks run */
 } det;
 
-static const char *const kinds[] = {"straggler",    "comm_slow", "comm_hang",
-                                    "noncomm_hang", "rank_lost", "recovered"};
+static const char *const kinds[] = {"straggler", "comm_slow", "comm_hang", "noncomm_hang",
+                                    "rank_lost", "recovered", "job_end"};
+#define NKINDS 7
 
 static void count_kind(const char *kind) {
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < NKINDS; i++)
     if (!strcmp(kinds[i], kind)) det.counts[i]++;
 }
 
@@ -51,20 +52,15 @@ int det_active(const char *key) {
   return 0;
 }
 
-int det_raise(const char *key, struct det_finding *f) {
-  for (int i = 0; i < det.nactive; i++)
-    if (!strcmp(det.active[i].key, key)) {
-      json_decref(f->ranks);
-      json_decref(f->hosts);
-      return (int)json_integer_value(json_object_get(det.active[i].event, "id"));
-    }
+/* f as a new event with the next id (f's arrays stolen), counted; NULL when it cannot be built. */
+static json_t *event_of(struct det_finding *f) {
   int id = ++det.next_id;
   json_t *ev = json_pack("{s:i, s:i, s:s, s:I, s:I, s:s, s:s, s:o, s:o}", "v", 1, "id", id, "kind",
                          f->kind, "t", (json_int_t)c4_det_now, "first_seen",
                          (json_int_t)(f->first_seen ? f->first_seen : c4_det_now), "job", f->job,
                          "where", f->where, "ranks", f->ranks ? f->ranks : json_array(), "hosts",
                          f->hosts ? f->hosts : json_array());
-  if (!ev) return 0;
+  if (!ev) return NULL;
   json_object_set_new(ev, "nic",
                       f->nic_host ? json_pack("{s:s, s:i}", "host", f->nic_host, "dev", f->nic_dev)
                                   : json_null());
@@ -79,14 +75,29 @@ int det_raise(const char *key, struct det_finding *f) {
   json_object_set_new(ev, "comm", comm_hex(f->comm));
   json_object_set_new(ev, "detail", json_string(f->detail));
   count_kind(f->kind);
+  return ev;
+}
+
+int det_raise(const char *key, struct det_finding *f) {
+  for (int i = 0; i < det.nactive; i++)
+    if (!strcmp(det.active[i].key, key)) {
+      json_decref(f->ranks);
+      json_decref(f->hosts);
+      return (int)json_integer_value(json_object_get(det.active[i].event, "id"));
+    }
+  json_t *ev = event_of(f);
+  if (!ev) return 0;
   if (det.nactive < MAX_ACTIVE) {
     struct verdict *v = &det.active[det.nactive++];
     snprintf(v->key, sizeof v->key, "%s", key);
     v->event = json_incref(ev);
   }
+  int id = (int)json_integer_value(json_object_get(ev, "id"));
   c4_mon_events_emit(ev);
   return id;
 }
+
+void det_note(struct det_finding *f) { c4_mon_events_emit(event_of(f)); }
 
 static void clear_at(int i, const char *why) {
   json_t *old = det.active[i].event;
@@ -121,6 +132,18 @@ void det_clear(const char *key, const char *why) {
       clear_at(i, why);
       return;
     }
+}
+
+void det_clear_job(const char *job, const char *keep_kind, const char *why) {
+  for (int i = 0; i < det.nactive;) {
+    const json_t *ev = det.active[i].event;
+    const char *j = json_string_value(json_object_get(ev, "job")),
+               *kind = json_string_value(json_object_get(ev, "kind"));
+    if (j && !strcmp(j, job) && !(keep_kind && kind && !strcmp(kind, keep_kind)))
+      clear_at(i, why);
+    else
+      i++;
+  }
 }
 
 void det_clear_unless(const char *prefix, int (*keep)(const char *key, void *arg), void *arg) {
@@ -231,6 +254,7 @@ int c4_det_init(const struct c4_det_config *cfg) {
   c4_det_cfg = *cfg;
   if (!c4_det_cfg.hang_ns) c4_det_cfg.hang_ns = 3000000000ull;
   if (!c4_det_cfg.lost_ns) c4_det_cfg.lost_ns = 10000000000ull;
+  if (!c4_det_cfg.forget_ns) c4_det_cfg.forget_ns = 120000000000ull;
   det_coll_init();
   if (cfg->plan && det_plan_load(cfg->plan) != 0) return C4_EINVAL;
   return 0;
@@ -288,17 +312,24 @@ void c4_det_advance(uint64_t now) {
   det_matrix_advance();
   det_ranks_advance();
   det_hang_advance();
+  det_life_advance();
 }
 
 json_t *c4_det_state_json(void) {
   json_t *verdicts = json_array(), *counts = json_object();
   for (int i = 0; i < det.nactive; i++)
     json_array_append(verdicts, det.active[i].event);
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < NKINDS; i++)
     json_object_set_new(counts, kinds[i], json_integer((json_int_t)det.counts[i]));
-  return json_pack("{s:I, s:o, s:o, s:o, s:o}", "t", (json_int_t)c4_det_now, "ranks",
-                   det_ranks_state(), "matrix", det_matrix_state(), "verdicts", verdicts, "counts",
-                   counts);
+  json_t *matrix = det_matrix_state();
+  if (det_life_gone(json_string_value(json_object_get(matrix, "job")))) { /* forgotten */
+    json_decref(matrix);
+    matrix = json_pack("{s:[], s:[], s:[], s:[], s:I}", "nodes", "cells", "rows", "cols", "t",
+                       (json_int_t)0);
+  }
+  return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "t", (json_int_t)c4_det_now, "ranks",
+                   det_ranks_state(), "gone", det_life_gone_json(), "matrix", matrix, "verdicts",
+                   verdicts, "counts", counts);
 }
 
 void c4_det_reset(void) {
@@ -314,5 +345,6 @@ void c4_det_reset(void) {
   det_matrix_reset();
   det_plan_reset();
   det_ranks_reset();
+  det_life_reset();
   memset(&c4_det_cfg, 0, sizeof c4_det_cfg);
 }

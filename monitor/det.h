@@ -12,9 +12,10 @@
 #include "c4_record.h"
 
 struct c4_det_config {
-  uint64_t hang_ns; /* a collective stalled this long is a hang (default 3 s) */
-  uint64_t lost_ns; /* heartbeats silent this long: rank lost (default 10 s) */
-  const char *plan; /* a traffic plan (docs/plan-format.md) naming paths, or NULL */
+  uint64_t hang_ns;   /* a collective stalled this long is a hang (default 3 s) */
+  uint64_t lost_ns;   /* heartbeats silent this long: rank lost (default 10 s) */
+  const char *plan;   /* a traffic plan (docs/plan-format.md) naming paths, or NULL */
+  uint64_t forget_ns; /* an ended job's ranks and series stay this long (default 120 s) */
 };
 
 /* Starts (or restarts) detection. Returns 0, or C4_EINVAL with a message logged when the plan
@@ -36,11 +37,13 @@ void c4_det_advance(uint64_t now);
 
 /* Detection's view for status, metrics, `c4mon top` and pictures (the caller owns it):
  *   {"t":NOW, "ranks":[{"job","rank","host","slowdown","last_hb_ns","entered","done","lost"}],
+ *    "gone":[JOB...],
  *    "matrix":{"nodes":["HOST/DEV",...],"cells":[[SRC,DST,FACTOR,SAMPLES],...],
  *              "rows":[FACTOR...],"cols":[FACTOR...],"t":T},
  *    "verdicts":[EVENT...], "counts":{"straggler":N,"comm_slow":N,...,"recovered":N}}
  * where a cell's FACTOR is its time per byte over its size class's median, and rows/cols the
- * row and column effects (1 = normal). */
+ * row and column effects (1 = normal). A job that ended (job_end) more than the forget period ago
+ * is in "gone", its ranks (lost ones excepted) and its matrix no longer shown. */
 json_t *c4_det_state_json(void);
 
 /* Forgets everything (end of replay, tests). */

@@ -33,6 +33,22 @@ struct det_finding {
  * returns its id. f's arrays are stolen either way. */
 int det_raise(const char *key, struct det_finding *f);
 
+/* Emits f as an event that is not a verdict (nothing to clear later: job_end). f's arrays are
+ * stolen. */
+void det_note(struct det_finding *f);
+
+/* Clears every active verdict of job but those of kind keep_kind (NULL: none kept), saying why. */
+void det_clear_job(const char *job, const char *keep_kind, const char *why);
+
+/* A job's life (det_life.c): its end when every rank is gone and some said goodbye (job_end,
+ * its verdicts closed), then forgotten after the forget period. */
+void det_life_advance(void);
+/* 1 once job ended longer than the forget period ago (and no rank of it streams again). */
+int det_life_gone(const char *job);
+/* The names of those jobs, for the state document. */
+json_t *det_life_gone_json(void);
+void det_life_reset(void);
+
 /* 1 while key is active. */
 int det_active(const char *key);
 

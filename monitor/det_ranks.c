@@ -141,7 +141,8 @@ struct state_arg {
 
 static void rank_json(struct det_rank *e, void *arg) {
   struct state_arg *a = arg;
-  if (a->n++ >= 100000) return; /* the document stays bounded */
+  if (!e->lost && det_life_gone(e->job)) return; /* its job ended and was forgotten */
+  if (a->n++ >= 100000) return;                  /* the document stays bounded */
   json_array_append_new(
       a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job, "rank",
                           e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),

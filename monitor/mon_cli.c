@@ -61,6 +61,7 @@ static int detect_option(const struct mon_cmd *cmd, int c, struct mon_detect_opt
   case MON_OPT_PLAN: d->det.plan = optarg; return 0;
   case MON_OPT_HANG_MS: return millis(cmd, "--hang-ms", optarg, &d->det.hang_ns);
   case MON_OPT_LOST_MS: return millis(cmd, "--lost-ms", optarg, &d->det.lost_ns);
+  case MON_OPT_FORGET_MS: return millis(cmd, "--forget-ms", optarg, &d->det.forget_ns);
   }
   return 1;
 }
@@ -101,7 +102,7 @@ int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_
   case '?':
   case ':': *exit_status = c4_cli_bad_option(c4_mon_cli_prog(cmd), argv, c); return 1;
   }
-  if (d && c >= MON_OPT_EVENTS && c <= MON_OPT_LOST_MS) {
+  if (d && c >= MON_OPT_EVENTS && c <= MON_OPT_FORGET_MS) {
     if (detect_option(cmd, c, d) == 0) return 0;
     *exit_status = C4_EXIT_USAGE;
     return 1;

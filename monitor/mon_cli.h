@@ -54,19 +54,23 @@ enum {
   MON_OPT_PLAN,
   MON_OPT_HANG_MS,
   MON_OPT_LOST_MS,
+  MON_OPT_FORGET_MS,
   MON_OPT_TOKEN,
   MON_OPT_TOKEN_FILE
 };
-/* How detection judges (--plan, --hang-ms, --lost-ms), for every subcommand that detects. */
+/* How detection judges (--plan, --hang-ms, --lost-ms, --forget-ms), for every subcommand that
+ * detects. */
 #define MON_CLI_JUDGE_OPTIONS                                                                      \
   {"plan", required_argument, 0, MON_OPT_PLAN},                                                    \
-      {"hang-ms", required_argument, 0, MON_OPT_HANG_MS}, {                                        \
-    "lost-ms", required_argument, 0, MON_OPT_LOST_MS                                               \
+      {"hang-ms", required_argument, 0, MON_OPT_HANG_MS},                                          \
+      {"lost-ms", required_argument, 0, MON_OPT_LOST_MS}, {                                        \
+    "forget-ms", required_argument, 0, MON_OPT_FORGET_MS                                           \
   }
 #define MON_CLI_JUDGE_HELP                                                                         \
   "  --plan FILE           a traffic plan (docs/plan-format.md) naming the paths\n"                \
   "  --hang-ms N           a collective stalled N ms is a hang (3000)\n"                           \
-  "  --lost-ms N           a rank silent N ms is lost (10000)\n"
+  "  --lost-ms N           a rank silent N ms is lost (10000)\n"                                   \
+  "  --forget-ms N         a job whose ranks all ended keeps its series N ms (120000)\n"
 
 /* The judge options and where verdicts go (DETECT in the help texts). */
 #define MON_CLI_DETECT_OPTIONS                                                                     \

@@ -164,9 +164,36 @@ static void kind_series(struct render *r, const char *name, const struct kind_co
   }
 }
 
-static void event_series(struct render *r, const json_t *ranks) {
+/* 1 when some rank of ranks belongs to job. */
+static int has_rank(const json_t *ranks, const char *job) {
+  size_t i;
+  const json_t *e;
+  json_array_foreach(ranks, i, e) {
+    const char *j = json_string_value(json_object_get(e, "job"));
+    if (j && !strcmp(j, job)) return 1;
+  }
+  return 0;
+}
+
+/* Drops the counters of jobs that ended and were forgotten (gone), unless a lost rank of theirs
+ * is still shown: their series leave /metrics as their ranks' do. Called with mx.lock held. */
+static void forget_jobs(const json_t *gone, const json_t *ranks) {
+  size_t i;
+  const json_t *g;
+  json_array_foreach(gone, i, g) {
+    const char *job = json_string_value(g);
+    if (!job || has_rank(ranks, job)) continue;
+    int w = 0;
+    for (int k = 0; k < mx.nkinds; k++)
+      if (strcmp(mx.kinds[k].job, job)) mx.kinds[w++] = mx.kinds[k];
+    mx.nkinds = w;
+  }
+}
+
+static void event_series(struct render *r, const json_t *ranks, const json_t *gone) {
   static struct kind_count k[MAX_KINDS]; /* render runs on c4mon's main thread only */
   pthread_mutex_lock(&mx.lock);
+  forget_jobs(gone, ranks);
   seed_kinds(mx.kinds, &mx.nkinds, N_KNOWN, ranks);
   int n = mx.nkinds;
   memcpy(k, mx.kinds, sizeof k);
@@ -311,7 +338,7 @@ static char *render(const json_t *state, const json_t *status, size_t *len) {
   const json_t *ranks = json_object_get(state, "ranks");
   build_info(&r);
   if (status) status_series(&r, status);
-  event_series(&r, ranks);
+  event_series(&r, ranks, json_object_get(state, "gone"));
   verdict_series(&r, json_object_get(state, "verdicts"), ranks);
   rank_series(&r, json_object_get(state, "ranks"), json_object_get(state, "t"));
   matrix_series(&r, json_object_get(state, "matrix"));

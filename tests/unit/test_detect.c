@@ -10,6 +10,7 @@
 #include "det.h"
 #include "det_internal.h"
 #include "mon_events.h"
+#include "mon_metrics.h"
 
 #define MS 1000000ull
 
@@ -447,6 +448,121 @@ START_TEST(processes_are_told_apart_by_their_whole_host_and_pid) {
 }
 END_TEST
 
+/* Every rank of the job's ranks 0..n-1 (hosts nodeR, pids 100+R) ends its stream at t: BYE
+ * (a clean goodbye) or, for the ranks in lost_mask, LOST. */
+static void end_streams(int n, unsigned lost_mask, uint64_t t) {
+  for (int r = 0; r < n; r++) {
+    struct c4_record end = {.kind = C4_REC_RANK};
+    end.rank = (struct c4_rank_record){.rank = r,
+                                       .pid = 100 + (uint32_t)r,
+                                       .event = lost_mask >> r & 1 ? C4_RANK_LOST : C4_RANK_BYE,
+                                       .t = t};
+    snprintf(end.rank.host, sizeof end.rank.host, "node%d", r);
+    take(&end);
+  }
+}
+
+/* The ranks of job "job" in detection's state. */
+static int ranks_shown(void) {
+  json_t *st = c4_det_state_json();
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(st, "ranks"), i, e) n +=
+      !strcmp(json_string_value(json_object_get(e, "job")), "job");
+  json_decref(st);
+  return n;
+}
+
+static size_t verdicts_shown(void) {
+  json_t *st = c4_det_state_json();
+  size_t n = json_array_size(json_object_get(st, "verdicts"));
+  json_decref(st);
+  return n;
+}
+
+/* A straggler is standing when every rank says goodbye: job_end says the job ended, the
+ * straggler recovers at once, and after the forget period the job's ranks leave the state (and
+ * with them its series in /metrics, which renders from it). */
+START_TEST(a_clean_job_end_closes_its_verdicts_and_its_series_leave_after_the_forget_period) {
+  setup(NULL);
+  struct c4_det_config cfg = {.forget_ns = 5000 * MS};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  ck_assert_int_eq(c4_mon_metrics_start("127.0.0.1:0"), 0);
+  c4_mon_events_add_sink(c4_mon_metrics_event, NULL); /* as c4mon's outputs do */
+  for (int r = 0; r < 8; r++)
+    comm_record(r, 8, 1);
+  uint64_t t = run_colls(8, 0, 150, 10 * MS, rank5_twice_from_100_to_200);
+  ck_assert_int_eq(count("straggler"), 1);
+  ck_assert_uint_eq(verdicts_shown(), 1);
+  end_streams(8, 0, t + MS);
+  c4_det_advance(t + 600 * MS);
+  ck_assert_int_eq(count("job_end"), 1);
+  json_t *end = first("job_end");
+  ck_assert_str_eq(json_string_value(json_object_get(end, "job")), "job");
+  ck_assert_int_eq(json_array_size(json_object_get(end, "ranks")), 8);
+  ck_assert_int_eq(count("recovered"), 1);
+  ck_assert_uint_eq(verdicts_shown(), 0);
+  ck_assert_int_eq(ranks_shown(), 8); /* still shown during the forget period */
+  json_t *st = c4_det_state_json();
+  c4_mon_metrics_publish(st, NULL);
+  json_decref(st);
+  char *text = c4_mon_metrics_text();
+  ck_assert_msg(strstr(text, "c4_verdicts_active{job=\"job\",kind=\"straggler\"} 0\n"), "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "c4_events_total{job=\"job\",kind=\"job_end\"} 1\n"));
+  free(text);
+  c4_det_advance(t + 4000 * MS);
+  ck_assert_int_eq(ranks_shown(), 8);
+  c4_det_advance(t + 6000 * MS);
+  ck_assert_int_eq(ranks_shown(), 0);
+  st = c4_det_state_json();
+  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(st, "gone"), 0)), "job");
+  c4_mon_metrics_publish(st, NULL);
+  json_decref(st);
+  text = c4_mon_metrics_text();
+  ck_assert_msg(!strstr(text, "job=\"job\""), "the ended job's series stayed:\n%s", text);
+  free(text);
+  ck_assert_int_eq(count("job_end"), 1); /* said once */
+  c4_mon_metrics_stop();
+  c4_det_reset();
+}
+END_TEST
+
+/* Ranks lost keep their verdicts and their series when the others end cleanly; a job whose
+ * ranks all died did not end cleanly; a rank streaming again starts the job anew. */
+START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_forgotten) {
+  setup(NULL);
+  struct c4_det_config cfg = {.forget_ns = 2000 * MS};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  for (uint64_t k = 1; k <= 5; k++)
+    for (int r = 0; r < 3; r++)
+      hb(r, k * 100 * MS, 0, 0);
+  end_streams(3, 1u << 1, 600 * MS); /* rank 1 lost, ranks 0 and 2 said goodbye */
+  c4_det_advance(1200 * MS);
+  ck_assert_int_eq(count("rank_lost"), 1);
+  ck_assert_int_eq(count("job_end"), 1);
+  ck_assert_int_eq(count("recovered"), 0);
+  ck_assert_uint_eq(verdicts_shown(), 1);
+  c4_det_advance(4000 * MS);
+  ck_assert_int_eq(ranks_shown(), 1); /* the lost rank, alone */
+  ck_assert_uint_eq(verdicts_shown(), 1);
+  hb(0, 4100 * MS, 0, 0); /* the job runs again under its name */
+  hb(2, 4100 * MS, 0, 0);
+  c4_det_advance(9000 * MS);
+  ck_assert_int_eq(ranks_shown(), 3);
+  c4_det_reset();
+
+  setup(NULL); /* every rank lost: no job_end */
+  for (int r = 0; r < 2; r++)
+    hb(r, 100 * MS, 0, 0);
+  end_streams(2, 3u, 200 * MS);
+  c4_det_advance(1000 * MS);
+  ck_assert_int_eq(count("rank_lost"), 2);
+  ck_assert_int_eq(count("job_end"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -463,6 +579,9 @@ int main(void) {
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
   tcase_add_test(tc, an_uneven_but_steady_all_to_all_raises_nothing);
   tcase_add_test(tc, processes_are_told_apart_by_their_whole_host_and_pid);
+  tcase_add_test(tc,
+                 a_clean_job_end_closes_its_verdicts_and_its_series_leave_after_the_forget_period);
+  tcase_add_test(tc, lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_forgotten);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# job_end.sh -- a job that ends cleanly is seen to end by a live c4mon: a job_end event names it,
+# `c4mon status` shows none of its verdicts, and once --forget-ms has passed /metrics has no
+# series of it (while c4mon's own series stay). Usage: job_end.sh [BUILD_DIR] (default
+# $C4_BUILD_DIR).
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+BIN=$BUILD/bin
+WORK=$(mktemp -d /tmp/c4-job-end-XXXXXX)
+mon=
+cleanup() {
+  [ -n "$mon" ] && kill "$mon" 2>/dev/null && wait "$mon"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() {
+  echo "job_end: FAILED: $*"
+  exit 1
+}
+
+C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --token t \
+  --forget-ms 3000 --events "$WORK/events" 2>"$WORK/mon.err" &
+mon=$!
+for _ in $(seq 50); do
+  grep -q "listening for ranks" "$WORK/mon.err" && break
+  sleep 0.1
+done
+ranks=$(sed -n 's/.*listening for ranks on \(.*\)$/\1/p' "$WORK/mon.err")
+metrics=$(sed -n 's|.*metrics on \(http://.*\)$|\1|p' "$WORK/mon.err")
+[ -n "$ranks" ] && [ -n "$metrics" ] || fail "c4mon did not start: $(cat "$WORK/mon.err")"
+
+C4_MONITOR=$ranks C4_TOKEN=t C4_JOB=lifejob C4_HEARTBEAT_MS=100 \
+  "$BIN/c4perf" --spawn 2 -b 64K -e 256K -n 20 >/dev/null 2>"$WORK/perf.err" ||
+  fail "c4perf: $(cat "$WORK/perf.err")"
+for _ in $(seq 40); do # the ends reach c4mon, then its next liveness pass (0.5 s)
+  [ "$(jq -c 'select(.kind == "job_end" and .job == "lifejob")' "$WORK/events" | wc -l)" = 1 ] && break
+  sleep 0.1
+done
+jq -e -s '[.[] | select(.kind == "job_end" and .job == "lifejob")] | length == 1 and
+  (.[0].ranks | sort) == [0, 1] and (.[0].wall | test("^[0-9-]+T[0-9:.]+Z$"))' "$WORK/events" \
+  >/dev/null || fail "no job_end of lifejob naming ranks 0 and 1: $(cat "$WORK/events")"
+"$BIN/c4mon" status --connect "$ranks" --json >"$WORK/status" || fail "status"
+jq -e '[.detect.verdicts[] | select(.job == "lifejob")] | length == 0' "$WORK/status" >/dev/null ||
+  fail "verdicts of the ended job in status: $(jq -c .detect.verdicts "$WORK/status")"
+sleep 1.2 # a publish (once a second) since the job's records came
+curl -sf "$metrics" >"$WORK/before" || fail "no answer at $metrics"
+grep -q 'job="lifejob"' "$WORK/before" || fail "no series of lifejob while it is remembered"
+sleep 4.5 # past --forget-ms (3 s from job_end), its 0.5 s pass and a publish
+curl -sf "$metrics" >"$WORK/after" || fail "no answer at $metrics"
+! grep 'job="lifejob"' "$WORK/after" || fail "series of lifejob stayed past --forget-ms"
+grep -q '^c4_records_total ' "$WORK/after" || fail "c4mon's own series went too"
+echo "job_end: the ended job's verdicts closed and its series left /metrics after --forget-ms"
