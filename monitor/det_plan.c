@@ -46,7 +46,7 @@ void det_plan_reset(void) {
 }
 
 static int fail(const char *path, const char *what) {
-  c4_log(C4_LOG_WARN, __FILE__, __LINE__, "plan %s: %s", path, what);
+  c4_log(C4_LOG_WARN, __FILE__, __LINE__, "c4mon: --plan %s: %s", path, what);
   det_plan_reset();
   return C4_EINVAL;
 }

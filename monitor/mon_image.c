@@ -16,7 +16,7 @@
 #define MARGIN 2 /* blocks of margin for the row and column effects */
 
 static int fail(const char *path, const char *what) {
-  C4_WARN("c4mon matrix: cannot write %s: %s", path, what);
+  C4_WARN("c4mon matrix: %s: %s", path, what);
   return C4_ESYS;
 }
 

@@ -1,6 +1,7 @@
 /* mon_outputs.c -- wires the event sinks and exporters to detection. */
 #include "mon_outputs.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ int c4_mon_outputs_start(const struct mon_outputs_opts *o) {
     out.own_file = strcmp(o->events, "-") != 0;
     out.events = out.own_file ? fopen(o->events, "ae") : stdout; /* not for --on-event */
     if (!out.events) {
-      fprintf(stderr, "c4mon: cannot open %s for the events\n", o->events);
+      fprintf(stderr, "c4mon: --events %s: %s\n", o->events, strerror(errno));
       return C4_ESYS;
     }
     c4_mon_events_add_sink(write_line, NULL);
