@@ -6,6 +6,7 @@ BUILD=${1:-build/san}
 export C4_PLUGIN_PATH="$PWD/$BUILD/lib/libnccl-net-c4.so"
 export C4_BUILD_DIR="$PWD/$BUILD"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60}
 export C4_DEBUG=${C4_DEBUG:-NONE}
