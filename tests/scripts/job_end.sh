@@ -39,7 +39,7 @@ done
 jq -e -s '[.[] | select(.kind == "job_end" and .job == "lifejob")] | length == 1 and
   (.[0].ranks | sort) == [0, 1] and (.[0].wall | test("^[0-9-]+T[0-9:.]+Z$"))' "$WORK/events" \
   >/dev/null || fail "no job_end of lifejob naming ranks 0 and 1: $(cat "$WORK/events")"
-"$BIN/c4mon" status --connect "$ranks" --json >"$WORK/status" || fail "status"
+C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" --json >"$WORK/status" || fail "status"
 jq -e '[.detect.verdicts[] | select(.job == "lifejob")] | length == 0' "$WORK/status" >/dev/null ||
   fail "verdicts of the ended job in status: $(jq -c .detect.verdicts "$WORK/status")"
 sleep 1.2 # a publish (once a second) since the job's records came
