@@ -3,6 +3,7 @@
  * names its place); precision, recall, location and time to flag follow (docs/scenarios.md). */
 #include "c4_score.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,9 @@ static const struct c4_score_event *first_match(const struct c4_score_truth *t, 
   return best;
 }
 
+/* An event's factor is right within 20% of the injected one. */
+static int factor_right(double truth, double event) { return fabs(event / truth - 1) <= 0.2; }
+
 static json_t *fault_result(const struct c4_score_truth *t, size_t i,
                             const struct c4_score_event *m, double *flag) {
   const struct c4_score_fault *f = &t->f[i];
@@ -217,6 +221,10 @@ static json_t *fault_result(const struct c4_score_truth *t, size_t i,
   json_object_set_new(r, "event_where",
                       json_string(str(m->obj, "where") ? str(m->obj, "where") : ""));
   json_object_set_new(r, "event_place", json_string(eplace));
+  double tf = json_number_value(json_object_get(f->obj, "factor")),
+         ef = json_number_value(json_object_get(m->obj, "factor"));
+  json_object_set_new(r, "event_factor", json_real(ef));
+  json_object_set_new(r, "factor_right", tf > 0 ? json_boolean(factor_right(tf, ef)) : json_null());
   return r;
 }
 
@@ -245,13 +253,17 @@ json_t *c4_score_run(const struct c4_score_truth *t, const struct c4_score_event
   const struct c4_score_event **first = calloc(t->n + 1, sizeof *first);
   double *slow = calloc(t->n + 1, sizeof *slow), *hang = calloc(t->n + 1, sizeof *hang);
   char *alarmed = calloc(json_array_size(t->blips) + 1, 1);
-  size_t nslow = 0, nhang = 0, found = 0, right = 0, tp = 0;
+  size_t nslow = 0, nhang = 0, found = 0, right = 0, tp = 0, nfactor = 0, factor_ok = 0;
   json_t *doc = NULL;
   if (!faults || !fps || !blips || !repeats || !first || !slow || !hang || !alarmed) goto out;
   for (size_t i = 0; i < t->n; i++) {
     const struct c4_score_event *m = first[i] = first_match(t, i, e);
     double flag = 0;
-    json_array_append_new(faults, fault_result(t, i, m, &flag));
+    json_t *res = fault_result(t, i, m, &flag);
+    json_t *fr = json_object_get(res, "factor_right");
+    nfactor += json_is_boolean(fr);
+    factor_ok += json_is_true(fr);
+    json_array_append_new(faults, res);
     if (!m) continue;
     found++;
     right += c4_score_place_right(t->f[i].obj, m->obj);
@@ -285,15 +297,16 @@ json_t *c4_score_run(const struct c4_score_truth *t, const struct c4_score_event
     json_object_set_new(c, "alarmed", json_boolean(alarmed[i]));
     json_array_append_new(blips, c);
   }
-  doc = json_pack("{s:f, s:f, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O, s:O}",
-                  "precision", e->n ? (double)tp / (double)e->n : 1.0, "recall",
-                  t->n ? (double)found / (double)t->n : 1.0, "location",
-                  found ? json_real((double)right / (double)found) : json_null(),
-                  "median_flag_slow_s", median(slow, nslow), "median_flag_hang_s",
-                  median(hang, nhang), "false_alarms", (json_int_t)json_array_size(fps), "events",
-                  (json_int_t)e->n, "true_positives", (json_int_t)tp, "faults_total",
-                  (json_int_t)t->n, "faults_detected", (json_int_t)found, "start_ns",
-                  (json_int_t)t->start, "faults", faults, "false_positives", fps, "blips", blips);
+  doc = json_pack(
+      "{s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O, s:O}", "precision",
+      e->n ? (double)tp / (double)e->n : 1.0, "recall", t->n ? (double)found / (double)t->n : 1.0,
+      "location", found ? json_real((double)right / (double)found) : json_null(),
+      "median_flag_slow_s", median(slow, nslow), "median_flag_hang_s", median(hang, nhang),
+      "factor_right", nfactor ? json_real((double)factor_ok / (double)nfactor) : json_null(),
+      "false_alarms", (json_int_t)json_array_size(fps), "events", (json_int_t)e->n,
+      "true_positives", (json_int_t)tp, "faults_total", (json_int_t)t->n, "faults_detected",
+      (json_int_t)found, "start_ns", (json_int_t)t->start, "faults", faults, "false_positives", fps,
+      "blips", blips);
   if (doc && t->strict) {
     json_object_set_new(doc, "ok", json_boolean(found == t->n && !json_array_size(fps)));
     json_object_set(doc, "repeats", repeats);

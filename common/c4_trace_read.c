@@ -189,6 +189,41 @@ static void parse_link(struct parse *p, struct c4_link_record *l) {
   l->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
 }
 
+void c4_trace_minimal(struct c4_record *r) {
+  if (r->kind == C4_REC_XFER) {
+    struct c4_xfer_record *x = &r->xfer;
+    int send = x->dir == C4_DIR_SEND;
+    x->nccl_comm = 0;
+    x->self.pid = x->self.rank >= 0 ? (uint32_t)x->self.rank : 0;
+    x->peer.pid = x->peer.rank >= 0 ? (uint32_t)x->peer.rank : 0;
+    x->self.dev = x->peer.dev = -1;
+    x->seq = 0;
+    x->t_first_byte = 0;
+    x->status = x->t_done ? C4_XFER_OK : C4_XFER_PENDING;
+    x->tag = send ? x->self.rank : x->peer.rank;
+    x->conn_id = send ? conn_of_ends(&x->self, &x->peer) : conn_of_ends(&x->peer, &x->self);
+  } else if (r->kind == C4_REC_COLL) {
+    struct c4_coll_record *c = &r->coll;
+    c->is_p2p = !strcmp(c->func, "Send") || !strcmp(c->func, "Recv");
+    c->count = c->bytes;
+    c->root = -1;
+    c->dtype[0] = c->algo[0] = c->proto[0] = 0;
+    c->nchannels = 0;
+    c->nops = 0;
+    c->t_enqueued = c->t_arrive;
+  } else if (r->kind == C4_REC_COMM) {
+    struct c4_comm_record *c = &r->comm;
+    memset(c->name, 0, sizeof c->name);
+    memset(c->host, 0, sizeof c->host);
+    c->nnodes = -1;
+    c->pid = c->rank >= 0 ? (uint32_t)c->rank : 0;
+    c->t = 0;
+  } else if (r->kind == C4_REC_RANK) {
+    r->rank.pid = 0;
+    r->rank.dropped = 0;
+  }
+}
+
 /* "hb" and "end" lines; an hb line from before pids were written has none (read as 0), and one
  * without "dropped" reads as 0 dropped. */
 static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {

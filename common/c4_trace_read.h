@@ -16,6 +16,10 @@
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen);
 
+/* Sets r's optional fields (docs/trace-format.md) to what the reader assumes when a line leaves
+ * them out: r becomes the record its line with the required fields only reads back as. */
+void c4_trace_minimal(struct c4_record *r);
+
 struct c4_trace_reader {
   FILE *f;
   unsigned long lineno; /* of the line (binary: record) last read */

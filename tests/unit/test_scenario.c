@@ -160,6 +160,76 @@ START_TEST(records_are_in_time_order_and_the_binary_form_holds_the_same_ones) {
 }
 END_TEST
 
+/* The trace of one variant (JSON lines, or the binary form), read back; *n gets the count. */
+static struct c4_record *variant(const char *v, int bin, size_t *n) {
+  ck_assert_int_eq(scen("gen " SMALL " --blips 2 --fault link:src=1:dst=2:dev=0:rate=0.3:t=3 "
+                        "--variant %s %s --out %s/%s%d --truth %s/t",
+                        v, bin ? "--bin" : "", dir, v, bin, dir),
+                   0);
+  char p[128];
+  snprintf(p, sizeof p, "%s/%s%d", dir, v, bin);
+  return read_all(p, n);
+}
+
+static size_t count_dir(const struct c4_record *r, size_t n, int dir_) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += r[i].kind == C4_REC_XFER && r[i].xfer.dir == dir_;
+  return k;
+}
+
+START_TEST(each_variant_writes_what_its_tracer_would_record) {
+  size_t nf, nm, nmb, ns, nr, nw;
+  struct c4_record *full = variant("full", 0, &nf), *min = variant("minimal", 0, &nm),
+                   *minb = variant("minimal", 1, &nmb), *snd = variant("send", 0, &ns),
+                   *rcv = variant("recv", 0, &nr), *wrap = variant("wrap", 0, &nw);
+  size_t sends = count_dir(full, nf, C4_DIR_SEND), recvs = count_dir(full, nf, C4_DIR_RECV);
+  ck_assert_uint_gt(sends, 100);
+  /* one end of each transfer only */
+  ck_assert_uint_eq(count_dir(snd, ns, C4_DIR_SEND), sends);
+  ck_assert_uint_eq(count_dir(snd, ns, C4_DIR_RECV), 0);
+  ck_assert_uint_eq(count_dir(rcv, nr, C4_DIR_RECV), recvs);
+  ck_assert_uint_eq(count_dir(rcv, nr, C4_DIR_SEND), 0);
+  ck_assert_uint_eq(ns, nf - recvs);
+  /* wrap mode: no first-byte times, receives without their peer, sends with it */
+  ck_assert_uint_eq(nw, nf);
+  for (size_t i = 0; i < nw; i++) {
+    if (wrap[i].kind != C4_REC_XFER) continue;
+    ck_assert_uint_eq(wrap[i].xfer.t_first_byte, 0);
+    if (wrap[i].xfer.dir == C4_DIR_RECV) {
+      ck_assert_int_eq(wrap[i].xfer.peer.rank, -1);
+      ck_assert_str_eq(wrap[i].xfer.peer.host, "");
+    } else {
+      ck_assert_int_eq(wrap[i].xfer.peer.rank, full[i].xfer.peer.rank);
+    }
+    ck_assert_uint_eq(wrap[i].xfer.conn_id, full[i].xfer.conn_id);
+  }
+  /* minimal: the required fields only, and the binary form holds what the lines read as */
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "grep -qE '\"(t_first|conn|dev|pid|algo|t_enqueued)\"' %s/minimal0",
+           dir);
+  ck_assert_msg(system(cmd) != 0, "a minimal trace has an optional field");
+  ck_assert_uint_eq(nm, nf);
+  ck_assert_uint_eq(nmb, nm);
+  for (size_t i = 0; i < nm; i++)
+    ck_assert_msg(!memcmp(&min[i], &minb[i], sizeof min[i]),
+                  "record %zu differs between the minimal lines and the minimal binary form", i);
+  for (size_t i = 0; i < nm; i++)
+    if (min[i].kind == C4_REC_XFER) {
+      ck_assert_int_eq(min[i].xfer.self.dev, -1);
+      ck_assert_uint_eq(min[i].xfer.t_first_byte, 0);
+    }
+  ck_assert_int_eq(scen("gen " SMALL " --variant odd --truth %s/t", dir), 2);
+  ck_assert_ptr_nonnull(strstr(err_text(), "--variant odd"));
+  free(full);
+  free(min);
+  free(minb);
+  free(snd);
+  free(rcv);
+  free(wrap);
+}
+END_TEST
+
 static json_t *load_json(const char *name) {
   char p[128];
   snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -368,10 +438,10 @@ static const char *truth_text =
 
 #define EV_STRAGGLER                                                                               \
   "{\"v\":1,\"id\":1,\"kind\":\"straggler\",\"t\":13500000000,\"where\":\"gpu\",\"ranks\":[5],"    \
-  "\"hosts\":[\"h0002\"],\"nic\":null,\"link\":null}\n"
+  "\"hosts\":[\"h0002\"],\"nic\":null,\"link\":null,\"factor\":1.75}\n"
 #define EV_NIC                                                                                     \
   "{\"v\":1,\"id\":2,\"kind\":\"comm_slow\",\"t\":6000000000,\"where\":\"nic_tx\",\"ranks\":[2],"  \
-  "\"hosts\":[\"h0001\"],\"nic\":{\"host\":\"h0001\",\"dev\":0},\"link\":null}\n"
+  "\"hosts\":[\"h0001\"],\"nic\":{\"host\":\"h0001\",\"dev\":0},\"link\":null,\"factor\":1.5}\n"
 #define EV_HANG                                                                                    \
   "{\"v\":1,\"id\":3,\"kind\":\"comm_hang\",\"t\":23500000000,\"where\":\"link\",\"ranks\":[1,3]," \
   "\"hosts\":[\"h0000\",\"h0001\"],\"nic\":null,\"link\":[\"h0000\",\"h0001\"],"                   \
@@ -414,11 +484,16 @@ START_TEST(events_that_match_every_fault_score_precision_and_recall_one) {
   json_t *f0 = json_array_get(json_object_get(doc, "faults"), 0);
   ck_assert(json_is_true(json_object_get(f0, "detected")));
   ck_assert_double_eq_tol(num(f0, "flag_s"), 2.5, 1e-5);
+  /* the straggler's 1.75 is within 20% of 1.5; the NIC's 1.5 is not within 20% of 2 */
+  ck_assert(json_is_true(json_object_get(f0, "factor_right")));
+  ck_assert(json_is_false(
+      json_object_get(json_array_get(json_object_get(doc, "faults"), 1), "factor_right")));
+  ck_assert_double_eq_tol(num(doc, "factor_right"), 0.5, 1e-5);
   json_decref(doc);
   /* the human form ends with the summary line */
   ck_assert_int_eq(scen("score --truth %s/truth --events %s/events > %s/out", dir, dir, dir), 0);
   put("expect", "precision 1.000 recall 1.000 location 1.000 median_flag_slow_s 1.750 "
-                "median_flag_hang_s 0.300 false_alarms 0\n");
+                "median_flag_hang_s 0.300 false_alarms 0 factor_right 0.500\n");
   char cmd[512];
   snprintf(cmd, sizeof cmd, "tail -n 1 %s/out | cmp -s - %s/expect", dir, dir);
   ck_assert_msg(system(cmd) == 0, "the summary line is not as documented");
@@ -494,6 +569,7 @@ int main(void) {
   tcase_set_timeout(gen, 120);
   tcase_add_test(gen, a_trace_is_the_same_bytes_for_a_seed_and_differs_for_another);
   tcase_add_test(gen, records_are_in_time_order_and_the_binary_form_holds_the_same_ones);
+  tcase_add_test(gen, each_variant_writes_what_its_tracer_would_record);
   tcase_add_test(gen, a_straggler_is_in_the_truth_and_arrives_later_from_its_onset);
   tcase_add_test(gen, a_comm_hang_leaves_pending_transfers_and_nothing_completes_after_it);
   tcase_add_test(gen, a_rank_that_never_arrives_or_dies_leaves_the_others_waiting);

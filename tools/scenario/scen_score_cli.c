@@ -32,7 +32,7 @@ static void print_human(const json_t *doc, FILE *f) {
   double start = (double)json_integer_value(json_object_get(doc, "start_ns"));
   size_t i;
   json_t *x;
-  char a[32], b[32], c[32], d[32], e[32];
+  char a[32], b[32], c[32], d[32], e[32], g[32];
   fprintf(f, "%-5s %-13s %-7s %-28s %9s %-9s %-6s %8s\n", "fault", "kind", "where", "place",
           "onset_s", "detected", "place", "flag_s");
   json_array_foreach(json_object_get(doc, "faults"), i, x) {
@@ -76,12 +76,13 @@ static void print_human(const json_t *doc, FILE *f) {
   }
   fprintf(f,
           "precision %s recall %s location %s median_flag_slow_s %s median_flag_hang_s %s "
-          "false_alarms %lld\n",
+          "false_alarms %lld factor_right %s\n",
           num(doc, "precision", "%.3f", a, sizeof a), num(doc, "recall", "%.3f", b, sizeof b),
           num(doc, "location", "%.3f", c, sizeof c),
           num(doc, "median_flag_slow_s", "%.3f", d, sizeof d),
           num(doc, "median_flag_hang_s", "%.3f", e, sizeof e),
-          (long long)json_integer_value(json_object_get(doc, "false_alarms")));
+          (long long)json_integer_value(json_object_get(doc, "false_alarms")),
+          num(doc, "factor_right", "%.3f", g, sizeof g));
 }
 
 int c4_scen_score_main(int argc, char **argv) {
