@@ -18,6 +18,8 @@
 #define WARM 8    /* transfers a cell's usual is learned from before it is used */
 #define STEP 0.1f /* the most one transfer moves it (log): a slowdown moves it slowly */
 #define RATE 0.02f
+/* a cell this much slower than its size class's fastest (log 1.5) waits behind another phase */
+#define LATER 0.405f
 
 struct comm_posts {
   uint64_t comm;
@@ -40,6 +42,7 @@ struct usual {
 static struct {
   struct comm_posts comm[COMMS];
   struct usual *usual; /* [CELLS], made on first use */
+  float fastest[64];   /* per size class, the least usual of any cell */
   struct held *q;      /* a ring, [head, tail) */
   size_t head, tail;
 } xs;
@@ -98,9 +101,19 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
 
 static float clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim : x; }
 
-float det_xstart_usual(int cell, int cls, float v) {
-  if (cell < 0 || cell >= CELLS) return NAN;
+/* Which phase a cell's usual puts it in: 0 near the fastest cells of its size class, 1 well
+ * above them (it waits behind another phase of the call, as a tree's broadcast behind its
+ * reduce). */
+static int phase_of(int cls, float usual) {
+  if (usual < xs.fastest[cls]) xs.fastest[cls] = usual;
+  return usual - xs.fastest[cls] > LATER ? 1 : 0;
+}
+
+float det_xstart_usual(int cell, int cls, float v, int *phase) {
+  if (cell < 0 || cell >= CELLS || cls < 0 || cls >= 64) return NAN;
   if (!xs.usual) {
+    for (int c = 0; c < 64; c++)
+      xs.fastest[c] = INFINITY;
     if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return NAN;
     memset(xs.usual, 0xff, CELLS * sizeof *xs.usual); /* cls -1 */
   }
@@ -122,6 +135,7 @@ float det_xstart_usual(int cell, int cls, float v) {
     return NAN;
   }
   u->v[a] += RATE * clampf(dev, STEP);
+  *phase = phase_of(cls, u->v[a]);
   return dev;
 }
 
