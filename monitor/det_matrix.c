@@ -22,7 +22,6 @@
 #define LINK_HOT 1.5
 #define STREAK 3
 #define MAX_CANDS 4096
-#define LATER_CLASS 24 /* estimated samples of later-phase cells: size class + this */
 
 struct acc {
   int8_t cls; /* log2 of bytes; -1 unused */
@@ -293,20 +292,19 @@ static void add_sample(int c, int cls, float v, uint64_t t_done) {
 static int size_class(uint64_t bytes) { return 63 - __builtin_clzll(bytes); }
 
 /* Transfers without a first-byte time whose start is settled by now (det_xstart.c). Their start
- * is an estimate that is late by whatever the transfer waited for besides the posts (a tree's
- * broadcast waits for its reduce), steadily for each cell: each is taken against its own cell's
- * usual, once that is known. Cells that wait behind another phase are compared among themselves,
- * in size classes of their own (LATER_CLASS up: transfers of 2^40 bytes and more share them): a
- * slow edge of the first phase delays every one of them alike. */
+ * is an estimate that is late by whatever the transfer waited for besides the posts, steadily for
+ * each cell: each is taken against its own cell's usual, once that is known. A cell that waits
+ * behind another phase of the call (a tree's broadcast behind its reduce) is left out: every slow
+ * edge of the first phase delays all of its transfers alike, so they would say nothing of their
+ * own link. */
 static void settle_held(uint64_t now) {
   struct det_xs_sample s;
   while (det_xstart_release(now, &s)) {
     if (s.t_done <= s.t_start) continue;
     int cls = size_class(s.bytes), phase = 0;
     float v = det_xstart_usual(
-        s.cell, cls, (float)log((double)(s.t_done - s.t_start) / (double)s.bytes), &phase);
-    if (phase && cls + LATER_CLASS < 64) cls += LATER_CLASS;
-    if (!isnan(v)) add_sample(s.cell, cls, v, s.t_done);
+        s.cell, s.order, cls, (float)log((double)(s.t_done - s.t_start) / (double)s.bytes), &phase);
+    if (!isnan(v) && !phase) add_sample(s.cell, cls, v, s.t_done);
   }
 }
 

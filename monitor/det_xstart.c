@@ -30,13 +30,17 @@ struct held {
   uint64_t comm, bytes, t_post, t_done;
   uint64_t latest_then; /* the communicator's latest post when it was held */
   int cell;
+  int order; /* transfers of the cell with the same post before it */
 };
 
-/* A cell's usual log time per byte, per size class. */
+/* A cell's usual log time per byte, per size class and order within a call (a cell can carry
+ * two transfers of one call: a tree's reduce one way and the other tree's broadcast). */
 struct usual {
-  int8_t cls[USUAL_CLASSES]; /* -1: unused */
+  int16_t key[USUAL_CLASSES]; /* size class + 64 x order; -1: unused */
   uint8_t n[USUAL_CLASSES];
   float v[USUAL_CLASSES];
+  uint64_t last_post; /* the post of the cell's last transfer, and how many shared it */
+  uint8_t same_post;
 };
 
 static struct {
@@ -72,15 +76,41 @@ void det_xstart_post(uint64_t comm, uint64_t t_post) {
   if (t_post > c->latest) c->latest = t_post;
 }
 
+static int make_usual(void) {
+  if (xs.usual) return 0;
+  if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return -1;
+  memset(xs.usual, 0xff, CELLS * sizeof *xs.usual); /* key -1 */
+  for (int c = 0; c < CELLS; c++) {
+    xs.usual[c].last_post = 0;
+    xs.usual[c].same_post = 0;
+  }
+  for (int c = 0; c < 64; c++)
+    xs.fastest[c] = INFINITY;
+  return 0;
+}
+
+/* The transfer's order among its cell's transfers posted at the same time (one call: records
+ * come in completion order), 0..3. */
+static int order_in_call(int cell, uint64_t t_post) {
+  struct usual *u = &xs.usual[cell];
+  if (u->last_post != t_post) {
+    u->last_post = t_post;
+    u->same_post = 0;
+  }
+  return u->same_post < 3 ? u->same_post++ : 3;
+}
+
 int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done) {
   if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return -1;
+  if (cell < 0 || cell >= CELLS || make_usual() != 0) return -1;
   if (xs.tail - xs.head == QUEUE) return -1;
   xs.q[xs.tail++ & (QUEUE - 1)] = (struct held){.comm = comm,
                                                 .bytes = bytes,
                                                 .t_post = t_post,
                                                 .t_done = t_done,
                                                 .latest_then = slot(comm)->latest,
-                                                .cell = cell};
+                                                .cell = cell,
+                                                .order = order_in_call(cell, t_post)};
   return 0;
 }
 
@@ -92,8 +122,11 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
     uint64_t start = h->t_post, latest = slot(h->comm)->latest;
     if (h->latest_then > start && h->latest_then < h->t_done) start = h->latest_then;
     if (latest > start && latest < h->t_done) start = latest;
-    *out = (struct det_xs_sample){
-        .cell = h->cell, .bytes = h->bytes, .t_start = start, .t_done = h->t_done};
+    *out = (struct det_xs_sample){.cell = h->cell,
+                                  .order = h->order,
+                                  .bytes = h->bytes,
+                                  .t_start = start,
+                                  .t_done = h->t_done};
     return 1;
   }
   return 0;
@@ -109,21 +142,15 @@ static int phase_of(int cls, float usual) {
   return usual - xs.fastest[cls] > LATER ? 1 : 0;
 }
 
-float det_xstart_usual(int cell, int cls, float v, int *phase) {
-  if (cell < 0 || cell >= CELLS || cls < 0 || cls >= 64) return NAN;
-  if (!xs.usual) {
-    for (int c = 0; c < 64; c++)
-      xs.fastest[c] = INFINITY;
-    if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return NAN;
-    memset(xs.usual, 0xff, CELLS * sizeof *xs.usual); /* cls -1 */
-  }
+float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
+  if (cell < 0 || cell >= CELLS || cls < 0 || cls >= 64 || make_usual() != 0) return NAN;
   struct usual *u = &xs.usual[cell];
-  int a = 0;
-  while (a < USUAL_CLASSES && u->cls[a] != cls && u->cls[a] != -1)
+  int key = cls + 64 * order, a = 0;
+  while (a < USUAL_CLASSES && u->key[a] != key && u->key[a] != -1)
     a++;
   if (a == USUAL_CLASSES) return NAN;
-  if (u->cls[a] == -1) { /* the first one */
-    u->cls[a] = (int8_t)cls;
+  if (u->key[a] == -1) { /* the first one */
+    u->key[a] = (int16_t)key;
     u->n[a] = 1;
     u->v[a] = v;
     return NAN;

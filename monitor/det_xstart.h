@@ -8,6 +8,7 @@
 /* A transfer whose start has been settled: its matrix cell, bytes and network time. */
 struct det_xs_sample {
   int cell;
+  int order; /* its order among the cell's transfers of one call (same post), 0..3 */
   uint64_t bytes, t_start, t_done;
 };
 
@@ -22,12 +23,12 @@ int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, ui
 /* The next held transfer whose hold is over at time now, into *out: 1, or 0 when none is. */
 int det_xstart_release(uint64_t now, struct det_xs_sample *out);
 
-/* A transfer of cell (size class cls, 0..63) whose start was estimated, v the log of its time
- * per byte: returns v over the cell's usual for that class, learned from its earlier ones, or NAN
- * while the cell has too few to know it. *phase gets 1 when the cell's usual is well above its
- * size class's fastest cells' (it waits behind another phase of the call), else 0: such cells
- * are compared among themselves. */
-float det_xstart_usual(int cell, int cls, float v, int *phase);
+/* A transfer of cell (size class cls, 0..63; order as its sample says) whose start was estimated,
+ * v the log of its time per byte: returns v over the cell's usual for that class and order,
+ * learned from its earlier ones, or NAN while the cell has too few to know it. *phase gets 1 when
+ * the cell's usual is well above its size class's fastest cells' (it waits behind another phase of
+ * the call), else 0: such cells are compared among themselves. */
+float det_xstart_usual(int cell, int order, int cls, float v, int *phase);
 
 void det_xstart_reset(void);
 

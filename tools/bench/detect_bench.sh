@@ -5,14 +5,21 @@
 # one-off blips that must not alarm; then an hour of healthy trace, and the replay speed of a
 # 16,384-rank trace. Traces are streamed from c4scen into c4mon replay (binary form), so nothing
 # large touches the disk except the replay-speed trace.
-# Prints a table and writes BUILD/bench-detect.json. Usage: detect_bench.sh [BUILD_DIR]
+# Then the same fault classes once per tracer variant (c4scen gen --variant: full, minimal, send,
+# recv, wrap) at 64 and 4,096 ranks, with the share of slowdowns whose factor is within 20% of
+# the injected one, and the smallest NIC and link slowdown each variant finds at 64 ranks.
+# Prints tables and writes BUILD/bench-detect.json. Usage: detect_bench.sh [BUILD_DIR]
 # Env: C4_DETECT_SCALES (default "16 256 4096 16384"), C4_DETECT_SEEDS (traces per class at
-# 16 and 256 ranks, default 3).
+# 16 and 256 ranks, default 3), C4_DETECT_VARIANTS (default "full minimal send recv wrap"),
+# C4_DETECT_VARIANT_SCALES (default "64 4096").
 set -uo pipefail
 BUILD=${1:-build}
 BIN="$PWD/$BUILD/bin"
 SCALES=${C4_DETECT_SCALES:-16 256 4096 16384}
 SEEDS=${C4_DETECT_SEEDS:-3}
+VARIANTS=${C4_DETECT_VARIANTS:-full minimal send recv wrap}
+VSCALES=${C4_DETECT_VARIANT_SCALES:-64 4096}
+VARIANT=full # the tracer variant scenario() writes
 WORK=$(mktemp -d /tmp/c4-detect-bench-XXXXXX)
 [ -n "${C4_DETECT_KEEP:-}" ] && echo "detect bench: keeping $WORK" || trap 'rm -rf "$WORK"' EXIT
 for b in c4scen c4mon; do [ -x "$BIN/$b" ] || { echo "detect bench: build $BUILD first" >&2; exit 2; }; done
@@ -23,7 +30,8 @@ shape() { # ranks -> "hosts gpus"
 }
 
 # one scenario: gen | replay, then score; appends the scorer's per-fault rows and the events
-# count to $WORK/rows-$scale and $WORK/counts-$scale
+# count, false alarms and factor_right to $WORK/rows-KEY and $WORK/counts-KEY (KEY: $KEY, else
+# the scale)
 scenario() { # scale seed seconds fault...
   local scale=$1 seed=$2 secs=$3
   shift 3
@@ -32,14 +40,19 @@ scenario() { # scale seed seconds fault...
   "$BIN/c4scen" gen --hosts "$hosts" --gpus "$gpus" --seconds 1 --spines 8 --plan "$tag.plan" \
     --truth /dev/null --out /dev/null 2>/dev/null # the plan first: replay reads it at start
   "$BIN/c4scen" gen --hosts "$hosts" --gpus "$gpus" --seconds "$secs" --seed "$seed" --blips 4 \
-    --spines 8 --plan "$tag.plan2" --truth "$tag.truth" --bin --out - "$@" 2>/dev/null |
+    --spines 8 --plan "$tag.plan2" --truth "$tag.truth" --variant "$VARIANT" --bin --out - "$@" 2>/dev/null |
     "$BIN/c4mon" replay - --plan "$tag.plan" --events "$tag.ev" 2>/dev/null
   "$BIN/c4scen" score --truth "$tag.truth" --events "$tag.ev" >"$tag.score" 2>&1 || return 1
-  awk '$1 ~ /^[0-9]+$/ && NF >= 7' "$tag.score" >>"$WORK/rows-$scale"
-  local events fa
+  awk '$1 ~ /^[0-9]+$/ && NF >= 7' "$tag.score" >>"$WORK/rows-${KEY:-$scale}"
+  local events fa fr
   events=$(grep -vc '"kind":"recovered"' "$tag.ev" 2>/dev/null) || events=0
-  fa=$(awk '/^precision/ {for (i = 1; i < NF; i++) if ($i == "false_alarms") print $(i + 1)}' "$tag.score")
-  echo "$events ${fa:-0}" >>"$WORK/counts-$scale"
+  fa=$(summary_field false_alarms <"$tag.score")
+  fr=$(summary_field factor_right <"$tag.score")
+  echo "$events ${fa:-0} ${fr:--}" >>"$WORK/counts-${KEY:-$scale}"
+}
+
+summary_field() { # name: its value on the scorer's summary line (standard input)
+  awk -v k="$1" '/^precision/ {for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'
 }
 
 # the fault of class c, variant v (0..), on a job of h hosts x g GPUs, starting at t seconds
@@ -103,6 +116,88 @@ for scale in $SCALES; do
     "$scale" "$faults" "$events" "$precision" "$recall" "$location" "$slow" "$hang" "$falarms" | sed 's/nan/null/g')")
 done
 
+# scores the rows and counts of one scale as "faults precision recall location slow hang
+# false_alarms factor_right"
+score_scale() { # scale
+  local rows="$WORK/rows-$1" counts="$WORK/counts-$1"
+  awk -v rows="$rows" 'BEGIN {
+      while ((getline l < rows) > 0) {
+        n = split(l, f, " "); faults++
+        if (f[n-2] == "yes") { det++; if (f[n-1] == "right") right++ } }
+    }
+    { ev += $1; fa += $2; if ($3 != "-") { nf++; fok += $3 } }
+    END {
+      printf "%d %s %s %s %s\n", faults, (ev ? sprintf("%.3f", (ev - fa) / ev) : "nan"),
+        (faults ? sprintf("%.3f", det / faults) : "nan"), (det ? sprintf("%.3f", right / det) : "nan"),
+        fa " " (nf ? sprintf("%.3f", fok / nf) : "nan") }' "$counts"
+}
+
+echo "detection by tracer variant at ${VSCALES// /, } ranks (every slowdown 1.5x or more) ..."
+echo "targets: precision, recall >= 0.99; location >= 0.95; median flag <= 2 s (slow); factor within 20%"
+printf '%-8s %-7s %7s %9s %7s %9s %10s %10s %8s %9s %6s\n' variant ranks faults precision recall \
+  location flag_slow_s flag_hang_s false_al factor_ok secs
+json_variants=()
+for VARIANT in $VARIANTS; do
+  for scale in $VSCALES; do
+    start=$SECONDS
+    read -r hosts gpus <<<"$(shape "$scale")"
+    seeds=$SEEDS
+    [ "$scale" -ge 4096 ] && seeds=1
+    KEY="$VARIANT-$scale"
+    : >"$WORK/rows-$KEY"
+    : >"$WORK/counts-$KEY"
+    for seed in $(seq "$seeds"); do
+      for c in straggler nic_tx nic_rx link path; do # straggler factors 1.5, 2, 3 (not 1.2)
+        scenario "$scale" "$seed" 30 --fault "$(fault $c "$seed" "$hosts" "$gpus" 14)" || echo "   $VARIANT $c failed" >&2
+      done
+      for c in comm_hang noncomm_hang rank_lost; do
+        scenario "$scale" "$seed" 24 --fault "$(fault $c "$seed" "$hosts" "$gpus" 12)" || echo "   $VARIANT $c failed" >&2
+      done
+    done
+    read -r faults precision recall location falarms factor_ok <<<"$(score_scale "$KEY")"
+    rows="$WORK/rows-$KEY"
+    slow=$(awk '$(NF-2) == "yes" && ($2 == "straggler" || $2 == "comm_slow") {print $NF}' "$rows" | median)
+    hang=$(awk '$(NF-2) == "yes" && ($2 == "comm_hang" || $2 == "noncomm_hang") {print $NF}' "$rows" | median)
+    met=$(awk -v p="$precision" -v r="$recall" -v l="$location" -v s="$slow" -v f="$factor_ok" 'BEGIN {
+      ok = p >= 0.99 && r >= 0.99 && l >= 0.95 && (s == "nan" || s <= 2) && (f == "nan" || f >= 0.99)
+      print ok ? "ok" : "MISSED" }')
+    printf '%-8s %-7s %7s %9s %7s %9s %10s %10s %8s %9s %6s %s\n' "$VARIANT" "$scale" "$faults" \
+      "$precision" "$recall" "$location" "$slow" "$hang" "$falarms" "$factor_ok" "$((SECONDS - start))" "$met"
+    json_variants+=("$(printf '{"variant": "%s", "ranks": %s, "faults": %s, "precision": %s, "recall": %s, "location": %s, "median_flag_slow_s": %s, "median_flag_hang_s": %s, "false_alarms": %s, "factor_right": %s}' \
+      "$VARIANT" "$scale" "$faults" "$precision" "$recall" "$location" "$slow" "$hang" "$falarms" "$factor_ok" | sed 's/nan/null/g')")
+  done
+done
+
+# The smallest slowdown found: NIC TX and link faults from 1.1x up, 64 ranks, until one is found
+# at the right place with no false alarm (the noise it is found at is the scenario's: 2% per
+# transfer, 3% per compute, blips).
+echo "smallest slowdown found at 64 ranks (NIC TX, link; 2% transfer noise, 4 blips):"
+json_smallest=()
+for VARIANT in $VARIANTS; do
+  line="   $VARIANT:"
+  for c in nic_tx link; do
+    found=null
+    for f in 1.1 1.15 1.2 1.25 1.3 1.4 1.5 1.75 2 3; do
+      rate=$(awk -v f="$f" 'BEGIN {printf "%.4f", 1 / f}')
+      KEY="smallest-$VARIANT-$c-$f"
+      : >"$WORK/rows-$KEY"
+      : >"$WORK/counts-$KEY"
+      spec=$(fault "$c" 1 8 8 14 | sed "s/rate=[0-9.]*/rate=$rate/")
+      scenario 64 1 30 --fault "$spec" || continue
+      read -r _ _ recall location falarms _ <<<"$(score_scale "$KEY")"
+      if [ "$recall" = 1.000 ] && [ "$location" = 1.000 ] && [ "$falarms" = 0 ]; then
+        found=$f
+        break
+      fi
+    done
+    line+=" $c ${found}x"
+    json_smallest+=("$(printf '{"variant": "%s", "fault": "%s", "smallest_factor": %s}' "$VARIANT" "$c" "$found")")
+  done
+  echo "$line"
+done
+KEY=
+VARIANT=full
+
 echo "detection: an hour of healthy trace (16 ranks, 200 blips) ..."
 "$BIN/c4scen" gen --hosts 4 --gpus 4 --seconds 3600 --seed 99 --blips 200 --truth "$WORK/hour.truth" \
   --bin --out - 2>/dev/null | "$BIN/c4mon" replay - --events "$WORK/hour.ev" 2>/dev/null
@@ -126,6 +221,8 @@ echo "   replay: ${speed}x real time (median of ${speeds[*]}; trace $size; targe
 
 {
   printf '{"scales": [\n  %s\n ],\n' "$(IFS=$'\n'; printf '%s' "${json_scales[*]}" | sed '$!s/$/,/')"
+  printf ' "variants": [\n  %s\n ],\n' "$(IFS=$'\n'; printf '%s' "${json_variants[*]}" | sed '$!s/$/,/')"
+  printf ' "smallest_slowdown": [\n  %s\n ],\n' "$(IFS=$'\n'; printf '%s' "${json_smallest[*]}" | sed '$!s/$/,/')"
   printf ' "healthy_hour_false_alarms": %s, "replay_16384_speedup": %s}\n' "$hour_alarms" "$speed"
 } >"$BUILD/bench-detect.json"
 echo "detection: written to $BUILD/bench-detect.json"
