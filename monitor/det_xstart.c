@@ -1,9 +1,9 @@
 /* det_xstart.c -- start times for transfers whose records lack t_first. A transfer cannot move
  * bytes before every rank it waits on has posted; in a collective every rank waits for the last
- * one to arrive, so the start is taken as the latest post seen on the transfer's communicator by
- * its completion (its own post at least). Records are held HOLD_NS past their completion, so the
- * posts of every rank of that collective are in before the estimate is made; a post later than
- * the transfer's completion belongs to a later call and is not used. */
+ * one to arrive, so the start is taken as the latest post seen on the transfer's communicator up
+ * to its completion (its own post at least). Records are held HOLD_NS past their completion, so
+ * the posts of every rank of that collective are in before the estimate is made; a post later
+ * than the transfer's completion belongs to a later call and is not used. */
 #include "det_xstart.h"
 
 #include <math.h>
@@ -21,9 +21,15 @@
 /* a cell this much slower than its size class's fastest (log 1.5) waits behind another phase */
 #define LATER 0.405f
 
+/* A communicator's latest posts, ascending: the RECENT largest seen (a collective's last
+ * arrivals; a later call's posts push them out only when that call's records come within the
+ * hold). */
+#define RECENT 64
 struct comm_posts {
   uint64_t comm;
-  uint64_t latest; /* the latest post seen on it */
+  uint64_t latest; /* the latest post seen on it; 0: the slot is free */
+  int n;
+  uint64_t recent[RECENT];
 };
 
 struct held {
@@ -71,9 +77,40 @@ static struct comm_posts *slot(uint64_t comm) {
   return &xs.comm[0];
 }
 
+/* The first index of c->recent holding a post later than t (c->n if none). */
+static int after(const struct comm_posts *c, uint64_t t) {
+  int lo = 0, hi = c->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (c->recent[mid] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The latest post on c not after t, 0 if none is kept. */
+static uint64_t latest_by(const struct comm_posts *c, uint64_t t) {
+  int i = after(c, t);
+  return i ? c->recent[i - 1] : 0;
+}
+
 void det_xstart_post(uint64_t comm, uint64_t t_post) {
   struct comm_posts *c = slot(comm);
+  if (!t_post) return;
   if (t_post > c->latest) c->latest = t_post;
+  int i = after(c, t_post);
+  if (i > 0 && c->recent[i - 1] == t_post) return; /* kept already (a rank posts many) */
+  if (c->n == RECENT) {
+    if (i == 0) return; /* older than every one kept */
+    memmove(c->recent, c->recent + 1, (size_t)(i - 1) * sizeof *c->recent);
+    c->recent[i - 1] = t_post;
+    return;
+  }
+  memmove(c->recent + i + 1, c->recent + i, (size_t)(c->n - i) * sizeof *c->recent);
+  c->recent[i] = t_post;
+  c->n++;
 }
 
 static int make_usual(void) {
@@ -119,9 +156,9 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
     struct held *h = &xs.q[xs.head & (QUEUE - 1)];
     if (h->t_done + HOLD_NS > now) return 0;
     xs.head++;
-    uint64_t start = h->t_post, latest = slot(h->comm)->latest;
+    uint64_t start = h->t_post, latest = latest_by(slot(h->comm), h->t_done - 1);
     if (h->latest_then > start && h->latest_then < h->t_done) start = h->latest_then;
-    if (latest > start && latest < h->t_done) start = latest;
+    if (latest > start) start = latest;
     *out = (struct det_xs_sample){.cell = h->cell,
                                   .order = h->order,
                                   .bytes = h->bytes,
