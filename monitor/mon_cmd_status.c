@@ -4,7 +4,7 @@
 
 #include "c4_cli.h"
 #include "mon_cli.h"
-#include "mon_place.h"
+#include "mon_evq.h"
 #include "mon_server.h"
 
 static void print_ranks(json_t *ranks) {
@@ -29,10 +29,12 @@ static void print_verdicts(json_t *verdicts) {
   json_t *r;
   printf("%zu verdict(s) active\n", json_array_size(verdicts));
   json_array_foreach(verdicts, i, r) {
-    char place[256];
-    printf("  #%lld %-12s %s  factor %.2f  %s\n",
+    char place[400];
+    c4_mon_evq_place(r, place, sizeof place);
+    printf("  #%lld %-12s %s, job %s  factor %.2f  %s\n",
            (long long)json_integer_value(json_object_get(r, "id")),
-           json_string_value(json_object_get(r, "kind")), c4_mon_place(r, place, sizeof place),
+           json_string_value(json_object_get(r, "kind")), place,
+           json_string_value(json_object_get(r, "job")),
            json_number_value(json_object_get(r, "factor")),
            json_string_value(json_object_get(r, "detail")));
   }

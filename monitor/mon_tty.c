@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mon_evq.h"
 #include "mon_heat.h"
-#include "mon_place.h"
 #include "mon_server.h"
 
 static const char *glyphs = " .:-=+*#%@";
@@ -61,12 +61,13 @@ void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int c
   json_t *v;
   json_array_foreach(verdicts, i, v) {
     if (lines >= height / 3) break;
-    char place[256];
-    c4_mon_place(v, place, sizeof place);
-    int room = width - 40 - (int)strlen(place);
-    fprintf(out, "  #%lld %-12s %s  factor %5.2f  %.1f s ago  %.*s\n",
+    char place[400];
+    c4_mon_evq_place(v, place, sizeof place);
+    int room = width - 46 - (int)strlen(place) - (int)strlen(str(v, "job"));
+    fprintf(out, "  #%lld %-12s %s, job %s  factor %5.2f  %.1f s ago  %.*s\n",
             (long long)json_integer_value(json_object_get(v, "id")), str(v, "kind"), place,
-            num(v, "factor"), (now - num(v, "t")) / 1e9, room > 10 ? room : 10, str(v, "detail"));
+            str(v, "job"), num(v, "factor"), (now - num(v, "t")) / 1e9, room > 10 ? room : 10,
+            str(v, "detail"));
     lines++;
   }
   /* the heat map takes the right part, the ranks the left */

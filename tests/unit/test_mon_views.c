@@ -12,7 +12,6 @@
 #include "c4_clock.h"
 #include "mon_events.h"
 #include "mon_image.h"
-#include "mon_place.h"
 #include "mon_tty.h"
 
 /* A detection state (det.h's schema) with 4 NICs, n0/0 sending slowly, and one verdict. */
@@ -88,7 +87,7 @@ START_TEST(top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters
   FILE *f = open_memstream(&buf, &len);
   c4_mon_tty_render(f, status, 120, 20, 0);
   fclose(f);
-  ck_assert_msg(strstr(buf, "comm_slow    job j, nic_tx n0/0 (rank 0)"), "no place:\n%s", buf);
+  ck_assert_msg(strstr(buf, "comm_slow    NIC n0/0 (sending side), job j"), "no place:\n%s", buf);
   char *r1 = strstr(buf, "\n1 "), *r0 = strstr(buf, "\n0 ");
   ck_assert_msg(r1 && r0 && r1 < r0, "the slower rank is not first:\n%s", buf);
   ck_assert_msg(strstr(buf, " @@"), "the hot row is not drawn hot:\n%s", buf);
@@ -98,40 +97,6 @@ START_TEST(top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters
   ck_assert_int_le(nl, 20);
   free(buf);
   json_decref(status);
-}
-END_TEST
-
-/* The place of a verdict in words, for each kind of where, and a recovered event's. */
-START_TEST(a_verdicts_place_names_the_job_and_the_rank_host_nic_link_or_path) {
-  static const struct {
-    const char *event, *place;
-  } cases[] = {
-      {"{\"job\":\"run17\",\"where\":\"link\",\"ranks\":[24,40],\"hosts\":[\"a\",\"b\"],"
-       "\"link\":[\"node-3\",\"node-5\"],\"link_devs\":[2,0],\"nic\":null,\"path\":null}",
-       "job run17, link node-3/2 -> node-5/0 (ranks 24, 40)"},
-      {"{\"job\":\"run17\",\"where\":\"nic_rx\",\"ranks\":[24,25,26,27,31],"
-       "\"nic\":{\"host\":\"node-3\",\"dev\":2},\"link\":null}",
-       "job run17, nic_rx node-3/2 (ranks 24-27, 31)"},
-      {"{\"job\":\"run17\",\"where\":\"path\",\"ranks\":[],\"path\":\"spine2\"}",
-       "job run17, path spine2"},
-      {"{\"job\":\"run17\",\"where\":\"gpu\",\"ranks\":[5],\"hosts\":[\"node-2\"]}",
-       "job run17, rank 5 on node-2"},
-      {"{\"job\":\"j\",\"where\":\"host\",\"ranks\":[0,1,2,3,4,5,6,7,8,9],\"hosts\":[\"a\",\"b\","
-       "\"c\",\"d\",\"e\",\"f\"]}",
-       "job j, ranks 0-9 on a, b, c, d and 2 more hosts"},
-      {"{\"job\":\"j\",\"where\":\"gpu\",\"kind\":\"recovered\",\"cleared\":{\"where\":\"link\","
-       "\"ranks\":[1],\"link\":[\"x\",\"y\"]}}",
-       "job j, link x -> y (rank 1)"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    json_t *ev = json_loads(cases[i].event, 0, NULL);
-    ck_assert_ptr_nonnull(ev);
-    char buf[256];
-    ck_assert_str_eq(c4_mon_place(ev, buf, sizeof buf), cases[i].place);
-    char tiny[12]; /* cut, never overrun */
-    ck_assert_uint_eq(strlen(c4_mon_place(ev, tiny, sizeof tiny)), sizeof tiny - 1);
-    json_decref(ev);
-  }
 }
 END_TEST
 
@@ -173,7 +138,6 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, the_matrix_is_drawn_as_png_and_svg_with_the_hot_row_red);
   tcase_add_test(tc, top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters);
-  tcase_add_test(tc, a_verdicts_place_names_the_job_and_the_rank_host_nic_link_or_path);
   tcase_add_test(tc, live_events_carry_their_wall_clock_time_and_replayed_ones_null);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
