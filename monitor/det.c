@@ -312,7 +312,6 @@ void c4_det_advance(uint64_t now) {
   det_matrix_advance();
   det_ranks_advance();
   det_hang_advance();
-  det_life_advance();
 }
 
 json_t *c4_det_state_json(void) {
@@ -322,13 +321,13 @@ json_t *c4_det_state_json(void) {
   for (int i = 0; i < NKINDS; i++)
     json_object_set_new(counts, kinds[i], json_integer((json_int_t)det.counts[i]));
   json_t *matrix = det_matrix_state();
-  if (det_life_gone(json_string_value(json_object_get(matrix, "job")))) { /* forgotten */
+  if (det_ranks_job_gone(json_string_value(json_object_get(matrix, "job")))) { /* forgotten */
     json_decref(matrix);
     matrix = json_pack("{s:[], s:[], s:[], s:[], s:I}", "nodes", "cells", "rows", "cols", "t",
                        (json_int_t)0);
   }
   return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "t", (json_int_t)c4_det_now, "ranks",
-                   det_ranks_state(), "gone", det_life_gone_json(), "matrix", matrix, "verdicts",
+                   det_ranks_state(), "gone", det_ranks_gone_json(), "matrix", matrix, "verdicts",
                    verdicts, "counts", counts);
 }
 
@@ -345,6 +344,5 @@ void c4_det_reset(void) {
   det_matrix_reset();
   det_plan_reset();
   det_ranks_reset();
-  det_life_reset();
   memset(&c4_det_cfg, 0, sizeof c4_det_cfg);
 }

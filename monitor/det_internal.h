@@ -40,15 +40,6 @@ void det_note(struct det_finding *f);
 /* Clears every active verdict of job but those of kind keep_kind (NULL: none kept), saying why. */
 void det_clear_job(const char *job, const char *keep_kind, const char *why);
 
-/* A job's life (det_life.c): its end when every rank is gone and some said goodbye (job_end,
- * its verdicts closed), then forgotten after the forget period. */
-void det_life_advance(void);
-/* 1 once job ended longer than the forget period ago (and no rank of it streams again). */
-int det_life_gone(const char *job);
-/* The names of those jobs, for the state document. */
-json_t *det_life_gone_json(void);
-void det_life_reset(void);
-
 /* 1 while key is active. */
 int det_active(const char *key);
 
@@ -119,6 +110,11 @@ void det_ranks_take(const char *job, const struct c4_rank_record *k);
 void det_ranks_advance(void);
 json_t *det_ranks_state(void);
 void det_ranks_reset(void);
+/* A job's life (det_ranks.c): job_end when every rank is gone and some said goodbye, then
+ * forgotten after the forget period. 1 once job ended longer than that ago (and no rank of it
+ * streams again); the names of those jobs, for the state document. */
+int det_ranks_job_gone(const char *job);
+json_t *det_ranks_gone_json(void);
 
 /* A collective completed at t after inside_ns inside it (0: unknown, from a heartbeat). */
 void det_hang_take_progress(const char *job, uint64_t t, uint64_t inside_ns);

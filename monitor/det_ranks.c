@@ -1,7 +1,12 @@
 /* det_ranks.c -- liveness: every rank's heartbeats and the end of its stream. A stream that ended
  * without a goodbye, or heartbeats silent for the lost threshold, is a lost rank; heartbeats
  * again clear it. Also answers, for the hang detector, which ranks are inside a collective
- * (entered > done) and which have gone quiet. */
+ * (entered > done) and which have gone quiet. And a job's life: running while any of its ranks
+ * streams; ended when none does and at least one said goodbye. At the end an event (`job_end`)
+ * says so and the job's verdicts close, but for lost ranks, which keep theirs; once the forget
+ * period has passed the job's ranks (lost ones excepted) and its matrix leave detection's state,
+ * and so status and /metrics. A rank streaming again under the job's name starts it anew. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,12 +125,108 @@ static void check_silence(struct det_rank *e, void *arg) {
   }
 }
 
+#define MAX_JOBS 256 /* jobs tracked at once; more are not ended (their verdicts stay) */
+
+struct life {
+  char job[64];
+  int alive, clean, lost; /* ranks in this pass: streaming, said goodbye, lost */
+  int ended, gone;        /* ended: job_end given; gone: past the forget period */
+  uint64_t ended_at;
+  json_t *ranks, *hosts; /* this pass's ranks that said goodbye, for the event */
+};
+
+static struct life jobs[MAX_JOBS];
+static int njobs;
+
+static struct life *life_of(const char *job) {
+  for (int i = 0; i < njobs; i++)
+    if (!strcmp(jobs[i].job, job)) return &jobs[i];
+  if (njobs == MAX_JOBS) return NULL;
+  struct life *l = &jobs[njobs++];
+  memset(l, 0, sizeof *l);
+  snprintf(l->job, sizeof l->job, "%s", job);
+  l->ranks = json_array(); /* a job first seen in a pass */
+  l->hosts = json_array();
+  return l;
+}
+
+static void tally(struct det_rank *e, void *arg) {
+  (void)arg;
+  struct life *l = life_of(e->job);
+  if (!l) return;
+  if (e->lost) {
+    l->lost++;
+  } else if (e->ended) {
+    l->clean++;
+    if (json_array_size(l->ranks) < 64) { /* the event stays one readable line */
+      json_array_append_new(l->ranks, json_integer(e->rank));
+      json_array_append_new(l->hosts, json_string(e->host));
+    }
+  } else {
+    l->alive++;
+  }
+}
+
+static void job_end(struct life *l) {
+  struct det_finding f = {.kind = "job_end",
+                          .where = "job",
+                          .job = l->job,
+                          .ranks = json_incref(l->ranks),
+                          .hosts = json_incref(l->hosts),
+                          .confidence = 1,
+                          .first_seen = c4_det_now};
+  snprintf(f.detail, sizeof f.detail, "%d rank%s said goodbye%s", l->clean,
+           l->clean == 1 ? "" : "s", l->lost ? "; lost ranks keep their verdicts" : "");
+  det_note(&f);
+  det_clear_job(l->job, "rank_lost", "the job ended: its ranks said goodbye");
+  l->ended = 1;
+  l->ended_at = c4_det_now;
+}
+
+/* One pass over every rank, with the liveness scan (every 500 ms of detection time), then each
+ * job's state moves on. */
+static void jobs_advance(void) {
+  for (int i = 0; i < njobs; i++) {
+    struct life *l = &jobs[i];
+    l->alive = l->clean = l->lost = 0;
+    l->ranks = json_array();
+    l->hosts = json_array();
+  }
+  det_ranks_each(NULL, tally, NULL);
+  for (int i = 0; i < njobs; i++) {
+    struct life *l = &jobs[i];
+    if (l->alive) { /* running, or running again */
+      l->ended = l->gone = 0;
+    } else if (l->clean && !l->ended) {
+      job_end(l);
+    }
+    if (l->ended && c4_det_now - l->ended_at >= c4_det_cfg.forget_ns) l->gone = 1;
+    json_decref(l->ranks);
+    json_decref(l->hosts);
+    l->ranks = l->hosts = NULL;
+  }
+}
+
+int det_ranks_job_gone(const char *job) {
+  for (int i = 0; job && i < njobs; i++)
+    if (!strcmp(jobs[i].job, job)) return jobs[i].gone;
+  return 0;
+}
+
+json_t *det_ranks_gone_json(void) {
+  json_t *a = json_array();
+  for (int i = 0; i < njobs; i++)
+    if (jobs[i].gone) json_array_append_new(a, json_string(jobs[i].job));
+  return a;
+}
+
 /* Liveness is checked every 500 ms of detection time: a full scan of 16,384 ranks is cheap at
  * that rate and the lost threshold is seconds. */
 void det_ranks_advance(void) {
   if (c4_det_now < next_check) return;
   next_check = c4_det_now + 500000000ull;
   det_ranks_each(NULL, check_silence, NULL);
+  jobs_advance();
 }
 
 int det_rank_quiet(const struct det_rank *e) {
@@ -141,8 +242,8 @@ struct state_arg {
 
 static void rank_json(struct det_rank *e, void *arg) {
   struct state_arg *a = arg;
-  if (!e->lost && det_life_gone(e->job)) return; /* its job ended and was forgotten */
-  if (a->n++ >= 100000) return;                  /* the document stays bounded */
+  if (!e->lost && det_ranks_job_gone(e->job)) return; /* its job ended and was forgotten */
+  if (a->n++ >= 100000) return;                       /* the document stays bounded */
   json_array_append_new(
       a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job, "rank",
                           e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),
@@ -159,4 +260,5 @@ json_t *det_ranks_state(void) {
 void det_ranks_reset(void) {
   det_index_reset(&ranks);
   next_check = 0;
+  njobs = 0;
 }
