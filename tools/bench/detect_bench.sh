@@ -116,9 +116,9 @@ for scale in $SCALES; do
     "$scale" "$faults" "$events" "$precision" "$recall" "$location" "$slow" "$hang" "$falarms" | sed 's/nan/null/g')")
 done
 
-# scores the rows and counts of one scale as "faults precision recall location slow hang
-# false_alarms factor_right"
-score_scale() { # scale
+# scores the rows and counts of one key as "faults precision recall location false_alarms
+# factor_right"
+score_scale() { # key
   local rows="$WORK/rows-$1" counts="$WORK/counts-$1"
   awk -v rows="$rows" 'BEGIN {
       while ((getline l < rows) > 0) {
