@@ -25,6 +25,7 @@ struct mon_sub {
   int stop;
   double factor;     /* under lock */
   long straggler_id; /* the verdict that set factor */
+  long recoveries;   /* verdicts on my_rank that a `recovered` cleared, under lock */
   long events;       /* under lock */
   char buf[LINE_MAX_BYTES];
   size_t used;
@@ -82,6 +83,7 @@ static void handle_line(struct mon_sub *s, const char *line) {
              json_integer_value(json_object_get(ev, "clears")) == s->straggler_id) {
     s->factor = 0;
     s->straggler_id = 0;
+    s->recoveries++;
   }
   pthread_mutex_unlock(&s->lock);
   if (s->on_event && (strcmp(kind, "straggler") == 0 || strcmp(kind, "noncomm_hang") == 0 ||
@@ -166,6 +168,13 @@ double mon_sub_factor(struct mon_sub *s) {
   double f = s->factor;
   pthread_mutex_unlock(&s->lock);
   return f;
+}
+
+long mon_sub_recoveries(struct mon_sub *s) {
+  pthread_mutex_lock(&s->lock);
+  long n = s->recoveries;
+  pthread_mutex_unlock(&s->lock);
+  return n;
 }
 
 long mon_sub_events(struct mon_sub *s) {

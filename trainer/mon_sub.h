@@ -20,6 +20,9 @@ struct mon_sub *mon_sub_start(const char *addr_port, int my_rank, mon_sub_event_
 /* c4mon's current straggler factor for my_rank, 0 when it names none (or it was cleared). */
 double mon_sub_factor(struct mon_sub *s);
 
+/* How many straggler verdicts on my_rank a `recovered` event has cleared so far. */
+long mon_sub_recoveries(struct mon_sub *s);
+
 /* Events read so far (for tests and status lines). */
 long mon_sub_events(struct mon_sub *s);
 

@@ -8,21 +8,24 @@
 #include <math.h>
 #include <stdlib.h>
 
-static long fill(double t, int n, const double *rate, const int *cap, int *out) {
+static long fill(double t, int n, const double *rate, const int *cap, int least, int *out) {
   long sum = 0;
   for (int i = 0; i < n; i++) {
     double k = rate[i] > 0 ? floor(t * rate[i] * (1 + 1e-12)) : 0;
     long v = (long)k;
     if (cap && v > cap[i]) v = cap[i];
-    if (v < 0) v = 0;
+    if (v < least) v = least;
     out[i] = (int)v;
     sum += v;
   }
   return sum;
 }
 
-double c4_split_units(int total, int n, const double *rate, const int *cap, int *out) {
-  if (n < 1 || total < 0) return -1;
+/* c4_split_units with every worker given at least `least` units (least * n <= total, least <=
+ * every cap): the same search, and the trim never takes a worker below least. */
+static double split_at_least(int total, int n, const double *rate, const int *cap, int least,
+                             int *out) {
+  if (n < 1 || total < 0 || (long)least * n > total) return -1;
   double best_rate = 0;
   long room = 0;
   for (int i = 0; i < n; i++) {
@@ -31,20 +34,20 @@ double c4_split_units(int total, int n, const double *rate, const int *cap, int 
   }
   if (best_rate <= 0 || room < total) return -1;
   double lo = 0, hi = total / best_rate;
-  while (fill(hi, n, rate, cap, out) < total) /* caps may push it further */
+  while (fill(hi, n, rate, cap, least, out) < total) /* caps may push it further */
     hi *= 2;
   for (int it = 0; it < 200; it++) {
     double mid = (lo + hi) / 2;
-    if (fill(mid, n, rate, cap, out) >= total)
+    if (fill(mid, n, rate, cap, least, out) >= total)
       hi = mid;
     else
       lo = mid;
   }
-  long sum = fill(hi, n, rate, cap, out);
+  long sum = fill(hi, n, rate, cap, least, out);
   while (sum > total) { /* trim from the current bottleneck */
     int worst = -1;
     for (int i = 0; i < n; i++)
-      if (out[i] > 0 && (worst < 0 || out[i] / rate[i] > out[worst] / rate[worst])) worst = i;
+      if (out[i] > least && (worst < 0 || out[i] / rate[i] > out[worst] / rate[worst])) worst = i;
     out[worst]--;
     sum--;
   }
@@ -52,6 +55,10 @@ double c4_split_units(int total, int n, const double *rate, const int *cap, int 
   for (int i = 0; i < n; i++)
     if (out[i] > 0 && out[i] / rate[i] > t) t = out[i] / rate[i];
   return t;
+}
+
+double c4_split_units(int total, int n, const double *rate, const int *cap, int *out) {
+  return split_at_least(total, n, rate, cap, 0, out);
 }
 
 static double *rates_of(int n, const double *slowdown) {
@@ -63,7 +70,7 @@ static double *rates_of(int n, const double *slowdown) {
 
 double c4_split_microbatches(int total, int n, const double *slowdown, int *out) {
   double *r = n > 0 ? rates_of(n, slowdown) : NULL;
-  double t = r ? c4_split_units(total, n, r, NULL, out) : -1;
+  double t = r ? split_at_least(total, n, r, NULL, total >= n, out) : -1;
   free(r);
   return t;
 }
@@ -78,8 +85,9 @@ double c4_split_layers(int layers, int stages, const double *slowdown, const int
 
 int c4_split_needs_replan(int n, const double *planned, const double *measured) {
   for (int i = 0; i < n; i++)
-    if (fabs(measured[i] - planned[i]) >= C4_SPLIT_MOVE &&
-        (measured[i] >= C4_SPLIT_STRAGGLER || planned[i] >= C4_SPLIT_STRAGGLER))
+    if ((fabs(measured[i] - planned[i]) >= C4_SPLIT_MOVE &&
+         (measured[i] >= C4_SPLIT_STRAGGLER || planned[i] >= C4_SPLIT_STRAGGLER)) ||
+        (planned[i] >= C4_SPLIT_STRAGGLER && measured[i] < C4_SPLIT_HEALED))
       return 1;
   return 0;
 }

@@ -13,8 +13,10 @@
  * has a positive rate, or n < 1). */
 double c4_split_units(int total, int n, const double *rate, const int *cap, int *out);
 
-/* Micro-batches per data-parallel rank from slowdowns (a rank's step time over a healthy one's:
- * 1 healthy, 2 half speed). Returns the step time in healthy micro-batch times. */
+/* Micro-batches per data-parallel rank from slowdowns (a rank's time per micro-batch over a
+ * healthy one's: 1 healthy, 2 half speed). Every rank keeps at least one micro-batch when there
+ * are as many as ranks: a rank with no work has no step time, so nothing could show that it
+ * healed. Returns the step time in healthy micro-batch times. */
 double c4_split_microbatches(int total, int n, const double *slowdown, int *out);
 
 /* Layers per pipeline stage (stage i at slowdown[i], holding at most max_layers[i] layers, NULL
@@ -25,10 +27,13 @@ double c4_split_layers(int layers, int stages, const double *slowdown, const int
 
 /* Malleus's hysteresis: a rank is a straggler at slowdown >= 1.2, and a plan made for `planned`
  * slowdowns is redone only when some rank's measured slowdown moved by 0.3 or more from it and
- * that rank is, or was, a straggler. 1: re-plan. */
+ * that rank is, or was, a straggler; or when a rank planned as a straggler now reads healthy
+ * (under 1.1), however little it moved: a plan made at 1.25 is not kept for a rank back at 1.0.
+ * Between 1.1 and 1.3 from healthy nothing changes. 1: re-plan. */
 int c4_split_needs_replan(int n, const double *planned, const double *measured);
 
 #define C4_SPLIT_STRAGGLER 1.2
 #define C4_SPLIT_MOVE 0.3
+#define C4_SPLIT_HEALED 1.1
 
 #endif

@@ -21,6 +21,7 @@
 #include "dp.h"
 #include "mon_sub.h"
 #include "planner.h"
+#include "resplit.h"
 #include "text_data.h"
 #include "train_ckpt.h"
 #include "train_report.h"
@@ -30,8 +31,10 @@ void openblas_set_num_threads(int num_threads);
 /* What each rank shares after a step. */
 struct step_report {
   double loss_sum;     /* sum of position losses over its micro-batches */
-  double compute_s;    /* its forward+backward time, the drill's slowdown included */
+  double first_s;      /* its forward+backward time to the end of its first micro-batch */
+  double compute_s;    /* and to the end of its last, the drill's slowdown included */
   double monitor_slow; /* c4mon's straggler factor for it, 0 when c4mon names none */
+  int64_t recoveries;  /* c4mon's `recovered` events that cleared a verdict on it */
   int32_t microbatches;
   int32_t pad;
 };
@@ -76,22 +79,6 @@ static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops
   return ops;
 }
 
-/* The micro-batches of the global step each rank runs: even, or by speed. */
-static void split(const struct train_opts *o, int world, const double *slowdown, int *out) {
-  double ones[world];
-  for (int i = 0; i < world; i++)
-    ones[i] = 1.0;
-  c4_split_microbatches(o->microbatches, world, o->resplit ? slowdown : ones, out);
-}
-
-/* Healthy micro-batch times of the step under a split: the slowest rank's. */
-static double bottleneck(int world, const int *mb, const double *slowdown) {
-  double worst = 0;
-  for (int i = 0; i < world; i++)
-    if (mb[i] * slowdown[i] > worst) worst = mb[i] * slowdown[i];
-  return worst;
-}
-
 static double median(double *v, int n) {
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
@@ -100,32 +87,6 @@ static double median(double *v, int n) {
       v[j - 1] = t;
     }
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* New per-rank slowdowns from the step's reports: per micro-batch time over the median's,
- * averaged over steps (weight 0.3 for the newest) once a rank has a first sample, so that noise
- * neither re-plans nor skews the plan. A rank that ran nothing keeps its value. c4mon's factor,
- * when it names a rank, counts when it is the larger: it measures all the time between
- * collectives, so it reads lower than the compute time per micro-batch measured here, but it is
- * there when this rank's own timing is not (a rank with no micro-batches, or a slowdown outside
- * its compute). Returns the median rank's time per micro-batch. */
-static double measure(int world, const struct step_report *rep, double *slowdown, int *samples) {
-  double per[world], sorted[world];
-  int n = 0;
-  for (int i = 0; i < world; i++) {
-    per[i] = rep[i].microbatches ? rep[i].compute_s / rep[i].microbatches : 0;
-    if (rep[i].microbatches) sorted[n++] = per[i];
-  }
-  if (n == 0) return 0;
-  double mid = median(sorted, n);
-  for (int i = 0; i < world; i++) {
-    if (rep[i].microbatches && mid > 0) {
-      double now = per[i] / mid;
-      slowdown[i] = samples[i]++ ? 0.7 * slowdown[i] + 0.3 * now : now;
-    }
-    if (rep[i].monitor_slow > slowdown[i]) slowdown[i] = rep[i].monitor_slow;
-  }
-  return mid;
 }
 
 static void sleep_seconds(double s) {
@@ -189,22 +150,21 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   struct mon_sub *sub = o->monitor_sub ? mon_sub_start(o->monitor_sub, rank, NULL, NULL) : NULL;
   int B = o->micro_batch, T = o->cfg.context;
   int *tok = malloc(sizeof(int) * (size_t)B * T), *tgt = malloc(sizeof(int) * (size_t)B * T);
-  int *mb = calloc((size_t)world, sizeof *mb);
-  double *slowdown = calloc((size_t)world, sizeof *slowdown);
-  double *planned = calloc((size_t)world, sizeof *planned);
   struct step_report *rep = calloc((size_t)world, sizeof *rep);
-  int *samples = calloc((size_t)world, sizeof *samples);
+  struct resplit_report *told = calloc((size_t)world, sizeof *told);
   double *step_secs = calloc((size_t)o->steps + 1, sizeof *step_secs);
   double *step_tps = calloc((size_t)o->steps + 1, sizeof *step_tps); /* by step number */
   FILE *jf = NULL;
   double *mb_secs = calloc((size_t)o->steps + 1, sizeof *mb_secs);
-  if (!tok || !tgt || !mb || !slowdown || !planned || !rep || !samples || !step_secs || !mb_secs ||
-      !step_tps) {
+  double *fixed_secs = calloc((size_t)o->steps + 1, sizeof *fixed_secs);
+  struct resplit plan;
+  int plan_up = resplit_init(&plan, world, o->microbatches, o->resplit) == 0;
+  if (!tok || !tgt || !rep || !told || !step_secs || !mb_secs || !fixed_secs || !step_tps ||
+      !plan_up) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
-  for (int i = 0; i < world; i++)
-    slowdown[i] = planned[i] = 1.0;
+  int *mb = plan.split;
 
   int step = 0; /* steps done */
   if (o->ckpt_dir) {
@@ -234,7 +194,6 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
              world, o->device, m.nparams, o->microbatches, B, T, o->data, eval_start);
     fflush(stdout);
   }
-  split(o, world, planned, mb);
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
   double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0;
   int timed_steps = 0, first = step, ckpt_failed = 0;
@@ -245,7 +204,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     for (int i = 0; i < rank; i++)
       start += mb[i];
     gpt_zero_grad(&m);
-    double loss_sum = 0, gemm0 = gemm_seconds;
+    double loss_sum = 0, gemm0 = gemm_seconds, first_s = 0;
     uint64_t t0 = c4_now_ns();
     for (int k = 0; k < mb[rank]; k++) {
       uint64_t tk = c4_now_ns();
@@ -256,11 +215,17 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       if (orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
           step + 1 <= o->slow_to)
         sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+      if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
+        ops->sync();
+        first_s = (double)(c4_now_ns() - t0) * 1e-9;
+      }
     }
     ops->sync();
     struct step_report mine = {.loss_sum = loss_sum,
+                               .first_s = first_s,
                                .compute_s = (double)(c4_now_ns() - t0) * 1e-9,
                                .monitor_slow = sub ? mon_sub_factor(sub) : 0,
+                               .recoveries = sub ? mon_sub_recoveries(sub) : 0,
                                .microbatches = mb[rank]};
     if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
       fprintf(stderr,
@@ -287,19 +252,15 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       gemm_s_steps += gemm_seconds - gemm0;
       compute_s_steps += mine.compute_s;
       timed_steps++;
-      mb_secs[timed_steps - 1] = measure(world, rep, slowdown, samples);
-      if (o->resplit && c4_split_needs_replan(world, planned, slowdown)) {
-        /* a rank under the straggler threshold is healthy: planning on its noise would hand
-         * the "fastest" healthy rank extra work that it then finishes last */
-        for (int i = 0; i < world; i++)
-          planned[i] = slowdown[i] < C4_SPLIT_STRAGGLER ? 1.0 : slowdown[i];
-        /* and the split changes only when that pays 5%: between two splits about as good,
-         * measurement noise would otherwise flip it back and forth */
-        int cand[world];
-        split(o, world, planned, cand);
-        if (bottleneck(world, cand, planned) < 0.95 * bottleneck(world, mb, planned))
-          memcpy(mb, cand, sizeof cand);
-      }
+      for (int i = 0; i < world; i++)
+        told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
+                                                   .first_s = rep[i].first_s,
+                                                   .total_s = rep[i].compute_s},
+                                          .monitor_factor = rep[i].monitor_slow,
+                                          .recoveries = (long)rep[i].recoveries};
+      resplit_step(&plan, told);
+      mb_secs[timed_steps - 1] = plan.per_mb_s;
+      fixed_secs[timed_steps - 1] = plan.fixed_s;
     }
     if (rank == 0) {
       step_tps[step] = tps;
@@ -311,7 +272,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .t_start_ns = t_step,
                                        .t_ns = t_step + (uint64_t)(secs * 1e9),
                                        .split = old_mb,
-                                       .slowdown = slowdown,
+                                       .slowdown = plan.slowdown,
                                        .world = world};
         train_report_step(jf, &sr);
       }
@@ -340,15 +301,19 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     for (int i = 0; i < world; i++)
       even_mb[i] = 1.0;
     c4_split_microbatches(o->microbatches, world, even_mb, even);
-    double ratio = bottleneck(world, even, planned) / bottleneck(world, mb, planned);
+    double ratio =
+        resplit_bottleneck(world, even, plan.planned) / resplit_bottleneck(world, mb, plan.planned);
     /* the median step: the steady pace, not the steps before the planner's first re-split */
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;
     double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
     double gemm_share = compute_s_steps > 0 ? gemm_s_steps / compute_s_steps : 0;
-    /* the planner's bound: its split's slowest rank at the measured pace, nothing else */
+    /* the planner's bound: its split's slowest rank at the measured pace (the model's fixed
+     * part and part per micro-batch), communication and optimizer left out */
     double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
-    double bound =
-        t_mb > 0 ? (double)o->microbatches * B * T / (bottleneck(world, mb, planned) * t_mb) : 0;
+    double t_fixed = timed_steps ? median(fixed_secs, timed_steps) : 0;
+    double bound = t_mb > 0 ? (double)o->microbatches * B * T /
+                                  (t_fixed + resplit_bottleneck(world, mb, plan.planned) * t_mb)
+                            : 0;
     double phases[3];
     int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
     if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
@@ -390,14 +355,13 @@ out:
   if (sub) mon_sub_stop(sub);
   free(tok);
   free(tgt);
-  free(mb);
-  free(slowdown);
-  free(planned);
+  if (plan_up) resplit_free(&plan);
   free(rep);
-  free(samples);
+  free(told);
   free(step_secs);
   free(step_tps);
   free(mb_secs);
+  free(fixed_secs);
   gpt_free(&m);
   dp_close(&dp);
   text_data_free(&data);

@@ -70,6 +70,32 @@ static double brute(int total, int n, const double *rate, const int *cap, int i,
   return best;
 }
 
+/* The best max(out[i] * slow[i]) over every split with one unit or more each, by enumeration. */
+static double brute_at_least_one(int total, int n, const double *slow, int i, double worst) {
+  if (i == n - 1) return total < 1 ? INFINITY : fmax(worst, total * slow[i]);
+  double best = INFINITY;
+  for (int k = 1; k <= total - (n - 1 - i); k++)
+    best = fmin(best, brute_at_least_one(total - k, n, slow, i + 1, fmax(worst, k * slow[i])));
+  return best;
+}
+
+START_TEST(micro_batch_splits_with_one_each_are_exact_against_brute_force) {
+  srand(11);
+  for (int trial = 0; trial < 300; trial++) {
+    int n = 2 + rand() % 3, total = n + rand() % 10, out[4];
+    double slow[4];
+    for (int i = 0; i < n; i++)
+      slow[i] = trial % 3 ? 0.8 + (rand() % 100) / 20.0 : 1.0 + (rand() % 100) / 4.0;
+    double want = brute_at_least_one(total, n, slow, 0, 0);
+    double got = c4_split_microbatches(total, n, slow, out);
+    ck_assert_int_eq(sum(out, n), total);
+    for (int i = 0; i < n; i++)
+      ck_assert_int_ge(out[i], 1);
+    ck_assert_msg(fabs(got - want) < 1e-9, "trial %d: got %f, best %f", trial, got, want);
+  }
+}
+END_TEST
+
 START_TEST(splits_are_exact_against_brute_force_and_keep_the_total) {
   srand(7);
   for (int trial = 0; trial < 300; trial++) {
@@ -95,12 +121,18 @@ START_TEST(splits_are_exact_against_brute_force_and_keep_the_total) {
 }
 END_TEST
 
-START_TEST(a_rank_too_slow_to_help_is_left_out_and_memory_limits_hold) {
+START_TEST(a_rank_too_slow_to_help_keeps_one_micro_batch_and_memory_limits_hold) {
   double slow[4] = {1, 1, 1, 20};
   int mb[4];
-  c4_split_microbatches(12, 4, slow, mb);
+  /* c4_split_units leaves it out; micro-batches keep it measured with one */
+  double rate[4] = {1, 1, 1, 1.0 / 20};
+  c4_split_units(12, 4, rate, NULL, mb);
   ck_assert_int_eq(mb[3], 0);
+  ck_assert_double_eq_tol(c4_split_microbatches(12, 4, slow, mb), 20, 1e-9);
+  ck_assert_int_eq(mb[3], 1);
   ck_assert_int_eq(sum(mb, 4), 12);
+  ck_assert_double_eq_tol(c4_split_microbatches(3, 4, slow, mb), 1, 1e-9); /* fewer than ranks */
+  ck_assert_int_eq(mb[3], 0);
   double even[3] = {1, 1, 1};
   int cap[3] = {2, 10, 10}, layers[3];
   ck_assert_double_eq_tol(c4_split_layers(12, 3, even, cap, layers), 5, 1e-9);
@@ -121,6 +153,10 @@ START_TEST(replanning_follows_the_straggler_threshold_and_the_move_hysteresis) {
   double was[3] = {1.0, 2.0, 1.0}, slightly_better[3] = {1.0, 1.8, 1.0}, healed[3] = {1, 1, 1};
   ck_assert_int_eq(c4_split_needs_replan(3, was, slightly_better), 0);
   ck_assert_int_eq(c4_split_needs_replan(3, was, healed), 1);
+  /* a plan made just over the threshold is undone when the rank reads healthy again */
+  double barely[3] = {1.0, 1.25, 1.0}, back[3] = {1.0, 1.05, 1.0}, near[3] = {1.0, 1.12, 1.0};
+  ck_assert_int_eq(c4_split_needs_replan(3, barely, back), 1);
+  ck_assert_int_eq(c4_split_needs_replan(3, barely, near), 0);
 }
 END_TEST
 
@@ -130,7 +166,8 @@ int main(void) {
   tcase_add_test(tc, eight_way_data_parallel_with_one_gpu_at_half_speed_keeps_88_9_percent);
   tcase_add_test(tc, two_pipelines_of_four_stages_keep_88_9_percent_with_layers_and_data_resplit);
   tcase_add_test(tc, splits_are_exact_against_brute_force_and_keep_the_total);
-  tcase_add_test(tc, a_rank_too_slow_to_help_is_left_out_and_memory_limits_hold);
+  tcase_add_test(tc, a_rank_too_slow_to_help_keeps_one_micro_batch_and_memory_limits_hold);
+  tcase_add_test(tc, micro_batch_splits_with_one_each_are_exact_against_brute_force);
   tcase_add_test(tc, replanning_follows_the_straggler_threshold_and_the_move_hysteresis);
   suite_add_tcase(s, tc);
   return c4_check_run(s);

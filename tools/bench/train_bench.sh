@@ -10,7 +10,14 @@
 #      each gets its own CPU quota (nproc/4 of a core, a cgroup; needs root): ranks sharing
 #      cores freely would hand a sleeping straggler's CPU to the others, and no split could
 #      then gain or lose anything.
-# Medians of $C4_BENCH_RUNS runs (default 3). Writes BUILD/bench-train.json.
+#   3. the straggler heals: the same four ranks with rank 2 at 3x in steps 21-60 of 100: tokens/s
+#      over steps 76-80 (16 to 20 steps after it healed) against steps 11-20 (before the fault,
+#      the even split the planner returns to: its bound), target >= 0.97; and how many steps
+#      after the heal the split was even again;
+#   4. no fault, 1,000 steps of the default model on four confined ranks: steps whose split was
+#      not even (target 0).
+# Medians of $C4_BENCH_RUNS runs (default 3) for 1 and 2, one run each of 3 and 4. Writes
+# BUILD/bench-train.json.
 # Usage: tools/bench/train_bench.sh [BUILD_DIR]
 set -uo pipefail
 BUILD=${1:-build}
@@ -75,7 +82,7 @@ confined_run() { # c4train args...: the end line's tokens_per_s and planned_spee
 
 # 2. four ranks, rank 2 at half speed
 FOUR=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
-  --microbatches 32 --steps 24 --eval-windows 0 --slow 2:2.0 --json)
+  --microbatches 32 --steps 40 --eval-windows 0 --slow 2:2.0 --json)
 with=() without=() predicted=() bound=()
 share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
 if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
@@ -89,6 +96,39 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
 else
   echo "train bench: the 4-rank re-split figures need root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
 fi
+# 3 and 4: the step lines of one confined run, read with python3's json (tokens/s per step and
+# whether the split is the first step's, the even one).
+steps_of() { # c4train args...: "step tokens_per_s even(0/1)" per line
+  "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
+  local pid=$!
+  confine "$pid" 4 "$share"
+  wait "$pid"
+  release
+  python3 -c '
+import json, sys
+even = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "step":
+        even = even or e["split"]  # the first step runs the even split
+        print(e["step"], e["tokens_per_s"], int(e["split"] == even))' "$BUILD/bench-train.out"
+}
+window() { awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b {print $2}' | median; } # first last
+heal_before=nan heal_after=nan heal_even=nan nofault_uneven=nan
+if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
+  HEAL=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
+    --microbatches 32 --steps 100 --eval-windows 0 --slow 2:3.0:21:60 --json)
+  steps_of "${HEAL[@]}" >"$BUILD/bench-heal.steps"
+  heal_before=$(window 11 20 <"$BUILD/bench-heal.steps")
+  heal_after=$(window 76 80 <"$BUILD/bench-heal.steps")
+  heal_even=$(awk '$1 > 60 && $3 == 1 {print $1 - 60; exit}' "$BUILD/bench-heal.steps")
+  steps_of --local-ranks 4 --steps 1000 --eval-windows 0 --json >"$BUILD/bench-nofault.steps"
+  if [ "$(wc -l <"$BUILD/bench-nofault.steps")" -eq 1000 ]; then
+    nofault_uneven=$(awk '$3 == 0' "$BUILD/bench-nofault.steps" | wc -l)
+  fi
+fi
+heal_ratio=$(ratio "$heal_after" "$heal_before")
+
 tw=$(printf '%s\n' "${with[@]}" | median)
 two=$(printf '%s\n' "${without[@]}" | median)
 pred=$(printf '%s\n' "${predicted[@]}" | median)
@@ -104,6 +144,9 @@ printf '%-62s %10s %10s %8s %s\n' "  in-step GEMM GFLOP/s vs OpenBLAS sgemm, sam
 printf '%-62s %10s %10s %8s %s\n' "4 ranks, --slow 2:2.0: tokens/s re-split vs even" "$tw" "$two" "$gain" ">= 1.5 $(verdict "$gain" 1.5)"
 printf '%-62s %10s %10s %8s %s\n' "  re-split tokens/s vs the planner's bound" "$tw" "$tb" "$of_bound" ">= 0.95 $(verdict "$of_bound" 0.95)"
 printf '%-62s %10s\n' "  the planner's predicted gain over the even split" "$pred"
+printf '%-62s %10s %10s %8s %s\n' "rank 2 at 3x in steps 21-60: tokens/s 16-20 steps after vs before" "$heal_after" "$heal_before" "$heal_ratio" ">= 0.97 $(verdict "$heal_ratio" 0.97)"
+printf '%-62s %10s %10s %8s %s\n' "  steps after the heal until the split is even again" "${heal_even:-never}" "" "" "<= 20 $(awk -v n="${heal_even:-x}" 'BEGIN {if (n !~ /^[0-9]+$/) print "MISSED"; else if (n <= 20) print "met"; else print "MISSED"}')"
+printf '%-62s %10s %10s %8s %s\n' "no fault, 1,000 steps: steps with an uneven split" "$nofault_uneven" "" "" "0 $(awk -v n="$nofault_uneven" 'BEGIN {if (n !~ /^[0-9]+$/) print "not measured"; else if (n == 0) print "met"; else print "MISSED"}')"
 num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
-printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s}\n' \
-  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" >"$BUILD/bench-train.json"
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" >"$BUILD/bench-train.json"
