@@ -92,6 +92,53 @@ static void init_params(struct gpt *m, float *host, unsigned long long seed) {
   }
 }
 
+/* Allocates slot sl's buffers and views; 0 or -1. */
+static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
+  const struct c4k_ops *o = m->ops;
+  size_t N = (size_t)m->B * m->cfg.context;
+  memset(sl, 0, sizeof *sl);
+  sl->a.layer = calloc((size_t)m->cfg.layers, sizeof *sl->a.layer);
+  sl->d.layer = calloc((size_t)m->cfg.layers, sizeof *sl->d.layer);
+  sl->acts = o->alloc(m->nacts * sizeof(float));
+  sl->dacts = o->alloc(m->nacts * sizeof(float));
+  sl->tokens = o->alloc(N * sizeof(int));
+  sl->targets = o->alloc(N * sizeof(int));
+  if (!sl->a.layer || !sl->d.layer || !sl->acts || !sl->dacts || !sl->tokens || !sl->targets)
+    return -1;
+  carve(&m->cfg, m->B, sl->acts, &sl->a);
+  carve(&m->cfg, m->B, sl->dacts, &sl->d);
+  return 0;
+}
+
+static void free_slot(const struct c4k_ops *o, struct gpt_slot *sl) {
+  void *dev[] = {sl->acts, sl->dacts, sl->tokens, sl->targets};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i]) o->free(dev[i]);
+  free(sl->a.layer);
+  free(sl->d.layer);
+  memset(sl, 0, sizeof *sl);
+}
+
+int gpt_slots(struct gpt *m, int n, char *err, size_t errlen) {
+  if (n <= m->nslots) return 0;
+  struct gpt_slot *grown = realloc(m->slot, (size_t)n * sizeof *grown);
+  if (!grown) {
+    snprintf(err, errlen, "out of memory for %d micro-batches in flight", n);
+    return -1;
+  }
+  m->slot = grown;
+  while (m->nslots < n) {
+    if (alloc_slot(m, &m->slot[m->nslots])) {
+      free_slot(m->ops, &m->slot[m->nslots]);
+      snprintf(err, errlen, "out of memory for %d micro-batches of %zu activations in flight", n,
+               m->nacts);
+      return -1;
+    }
+    m->nslots++;
+  }
+  return 0;
+}
+
 int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
              unsigned long long seed, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
@@ -110,28 +157,20 @@ int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *
   struct gpt_acts count_only = {0};
   m->nacts = carve(cfg, B, NULL, &count_only);
   size_t N = (size_t)B * cfg->context;
-  m->acts_view.layer = calloc((size_t)cfg->layers, sizeof *m->acts_view.layer);
-  m->grads_view.layer = calloc((size_t)cfg->layers, sizeof *m->grads_view.layer);
   m->host_losses = malloc(N * sizeof(float));
   float *host = malloc(m->nparams * sizeof(float));
   m->params = ops->alloc(m->nparams * sizeof(float));
   m->grads = ops->alloc(m->nparams * sizeof(float));
   m->adam_m = ops->alloc(m->nparams * sizeof(float));
   m->adam_v = ops->alloc(m->nparams * sizeof(float));
-  m->acts = ops->alloc(m->nacts * sizeof(float));
-  m->dacts = ops->alloc(m->nacts * sizeof(float));
-  m->tokens = ops->alloc(N * sizeof(int));
-  m->targets = ops->alloc(N * sizeof(int));
-  if (!m->acts_view.layer || !m->grads_view.layer || !m->host_losses || !host || !m->params ||
-      !m->grads || !m->adam_m || !m->adam_v || !m->acts || !m->dacts || !m->tokens || !m->targets) {
+  if (!m->host_losses || !host || !m->params || !m->grads || !m->adam_m || !m->adam_v ||
+      gpt_slots(m, 1, err, errlen)) {
     snprintf(err, errlen, "out of memory for a model of %zu parameters and %zu activations",
              m->nparams, m->nacts);
     free(host);
     gpt_free(m);
     return -1;
   }
-  carve(cfg, B, m->acts, &m->acts_view);
-  carve(cfg, B, m->dacts, &m->grads_view);
   init_params(m, host, seed);
   ops->upload(m->params, host, m->nparams * sizeof(float));
   free(host);
@@ -140,12 +179,12 @@ int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *
 
 void gpt_free(struct gpt *m) {
   const struct c4k_ops *o = m->ops;
-  void *dev[] = {m->params, m->grads, m->adam_m, m->adam_v,
-                 m->acts,   m->dacts, m->tokens, m->targets};
+  void *dev[] = {m->params, m->grads, m->adam_m, m->adam_v};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) o->free(dev[i]);
-  free(m->acts_view.layer);
-  free(m->grads_view.layer);
+  for (int i = 0; i < m->nslots; i++)
+    free_slot(o, &m->slot[i]);
+  free(m->slot);
   free(m->host_losses);
   memset(m, 0, sizeof *m);
 }
@@ -158,19 +197,20 @@ float *gpt_param(const struct gpt *m, float *base, enum gpt_param p, int layer) 
   return base + t->offset + (per_layer ? (size_t)layer * (t->count / (size_t)m->cfg.layers) : 0);
 }
 
-/* The forward pass through the logits and the loss; returns the mean position loss. */
-static float forward(struct gpt *m, const int *tokens, const int *targets) {
+/* The forward pass of layers [l0, l1) on slot sl; the embedding first when l0 is 0 (the input
+ * of a later first layer is already in place), the head and the loss when l1 is the last
+ * layer. Returns the mean position loss, 0 without the head. */
+static float forward(struct gpt *m, struct gpt_slot *sl, int l0, int l1) {
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
   int B = m->B, T = c->context, C = c->width, NH = c->heads, V = c->vocab, N = B * T;
-  struct gpt_acts *a = &m->acts_view;
+  struct gpt_acts *a = &sl->a;
   float *P = m->params;
-  o->upload(m->tokens, tokens, (size_t)N * sizeof(int));
-  o->upload(m->targets, targets, (size_t)N * sizeof(int));
-  o->encoder_fwd(a->encoded, m->tokens, gpt_param(m, P, GPT_WTE, 0), gpt_param(m, P, GPT_WPE, 0), B,
-                 T, C);
-  const float *in = a->encoded;
-  for (int l = 0; l < c->layers; l++) {
+  if (l0 == 0)
+    o->encoder_fwd(a->encoded, sl->tokens, gpt_param(m, P, GPT_WTE, 0), gpt_param(m, P, GPT_WPE, 0),
+                   B, T, C);
+  const float *in = l0 ? a->layer[l0 - 1].res3 : a->encoded;
+  for (int l = l0; l < l1; l++) {
     struct gpt_layer_acts *v = &a->layer[l];
     o->layernorm_fwd(v->ln1, v->ln1_mean, v->ln1_rstd, in, gpt_param(m, P, GPT_LN1W, l),
                      gpt_param(m, P, GPT_LN1B, l), N, C);
@@ -190,10 +230,11 @@ static float forward(struct gpt *m, const int *tokens, const int *targets) {
     o->residual_fwd(v->res3, v->res2, v->fcproj, (size_t)N * C);
     in = v->res3;
   }
+  if (l1 < c->layers) return 0;
   o->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, in, gpt_param(m, P, GPT_LNFW, 0),
                    gpt_param(m, P, GPT_LNFB, 0), N, C);
   o->matmul_fwd(a->logits, a->lnf, gpt_param(m, P, GPT_WTE, 0), NULL, N, C, V);
-  o->softmax_xent_fwd(a->losses, a->probs, a->logits, m->targets, N, V);
+  o->softmax_xent_fwd(a->losses, a->probs, a->logits, sl->targets, N, V);
   o->download(m->host_losses, a->losses, (size_t)N * sizeof(float));
   double sum = 0;
   for (int i = 0; i < N; i++)
@@ -201,22 +242,25 @@ static float forward(struct gpt *m, const int *tokens, const int *targets) {
   return (float)(sum / N);
 }
 
-/* The backward pass: every op's gradients, in reverse order, added into m->grads. */
-static void backward(struct gpt *m, float dloss) {
+/* The backward pass of layers [l0, l1) on slot sl, in reverse order, adding into m->grads: from
+ * the loss when l1 is the last layer, else from the gradient already in place at the output of
+ * layer l1 - 1; through the embedding when l0 is 0. The slot's gradients were zeroed. */
+static void backward(struct gpt *m, struct gpt_slot *sl, int l0, int l1, float dloss) {
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
   int B = m->B, T = c->context, C = c->width, NH = c->heads, V = c->vocab, N = B * T;
-  struct gpt_acts *a = &m->acts_view, *d = &m->grads_view;
+  struct gpt_acts *a = &sl->a, *d = &sl->d;
   float *P = m->params, *G = m->grads;
-  o->zero(m->dacts, m->nacts * sizeof(float));
-  o->softmax_xent_bwd(d->logits, a->probs, m->targets, dloss, N, V);
-  o->matmul_bwd(d->lnf, gpt_param(m, G, GPT_WTE, 0), NULL, d->logits, a->lnf,
-                gpt_param(m, P, GPT_WTE, 0), N, C, V);
   int L = c->layers;
-  float *last_in = a->layer[L - 1].res3, *dlast_in = d->layer[L - 1].res3;
-  o->layernorm_bwd(dlast_in, gpt_param(m, G, GPT_LNFW, 0), gpt_param(m, G, GPT_LNFB, 0), d->lnf,
-                   last_in, gpt_param(m, P, GPT_LNFW, 0), a->lnf_mean, a->lnf_rstd, N, C);
-  for (int l = L - 1; l >= 0; l--) {
+  if (l1 == L) {
+    o->softmax_xent_bwd(d->logits, a->probs, sl->targets, dloss, N, V);
+    o->matmul_bwd(d->lnf, gpt_param(m, G, GPT_WTE, 0), NULL, d->logits, a->lnf,
+                  gpt_param(m, P, GPT_WTE, 0), N, C, V);
+    o->layernorm_bwd(d->layer[L - 1].res3, gpt_param(m, G, GPT_LNFW, 0),
+                     gpt_param(m, G, GPT_LNFB, 0), d->lnf, a->layer[L - 1].res3,
+                     gpt_param(m, P, GPT_LNFW, 0), a->lnf_mean, a->lnf_rstd, N, C);
+  }
+  for (int l = l1 - 1; l >= l0; l--) {
     struct gpt_layer_acts *v = &a->layer[l], *dv = &d->layer[l];
     const float *in = l ? a->layer[l - 1].res3 : a->encoded;
     float *din = l ? d->layer[l - 1].res3 : d->encoded;
@@ -237,18 +281,59 @@ static void backward(struct gpt *m, float dloss) {
     o->layernorm_bwd(din, gpt_param(m, G, GPT_LN1W, l), gpt_param(m, G, GPT_LN1B, l), dv->ln1, in,
                      gpt_param(m, P, GPT_LN1W, l), v->ln1_mean, v->ln1_rstd, N, C);
   }
-  o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), d->encoded, m->tokens, B,
-                 T, C);
+  if (l0 == 0)
+    o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), d->encoded, sl->tokens,
+                   B, T, C);
+}
+
+static void upload_batch(struct gpt *m, struct gpt_slot *sl, const int *tokens,
+                         const int *targets) {
+  size_t n = (size_t)m->B * m->cfg.context * sizeof(int);
+  m->ops->upload(sl->tokens, tokens, n);
+  m->ops->upload(sl->targets, targets, n);
 }
 
 float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, float dloss) {
-  float loss = forward(m, tokens, targets);
-  backward(m, dloss);
+  upload_batch(m, &m->slot[0], tokens, targets);
+  float loss = forward(m, &m->slot[0], 0, m->cfg.layers);
+  m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
+  backward(m, &m->slot[0], 0, m->cfg.layers, dloss);
   return loss;
 }
 
 float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets) {
-  return forward(m, tokens, targets);
+  upload_batch(m, &m->slot[0], tokens, targets);
+  return forward(m, &m->slot[0], 0, m->cfg.layers);
+}
+
+/* The residual stream entering layer l (0 < l < layers) of slot sl, or its gradient. */
+static float *boundary(struct gpt *m, int sl, int l, int grad) {
+  return grad ? m->slot[sl].d.layer[l - 1].res3 : m->slot[sl].a.layer[l - 1].res3;
+}
+
+float gpt_stage_forward(struct gpt *m, int sl, int l0, int l1, const int *tokens,
+                        const int *targets, const float *in) {
+  upload_batch(m, &m->slot[sl], tokens, targets);
+  if (l0 > 0) m->ops->upload(boundary(m, sl, l0, 0), in, gpt_boundary_bytes(m));
+  return forward(m, &m->slot[sl], l0, l1);
+}
+
+void gpt_stage_output(struct gpt *m, int sl, int l1, float *out) {
+  m->ops->download(out, boundary(m, sl, l1, 0), gpt_boundary_bytes(m));
+}
+
+void gpt_stage_backward(struct gpt *m, int sl, int l0, int l1, float dloss, const float *dout) {
+  m->ops->zero(m->slot[sl].dacts, m->nacts * sizeof(float));
+  if (l1 < m->cfg.layers) m->ops->upload(boundary(m, sl, l1, 1), dout, gpt_boundary_bytes(m));
+  backward(m, &m->slot[sl], l0, l1, dloss);
+}
+
+void gpt_stage_input_grad(struct gpt *m, int sl, int l0, float *din) {
+  m->ops->download(din, boundary(m, sl, l0, 1), gpt_boundary_bytes(m));
+}
+
+size_t gpt_boundary_bytes(const struct gpt *m) {
+  return (size_t)m->B * m->cfg.context * m->cfg.width * sizeof(float);
 }
 
 void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t) {

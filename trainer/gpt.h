@@ -60,6 +60,15 @@ struct gpt_acts {
   float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
 };
 
+/* One micro-batch in flight: its activations, their gradients (the same layout) and its
+ * tokens, all ops memory. A pipeline stage keeps one per micro-batch it has run forward and not
+ * yet backward. */
+struct gpt_slot {
+  float *acts, *dacts; /* nacts floats each */
+  struct gpt_acts a, d;
+  int *tokens, *targets; /* B x T */
+};
+
 struct gpt {
   struct gpt_config cfg;
   const struct c4k_ops *ops;
@@ -68,11 +77,10 @@ struct gpt {
   size_t nparams;         /* floats in params (and grads, m, v) */
   float *params, *grads;  /* ops memory */
   float *adam_m, *adam_v; /* ops memory */
-  float *acts, *dacts;    /* ops memory: activations and their gradients (same layout) */
-  size_t nacts;
-  struct gpt_acts acts_view, grads_view;
-  int *tokens, *targets; /* ops memory, B x T */
-  float *host_losses;    /* B x T, host */
+  size_t nacts;           /* floats in one slot's activations */
+  struct gpt_slot *slot;  /* nslots, 1 after gpt_init */
+  int nslots;
+  float *host_losses; /* B x T, host */
 };
 
 /* Fills cfg's derived sizes into m->info and allocates everything through ops for micro-batches
@@ -99,6 +107,34 @@ float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, 
 
 /* Forward only (no gradients): mean loss over the micro-batch. */
 float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets);
+
+/* --- pipeline stages: layers [l0, l1) of the model on slot `slot` (the first stage's l0 is 0,
+ * the last stage's l1 is layers; tokens and targets are host B x T for every stage) --- */
+
+/* Makes room for n micro-batches in flight (slots 0..n-1; n >= 1). Returns 0, or -1 with err
+ * filled when memory is short (the slots there were stay). */
+int gpt_slots(struct gpt *m, int n, char *err, size_t errlen);
+
+/* Bytes of the residual stream between two layers of one micro-batch (B x T x C floats): what
+ * one stage sends the next, and the gradient it gets back. */
+size_t gpt_boundary_bytes(const struct gpt *m);
+
+/* Forward through layers [l0, l1): from the tokens when l0 is 0, else from `in` (host, the
+ * previous stage's output); through the head when l1 is the last layer, returning the mean
+ * position loss (else 0). */
+float gpt_stage_forward(struct gpt *m, int slot, int l0, int l1, const int *tokens,
+                        const int *targets, const float *in);
+
+/* The output of layer l1 - 1 of that forward pass into host `out` (gpt_boundary_bytes). */
+void gpt_stage_output(struct gpt *m, int slot, int l1, float *out);
+
+/* Backward through layers [l1 - 1 .. l0], adding into m->grads: from the loss (scaled by dloss
+ * as in gpt_step_microbatch) when l1 is the last layer, else from `dout` (host, the gradient of
+ * the output the next stage sent back). */
+void gpt_stage_backward(struct gpt *m, int slot, int l0, int l1, float dloss, const float *dout);
+
+/* The gradient of that stage's input (l0 > 0) into host `din`, for the previous stage. */
+void gpt_stage_input_grad(struct gpt *m, int slot, int l0, float *din);
 
 /* AdamW on every parameter with the (already reduced) gradients; t is the 1-based step. */
 void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t);

@@ -24,6 +24,7 @@
 #include "resplit.h"
 #include "text_data.h"
 #include "train_ckpt.h"
+#include "train_pipe.h"
 #include "train_report.h"
 
 void openblas_set_num_threads(int num_threads);
@@ -35,6 +36,7 @@ struct step_report {
   double compute_s;    /* and to the end of its last, the drill's slowdown included */
   double monitor_slow; /* c4mon's straggler factor for it, 0 when c4mon names none */
   int64_t recoveries;  /* c4mon's `recovered` events that cleared a verdict on it */
+  double pipe_s;       /* --pp: the wall time of its forward and backward passes, waits included */
   int32_t microbatches;
   int32_t pad;
 };
@@ -120,6 +122,19 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   int rank = r->rank, world = r->world, status = 1;
   /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
   int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
+  if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
+    /* the stages' kernels go through the ops table like the rest, but their links use the net
+     * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */
+    fprintf(stderr, "c4train: rank %d: --pp runs on --device cpu only\n", rank);
+    return 1;
+  }
+  if (o->pp > 1 && (world % o->pp || o->microbatches < world / o->pp)) {
+    fprintf(stderr,
+            "c4train: rank %d: --pp %d needs a multiple of %d ranks (not %d) and a micro-batch "
+            "per pipeline at least (--microbatches %d)\n",
+            rank, o->pp, o->pp, world, o->microbatches);
+    return 1;
+  }
   struct text_data data;
   if (text_data_load(&data, o->data, o->cfg.context, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
@@ -157,14 +172,22 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   FILE *jf = NULL;
   double *mb_secs = calloc((size_t)o->steps + 1, sizeof *mb_secs);
   double *fixed_secs = calloc((size_t)o->steps + 1, sizeof *fixed_secs);
+  /* with --pp, the split is among the data-parallel replicas (kept even), each a pipeline */
+  int pp = o->pp > 1 ? o->pp : 1, nsplit = world / pp, me = rank / pp;
   struct resplit plan;
-  int plan_up = resplit_init(&plan, world, o->microbatches, o->resplit) == 0;
+  int plan_up = resplit_init(&plan, nsplit, o->microbatches, o->resplit && pp == 1) == 0;
+  struct train_pipe tp = {0};
   if (!tok || !tgt || !rep || !told || !step_secs || !mb_secs || !fixed_secs || !step_tps ||
       !plan_up) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
   int *mb = plan.split;
+  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, mb[me], err, sizeof err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    status = C4TRAIN_EXIT_PEER_LOST;
+    goto out;
+  }
 
   int step = 0; /* steps done */
   if (o->ckpt_dir) {
@@ -195,18 +218,24 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     fflush(stdout);
   }
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
-  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0;
+  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0;
   int timed_steps = 0, first = step, ckpt_failed = 0;
   while (step < o->steps) {
     uint64_t t_step = c4_now_ns();
     dp_step(&dp, step + 1);
     int start = 0;
-    for (int i = 0; i < rank; i++)
+    for (int i = 0; i < me; i++)
       start += mb[i];
     gpt_zero_grad(&m);
     double loss_sum = 0, gemm0 = gemm_seconds, first_s = 0;
     uint64_t t0 = c4_now_ns();
-    for (int k = 0; k < mb[rank]; k++) {
+    if (pp > 1 && train_pipe_step(&tp, &m, &data, o->seed, step, start, dloss, &loss_sum)) {
+      fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", rank,
+              step + 1);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
+    for (int k = 0; pp == 1 && k < mb[rank]; k++) {
       uint64_t tk = c4_now_ns();
       for (int b = 0; b < B; b++)
         text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
@@ -223,10 +252,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     ops->sync();
     struct step_report mine = {.loss_sum = loss_sum,
                                .first_s = first_s,
-                               .compute_s = (double)(c4_now_ns() - t0) * 1e-9,
+                               .compute_s = pp > 1 ? tp.busy_s : (double)(c4_now_ns() - t0) * 1e-9,
                                .monitor_slow = sub ? mon_sub_factor(sub) : 0,
                                .recoveries = sub ? mon_sub_recoveries(sub) : 0,
-                               .microbatches = mb[rank]};
+                               .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
+                               .microbatches = mb[me]};
     if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
       fprintf(stderr,
               "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
@@ -245,20 +275,24 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     last_loss = total / ((double)o->microbatches * B * T);
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
     double tps = (double)o->microbatches * B * T / secs;
-    int old_mb[world];
+    int old_mb[nsplit];
     memcpy(old_mb, mb, sizeof old_mb);
     if (step > first + 1) { /* the first step warms caches: not a speed sample */
       step_secs[timed_steps] = secs;
       gemm_s_steps += gemm_seconds - gemm0;
       compute_s_steps += mine.compute_s;
       timed_steps++;
-      for (int i = 0; i < world; i++)
+      for (int i = 0; i < world; i++) { /* --pp: every stage's busy and whole time */
+        pipe_busy_s += rep[i].compute_s;
+        pipe_wall_s += rep[i].pipe_s;
+      }
+      for (int i = 0; pp == 1 && i < world; i++)
         told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
                                                    .first_s = rep[i].first_s,
                                                    .total_s = rep[i].compute_s},
                                           .monitor_factor = rep[i].monitor_slow,
                                           .recoveries = (long)rep[i].recoveries};
-      resplit_step(&plan, told);
+      if (pp == 1) resplit_step(&plan, told);
       mb_secs[timed_steps - 1] = plan.per_mb_s;
       fixed_secs[timed_steps - 1] = plan.fixed_s;
     }
@@ -273,16 +307,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .t_ns = t_step + (uint64_t)(secs * 1e9),
                                        .split = old_mb,
                                        .slowdown = plan.slowdown,
-                                       .world = world};
+                                       .world = nsplit};
         train_report_step(jf, &sr);
       }
       if (!o->json) {
         printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", step, last_loss, tps,
                secs * 1e3);
-        print_split(stdout, world, old_mb);
+        print_split(stdout, nsplit, old_mb);
         if (memcmp(old_mb, mb, sizeof old_mb) != 0) {
           printf("  -> re-split ");
-          print_split(stdout, world, mb);
+          print_split(stdout, nsplit, mb);
         }
         printf("\n");
       }
@@ -296,13 +330,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   if (rank == 0) {
     double eval_end = o->eval_windows ? eval_loss(&m, o, &data, tok, tgt) : 0;
-    double even_mb[world];
-    int even[world];
-    for (int i = 0; i < world; i++)
+    double even_mb[nsplit];
+    int even[nsplit];
+    for (int i = 0; i < nsplit; i++)
       even_mb[i] = 1.0;
-    c4_split_microbatches(o->microbatches, world, even_mb, even);
-    double ratio =
-        resplit_bottleneck(world, even, plan.planned) / resplit_bottleneck(world, mb, plan.planned);
+    c4_split_microbatches(o->microbatches, nsplit, even_mb, even);
+    double ratio = resplit_bottleneck(nsplit, even, plan.planned) /
+                   resplit_bottleneck(nsplit, mb, plan.planned);
     /* the median step: the steady pace, not the steps before the planner's first re-split */
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;
     double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
@@ -312,14 +346,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
     double t_fixed = timed_steps ? median(fixed_secs, timed_steps) : 0;
     double bound = t_mb > 0 ? (double)o->microbatches * B * T /
-                                  (t_fixed + resplit_bottleneck(world, mb, plan.planned) * t_mb)
+                                  (t_fixed + resplit_bottleneck(nsplit, mb, plan.planned) * t_mb)
                             : 0;
+    /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
+    double bubble = pipe_wall_s > 0 ? 1 - pipe_busy_s / pipe_wall_s : 0;
     double phases[3];
     int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
     if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
     if (jf) {
       struct train_end_report er = {.steps = step,
-                                    .world = world,
+                                    .world = nsplit,
                                     .loss = last_loss,
                                     .eval_loss_start = eval_start,
                                     .eval_loss = eval_end,
@@ -330,6 +366,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                     .model_gflops = tps * gpt_flops_per_token(&m) * 1e-9,
                                     .planned_speedup = ratio,
                                     .bound_tokens_per_s = bound,
+                                    .pipeline_bubble = bubble,
                                     .split = mb,
                                     .slow_phases = with_phases ? phases : NULL};
       train_report_end(jf, &er);
@@ -340,7 +377,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
              "split ",
              step, last_loss, eval_start, eval_end, tps, tps * gpt_flops_per_token(&m) * 1e-9,
              100 * gemm_share, gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0, ratio);
-      print_split(stdout, world, mb);
+      print_split(stdout, nsplit, mb);
       printf("\n");
       if (with_phases)
         printf("tokens/s, median of the steps: %.0f before the slow steps, %.0f in steps %d-%d, "
@@ -355,6 +392,7 @@ out:
   if (sub) mon_sub_stop(sub);
   free(tok);
   free(tgt);
+  train_pipe_free(&tp);
   if (plan_up) resplit_free(&plan);
   free(rep);
   free(told);

@@ -33,6 +33,7 @@ struct train_opts {
   int ckpt_strict; /* a damaged newest checkpoint stops the run instead of an older one resuming */
   const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */
   int eval_windows;        /* held-out windows for the eval loss at start and end */
+  int pp;                  /* pipeline stages (1: none); the ranks are pp x replicas */
 };
 
 /* Exit status of a rank that stopped because a peer was lost or silent: its launcher should

@@ -40,6 +40,8 @@ static void usage(FILE *f) {
          "  --monitor ADDR:PORT  c4mon's subscription port: straggler factors for the planner;\n"
          "                       with --local-ranks, lost or hung ranks are stopped at once\n"
          "  --eval-windows N     held-out windows for the eval loss at start and end (default 32)\n"
+         "  --pp P               pipeline parallelism: P stages of the layers (1F1B), the ranks\n"
+         "                       P x replicas, rank r stage r %% P (default 1)\n"
          "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
          "                       from the last checkpoint (with --ckpt-dir)\n"
          "  --json               one JSON object per line (start, step, end) from rank 0\n"
@@ -81,6 +83,7 @@ int main(int argc, char **argv) {
       .resplit = 1,
       .ckpt_every = 10,
       .eval_windows = 32,
+      .pp = 1,
   };
   struct launch_opts lo = {.ranks = 0, .restart = 1};
   enum {
@@ -109,7 +112,8 @@ int main(int argc, char **argv) {
     O_LOCAL,
     O_JSON,
     O_JSON_OUT,
-    O_WARMUP
+    O_WARMUP,
+    O_PP
   };
   static const struct option opts[] = {{"data", 1, 0, O_DATA},
                                        {"layers", 1, 0, O_LAYERS},
@@ -137,6 +141,7 @@ int main(int argc, char **argv) {
                                        {"json", 0, 0, O_JSON},
                                        {"json-out", 1, 0, O_JSON_OUT},
                                        {"warmup", 1, 0, O_WARMUP},
+                                       {"pp", 1, 0, O_PP},
                                        {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'},
                                        {0, 0, 0, 0}};
@@ -204,6 +209,7 @@ int main(int argc, char **argv) {
     case O_JSON: o.json = 1; break;
     case O_JSON_OUT: o.json_out = optarg; break;
     case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
+    case O_PP: bad |= parse_int("--pp", optarg, 1, 1024, &o.pp); break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
     default: return c4_cli_bad_option("c4train", argv, c);

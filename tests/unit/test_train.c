@@ -1,8 +1,9 @@
 /* test_train.c -- c4train: the model's gradients against finite differences, micro-batches that
  * add up to the same gradient as one batch, launcher variables, the data sampler; then the real
  * program ($C4_BUILD_DIR/bin/c4train): the loss falls, an uneven split trains the same
- * parameters as an even one, a restart on fewer ranks continues the same loss curve, and a
- * killed or stopped rank is dropped while the job goes on. */
+ * parameters as an even one, a restart on fewer ranks continues the same loss curve, a
+ * killed or stopped rank is dropped while the job goes on, and a pipeline (--pp) computes what
+ * one rank computes. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -517,6 +518,54 @@ END_TEST
 START_TEST(a_stopped_rank_is_found_hung_and_the_job_goes_on) { drill(SIGSTOP); }
 END_TEST
 
+#define PIPE                                                                                       \
+  "--layers 3 --width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 "                 \
+  "--eval-windows 8 --json --steps 6"
+
+/* --pp: the same model and data through 2 and 3 stages, and 2 pipelines of 2, compute the losses
+ * and the parameters of one rank, up to the order in which floats were added. */
+START_TEST(a_pipeline_computes_what_one_rank_computes) {
+  ck_assert_int_eq(run("one", PIPE " --ckpt-dir %s/one", dir), 0);
+  const char *name[] = {"pp2", "pp3", "pp2x2"};
+  const char *how[] = {"--local-ranks 2 --pp 2", "--local-ranks 3 --pp 3",
+                       "--local-ranks 4 --pp 2"};
+  json_t *want = events("one", "step");
+  ck_assert_int_eq(json_array_size(want), 6);
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(run(name[k], PIPE " %s --ckpt-dir %s/%s", how[k], dir, name[k]), 0);
+    json_t *got = events(name[k], "step"), *end = events(name[k], "end");
+    ck_assert_int_eq(json_array_size(got), 6);
+    for (int st = 1; st <= 6; st++)
+      ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "%s step %d: %f vs %f",
+                    name[k], st, step_loss(got, st), step_loss(want, st));
+    /* the stages waited for each other: 1F1B's bubble at least */
+    double bubble = json_number_value(json_object_get(json_array_get(end, 0), "pipeline_bubble"));
+    ck_assert_double_gt(bubble, 0);
+    json_decref(got);
+    json_decref(end);
+    const char *tensors[] = {"wte", "qkv.w", "fcproj.b", "lnf.w", "adam.v.fc.w"};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+      char a[256], b[256];
+      snprintf(a, sizeof a, "%s/one/step-00000006.c4ck", dir);
+      snprintf(b, sizeof b, "%s/%s/step-00000006.c4ck", dir, name[k]);
+      size_t na, nb;
+      float *va = load_tensor(a, tensors[i], &na), *vb = load_tensor(b, tensors[i], &nb);
+      ck_assert_uint_eq(na, nb);
+      double worst = 0;
+      for (size_t j = 0; j < na; j++)
+        worst = fmax(worst, fabs((double)va[j] - vb[j]));
+      ck_assert_msg(worst < 1e-5, "%s: %s differs by %g", name[k], tensors[i], worst);
+      free(va);
+      free(vb);
+    }
+  }
+  json_decref(want);
+  /* layouts that cannot be: clear errors */
+  ck_assert_int_eq(run("pp_odd", PIPE " --local-ranks 3 --pp 2"), 1);
+  ck_assert_int_eq(run("pp_deep", PIPE " --local-ranks 4 --pp 4"), 1);
+}
+END_TEST
+
 START_TEST(bad_flags_and_missing_data_are_clear_errors) {
   ck_assert_int_eq(run("bad", "--slow 2"), 2);
   ck_assert_int_eq(run("bad2", "--width 30 --heads 4"), 2);
@@ -551,6 +600,7 @@ int main(void) {
   tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
   tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
+  tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
   suite_add_tcase(s, prog);
   return c4_check_run(s);
 }

@@ -15,7 +15,10 @@
 #      the even split the planner returns to: its bound), target >= 0.97; and how many steps
 #      after the heal the split was even again;
 #   4. no fault, 1,000 steps of the default model on four confined ranks: steps whose split was
-#      not even (target 0).
+#      not even (target 0);
+#   5. a pipeline of 4 stages (--pp 4, 8 layers, 8 micro-batches a step) on the four confined
+#      ranks: the share of the stages' time spent waiting against 1F1B's (P - 1) / (m + P - 1)
+#      = 3/11 (target: within 10% of it).
 # Medians of $C4_BENCH_RUNS runs (default 3) for 1 and 2, one run each of 3 and 4. Writes
 # BUILD/bench-train.json.
 # Usage: tools/bench/train_bench.sh [BUILD_DIR]
@@ -129,6 +132,18 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
 fi
 heal_ratio=$(ratio "$heal_after" "$heal_before")
 
+bubbles=()
+if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
+  PIPE=(--local-ranks 4 --pp 4 --layers 8 --width 128 --heads 4 --context 64 --micro-batch 4
+    --microbatches 8 --steps 16 --eval-windows 0 --json)
+  for _ in $(seq "$RUNS"); do
+    bubbles+=("$(confined_run "${PIPE[@]}" | field pipeline_bubble)")
+  done
+fi
+bubble=$(printf '%s\n' "${bubbles[@]}" | median)
+bubble_ideal=$(awk 'BEGIN {printf "%.4f", 3 / 11}')
+bubble_ratio=$(ratio "$bubble" "$bubble_ideal")
+
 tw=$(printf '%s\n' "${with[@]}" | median)
 two=$(printf '%s\n' "${without[@]}" | median)
 pred=$(printf '%s\n' "${predicted[@]}" | median)
@@ -147,6 +162,7 @@ printf '%-62s %10s\n' "  the planner's predicted gain over the even split" "$pre
 printf '%-62s %10s %10s %8s %s\n' "rank 2 at 3x in steps 21-60: tokens/s 16-20 steps after vs before" "$heal_after" "$heal_before" "$heal_ratio" ">= 0.97 $(verdict "$heal_ratio" 0.97)"
 printf '%-62s %10s %10s %8s %s\n' "  steps after the heal until the split is even again" "${heal_even:-never}" "" "" "<= 20 $(awk -v n="${heal_even:-x}" 'BEGIN {if (n !~ /^[0-9]+$/) print "MISSED"; else if (n <= 20) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s %s\n' "no fault, 1,000 steps: steps with an uneven split" "$nofault_uneven" "" "" "0 $(awk -v n="$nofault_uneven" 'BEGIN {if (n !~ /^[0-9]+$/) print "not measured"; else if (n == 0) print "met"; else print "MISSED"}')"
+printf '%-62s %10s %10s %8s %s\n' "pipeline, 4 stages, 8 micro-batches: idle share vs 1F1B's 3/11" "$bubble" "$bubble_ideal" "$bubble_ratio" "0.9-1.1 $(awk -v r="$bubble_ratio" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= 0.9 && r <= 1.1) print "met"; else print "MISSED"}')"
 num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
-printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s}\n' \
-  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" >"$BUILD/bench-train.json"
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" >"$BUILD/bench-train.json"
