@@ -2,8 +2,8 @@
  * add up to the same gradient as one batch, launcher variables, the data sampler; then the real
  * program ($C4_BUILD_DIR/bin/c4train): the loss falls, an uneven split trains the same
  * parameters as an even one, a restart on fewer ranks continues the same loss curve, a
- * killed or stopped rank is dropped while the job goes on, and a pipeline (--pp) computes what
- * one rank computes. */
+ * killed or stopped rank is dropped while the job goes on, a pipeline (--pp) computes what
+ * one rank computes, and a checkpoint of any data x pipeline layout resumes in any other. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -522,6 +522,10 @@ END_TEST
   "--layers 3 --width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 "                 \
   "--eval-windows 8 --json --steps 6"
 
+#define PIPE_LONG                                                                                  \
+  "--layers 3 --width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 12 "                \
+  "--eval-windows 8 --json --ckpt-every 3"
+
 /* --pp: the same model and data through 2 and 3 stages, and 2 pipelines of 2, compute the losses
  * and the parameters of one rank, up to the order in which floats were added. */
 START_TEST(a_pipeline_computes_what_one_rank_computes) {
@@ -566,6 +570,35 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
 }
 END_TEST
 
+/* A checkpoint written by 2 pipelines of 2 stages resumes as 1 x 3 and as 3 x 1 (and 1 x 3's as
+ * 2 x 2), each going on with the losses of a run that never stopped. */
+START_TEST(a_checkpoint_of_any_layout_resumes_in_any_other) {
+  ck_assert_int_eq(run("whole", PIPE_LONG " --steps 12"), 0);
+  ck_assert_int_eq(run("first", PIPE_LONG " --steps 6 --local-ranks 4 --pp 2 --ckpt-dir %s/a", dir),
+                   0);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cp -r '%s/a' '%s/b'", dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert_int_eq(run("r1x3", PIPE_LONG " --steps 9 --local-ranks 3 --pp 3 --ckpt-dir %s/a", dir),
+                   0);
+  ck_assert_int_eq(run("r3x1", PIPE_LONG " --steps 12 --local-ranks 3 --ckpt-dir %s/b", dir), 0);
+  ck_assert_int_eq(run("r2x2", PIPE_LONG " --steps 12 --local-ranks 4 --pp 2 --ckpt-dir %s/a", dir),
+                   0);
+  json_t *whole = events("whole", "step");
+  const char *name[] = {"r1x3", "r3x1", "r2x2"};
+  int from[] = {7, 7, 10}, to[] = {9, 12, 12};
+  for (int k = 0; k < 3; k++) {
+    json_t *got = events(name[k], "step");
+    ck_assert_int_eq(json_array_size(got), (size_t)(to[k] - from[k] + 1));
+    for (int st = from[k]; st <= to[k]; st++)
+      ck_assert_msg(fabs(step_loss(got, st) - step_loss(whole, st)) < 1e-5, "%s step %d: %f vs %f",
+                    name[k], st, step_loss(got, st), step_loss(whole, st));
+    json_decref(got);
+  }
+  json_decref(whole);
+}
+END_TEST
+
 START_TEST(bad_flags_and_missing_data_are_clear_errors) {
   ck_assert_int_eq(run("bad", "--slow 2"), 2);
   ck_assert_int_eq(run("bad2", "--width 30 --heads 4"), 2);
@@ -601,6 +634,7 @@ int main(void) {
   tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
   tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
+  tcase_add_test(prog, a_checkpoint_of_any_layout_resumes_in_any_other);
   suite_add_tcase(s, prog);
   return c4_check_run(s);
 }
