@@ -122,6 +122,7 @@ int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
       return -1;
     int moved = 0;
     if (!req && (drive(p, &moved) || timed_out(p, last))) return -1;
+    if (!req) c4_idle(c4_now_ns() - last);
   }
   for (;;) {
     int done = 0, size = 0, moved = 0;

@@ -122,6 +122,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   int rank = r->rank, world = r->world, status = 1;
   /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
   int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
+  if (o->pp > 1 && o->slow_rank >= 0) { /* nothing re-splits a pipeline's layers yet */
+    fprintf(stderr, "c4train: rank %d: --slow is a drill for the data re-split, not for --pp\n",
+            rank);
+    return 1;
+  }
   if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
     /* the stages' kernels go through the ops table like the rest, but their links use the net
      * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */

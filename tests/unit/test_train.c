@@ -567,6 +567,7 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
   /* layouts that cannot be: clear errors */
   ck_assert_int_eq(run("pp_odd", PIPE " --local-ranks 3 --pp 2"), 1);
   ck_assert_int_eq(run("pp_deep", PIPE " --local-ranks 4 --pp 4"), 1);
+  ck_assert_int_eq(run("pp_slow", PIPE " --local-ranks 2 --pp 2 --slow 1:2"), 1);
 }
 END_TEST
 
