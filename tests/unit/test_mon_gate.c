@@ -90,6 +90,21 @@ START_TEST(heartbeats_with_offsets_times_or_counts_beyond_range_are_malformed) {
 }
 END_TEST
 
+/* nnodes -1 is "unknown" (docs/trace-format.md): the host ring of c4train and c4perf says so, and
+ * c4mon must take it, or those jobs are never seen. */
+START_TEST(a_comm_whose_node_count_is_unknown_is_taken) {
+  const char *why = NULL;
+  struct c4_record c = {.kind = C4_REC_COMM};
+  c.comm.nranks = 4;
+  c.comm.rank = 1;
+  c.comm.nnodes = -1;
+  c.comm.t = 5;
+  ck_assert_int_eq(c4_mon_record_check(&c, 0, &why), 0);
+  c.comm.nnodes = -2;
+  ck_assert_int_ne(c4_mon_record_check(&c, 0, &why), 0);
+}
+END_TEST
+
 START_TEST(records_at_the_extremes_are_refused_without_overflow_and_never_go_below_zero) {
   const char *why = NULL;
   struct c4_record r = {.kind = C4_REC_XFER};
@@ -152,6 +167,7 @@ int main(void) {
   tcase_add_test(tc, peer_text_is_escaped_before_it_reaches_a_log_line);
   tcase_add_test(tc, heartbeats_with_offsets_times_or_counts_beyond_range_are_malformed);
   tcase_add_test(tc, records_at_the_extremes_are_refused_without_overflow_and_never_go_below_zero);
+  tcase_add_test(tc, a_comm_whose_node_count_is_unknown_is_taken);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
