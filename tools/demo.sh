@@ -8,8 +8,8 @@
 #     (C4_FAULT rate ... from_step=131,to_step=180, docs/fault.md: a bad link).
 # c4mon's verdicts print as they come (c4mon events --follow), beside c4train's steps and the
 # straggler planner's re-splits; at the end c4train's tokens/s before, during and after the slow
-# steps, the delay matrix as a picture (OUT/matrix.png: taken at c4mon's first comm_slow verdict,
-# else at the end), and the score: c4mon's events against the faults injected
+# steps, the delay matrix as a picture (OUT/matrix.png: taken at c4mon's first comm_slow verdict
+# in the slow-link steps, else at the end), and the score: c4mon's events against the faults injected
 # (tools/demo-expected.json, c4mon events --score): each must be found with its class and place,
 # and nothing else raised. Exits 1 on a miss or a false alarm. About 60 s.
 # Usage: tools/demo.sh [BUILD_DIR]   (OUT: $C4_DEMO_OUT, default demo-out/)
@@ -70,7 +70,10 @@ picture() { # the delay matrix from the running c4mon
   C4_TOKEN=demo "$BIN/c4mon" matrix --connect "127.0.0.1:$MON" --png "$OUT/matrix.png" >/dev/null 2>&1 && matrix_taken=1
 }
 while kill -0 "$train" 2>/dev/null; do
-  if [ "$matrix_taken" = 0 ] && [ "$("$BIN/c4mon" events "$OUT/events.jsonl" --kind comm_slow --count)" != 0 ]; then
+  # the picture at c4mon's first comm_slow verdict in the slow-link steps (before step 131 has
+  # begun the query fails, and no picture is taken)
+  if [ "$matrix_taken" = 0 ] && n=$("$BIN/c4mon" events "$OUT/events.jsonl" --kind comm_slow \
+    --since step:131 --steps "$OUT/train.jsonl" --count 2>/dev/null) && [ "$n" -gt 0 ]; then
     picture
   fi
   sleep 0.5
@@ -81,7 +84,7 @@ sleep 1.5 # the last verdicts (recoveries) reach c4mon's file and the screen
 
 echo
 sed -n 's/^tokens\/s, median of the steps: /tokens\/s (median of the steps): /p; s/^done: /c4train: /p' "$OUT/c4train.out"
-echo "pictures: $OUT/matrix.png (the delay matrix$([ "$matrix_taken" = 1 ] && echo " at the first comm_slow verdict"))"
+echo "pictures: $OUT/matrix.png (the delay matrix$([ "$matrix_taken" = 1 ] && echo " at c4mon's first comm_slow verdict in the slow-link steps"))"
 echo
 echo "the faults injected against c4mon's verdicts ($HERE/demo-expected.json):"
 "$BIN/c4mon" events "$OUT/events.jsonl" --score "$HERE/demo-expected.json" --steps "$OUT/train.jsonl" \
