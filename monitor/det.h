@@ -1,8 +1,9 @@
 /* det.h -- c4mon's detection: takes every record (and c4mon's own rank records: heartbeats, ends
  * of streams) on the telemetry's clock and emits verdicts (docs/events.md) through mon_events.
- * Three detectors share it: collectives (det_coll.c: straggler, comm_hang, noncomm_hang), the
- * delay matrix (det_matrix.c: comm_slow) and liveness (det_ranks.c: rank_lost). Single-threaded;
- * bounded memory. */
+ * The detectors: collectives (det_coll.c: straggler), hangs (det_hang.c: comm_hang,
+ * noncomm_hang), the delay matrix (det_matrix.c: comm_slow) and liveness (det_ranks.c:
+ * rank_lost); they keep their verdicts in the verdict book (det_book.c). Single-threaded; bounded
+ * memory. */
 #ifndef C4_DET_H
 #define C4_DET_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "c4_record.h"
+#include "det_job.h"
 
 struct c4_det_config {
   uint64_t hang_ns;   /* a collective stalled this long is a hang (default 3 s) */
@@ -22,8 +24,13 @@ struct c4_det_config {
  * cannot be read. */
 int c4_det_init(const struct c4_det_config *cfg);
 
-/* Takes one record of job, its times already on the telemetry's clock. */
-void c4_det_take(const char *job, const struct c4_record *r);
+/* The handle of the job named name (at most C4_DET_JOB_NAME - 1 bytes are kept), the same one
+ * each time: resolve it once per connection or replay, not per record. Handles outlive
+ * c4_det_reset. NULL when C4_DET_MAX_JOBS jobs are known already. */
+const struct c4_det_job *c4_det_job(const char *name);
+
+/* Takes one record of job (NULL: ignored), its times already on the telemetry's clock. */
+void c4_det_take(const struct c4_det_job *job, const struct c4_record *r);
 
 /* A hint, before c4_det_take(r) of a batch: stage 0 then stage 1 over the whole batch start the
  * memory loads take will need (the matrix's connection slot, then its cell). No effect on

@@ -18,7 +18,7 @@
 #define MAX_TRACKED 1024 /* communicators with identity or straggler state */
 
 struct comm_state {
-  char job[64];
+  const struct c4_det_job *job;
   uint64_t comm;
   int nranks;
   long completed;   /* collectives every rank entered, with a previous one in the window */
@@ -40,6 +40,7 @@ struct comm_state {
   int flagged_list[64]; /* the flagged ranks, for the state document */
 };
 
+static const struct det_ctx *ctx;
 static struct comm_state *tracked[MAX_TRACKED];
 static int ntracked;
 
@@ -71,13 +72,13 @@ static void forget(void *user) {
   state_free(user);
 }
 
-static struct comm_state *state_find(const char *job, uint64_t comm) {
+static struct comm_state *state_find(const struct c4_det_job *job, uint64_t comm) {
   for (int i = 0; i < ntracked; i++)
-    if (tracked[i]->comm == comm && !strcmp(tracked[i]->job, job)) return tracked[i];
+    if (tracked[i]->comm == comm && tracked[i]->job == job) return tracked[i];
   return NULL;
 }
 
-static struct comm_state *state_new(const char *job, uint64_t comm, int nranks) {
+static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm, int nranks) {
   if (nranks <= 0 || nranks > C4MON_MAX_RANKS) return NULL;
   if (ntracked == MAX_TRACKED) { /* drop one that the windows do not hold */
     for (int i = 0; i < ntracked; i++)
@@ -108,7 +109,7 @@ static struct comm_state *state_new(const char *job, uint64_t comm, int nranks) 
     state_free(s);
     return NULL;
   }
-  snprintf(s->job, sizeof s->job, "%s", job);
+  s->job = job;
   s->comm = comm;
   s->nranks = nranks;
   for (int i = 0; i < K; i++)
@@ -117,7 +118,7 @@ static struct comm_state *state_new(const char *job, uint64_t comm, int nranks) 
   return s;
 }
 
-void det_coll_take_comm(const char *job, const struct c4_comm_record *c) {
+void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_record *c) {
   struct comm_state *s = state_find(job, c->comm);
   if (!s) s = state_new(job, c->comm, c->nranks);
   if (!s || c->rank < 0 || c->rank >= s->nranks) return;
@@ -125,12 +126,13 @@ void det_coll_take_comm(const char *job, const struct c4_comm_record *c) {
   s->pid[c->rank] = c->pid;
 }
 
-int det_coll_identity(const char *job, uint64_t comm, int comm_rank, const char **host) {
+int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
+                      const char **host) {
   struct comm_state *s = state_find(job, comm);
   *host = "";
   if (!s || comm_rank < 0 || comm_rank >= s->nranks || !s->host[comm_rank][0]) return comm_rank;
   *host = s->host[comm_rank];
-  int r = det_rank_of(s->host[comm_rank], s->pid[comm_rank]);
+  int r = det_ident_rank(ctx->idents, s->host[comm_rank], s->pid[comm_rank]);
   return r >= 0 ? r : comm_rank;
 }
 
@@ -187,10 +189,10 @@ static void raise_straggler(struct comm_state *s, int r, double factor) {
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
   char key[320];
-  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job, host, rank);
+  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job->name, host, rank);
   struct det_finding f = {.kind = "straggler",
                           .where = "gpu",
-                          .job = s->job,
+                          .job = s->job->name,
                           .ranks = json_pack("[i]", rank),
                           .hosts = host[0] ? json_pack("[s]", host) : json_array(),
                           .factor = factor,
@@ -200,7 +202,7 @@ static void raise_straggler(struct comm_state *s, int r, double factor) {
   snprintf(f.detail, sizeof f.detail,
            "compute between collectives %.2fx its usual share; last to arrive %d of the last %d",
            factor, s->last[r], K);
-  det_raise(key, &f);
+  det_book_raise(key, &f, ctx->now);
   s->flagged[r] = 1;
   s->calm[r] = 0;
   if (s->nflagged < 64) s->flagged_list[s->nflagged++] = r;
@@ -210,8 +212,8 @@ static void clear_straggler(struct comm_state *s, int r) {
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
   char key[320];
-  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job, host, rank);
-  det_clear(key, "compute time between collectives back to its usual share");
+  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job->name, host, rank);
+  det_book_clear(key, "compute time between collectives back to its usual share", ctx->now);
   s->flagged[r] = 0;
   for (int i = 0; i < s->nflagged; i++)
     if (s->flagged_list[i] == r) s->flagged_list[i] = s->flagged_list[--s->nflagged];
@@ -256,7 +258,7 @@ static void end_warmup(struct comm_state *s) {
   }
 }
 
-static void arrived(const char *job, uint64_t comm, int nranks, void **user,
+static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,
                     const struct c4_win_slot *cur, const struct c4_win_slot *prev) {
   if (nranks < 2 || !prev) return;
   struct comm_state *s = *user;
@@ -301,10 +303,10 @@ static void arrived(const char *job, uint64_t comm, int nranks, void **user,
   if (s->completed == WARMUP + K) end_warmup(s);
 }
 
-double det_coll_slowdown(const char *job, int rank) {
+double det_coll_slowdown(const struct c4_det_job *job, int rank) {
   for (int i = 0; i < ntracked; i++) {
     struct comm_state *s = tracked[i];
-    if (!s->nflagged || strcmp(s->job, job)) continue;
+    if (!s->nflagged || s->job != job) continue;
     for (int i = 0; i < s->nflagged; i++) {
       int r = s->flagged_list[i];
       const char *host;
@@ -315,7 +317,8 @@ double det_coll_slowdown(const char *job, int rank) {
   return 1.0;
 }
 
-void det_coll_init(void) {
+void det_coll_init(const struct det_ctx *c) {
+  ctx = c;
   static const struct c4_win_hooks h = {.arrived = arrived, .forget = forget};
   c4_mon_windows_set_hooks(&h);
 }

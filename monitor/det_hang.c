@@ -16,36 +16,39 @@
 #define MAX_NAMED 64 /* ranks listed in one event */
 
 struct job_state {
-  char job[64];
+  const struct c4_det_job *job;
   uint64_t last_progress; /* newest completion of a collective */
   double inside_ewma;     /* typical time a rank spends inside a collective */
   int hung;               /* a hang verdict is up */
   uint64_t next_look;     /* a stall that needed no verdict is looked at again from then on */
 };
 
+static const struct det_ctx *ctx;
 static struct job_state jobs[MAX_JOBS];
 static int njobs;
 
 struct pending {
   struct c4_xfer_record x;
-  char job[64];
+  const struct c4_det_job *job;
 };
 static struct pending pend[MAX_PENDING];
 static int npend;
 
-static struct job_state *job_get(const char *job) {
+static struct job_state *job_get(const struct c4_det_job *job) {
   for (int i = 0; i < njobs; i++)
-    if (!strcmp(jobs[i].job, job)) return &jobs[i];
+    if (jobs[i].job == job) return &jobs[i];
   if (njobs == MAX_JOBS) return NULL;
   struct job_state *j = &jobs[njobs++];
   memset(j, 0, sizeof *j);
-  snprintf(j->job, sizeof j->job, "%s", job);
+  j->job = job;
   return j;
 }
 
-static void hang_key(const char *job, char *key, size_t n) { snprintf(key, n, "hang/%s", job); }
+static void hang_key(const struct c4_det_job *job, char *key, size_t n) {
+  snprintf(key, n, "hang/%s", job->name);
+}
 
-void det_hang_take_progress(const char *job, uint64_t t, uint64_t inside_ns) {
+void det_hang_take_progress(const struct c4_det_job *job, uint64_t t, uint64_t inside_ns) {
   struct job_state *j = job_get(job);
   if (!j) return;
   if (inside_ns)
@@ -57,12 +60,12 @@ void det_hang_take_progress(const char *job, uint64_t t, uint64_t inside_ns) {
   if (j->hung) {
     char key[320];
     hang_key(job, key, sizeof key);
-    det_clear(key, "collectives are completing again");
+    det_book_clear(key, "collectives are completing again", ctx->now);
     j->hung = 0;
   }
 }
 
-void det_hang_take_xfer(const char *job, const struct c4_xfer_record *x) {
+void det_hang_take_xfer(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   if (x->status == C4_XFER_PENDING) {
     for (int i = 0; i < npend; i++)
       if (pend[i].x.conn_id == x->conn_id && pend[i].x.dir == x->dir) {
@@ -71,7 +74,7 @@ void det_hang_take_xfer(const char *job, const struct c4_xfer_record *x) {
       }
     if (npend == MAX_PENDING) return;
     pend[npend].x = *x;
-    snprintf(pend[npend].job, sizeof pend[npend].job, "%s", job);
+    pend[npend].job = job;
     npend++;
     return;
   }
@@ -83,7 +86,7 @@ void det_hang_take_xfer(const char *job, const struct c4_xfer_record *x) {
 }
 
 struct gather {
-  const char *job;
+  const struct c4_det_job *job;
   json_t *ranks, *hosts;
   int n;
   int quiet, inside, outside, lost_recent;
@@ -104,7 +107,7 @@ static void add_rank(struct gather *g, int rank, const char *host) {
 static void survey(struct det_rank *r, void *arg) {
   struct gather *g = arg;
   if (r->lost) {
-    if (r->lost_at + c4_det_cfg.hang_ns >= g->since) g->lost_recent++;
+    if (r->lost_at + ctx->cfg.hang_ns >= g->since) g->lost_recent++;
     return;
   }
   if (r->ended) return;
@@ -119,7 +122,7 @@ static void survey(struct det_rank *r, void *arg) {
 }
 
 struct open_arg {
-  const char *job;
+  const struct c4_det_job *job;
   struct gather *g;
   uint64_t comm;
   int missing, all_in;
@@ -151,25 +154,25 @@ static void raise_hang(struct job_state *j, const char *kind, const char *where,
   hang_key(j->job, key, sizeof key);
   struct det_finding f = {.kind = kind,
                           .where = where,
-                          .job = j->job,
+                          .job = j->job->name,
                           .ranks = ranks,
                           .hosts = hosts,
                           .confidence = 1,
                           .comm = comm,
                           .first_seen = j->last_progress};
   snprintf(f.detail, sizeof f.detail, "%s", detail);
-  det_raise(key, &f);
+  det_book_raise(key, &f, ctx->now);
   j->hung = 1;
 }
 
 /* The stuck connection: a pending send whose receiver's side is pending too, else the oldest
  * pending send, else the oldest pending receive. */
-static const struct c4_xfer_record *stuck_connection(const char *job) {
+static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *job) {
   const struct c4_xfer_record *best = NULL;
   int best_score = -1;
   for (int i = 0; i < npend; i++) {
     const struct c4_xfer_record *x = &pend[i].x;
-    if (strcmp(pend[i].job, job)) continue;
+    if (pend[i].job != job) continue;
     int score = x->dir == C4_DIR_SEND;
     if (score)
       for (int k = 0; k < npend; k++)
@@ -189,7 +192,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
     snprintf(detail, sizeof detail,
              "every rank is inside a collective that has not completed for %.1f s; no pending "
              "transfer names the connection",
-             (double)(c4_det_now - j->last_progress) / 1e9);
+             (double)(ctx->now - j->last_progress) / 1e9);
     raise_hang(j, "comm_hang", "link", json_array(), json_array(), comm, detail);
     json_decref(g->ranks);
     json_decref(g->hosts);
@@ -203,7 +206,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
   hang_key(j->job, key, sizeof key);
   struct det_finding f = {.kind = "comm_hang",
                           .where = "link",
-                          .job = j->job,
+                          .job = j->job->name,
                           .ranks = json_pack("[i, i]", src->rank, dst->rank),
                           .hosts = json_pack("[s, s]", src->host, dst->host),
                           .link_src = src->host,
@@ -217,7 +220,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
            "every rank is inside a collective; connection %016" PRIx64 " %s/%d -> %s/%d moved "
            "%" PRIu64 " bytes and is stuck",
            x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
-  det_raise(key, &f);
+  det_book_raise(key, &f, ctx->now);
   j->hung = 1;
 }
 
@@ -226,9 +229,9 @@ static void judge_stall(struct job_state *j) {
       .job = j->job, .ranks = json_array(), .hosts = json_array(), .since = j->last_progress};
   det_ranks_each(j->job, survey, &g);
   char detail[160];
-  double stalled = (double)(c4_det_now - j->last_progress) / 1e9;
+  double stalled = (double)(ctx->now - j->last_progress) / 1e9;
   if (g.lost_recent) { /* a lost rank explains it: rank_lost says so */
-    j->next_look = c4_det_now + 1000000000ull;
+    j->next_look = ctx->now + 1000000000ull;
     goto done;
   }
   if (g.quiet) {
@@ -270,7 +273,7 @@ static void judge_stall(struct job_state *j) {
     raise_comm_hang(j, 0, &g);
     return;
   }
-  j->next_look = c4_det_now + 1000000000ull; /* nobody is inside a collective: computing */
+  j->next_look = ctx->now + 1000000000ull; /* nobody is inside a collective: computing */
 done:
   json_decref(g.ranks);
   json_decref(g.hosts);
@@ -279,12 +282,14 @@ done:
 void det_hang_advance(void) {
   for (int i = 0; i < njobs; i++) {
     struct job_state *j = &jobs[i];
-    if (!j->last_progress || j->hung || c4_det_now < j->next_look) continue;
-    uint64_t threshold = c4_det_cfg.hang_ns;
+    if (!j->last_progress || j->hung || ctx->now < j->next_look) continue;
+    uint64_t threshold = ctx->cfg.hang_ns;
     if (10 * j->inside_ewma > (double)threshold) threshold = (uint64_t)(10 * j->inside_ewma);
-    if (c4_det_now - j->last_progress >= threshold) judge_stall(j);
+    if (ctx->now - j->last_progress >= threshold) judge_stall(j);
   }
 }
+
+void det_hang_init(const struct det_ctx *c) { ctx = c; }
 
 void det_hang_reset(void) {
   njobs = 0;

@@ -81,7 +81,7 @@ static struct {
   int *cell_hash;
   uint64_t next_hw; /* the next half-window to evaluate, 0: no sample yet */
   uint64_t newest_hw;
-  char job[64];
+  const struct c4_det_job *job; /* the newest record's */
   struct cand cand[MAX_CANDS];
   int ncand;
   uint64_t dropped;
@@ -112,6 +112,8 @@ static struct {
 } m;
 
 #define CONN_CACHE (1 << 20)
+
+static const struct det_ctx *ctx;
 
 static uint64_t mix(uint64_t h) {
   h ^= h >> 33;
@@ -308,7 +310,7 @@ static void settle_held(uint64_t now) {
   }
 }
 
-void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
+void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   if (!x->t_first_byte) det_xstart_post(x->nccl_comm, x->t_posted);
   if (x->status != C4_XFER_OK || x->bytes < MIN_BYTES || !x->t_done ||
       (x->t_first_byte && x->t_done <= x->t_first_byte))
@@ -324,7 +326,7 @@ void det_matrix_take(const char *job, const struct c4_xfer_record *x) {
     m.dropped++;
     return;
   }
-  if (strcmp(m.job, job)) snprintf(m.job, sizeof m.job, "%s", job);
+  m.job = job;
   if (x->t_first_byte)
     add_sample(c, size_class(x->bytes),
                (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes), x->t_done);
@@ -400,8 +402,8 @@ static uint64_t cand_first_seen(const char *key) {
 
 static void raise_cand(const char *key, struct det_finding *f) {
   f->first_seen = cand_first_seen(key);
-  f->job = m.job;
-  det_raise(key, f);
+  f->job = m.job->name;
+  det_book_raise(key, f, ctx->now);
   struct cand *c = cand_get(key);
   if (c) c->raised = 1;
 }
@@ -437,7 +439,7 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   for (int p = 0; p < np; p++) {
     if (cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3) continue;
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job, det_plan_path_name(p));
+    snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
     if (!sighting(key, wstart)) continue;
@@ -478,7 +480,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 2;
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job, by_src ? "nic_tx" : "nic_rx",
+    snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
     if (!sighting(key, wstart)) continue;
     struct det_finding f = {.kind = "comm_slow",
@@ -502,8 +504,8 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     if (!c->n || hot_cell[i] == 2 || c->v - m.overall < hot || c->resid < hot) continue;
     struct node *s = &m.node[c->src], *d = &m.node[c->dst];
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job, s->host, s->dev, d->host,
-             d->dev);
+    snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
+             d->host, d->dev);
     if (!sighting(key, wstart)) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "link",
@@ -648,7 +650,7 @@ static void evaluate(uint64_t w) {
     if (!c->seen) {
       c->streak = 0;
       if (++c->miss >= STREAK || !c->raised) {
-        if (c->raised) det_clear(c->key, "the cell is back under its threshold");
+        if (c->raised) det_book_clear(c->key, "the cell is back under its threshold", ctx->now);
         m.cand[i] = m.cand[--m.ncand];
         continue;
       }
@@ -661,10 +663,10 @@ static void evaluate(uint64_t w) {
 /* Judges every half-window whose records are in (it ended GRACE_NS ago), while samples come;
  * after a long silence only the last two are worth judging. */
 void det_matrix_advance(void) {
-  settle_held(c4_det_now);
+  settle_held(ctx->now);
   if (!m.next_hw) return;
   if (m.newest_hw > m.next_hw + 2) m.next_hw = m.newest_hw - 2;
-  while (m.next_hw <= m.newest_hw && (m.next_hw + 1) * HALF_NS + GRACE_NS <= c4_det_now) {
+  while (m.next_hw <= m.newest_hw && (m.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
     evaluate(m.next_hw);
     m.next_hw++;
   }
@@ -685,10 +687,12 @@ json_t *det_matrix_state(void) {
       json_array_append_new(cells,
                             json_pack("[i, i, f, i]", c->src, c->dst, exp(c->v - m.overall), c->n));
   }
-  return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job, "nodes", nodes, "cells",
-                   cells, "rows", rows, "cols", cols, "t", (json_int_t)m.eval_t, "dropped",
-                   (json_int_t)m.dropped);
+  return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job ? m.job->name : "", "nodes",
+                   nodes, "cells", cells, "rows", rows, "cols", cols, "t", (json_int_t)m.eval_t,
+                   "dropped", (json_int_t)m.dropped);
 }
+
+void det_matrix_init(const struct det_ctx *c) { ctx = c; }
 
 void det_matrix_reset(void) {
   det_table_free(m.node, NODE_CAP * sizeof *m.node);

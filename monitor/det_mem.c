@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#include "det_internal.h"
+#include "det_index.h"
 
 void *det_table_alloc(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

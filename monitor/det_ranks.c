@@ -17,16 +17,18 @@
 static struct det_index ranks = {
     .item_size = sizeof(struct det_rank), .nslots = 1 << 19, .probes = 256};
 static uint64_t next_check;
+static const struct det_ctx *ctx;
 
-static uint64_t hash(const char *job, int rank) {
-  uint64_t h = 1469598103934665603ull ^ (uint32_t)rank;
-  for (const char *p = job; *p; p++)
+static uint64_t hash(const char *host, uint32_t pid) {
+  uint64_t h = 1469598103934665603ull ^ pid;
+  for (const char *p = host; *p; p++)
     h = (h ^ (uint8_t)*p) * 1099511628211ull;
   return h * 0x9e3779b97f4a7c15ull;
 }
 
 struct rank_key {
-  const char *job, *host;
+  const struct c4_det_job *job;
+  const char *host;
   int rank;
   uint32_t pid;
 };
@@ -34,13 +36,14 @@ struct rank_key {
 static int rank_match(const void *item, const void *key) {
   const struct det_rank *e = item;
   const struct rank_key *k = key;
-  return e->rank == k->rank && !strcmp(e->job, k->job) &&
+  return e->rank == k->rank && e->job == k->job &&
          (k->rank >= 0 || (e->pid == k->pid && !strcmp(e->host, k->host)));
 }
 
-struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
-                              int insert) {
-  uint64_t h = hash(job, rank) ^ (rank < 0 ? hash(host, (int)pid) : 0);
+struct det_rank *det_rank_get(const struct c4_det_job *job, int rank, const char *host,
+                              uint32_t pid, int insert) {
+  uint64_t h = ((uint64_t)job->id << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull ^
+               (rank < 0 ? hash(host, pid) : 0);
   struct rank_key k = {job, host, rank, pid};
   int added;
   struct det_rank *e = det_index_get(&ranks, h >> 45, rank_match, &k, insert, &added);
@@ -49,23 +52,24 @@ struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint3
     e->rank = rank;
     e->pid = pid;
     snprintf(e->host, sizeof e->host, "%s", host);
-    snprintf(e->job, sizeof e->job, "%s", job);
+    e->job = job;
   }
   return e;
 }
 
-void det_ranks_each(const char *job, void (*fn)(struct det_rank *r, void *arg), void *arg) {
+void det_ranks_each(const struct c4_det_job *job, void (*fn)(struct det_rank *r, void *arg),
+                    void *arg) {
   for (long i = 0; i < ranks.n; i++) {
     struct det_rank *e = det_index_at(&ranks, i);
-    if (!job || !strcmp(e->job, job)) fn(e, arg);
+    if (!job || e->job == job) fn(e, arg);
   }
 }
 
 static void key_of(const struct det_rank *e, char *key, size_t n) {
   if (e->rank >= 0)
-    snprintf(key, n, "rank_lost/%s/%d", e->job, e->rank);
+    snprintf(key, n, "rank_lost/%s/%d", e->job->name, e->rank);
   else
-    snprintf(key, n, "rank_lost/%s/%s/%u", e->job, e->host, e->pid);
+    snprintf(key, n, "rank_lost/%s/%s/%u", e->job->name, e->host, e->pid);
 }
 
 static void raise_lost(struct det_rank *e, const char *why) {
@@ -73,19 +77,19 @@ static void raise_lost(struct det_rank *e, const char *why) {
   key_of(e, key, sizeof key);
   struct det_finding f = {.kind = "rank_lost",
                           .where = "gpu",
-                          .job = e->job,
+                          .job = e->job->name,
                           .ranks = json_pack("[i]", e->rank),
                           .hosts = json_pack("[s]", e->host),
                           .factor = 0,
                           .confidence = 1,
-                          .first_seen = e->last_hb ? e->last_hb : c4_det_now};
+                          .first_seen = e->last_hb ? e->last_hb : ctx->now};
   snprintf(f.detail, sizeof f.detail, "%s", why);
-  det_raise(key, &f);
+  det_book_raise(key, &f, ctx->now);
   e->lost = 1;
-  e->lost_at = c4_det_now;
+  e->lost_at = ctx->now;
 }
 
-void det_ranks_take(const char *job, const struct c4_rank_record *k) {
+void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k) {
   struct det_rank *e = det_rank_get(job, k->rank, k->host, k->pid, 1);
   if (!e) return;
   snprintf(e->host, sizeof e->host, "%s", k->host);
@@ -104,7 +108,7 @@ void det_ranks_take(const char *job, const struct c4_rank_record *k) {
     if (e->lost) {
       char key[320];
       key_of(e, key, sizeof key);
-      det_clear(key, "the rank is streaming again");
+      det_book_clear(key, "the rank is streaming again", ctx->now);
       e->lost = 0;
     }
   } else if (k->event == C4_RANK_BYE) {
@@ -118,9 +122,9 @@ void det_ranks_take(const char *job, const struct c4_rank_record *k) {
 static void check_silence(struct det_rank *e, void *arg) {
   (void)arg;
   if (e->lost || e->ended || !e->last_hb) return;
-  if (c4_det_now - e->last_hb >= c4_det_cfg.lost_ns) {
+  if (ctx->now - e->last_hb >= ctx->cfg.lost_ns) {
     char why[120];
-    snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(c4_det_now - e->last_hb) / 1e9);
+    snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(ctx->now - e->last_hb) / 1e9);
     raise_lost(e, why);
   }
 }
@@ -128,7 +132,7 @@ static void check_silence(struct det_rank *e, void *arg) {
 #define MAX_JOBS 256 /* jobs tracked at once; more are not ended (their verdicts stay) */
 
 struct life {
-  char job[64];
+  const struct c4_det_job *job;
   int alive, clean, lost; /* ranks in this pass: streaming, said goodbye, lost */
   int ended, gone;        /* ended: job_end given; gone: past the forget period */
   uint64_t ended_at;
@@ -138,13 +142,13 @@ struct life {
 static struct life jobs[MAX_JOBS];
 static int njobs;
 
-static struct life *life_of(const char *job) {
+static struct life *life_of(const struct c4_det_job *job) {
   for (int i = 0; i < njobs; i++)
-    if (!strcmp(jobs[i].job, job)) return &jobs[i];
+    if (jobs[i].job == job) return &jobs[i];
   if (njobs == MAX_JOBS) return NULL;
   struct life *l = &jobs[njobs++];
   memset(l, 0, sizeof *l);
-  snprintf(l->job, sizeof l->job, "%s", job);
+  l->job = job;
   l->ranks = json_array(); /* a job first seen in a pass */
   l->hosts = json_array();
   return l;
@@ -170,17 +174,17 @@ static void tally(struct det_rank *e, void *arg) {
 static void job_end(struct life *l) {
   struct det_finding f = {.kind = "job_end",
                           .where = "job",
-                          .job = l->job,
+                          .job = l->job->name,
                           .ranks = json_incref(l->ranks),
                           .hosts = json_incref(l->hosts),
                           .confidence = 1,
-                          .first_seen = c4_det_now};
+                          .first_seen = ctx->now};
   snprintf(f.detail, sizeof f.detail, "%d rank%s said goodbye%s", l->clean,
            l->clean == 1 ? "" : "s", l->lost ? "; lost ranks keep their verdicts" : "");
-  det_note(&f);
-  det_clear_job(l->job, "rank_lost", "the job ended: its ranks said goodbye");
+  det_book_note(&f, ctx->now);
+  det_book_clear_job(l->job->name, "rank_lost", "the job ended: its ranks said goodbye", ctx->now);
   l->ended = 1;
-  l->ended_at = c4_det_now;
+  l->ended_at = ctx->now;
 }
 
 /* One pass over every rank, with the liveness scan (every 500 ms of detection time), then each
@@ -200,7 +204,7 @@ static void jobs_advance(void) {
     } else if (l->clean && !l->ended) {
       job_end(l);
     }
-    if (l->ended && c4_det_now - l->ended_at >= c4_det_cfg.forget_ns) l->gone = 1;
+    if (l->ended && ctx->now - l->ended_at >= ctx->cfg.forget_ns) l->gone = 1;
     json_decref(l->ranks);
     json_decref(l->hosts);
     l->ranks = l->hosts = NULL;
@@ -209,30 +213,29 @@ static void jobs_advance(void) {
 
 int det_ranks_job_gone(const char *job) {
   for (int i = 0; job && i < njobs; i++)
-    if (!strcmp(jobs[i].job, job)) return jobs[i].gone;
+    if (!strcmp(jobs[i].job->name, job)) return jobs[i].gone;
   return 0;
 }
 
 json_t *det_ranks_gone_json(void) {
   json_t *a = json_array();
   for (int i = 0; i < njobs; i++)
-    if (jobs[i].gone) json_array_append_new(a, json_string(jobs[i].job));
+    if (jobs[i].gone) json_array_append_new(a, json_string(jobs[i].job->name));
   return a;
 }
 
 /* Liveness is checked every 500 ms of detection time: a full scan of 16,384 ranks is cheap at
  * that rate and the lost threshold is seconds. */
 void det_ranks_advance(void) {
-  if (c4_det_now < next_check) return;
-  next_check = c4_det_now + 500000000ull;
+  if (ctx->now < next_check) return;
+  next_check = ctx->now + 500000000ull;
   det_ranks_each(NULL, check_silence, NULL);
   jobs_advance();
 }
 
 int det_rank_quiet(const struct det_rank *e) {
   uint64_t interval = e->hb_interval ? e->hb_interval : 1000000000ull;
-  return !e->lost && !e->ended && e->last_hb &&
-         c4_det_now - e->last_hb > 2 * interval + interval / 2;
+  return !e->lost && !e->ended && e->last_hb && ctx->now - e->last_hb > 2 * interval + interval / 2;
 }
 
 struct state_arg {
@@ -242,10 +245,10 @@ struct state_arg {
 
 static void rank_json(struct det_rank *e, void *arg) {
   struct state_arg *a = arg;
-  if (!e->lost && det_ranks_job_gone(e->job)) return; /* its job ended and was forgotten */
-  if (a->n++ >= 100000) return;                       /* the document stays bounded */
+  if (!e->lost && det_ranks_job_gone(e->job->name)) return; /* its job ended and was forgotten */
+  if (a->n++ >= 100000) return;                             /* the document stays bounded */
   json_array_append_new(
-      a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job, "rank",
+      a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job->name, "rank",
                           e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),
                           "last_hb_ns", (json_int_t)e->last_hb, "entered", (json_int_t)e->entered,
                           "done", (json_int_t)e->done, "lost", e->lost));
@@ -256,6 +259,8 @@ json_t *det_ranks_state(void) {
   det_ranks_each(NULL, rank_json, &a);
   return a.ranks;
 }
+
+void det_ranks_init(const struct det_ctx *c) { ctx = c; }
 
 void det_ranks_reset(void) {
   det_index_reset(&ranks);

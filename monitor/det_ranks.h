@@ -5,9 +5,10 @@
 #include <stdint.h>
 
 #include "c4_record.h"
+#include "det_job.h"
 
 struct det_rank {
-  char job[64];
+  const struct c4_det_job *job;
   char host[C4_HOST_MAX];
   int rank;
   uint32_t pid;
@@ -18,11 +19,12 @@ struct det_rank {
 
 /* The rank (job, rank), added when insert is set and there is room; NULL otherwise. A process the
  * launcher gave no rank (-1) is told apart by its host and pid. */
-struct det_rank *det_rank_get(const char *job, int rank, const char *host, uint32_t pid,
-                              int insert);
+struct det_rank *det_rank_get(const struct c4_det_job *job, int rank, const char *host,
+                              uint32_t pid, int insert);
 
 /* Calls fn for each rank of job (NULL: of every job). */
-void det_ranks_each(const char *job, void (*fn)(struct det_rank *r, void *arg), void *arg);
+void det_ranks_each(const struct c4_det_job *job, void (*fn)(struct det_rank *r, void *arg),
+                    void *arg);
 
 /* 1 when the rank's heartbeats stopped for 2.5 of its intervals though its stream did not end:
  * the process is stopped or frozen, not computing. */

@@ -60,7 +60,8 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
   return t_bad || n_bad ? -1 : 0;
 }
 
-void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, struct c4_record *r) {
+void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,
+                        struct c4_record *r) {
   if (r->kind == C4_REC_XFER) {
     shift(&r->xfer.t_posted, offset);
     shift(&r->xfer.t_first_byte, offset);
@@ -84,7 +85,7 @@ void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, str
   if (!s->out) return;
   json_t *j = c4_record_json(r);
   if (!j) return;
-  json_object_set_new(j, "job", json_string(job));
+  json_object_set_new(j, "job", json_string(job->name));
   if (json_dumpf(j, s->out, JSON_COMPACT) == 0) fputc('\n', s->out);
   json_decref(j);
 }

@@ -8,6 +8,7 @@
 
 #include "c4_frame.h"
 #include "c4_record.h"
+#include "det_job.h"
 
 struct mon_sink {
   FILE *out; /* trace lines, or NULL */
@@ -25,9 +26,10 @@ int c4_mon_time_ok(uint64_t t, int64_t off);
 int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why);
 
 /* Adds offset to every time r carries (c4_mon_record_check(r, offset) passed; 0 stays 0: "not
- * yet"), counts it, hands it to detection
- * and writes it with "job" (c4mon's rank records as "hb" and "end" lines). */
-void c4_mon_take_record(struct mon_sink *s, const char *job, int64_t offset, struct c4_record *r);
+ * yet"), counts it, hands it to detection and writes it with its job's name (c4mon's rank records
+ * as "hb" and "end" lines). job is not NULL. */
+void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,
+                        struct c4_record *r);
 
 /* The time a record happened at, for pacing a replay: done, else arrival or post, else t. */
 uint64_t c4_mon_record_time(const struct c4_record *r);

@@ -38,6 +38,7 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
   }
   sink->out = trace_out;
   uint64_t start = c4_now_ns(), first = 0, last = 0;
+  const struct c4_det_job *job = c4_det_job("replay");
   /* Records go through in batches when not paced: detection prefetches what each will touch
    * first, so the cache misses of a batch overlap instead of queueing one behind another. */
   enum { BATCH = 32 };
@@ -68,7 +69,7 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
         if (t > first) sleep_until(start + (uint64_t)((double)(t - first) / speed));
       }
       if (t > last) last = t;
-      c4_mon_take_record(sink, "replay", 0, &batch[i]);
+      c4_mon_take_record(sink, job, 0, &batch[i]);
       if (speed > 0) c4_mon_outputs_tick(0);
     }
   }

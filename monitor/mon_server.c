@@ -46,6 +46,7 @@ struct conn {
   uint8_t *buf;
   size_t len, cap;
   struct c4_hello hello;
+  const struct c4_det_job *job; /* the hello's, once it is welcome */
   struct c4_heartbeat hb;
   uint64_t records;
   uint8_t *out; /* SENDING_STATUS: the framed reply, and how much of it has gone */
@@ -148,7 +149,7 @@ static void accept_all(void) {
 /* Counts a record for its rank and hands it to the pipeline in the rank's clock offset. */
 static void take_record(struct conn *c, struct c4_record *r) {
   c->records++;
-  c4_mon_take_record(&mon.sink, c->hello.job, c->hb.offset, r);
+  c4_mon_take_record(&mon.sink, c->job, c->hb.offset, r);
 }
 
 /* c4mon's own record of a rank's heartbeat or of the end of its stream, for detection and the
@@ -163,7 +164,7 @@ static void take_rank_event(struct conn *c, int event, uint64_t t, int64_t offse
                                    .done = event == C4_RANK_HB ? c->hb.done : 0,
                                    .dropped = event == C4_RANK_HB ? c->hb.dropped : 0};
   snprintf(r.rank.host, sizeof r.rank.host, "%s", c->hello.host);
-  c4_mon_take_record(&mon.sink, c->hello.job, offset, &r);
+  c4_mon_take_record(&mon.sink, c->job, offset, &r);
 }
 
 static json_t *status_json(void) {
@@ -300,13 +301,15 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     return -1;
   }
   int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
-           (!mon.o->job || !strcmp(mon.o->job, c->hello.job));
+           (!mon.o->job || !strcmp(mon.o->job, c->hello.job)) &&
+           (c->job = c4_det_job(c->hello.job)) != NULL;        /* named once, here */
   uint8_t status[2] = {ok ? 0 : 1, ok && mon.o->plan ? 1 : 0}; /* 1: a PLAN follows */
   send_frame(c->fd, C4_FRAME_WELCOME, status, sizeof status);
   if (!ok) {
     char what[64];
     snprintf(what, sizeof what, "rank %d (pid %u)", c->hello.rank, c->hello.pid);
-    mon_gate_refused(now, what, c->hello.job, c->hello.host, "wrong token or job");
+    mon_gate_refused(now, what, c->hello.job, c->hello.host,
+                     "wrong token or job (or too many jobs known already)");
     close_conn(c, NULL, 1);
     return -1;
   }

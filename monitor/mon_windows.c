@@ -17,7 +17,7 @@ struct slot {
 };
 
 struct comm {
-  char job[64];
+  const struct c4_det_job *job;
   uint64_t id;
   int nranks;
   uint64_t newest, touched;
@@ -75,7 +75,7 @@ void c4_mon_windows_reset(void) {
   memset(&win, 0, sizeof win);
 }
 
-static struct comm *comm_new(const char *job, uint64_t id, int nranks) {
+static struct comm *comm_new(const struct c4_det_job *job, uint64_t id, int nranks) {
   if (nranks <= 0 || nranks > C4MON_MAX_RANKS) {
     win.too_big++;
     return NULL;
@@ -87,7 +87,7 @@ static struct comm *comm_new(const char *job, uint64_t id, int nranks) {
     free(mem);
     return NULL;
   }
-  snprintf(c->job, sizeof c->job, "%s", job);
+  c->job = job;
   c->id = id;
   c->nranks = nranks;
   c->mem = mem;
@@ -103,13 +103,13 @@ static struct comm *comm_new(const char *job, uint64_t id, int nranks) {
   return c;
 }
 
-static struct comm *comm_find(const char *job, uint64_t id, int nranks_hint) {
+static struct comm *comm_find(const struct c4_det_job *job, uint64_t id, int nranks_hint) {
   for (int i = 0; i < win.n; i++)
-    if (win.comm[i]->id == id && !strcmp(win.comm[i]->job, job)) return win.comm[i];
+    if (win.comm[i]->id == id && win.comm[i]->job == job) return win.comm[i];
   return comm_new(job, id, nranks_hint);
 }
 
-static void take_coll(const char *job, const struct c4_coll_record *r) {
+static void take_coll(const struct c4_det_job *job, const struct c4_coll_record *r) {
   if (r->is_p2p) return; /* p2p calls are not matched across ranks by sequence */
   struct comm *c = comm_find(job, r->comm, r->nranks);
   if (!c || r->rank < 0 || r->rank >= c->nranks) return;
@@ -144,13 +144,13 @@ static void take_coll(const char *job, const struct c4_coll_record *r) {
   }
 }
 
-void c4_mon_windows_each_open(const char *job,
+void c4_mon_windows_each_open(const struct c4_det_job *job,
                               void (*fn)(uint64_t comm, int nranks, const struct c4_win_slot *s,
                                          void *arg),
                               void *arg) {
   for (int i = 0; i < win.n; i++) {
     const struct comm *c = win.comm[i];
-    if (strcmp(c->job, job)) continue;
+    if (c->job != job) continue;
     const struct slot *s = &c->slot[c->newest % C4MON_WINDOW];
     if (s->used && s->seq == c->newest && (s->arrived < c->nranks || s->done < c->nranks)) {
       struct c4_win_slot v;
@@ -160,7 +160,7 @@ void c4_mon_windows_each_open(const char *job,
   }
 }
 
-void c4_mon_windows_take(const char *job, const struct c4_record *r) {
+void c4_mon_windows_take(const struct c4_det_job *job, const struct c4_record *r) {
   if (r->kind == C4_REC_COLL) {
     take_coll(job, &r->coll);
   } else if (r->kind == C4_REC_COMM) {
@@ -170,8 +170,8 @@ void c4_mon_windows_take(const char *job, const struct c4_record *r) {
 }
 
 static json_t *comm_json(const struct comm *c) {
-  json_t *j = json_pack("{s:s, s:s, s:i, s:I}", "job", c->job, "comm", "", "nranks", c->nranks,
-                        "newest_seq", (json_int_t)c->newest);
+  json_t *j = json_pack("{s:s, s:s, s:i, s:I}", "job", c->job->name, "comm", "", "nranks",
+                        c->nranks, "newest_seq", (json_int_t)c->newest);
   char hex[17];
   snprintf(hex, sizeof hex, "%016" PRIx64, c->id);
   json_object_set_new(j, "comm", json_string(hex));

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "c4_record.h"
+#include "det_job.h"
 
 #define C4MON_WINDOW 64
 #define C4MON_MAX_COMMS 1024
@@ -30,7 +31,7 @@ struct c4_win_slot {
  * cur (prev: the one before it, NULL when it is not in the window), with *user a pointer the
  * detector may keep per communicator; forget() frees it when the communicator is evicted. */
 struct c4_win_hooks {
-  void (*arrived)(const char *job, uint64_t comm, int nranks, void **user,
+  void (*arrived)(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,
                   const struct c4_win_slot *cur, const struct c4_win_slot *prev);
   void (*forget)(void *user);
 };
@@ -38,14 +39,14 @@ void c4_mon_windows_set_hooks(const struct c4_win_hooks *h);
 
 /* Calls fn for the newest collective of each communicator of job when it is not complete (some
  * rank has not entered it, or not finished it). */
-void c4_mon_windows_each_open(const char *job,
+void c4_mon_windows_each_open(const struct c4_det_job *job,
                               void (*fn)(uint64_t comm, int nranks, const struct c4_win_slot *s,
                                          void *arg),
                               void *arg);
 
 /* Takes a coll or comm record of job (other kinds are ignored). Never fails: what does not fit
  * the bounds is counted and dropped. */
-void c4_mon_windows_take(const char *job, const struct c4_record *r);
+void c4_mon_windows_take(const struct c4_det_job *job, const struct c4_record *r);
 
 /* A summary for status and replay: per communicator its size, newest collective, the oldest one
  * not every rank has entered and which ranks are missing from it, and the rank that arrived last

@@ -48,7 +48,7 @@ static json_t *first(const char *kind) {
   return NULL;
 }
 
-static void take(struct c4_record *r) { c4_det_take("job", r); }
+static void take(struct c4_record *r) { c4_det_take(c4_det_job("job"), r); }
 
 static void comm_record(int rank, int nranks, uint64_t t) {
   struct c4_record r = {.kind = C4_REC_COMM};
@@ -410,41 +410,41 @@ END_TEST
 /* The cache in front of the identity table is exact: hosts alike in their first 16 bytes, the
  * same pid on every host (containers), and a rank that changes are all told apart. */
 START_TEST(processes_are_told_apart_by_their_whole_host_and_pid) {
-  setup(NULL);
+  struct det_idents x = {0};
   char a[C4_HOST_MAX] = "node-0001.cluster.example.com",
        b[C4_HOST_MAX] = "node-0001.cluster.example.org", c[C4_HOST_MAX] = "n1";
   for (int round = 0; round < 3; round++) { /* again and again: the cached path */
-    det_learn_rank(a, 7, 1);
-    det_learn_rank(b, 7, 2);
-    det_learn_rank(c, 7, 3);
+    det_ident_learn(&x, a, 7, 1);
+    det_ident_learn(&x, b, 7, 2);
+    det_ident_learn(&x, c, 7, 3);
   }
-  ck_assert_int_eq(det_rank_of(a, 7), 1);
-  ck_assert_int_eq(det_rank_of(b, 7), 2);
-  ck_assert_int_eq(det_rank_of(c, 7), 3);
-  ck_assert_int_eq(det_rank_of(a, 8), -1);
-  det_learn_rank(a, 7, 4); /* the same process under a new rank */
-  det_learn_rank(c, 7, 5);
-  ck_assert_int_eq(det_rank_of(a, 7), 4);
-  ck_assert_int_eq(det_rank_of(b, 7), 2);
-  ck_assert_int_eq(det_rank_of(c, 7), 5);
-  det_learn_rank(a, 7, 2); /* the rank b has, cached under the same 16 bytes and pid */
-  ck_assert_int_eq(det_rank_of(a, 7), 2);
-  det_learn_rank(c, 7, 3); /* back to a rank it had: no older entry of it answers instead */
-  ck_assert_int_eq(det_rank_of(c, 7), 3);
-  det_learn_rank(c, 7, 5);
-  ck_assert_int_eq(det_rank_of(c, 7), 5);
+  ck_assert_int_eq(det_ident_rank(&x, a, 7), 1);
+  ck_assert_int_eq(det_ident_rank(&x, b, 7), 2);
+  ck_assert_int_eq(det_ident_rank(&x, c, 7), 3);
+  ck_assert_int_eq(det_ident_rank(&x, a, 8), -1);
+  det_ident_learn(&x, a, 7, 4); /* the same process under a new rank */
+  det_ident_learn(&x, c, 7, 5);
+  ck_assert_int_eq(det_ident_rank(&x, a, 7), 4);
+  ck_assert_int_eq(det_ident_rank(&x, b, 7), 2);
+  ck_assert_int_eq(det_ident_rank(&x, c, 7), 5);
+  det_ident_learn(&x, a, 7, 2); /* the rank b has, cached under the same 16 bytes and pid */
+  ck_assert_int_eq(det_ident_rank(&x, a, 7), 2);
+  det_ident_learn(&x, c, 7, 3); /* back to a rank it had: no older entry of it answers instead */
+  ck_assert_int_eq(det_ident_rank(&x, c, 7), 3);
+  det_ident_learn(&x, c, 7, 5);
+  ck_assert_int_eq(det_ident_rank(&x, c, 7), 5);
   for (int h = 0; h < 20000; h++) { /* more processes than the cache has places */
     char host[C4_HOST_MAX] = {0};
     snprintf(host, sizeof host, "node-%05d.cluster.example.com", h);
-    det_learn_rank(host, 100, h);
-    det_learn_rank(host, 100, h);
+    det_ident_learn(&x, host, 100, h);
+    det_ident_learn(&x, host, 100, h);
   }
   for (int h = 0; h < 20000; h += 997) {
     char host[C4_HOST_MAX] = {0};
     snprintf(host, sizeof host, "node-%05d.cluster.example.com", h);
-    ck_assert_int_eq(det_rank_of(host, 100), h);
+    ck_assert_int_eq(det_ident_rank(&x, host, 100), h);
   }
-  c4_det_reset();
+  det_ident_reset(&x);
 }
 END_TEST
 

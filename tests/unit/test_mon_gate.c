@@ -7,6 +7,7 @@
 
 #include "../check_run.h"
 #include "c4_frame.h"
+#include "det.h"
 #include "mon_gate.h"
 #include "mon_pipeline.h"
 
@@ -153,7 +154,7 @@ START_TEST(records_at_the_extremes_are_refused_without_overflow_and_never_go_bel
   struct c4_record m = {.kind = C4_REC_LINK};
   m.link.t = C4_FRAME_TIME_MAX;
   ck_assert_int_eq(c4_mon_record_check(&m, -(int64_t)C4_FRAME_TIME_MAX + 1, &why), 0);
-  c4_mon_take_record(&sink, "j", -(int64_t)C4_FRAME_TIME_MAX + 1, &m);
+  c4_mon_take_record(&sink, c4_det_job("j"), -(int64_t)C4_FRAME_TIME_MAX + 1, &m);
   ck_assert_uint_eq(m.link.t, 1);
 }
 END_TEST
