@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "c4_err.h"
+#include "c4_log.h"
 #include "det_internal.h"
 #include "mon_windows.h"
 
@@ -39,6 +40,13 @@ int c4_det_init(const struct c4_det_config *cfg) {
   if (!ctx.cfg.hang_ns) ctx.cfg.hang_ns = 3000000000ull;
   if (!ctx.cfg.lost_ns) ctx.cfg.lost_ns = 10000000000ull;
   if (!ctx.cfg.forget_ns) ctx.cfg.forget_ns = 120000000000ull;
+  if (!ctx.cfg.false_alarm) ctx.cfg.false_alarm = 1e-6;
+  if (!ctx.cfg.min_effect) ctx.cfg.min_effect = 1.1;
+  if (!(ctx.cfg.false_alarm > 0 && ctx.cfg.false_alarm < 0.5) || !(ctx.cfg.min_effect >= 1)) {
+    C4_WARN("detection: --false-alarm wants 0 < P < 0.5 and --min-effect a factor >= 1");
+    return C4_EINVAL;
+  }
+  ctx.noise = det_noise_knobs(ctx.cfg.false_alarm, ctx.cfg.min_effect);
   det_coll_init(&ctx);
   det_matrix_init(&ctx);
   det_ranks_init(&ctx);

@@ -18,10 +18,14 @@ struct c4_det_config {
   uint64_t lost_ns;   /* heartbeats silent this long: rank lost (default 10 s) */
   const char *plan;   /* a traffic plan (docs/plan-format.md) naming paths, or NULL */
   uint64_t forget_ns; /* an ended job's ranks and series stay this long (default 120 s) */
+  /* The noise model's knobs (docs/events.md), 0 for the defaults: the chance that healthy noise
+   * alone puts one signal past its threshold at one look (1e-6), and the smallest slowdown worth
+   * a verdict, as a factor (1.1). */
+  double false_alarm, min_effect;
 };
 
 /* Starts (or restarts) detection. Returns 0, or C4_EINVAL with a message logged when the plan
- * cannot be read. */
+ * cannot be read or a knob is out of range (false_alarm in (0, 0.5), min_effect >= 1). */
 int c4_det_init(const struct c4_det_config *cfg);
 
 /* The handle of the job named name (at most C4_DET_JOB_NAME - 1 bytes are kept), the same one

@@ -62,6 +62,7 @@ static json_t *event_of(const struct det_finding *f, int id, uint64_t now) {
   json_object_set_new(ev, "path", opt_str(f->path));
   json_object_set_new(ev, "factor", json_real(f->factor));
   json_object_set_new(ev, "confidence", json_real(f->confidence));
+  json_object_set_new(ev, "cost", json_real(f->cost));
   json_object_set_new(ev, "comm", comm_hex(f->comm));
   json_object_set_new(ev, "detail", json_string(f->detail));
   return ev;
@@ -85,6 +86,18 @@ int det_book_raise(const char *key, struct det_finding *f, uint64_t now) {
   }
   c4_mon_events_emit(ev);
   return id;
+}
+
+void det_book_update(const char *key, double factor, double confidence, double cost) {
+  int i = find(key);
+  if (i < 0) return;
+  json_t *ev = json_deep_copy(book.active[i].event); /* the emitted one may be held elsewhere */
+  if (!ev) return;
+  json_decref(book.active[i].event);
+  book.active[i].event = ev;
+  json_object_set_new(ev, "factor", json_real(factor));
+  json_object_set_new(ev, "confidence", json_real(confidence));
+  json_object_set_new(ev, "cost", json_real(cost));
 }
 
 static void clear_at(int i, const char *why, uint64_t now) {

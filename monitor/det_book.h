@@ -20,6 +20,7 @@ struct det_finding {
   int link_src_dev, link_dst_dev;
   const char *path;
   double factor, confidence;
+  double cost;   /* the share of the job's step or collective time it costs, 0 to 1 */
   uint64_t comm; /* 0: none */
   uint64_t first_seen;
   char detail[160];
@@ -37,6 +38,10 @@ void det_book_note(struct det_finding *f, uint64_t now);
 /* Clears every active verdict of job (a name) but those of kind keep_kind (NULL: none kept), at
  * now, saying why. */
 void det_book_clear_job(const char *job, const char *keep_kind, const char *why, uint64_t now);
+
+/* A verdict that persists: key's factor, confidence and cost as they are now, in the book's copy
+ * (the state document shows it); no event. Nothing when key is not active. */
+void det_book_update(const char *key, double factor, double confidence, double cost);
 
 /* Clears key at now (emits recovered, saying why) if it is active. */
 void det_book_clear(const char *key, const char *why, uint64_t now);

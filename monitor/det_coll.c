@@ -1,9 +1,15 @@
 /* det_coll.c -- the straggler detector: per communicator, each rank's compute time between
- * collectives (its arrival at s minus its completion of s-1) over the median rank's. The median
- * of the last K such ratios, against the rank's own ratio after warm-up (so steady unevenness, a
- * pipeline's last stage say, is its baseline), names a compute straggler; a single slow
- * collective (a blip) moves the median of K not at all. Also keeps who each communicator rank is
- * (its comm record's host and pid), for events in launcher ranks. */
+ * collectives (its arrival at s minus its completion of s-1) over the median rank's, as a log
+ * ratio. The median of its last K ratios (a blip moves it not at all) is the rank's statistic;
+ * the rank's own healthy history of that statistic (det_noise: median and MAD over a sliding
+ * window) is its baseline and spread, so steady unevenness (a pipeline's last stage) and a
+ * machine's usual jitter are learned, not alarmed. A verdict needs the statistic past the
+ * baseline by z spreads and by the minimum effect (docs/events.md), for long enough that its
+ * excess over that threshold, counted in thresholds and summed, reaches EVIDENCE: a burst of a
+ * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
+ * it is compared with the median rank, and only a rank at least UNEVEN times the median counts:
+ * that names a rank slow from the very start. Also keeps who each communicator rank is (its comm
+ * record's host and pid), for events in launcher ranks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,26 +17,33 @@
 #include "det_internal.h"
 #include "mon_windows.h"
 
-#define K 8              /* ratios per rank the verdict looks at */
-#define WARMUP 16        /* complete collectives ignored at the start of a communicator */
-#define HOT 1.10         /* a ratio this far over the rank's baseline is hot */
-#define CALM 1.05        /* under this for K collectives in a row: recovered */
+#define K 12             /* ratios per rank in the statistic */
+#define SKIP 2           /* a communicator's first collectives: start-up, not judged */
+#define EVERY 4          /* a healthy statistic joins the baseline every EVERY collectives */
+#define UNEVEN 1.4       /* without a baseline, a rank this far over the median rank is slow */
+#define HOT_RUN 2        /* statistics past the threshold in a row before a verdict */
+#define EVIDENCE 4.0     /* and their excess over it, in margins, summed: severity x duration */
+#define CALM_RUN (3 * K) /* statistics back under it in a row before a verdict clears */
 #define MAX_TRACKED 1024 /* communicators with identity or straggler state */
+
+struct rank_state {
+  float ring[K]; /* the last K log ratios */
+  struct det_noise noise;
+  float ref, thr; /* the baseline and threshold it is judged (or was raised) against */
+  float evidence; /* excess over the threshold, in margins, summed over this run past it */
+  uint64_t hot_since;
+  uint8_t flagged, calm, hot_run;
+  uint8_t last; /* times last to arrive in the last K */
+};
 
 struct comm_state {
   const struct c4_det_job *job;
   uint64_t comm;
   int nranks;
-  long completed;   /* collectives every rank entered, with a previous one in the window */
-  double med_ewma;  /* typical median compute gap */
-  double dur_ewma;  /* typical collective time (last arrival to completion) */
-  float *ratio;     /* [nranks][K] */
-  float *baseline;  /* [nranks]; 0 until warm-up ends */
-  uint8_t *hot;     /* hot ratios in the ring */
-  uint8_t *flagged; /* a straggler verdict is up */
-  uint8_t *calm;    /* collectives in a row under CALM while flagged */
-  uint8_t *last;    /* times last to arrive in the last K */
-  uint64_t *hot_since;
+  long completed;  /* collectives every rank entered, with a previous one in the window */
+  double med_ewma; /* typical median compute gap */
+  double dur_ewma; /* typical collective time (last arrival to completion) */
+  struct rank_state *rank;
   int last_ring[K]; /* who arrived last, per ring slot */
   double *gaps, *scratch;
   char (*host)[C4_HOST_MAX]; /* from comm records; "" when none came */
@@ -45,13 +58,7 @@ static struct comm_state *tracked[MAX_TRACKED];
 static int ntracked;
 
 static void state_free(struct comm_state *s) {
-  free(s->ratio);
-  free(s->baseline);
-  free(s->hot);
-  free(s->flagged);
-  free(s->calm);
-  free(s->last);
-  free(s->hot_since);
+  free(s->rank);
   free(s->gaps);
   free(s->scratch);
   free(s->host);
@@ -93,19 +100,12 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   struct comm_state *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   size_t n = (size_t)nranks;
-  s->ratio = calloc(n * K, sizeof *s->ratio);
-  s->baseline = calloc(n, sizeof *s->baseline);
-  s->hot = calloc(n, 1);
-  s->flagged = calloc(n, 1);
-  s->calm = calloc(n, 1);
-  s->last = calloc(n, 1);
-  s->hot_since = calloc(n, sizeof *s->hot_since);
+  s->rank = calloc(n, sizeof *s->rank);
   s->gaps = calloc(n, sizeof *s->gaps);
   s->scratch = calloc(n, sizeof *s->scratch);
   s->host = calloc(n, sizeof *s->host);
   s->pid = calloc(n, sizeof *s->pid);
-  if (!s->ratio || !s->baseline || !s->hot || !s->flagged || !s->calm || !s->last ||
-      !s->hot_since || !s->gaps || !s->scratch || !s->host || !s->pid) {
+  if (!s->rank || !s->gaps || !s->scratch || !s->host || !s->pid) {
     state_free(s);
     return NULL;
   }
@@ -178,84 +178,117 @@ static double ratio_floor(const struct comm_state *s) {
   return 0.05 * (s->med_ewma + s->dur_ewma) + 1000;
 }
 
-/* The slowdown a ratio median m stands for, with the floor taken back out. */
-static double factor_of(const struct comm_state *s, double m, double baseline) {
+/* The slowdown a statistic (log ratio) stat stands for over the baseline ref, with the floor
+ * taken back out. */
+static double factor_of(const struct comm_state *s, double stat, double ref) {
+  double m = exp(stat), b = exp(ref);
   double e = ratio_floor(s), med = s->med_ewma > 1 ? s->med_ewma : 1;
-  double gap = m * (med + e) - e, base = baseline * (med + e) - e;
-  return base > 0 ? gap / base : m / baseline;
+  double gap = m * (med + e) - e, base = b * (med + e) - e;
+  return base > 0 ? gap / base : m / b;
 }
 
-static void raise_straggler(struct comm_state *s, int r, double factor) {
+/* The share of the communicator's cycle (compute gap plus collective) the others lose waiting
+ * for a rank that computes factor times its usual gap. */
+static double cost_of(const struct comm_state *s, double factor, double ref) {
+  double g = s->med_ewma * exp(ref), d = s->dur_ewma;
+  return factor > 1 && g > 0 ? (factor - 1) * g / (factor * g + d) : 0;
+}
+
+/* 0.5 at the threshold, 1 at twice its distance from the baseline: how far outside the noise. */
+static double confidence_of(double stat, double ref, double thr) {
+  double c = thr > ref ? 0.5 * (stat - ref) / (thr - ref) : 1;
+  return c < 0 ? 0 : c > 1 ? 1 : c;
+}
+
+static void straggler_key(const struct comm_state *s, int r, char *key, size_t n) {
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
+  snprintf(key, n, "straggler/%s/%s/%d", s->job->name, host, rank);
+}
+
+static void raise_straggler(struct comm_state *s, int r, double stat) {
+  struct rank_state *rs = &s->rank[r];
+  const char *host;
+  int rank = det_coll_identity(s->job, s->comm, r, &host);
+  double factor = factor_of(s, stat, rs->ref);
   char key[320];
-  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job->name, host, rank);
+  straggler_key(s, r, key, sizeof key);
   struct det_finding f = {.kind = "straggler",
                           .where = "gpu",
                           .job = s->job->name,
                           .ranks = json_pack("[i]", rank),
                           .hosts = host[0] ? json_pack("[s]", host) : json_array(),
                           .factor = factor,
-                          .confidence = fmin(1.0, (factor - 1.0) / (2 * (HOT - 1.0))),
+                          .confidence = confidence_of(stat, rs->ref, rs->thr),
+                          .cost = cost_of(s, factor, rs->ref),
                           .comm = s->comm,
-                          .first_seen = s->hot_since[r]};
+                          .first_seen = rs->hot_since};
   snprintf(f.detail, sizeof f.detail,
-           "compute between collectives %.2fx its usual share; last to arrive %d of the last %d",
-           factor, s->last[r], K);
+           "compute between collectives %.2fx its %s; last to arrive %d of the last %d", factor,
+           det_noise_ready(&rs->noise) ? "usual share" : "peers'", rs->last, K);
   det_book_raise(key, &f, ctx->now);
-  s->flagged[r] = 1;
-  s->calm[r] = 0;
+  rs->flagged = 1;
+  rs->calm = 0;
   if (s->nflagged < 64) s->flagged_list[s->nflagged++] = r;
 }
 
 static void clear_straggler(struct comm_state *s, int r) {
-  const char *host;
-  int rank = det_coll_identity(s->job, s->comm, r, &host);
   char key[320];
-  snprintf(key, sizeof key, "straggler/%s/%s/%d", s->job->name, host, rank);
+  straggler_key(s, r, key, sizeof key);
   det_book_clear(key, "compute time between collectives back to its usual share", ctx->now);
-  s->flagged[r] = 0;
+  s->rank[r].flagged = 0;
+  s->rank[r].hot_run = 0;
+  s->rank[r].hot_since = 0;
   for (int i = 0; i < s->nflagged; i++)
     if (s->flagged_list[i] == r) s->flagged_list[i] = s->flagged_list[--s->nflagged];
 }
 
-/* Puts ratio x into rank r's ring at slot, keeping the hot count right. */
-static void push_ratio(struct comm_state *s, int r, int slot, float x, uint64_t t) {
-  float *ring = s->ratio + (size_t)r * K;
-  float b = s->baseline[r];
-  if (b > 0 && ring[slot] >= HOT * b && s->hot[r]) s->hot[r]--;
-  ring[slot] = x;
-  if (b > 0 && x >= HOT * b) {
-    if (!s->hot[r]) s->hot_since[r] = t;
-    s->hot[r]++;
-  }
-}
-
-static void judge_rank(struct comm_state *s, int r, float x) {
-  float b = s->baseline[r];
-  if (!s->flagged[r]) {
-    if (s->hot[r] > K / 2) {
-      double m = ring_median(s->ratio + (size_t)r * K);
-      if (m >= HOT * b) raise_straggler(s, r, factor_of(s, m, b));
-    } else if (!s->hot[r] && x < HOT * b) {
-      s->baseline[r] = 0.98f * b + 0.02f * x; /* follow slow drift while healthy */
-    }
+/* A flagged rank: recovered after CALM_RUN statistics in a row under the middle of its baseline
+ * and threshold (a slow rank on a shared machine has calm moments; one verdict with updates, not
+ * a new one after each); meanwhile its verdict's factor follows it, every K collectives. */
+static void judge_flagged(struct comm_state *s, int r, double stat) {
+  struct rank_state *rs = &s->rank[r];
+  rs->calm = stat < rs->ref + 0.5 * (rs->thr - rs->ref) ? (uint8_t)(rs->calm + 1) : 0;
+  if (rs->calm >= CALM_RUN) {
+    clear_straggler(s, r);
     return;
   }
-  double m = ring_median(s->ratio + (size_t)r * K);
-  s->calm[r] = m < CALM * b ? (uint8_t)(s->calm[r] + 1) : 0;
-  if (s->calm[r] >= K) clear_straggler(s, r);
+  if (s->completed % K) return;
+  char key[320];
+  straggler_key(s, r, key, sizeof key);
+  double factor = factor_of(s, stat, rs->ref);
+  det_book_update(key, factor, confidence_of(stat, rs->ref, rs->thr), cost_of(s, factor, rs->ref));
 }
 
-static void end_warmup(struct comm_state *s) {
-  for (int r = 0; r < s->nranks; r++) {
-    float *ring = s->ratio + (size_t)r * K;
-    s->baseline[r] = (float)ring_median(ring);
-    if (s->baseline[r] <= 0) s->baseline[r] = 1;
-    s->hot[r] = 0;
-    for (int i = 0; i < K; i++)
-      if (ring[i] >= HOT * s->baseline[r]) s->hot[r]++;
+static void judge_rank(struct comm_state *s, int r, uint64_t t) {
+  struct rank_state *rs = &s->rank[r];
+  double stat = ring_median(rs->ring);
+  if (rs->flagged) {
+    judge_flagged(s, r, stat);
+    return;
   }
+  if (det_noise_ready(&rs->noise)) {
+    rs->ref = rs->noise.base;
+    rs->thr = rs->ref + det_noise_margin(&rs->noise, &ctx->noise);
+  } else {
+    rs->ref = 0;
+    rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
+  }
+  if (stat >= rs->thr) {
+    if (!rs->hot_run++) rs->hot_since = t, rs->evidence = 0;
+    rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
+    if (rs->hot_run >= HOT_RUN && rs->evidence >= EVIDENCE) {
+      raise_straggler(s, r, stat);
+      det_noise_drop(&rs->noise);
+      return;
+    }
+  } else {
+    rs->hot_run = 0;
+  }
+  /* a rank with no baseline far over its peers is not learned: that is a straggler from the
+   * start, not the rank's normal */
+  if (s->completed % EVERY == (unsigned)r % EVERY && (det_noise_ready(&rs->noise) || !rs->hot_run))
+    det_noise_add(&rs->noise, (float)stat);
 }
 
 static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,
@@ -291,16 +324,15 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   s->dur_ewma = s->completed ? 0.9 * s->dur_ewma + 0.1 * dur : dur;
   double eps = ratio_floor(s);
   int slot = (int)(s->completed % K);
-  if (s->last_ring[slot] >= 0 && s->last[s->last_ring[slot]]) s->last[s->last_ring[slot]]--;
+  if (s->last_ring[slot] >= 0 && s->rank[s->last_ring[slot]].last)
+    s->rank[s->last_ring[slot]].last--;
   s->last_ring[slot] = last;
-  s->last[last]++;
+  s->rank[last].last++;
   s->completed++;
   for (int r = 0; r < nranks; r++) {
-    float x = (float)((s->gaps[r] + eps) / (med + eps));
-    push_ratio(s, r, slot, x, cur->t_arrive[r]);
-    if (s->completed > WARMUP + K) judge_rank(s, r, x);
+    s->rank[r].ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
+    if (s->completed > SKIP + K) judge_rank(s, r, cur->t_arrive[r]);
   }
-  if (s->completed == WARMUP + K) end_warmup(s);
 }
 
 double det_coll_slowdown(const struct c4_det_job *job, int rank) {
@@ -311,7 +343,7 @@ double det_coll_slowdown(const struct c4_det_job *job, int rank) {
       int r = s->flagged_list[i];
       const char *host;
       if (det_coll_identity(s->job, s->comm, r, &host) == rank)
-        return factor_of(s, ring_median(s->ratio + (size_t)r * K), s->baseline[r]);
+        return factor_of(s, ring_median(s->rank[r].ring), s->rank[r].ref);
     }
   }
   return 1.0;

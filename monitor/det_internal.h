@@ -13,11 +13,13 @@
 #include "det_ident.h"
 #include "det_index.h"
 #include "det_job.h"
+#include "det_noise.h"
 
 /* Detection's shared state, owned by det.c and given to every detector at its init. */
 struct det_ctx {
   struct c4_det_config cfg; /* defaults filled in */
   uint64_t now;             /* detection's clock: the newest time seen */
+  struct det_noise_knobs noise;
   struct det_idents *idents;
 };
 

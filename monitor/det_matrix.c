@@ -1,9 +1,14 @@
 /* det_matrix.c -- the delay matrix: source NIC by destination NIC, each cell the log of its
  * transfers' time per byte over the median cell of the same size class, over the last second,
- * evaluated every half second. Median polish splits it into row (sending NIC), column (receiving
- * NIC) and cell (link) effects; cells that share one path of the traffic plan and are hot
- * together name the path. A finding must hold for three evaluations in a row, so one slow
- * transfer (it sits in two windows) never alarms, and clears after three without it. */
+ * evaluated every half second. Each cell learns its own healthy level and spread (det_noise), so
+ * a link that is always a little slower (a longer route, a busier host) is its own baseline; what
+ * is judged is each cell's deviation from its baseline. Median polish splits the deviations into
+ * row (sending NIC), column (receiving NIC) and cell (link) effects; cells that share one path of
+ * the traffic plan and are hot together name the path. A cell is hot when its deviation is past
+ * z of its spreads and the minimum effect (docs/events.md); a cell still learning (its first
+ * DET_NOISE_MIN evaluations) is not judged. A finding must hold for three evaluations in a row,
+ * so one slow transfer (it sits in two windows) never alarms, and clears after three without
+ * it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +23,6 @@
 #define NODE_CAP (1 << 17)
 #define CELL_CAP (1 << 18)
 #define CLASSES 4 /* size classes kept per cell and half-window */
-#define ROW_HOT 1.25
-#define LINK_HOT 1.5
 #define STREAK 3
 #define MAX_CANDS 4096
 
@@ -47,6 +50,10 @@ struct cell {
   float v, resid;
   float v_all; /* v with nothing left out: what rows, columns and paths count hot cells by */
   int n;
+  /* against its own baseline: deviations of v and v_all (less the median cell's deviation), and
+   * how far past it is well outside its noise; judged: it has a baseline */
+  float d, d_all, margin;
+  int judged;
 };
 
 struct node {
@@ -54,9 +61,11 @@ struct node {
   int dev;
   int used;
   int nranks, ranks[4]; /* launcher ranks seen using this NIC */
-  /* the last evaluation */
+  /* the last evaluation: row and column effects of the deviations, over nrow and ncol cells,
+   * and how far past 0 each is well outside the noise (its cells' median margin) */
   float row, col;
   int nrow, ncol;
+  float row_margin, col_margin;
 };
 
 /* One size class of a cell over the window's two half-windows. */
@@ -77,6 +86,7 @@ static struct {
   int *node_hash; /* open addressing over node indexes, -1 empty */
   struct cell *cell;
   struct samples *samples; /* cell i's are samples[i] */
+  struct det_noise *noise; /* cell i's healthy level and spread */
   int ncells;
   int *cell_hash;
   uint64_t next_hw; /* the next half-window to evaluate, 0: no sample yet */
@@ -86,7 +96,9 @@ static struct {
   int ncand;
   uint64_t dropped;
   uint64_t eval_t;
-  float overall;
+  float overall;     /* the median cell's v */
+  float dev_overall; /* the median judged cell's deviation from its baseline */
+  double weight;     /* the window's transfer time, summed over cells (n x time per byte) */
   struct { /* connection id -> its cell + 1 (0: empty): a connection always joins the same two
               NICs. Open addressing, at most half full. */
     uint64_t conn;
@@ -128,6 +140,7 @@ static int alloc(void) {
   m.node_hash = det_table_alloc(2 * NODE_CAP * sizeof *m.node_hash);
   m.cell = det_table_alloc(CELL_CAP * sizeof *m.cell);
   m.samples = det_table_alloc(CELL_CAP * sizeof *m.samples); /* page-aligned */
+  m.noise = det_table_alloc(CELL_CAP * sizeof *m.noise);
   m.cell_hash = det_table_alloc(2 * CELL_CAP * sizeof *m.cell_hash);
   m.by_conn = det_table_alloc(CONN_CACHE * sizeof *m.by_conn);
   m.ev.ws = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.ws);
@@ -147,9 +160,9 @@ static int alloc(void) {
   m.ev.nrow = malloc(NODE_CAP * sizeof *m.ev.nrow);
   m.ev.ncol = malloc(NODE_CAP * sizeof *m.ev.ncol);
   m.ev.hot_cell = malloc(CELL_CAP);
-  if (!ok || !m.node || !m.node_hash || !m.cell || !m.samples || !m.cell_hash || !m.by_conn ||
-      !m.ev.ws || !m.ev.at || !m.ev.scratch || !m.ev.rs || !m.ev.cs || !m.ev.row || !m.ev.col ||
-      !m.ev.nrow || !m.ev.ncol || !m.ev.hot_cell) {
+  if (!ok || !m.node || !m.node_hash || !m.cell || !m.samples || !m.noise || !m.cell_hash ||
+      !m.by_conn || !m.ev.ws || !m.ev.at || !m.ev.scratch || !m.ev.rs || !m.ev.cs || !m.ev.row ||
+      !m.ev.col || !m.ev.nrow || !m.ev.ncol || !m.ev.hot_cell) {
     det_matrix_reset();
     return -1;
   }
@@ -385,14 +398,15 @@ static struct cand *cand_get(const char *key) {
   return c;
 }
 
-/* Counts one more evaluation in a row for key; returns 1 when it is due to be raised. */
+/* Counts one more evaluation in a row for key; returns 1 when it is due to be raised, 2 when it
+ * is raised already (its cells stop teaching their baselines), else 0. */
 static int sighting(const char *key, uint64_t window_start) {
   struct cand *c = cand_get(key);
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
   if (!c->streak++) c->first_seen = window_start;
-  return c->streak >= STREAK && !c->raised;
+  return c->raised ? 2 : c->streak >= STREAK;
 }
 
 static uint64_t cand_first_seen(const char *key) {
@@ -415,9 +429,49 @@ static json_t *ranks_of_node(int k) {
   return a;
 }
 
-static double confidence(double logf, double thresh) {
-  return fmin(1.0, (logf - log(thresh)) / log(thresh) + 0.5);
+/* 0.5 at the margin, 1 at twice the margin: how far outside the noise a deviation is. */
+static double confidence(double dev, double margin) {
+  double c = margin > 0 ? 0.5 * dev / margin : 1;
+  return c < 0 ? 0 : c > 1 ? 1 : c;
 }
+
+/* The cell's deviation with the median cell's taken out: what it is judged by. */
+static float dev_of(const struct cell *c) { return c->d - m.dev_overall; }
+static float dev_all_of(const struct cell *c) { return c->d_all - m.dev_overall; }
+
+/* A cell that counts as hot when a row, column or path is judged. */
+static int cell_hot(const struct cell *c) {
+  return c->n && c->judged && dev_all_of(c) >= c->margin;
+}
+
+/* The share of the window's transfer time that cells slower than their baseline lose: the job's
+ * communication time this fault costs. Cells: which(i, arg) != 0. */
+static double cost_of(int (*which)(int i, const void *arg), const void *arg) {
+  double lost = 0;
+  for (int i = 0; i < m.ncells; i++) {
+    const struct cell *c = &m.cell[i];
+    if (!c->n || !c->judged || !which(i, arg) || dev_of(c) <= 0) continue;
+    lost += c->n * exp(c->v) * (1 - exp(-dev_of(c)));
+  }
+  return m.weight > 0 ? fmin(1.0, lost / m.weight) : 0;
+}
+
+struct path_arg {
+  const int *path; /* per cell */
+  int p;
+};
+static int on_path(int i, const void *arg) {
+  const struct path_arg *a = arg;
+  return a->path[i] == a->p;
+}
+struct nic_arg {
+  int node, by_src;
+};
+static int at_nic(int i, const void *arg) {
+  const struct nic_arg *a = arg;
+  return (a->by_src ? m.cell[i].src : m.cell[i].dst) == a->node;
+}
+static int is_cell(int i, const void *arg) { return i == *(const int *)arg; }
 
 static void find_paths(uint64_t wstart, char *hot_cell) {
   int np = det_plan_npaths();
@@ -425,15 +479,16 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
   float *maxv = calloc((size_t)np, sizeof *maxv);
   int *path = malloc((size_t)m.ncells * sizeof *path);
-  if (!cells || !hot || !maxv || !path) goto out;
+  float *margin = calloc((size_t)np, sizeof *margin);
+  if (!cells || !hot || !maxv || !path || !margin) goto out;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
     if (path[i] < 0) continue;
     cells[path[i]]++;
-    if (c->v_all - m.overall >= (float)log(ROW_HOT)) {
+    if (cell_hot(c)) {
       hot[path[i]]++;
-      if (c->v - m.overall > maxv[path[i]]) maxv[path[i]] = c->v - m.overall;
+      if (dev_of(c) > maxv[path[i]]) maxv[path[i]] = dev_of(c), margin[path[i]] = c->margin;
     }
   }
   for (int p = 0; p < np; p++) {
@@ -442,14 +497,18 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
-    if (!sighting(key, wstart)) continue;
+    int due = sighting(key, wstart);
+    for (int i = 0; due && i < m.ncells; i++)
+      if (path[i] == p) hot_cell[i] = 3; /* in a verdict */
+    if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "path",
                             .ranks = json_array(),
                             .hosts = json_array(),
                             .path = det_plan_path_name(p),
                             .factor = exp(maxv[p]),
-                            .confidence = confidence(maxv[p], ROW_HOT)};
+                            .confidence = confidence(maxv[p], margin[p])};
+    f.cost = cost_of(on_path, &(struct path_arg){path, p});
     snprintf(f.detail, sizeof f.detail, "%d of %d cells on path %s hot (up to %.2fx)", hot[p],
              cells[p], det_plan_path_name(p), exp(maxv[p]));
     raise_cand(key, &f);
@@ -459,22 +518,22 @@ out:
   free(hot);
   free(maxv);
   free(path);
+  free(margin);
 }
 
 /* Rows (by source) or columns (by destination): a NIC whose effect is hot on most of its cells. */
 static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
-  float hot = (float)log(ROW_HOT);
   for (int k = 0; k < m.nnodes; k++) {
     struct node *nd = &m.node[k];
-    float eff = by_src ? nd->row : nd->col;
+    float eff = by_src ? nd->row : nd->col, margin = by_src ? nd->row_margin : nd->col_margin;
     int cnt = by_src ? nd->nrow : nd->ncol;
-    if (cnt < 2 || eff < hot) continue;
+    if (cnt < 2 || eff < margin) continue;
     int total = 0, hotn = 0;
     for (int i = 0; i < m.ncells; i++) {
       struct cell *c = &m.cell[i];
-      if (!c->n || (by_src ? c->src : c->dst) != k || hot_cell[i] == 2) continue;
+      if (!c->n || !c->judged || (by_src ? c->src : c->dst) != k || hot_cell[i] >= 2) continue;
       total++;
-      hotn += c->v_all - m.overall >= hot;
+      hotn += cell_hot(c);
     }
     if (total < 2 || hotn * 3 < total * 2) continue;
     for (int i = 0; i < m.ncells; i++)
@@ -482,7 +541,10 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
-    if (!sighting(key, wstart)) continue;
+    int due = sighting(key, wstart);
+    for (int i = 0; due && i < m.ncells; i++)
+      if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
+    if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = by_src ? "nic_tx" : "nic_rx",
                             .ranks = ranks_of_node(k),
@@ -490,7 +552,8 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
                             .nic_host = nd->host,
                             .nic_dev = dev_named(nd),
                             .factor = exp(eff),
-                            .confidence = confidence(eff, ROW_HOT)};
+                            .confidence = confidence(eff, margin)};
+    f.cost = cost_of(at_nic, &(struct nic_arg){k, by_src});
     snprintf(f.detail, sizeof f.detail, "%s effect %.2fx over %d %s", by_src ? "row" : "column",
              exp(eff), total, by_src ? "destinations" : "sources");
     raise_cand(key, &f);
@@ -498,15 +561,17 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
 }
 
 static void find_links(uint64_t wstart, char *hot_cell) {
-  float hot = (float)log(LINK_HOT);
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    if (!c->n || hot_cell[i] == 2 || c->v - m.overall < hot || c->resid < hot) continue;
+    if (!c->n || !c->judged || hot_cell[i] >= 2 || dev_of(c) < c->margin || c->resid < c->margin)
+      continue;
     struct node *s = &m.node[c->src], *d = &m.node[c->dst];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
              d->host, d->dev);
-    if (!sighting(key, wstart)) continue;
+    int due = sighting(key, wstart);
+    if (due) hot_cell[i] = 3;
+    if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "link",
                             .ranks = ranks_of_node(c->src),
@@ -515,26 +580,27 @@ static void find_links(uint64_t wstart, char *hot_cell) {
                             .link_dst = d->host,
                             .link_src_dev = dev_named(s),
                             .link_dst_dev = dev_named(d),
-                            .factor = exp(c->v - m.overall),
-                            .confidence = confidence(c->resid, LINK_HOT)};
+                            .factor = exp(dev_of(c)),
+                            .confidence = confidence(c->resid, c->margin),
+                            .cost = cost_of(is_cell, &i)};
     snprintf(f.detail, sizeof f.detail,
-             "cell %.2fx (%.2fx beyond its row and column), %d transfers", exp(c->v - m.overall),
+             "cell %.2fx its usual (%.2fx beyond its row and column), %d transfers", exp(dev_of(c)),
              exp(c->resid), c->n);
     raise_cand(key, &f);
   }
 }
 
 /* One median-polish sweep over rows or columns: each node's effect (eff, over cnt cells) is the
- * lower median of its cells' residuals, for nodes with two cells or more. Cells are grouped by
- * node (val[start[k]..start[k+1]) are node k's, other[j] the node at the cell's other end, whose
- * effect is other_eff); all of it in compact arrays, so a sweep reads memory in sequence instead
- * of jumping across every cell and node. */
+ * lower median of its cells' residual deviations, for nodes with two cells or more. Cells are
+ * grouped by node (val[start[k]..start[k+1]) are node k's, other[j] the node at the cell's other
+ * end, whose effect is other_eff); all of it in compact arrays, so a sweep reads memory in sequence
+ * instead of jumping across every cell and node. */
 static void polish(float *scratch, const int *start, const float *val, const int *other,
                    const float *other_eff, float *eff, int *cnt) {
   for (int k = 0; k < m.nnodes; k++) {
     int n = 0;
     for (int j = start[k]; j < start[k + 1]; j++)
-      scratch[n++] = val[j] - m.overall - other_eff[other[j]];
+      scratch[n++] = val[j] - m.dev_overall - other_eff[other[j]];
     eff[k] = n >= 2 ? det_lower_median(scratch, n, m.ev.pick) : 0;
     cnt[k] = n;
   }
@@ -550,6 +616,41 @@ static void group(const int *key, int live, int *start, int *order) {
     start[k + 2] += start[k + 1];
   for (int j = 0; j < live; j++)
     order[start[key[j] + 1]++] = j;
+}
+
+/* The judged cells (those with a baseline) into the polish's arrays: their deviations (lv),
+ * sources (ls) and destinations (ld); sets each live cell's d, d_all, margin and judged, and the
+ * median deviation. Returns how many. */
+static int judged_cells(void) {
+  int live = 0;
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    const struct det_noise *nz = &m.noise[i];
+    c->judged = c->n && det_noise_ready(nz);
+    if (!c->judged) continue;
+    c->d = c->v - m.overall - nz->base;
+    c->d_all = c->v_all - m.overall - nz->base;
+    c->margin = det_noise_margin(nz, &ctx->noise);
+    m.ev.scratch[live] = m.ev.lv[live] = c->d;
+    m.ev.ls[live] = c->src;
+    m.ev.ld[live++] = c->dst;
+  }
+  m.dev_overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
+  return live;
+}
+
+/* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
+ * stands on them: then what they held back was the fault's start (a fault never becomes a
+ * baseline). */
+static void learn(const char *hot_cell) {
+  for (int i = 0; i < m.ncells; i++) {
+    const struct cell *c = &m.cell[i];
+    if (!c->n) continue;
+    if (hot_cell[i] == 3)
+      det_noise_drop(&m.noise[i]);
+    else
+      det_noise_add(&m.noise[i], c->v - m.overall);
+  }
 }
 
 static void evaluate(uint64_t w) {
@@ -594,6 +695,7 @@ static void evaluate(uint64_t w) {
    * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot make,
    * so v_all counts them untrimmed. */
   int live = 0;
+  m.weight = 0;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     double acc = 0, acc_all = 0;
@@ -609,11 +711,11 @@ static void evaluate(uint64_t w) {
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
     c->v_all = c->n ? (float)(acc_all / tot_all) : 0;
     if (!c->n) continue;
-    scratch[live] = lv[live] = c->v;
-    ls[live] = c->src;
-    ld[live++] = c->dst;
+    scratch[live++] = c->v;
+    m.weight += c->n * exp(c->v);
   }
   m.overall = det_lower_median(scratch, live, m.ev.pick);
+  live = judged_cells();
   group(ls, live, rs, order);
   for (int j = 0; j < live; j++) {
     rv[j] = lv[order[j]];
@@ -633,10 +735,14 @@ static void evaluate(uint64_t w) {
     m.node[k].col = col[k];
     m.node[k].nrow = nrow[k];
     m.node[k].ncol = ncol[k];
+    m.node[k].row_margin = m.node[k].col_margin = 0;
   }
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    c->resid = c->v - m.overall - row[c->src] - col[c->dst];
+    if (!c->n || !c->judged) continue;
+    c->resid = dev_of(c) - row[c->src] - col[c->dst];
+    m.node[c->src].row_margin += c->margin / (float)(nrow[c->src] ? nrow[c->src] : 1);
+    m.node[c->dst].col_margin += c->margin / (float)(ncol[c->dst] ? ncol[c->dst] : 1);
   }
   for (int i = 0; i < m.ncand; i++)
     m.cand[i].seen = 0;
@@ -645,6 +751,7 @@ static void evaluate(uint64_t w) {
   find_nics(wstart, hot_cell, 1);
   find_nics(wstart, hot_cell, 0);
   find_links(wstart, hot_cell);
+  learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */
     struct cand *c = &m.cand[i];
     if (!c->seen) {
@@ -699,6 +806,7 @@ void det_matrix_reset(void) {
   det_table_free(m.node_hash, 2 * NODE_CAP * sizeof *m.node_hash);
   det_table_free(m.cell, CELL_CAP * sizeof *m.cell);
   det_table_free(m.samples, CELL_CAP * sizeof *m.samples);
+  det_table_free(m.noise, CELL_CAP * sizeof *m.noise);
   det_table_free(m.cell_hash, 2 * CELL_CAP * sizeof *m.cell_hash);
   det_table_free(m.by_conn, CONN_CACHE * sizeof *m.by_conn);
   det_xstart_reset();

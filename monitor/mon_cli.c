@@ -62,6 +62,11 @@ static int detect_option(const struct mon_cmd *cmd, int c, struct mon_detect_opt
   case MON_OPT_HANG_MS: return millis(cmd, "--hang-ms", optarg, &d->det.hang_ns);
   case MON_OPT_LOST_MS: return millis(cmd, "--lost-ms", optarg, &d->det.lost_ns);
   case MON_OPT_FORGET_MS: return millis(cmd, "--forget-ms", optarg, &d->det.forget_ns);
+  case MON_OPT_FALSE_ALARM:
+    return c4_cli_double(c4_mon_cli_prog(cmd), "--false-alarm", optarg, 1e-12, 0.25,
+                         &d->det.false_alarm);
+  case MON_OPT_MIN_EFFECT:
+    return c4_cli_double(c4_mon_cli_prog(cmd), "--min-effect", optarg, 1, 100, &d->det.min_effect);
   }
   return 1;
 }
@@ -102,7 +107,7 @@ int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_
   case '?':
   case ':': *exit_status = c4_cli_bad_option(c4_mon_cli_prog(cmd), argv, c); return 1;
   }
-  if (d && c >= MON_OPT_EVENTS && c <= MON_OPT_FORGET_MS) {
+  if (d && c >= MON_OPT_EVENTS && c <= MON_OPT_MIN_EFFECT) {
     if (detect_option(cmd, c, d) == 0) return 0;
     *exit_status = C4_EXIT_USAGE;
     return 1;

@@ -55,22 +55,29 @@ enum {
   MON_OPT_HANG_MS,
   MON_OPT_LOST_MS,
   MON_OPT_FORGET_MS,
+  MON_OPT_FALSE_ALARM,
+  MON_OPT_MIN_EFFECT, /* the last detection option */
   MON_OPT_TOKEN,
   MON_OPT_TOKEN_FILE
 };
-/* How detection judges (--plan, --hang-ms, --lost-ms, --forget-ms), for every subcommand that
- * detects. */
+/* How detection judges (--plan, --hang-ms, --lost-ms, --forget-ms, the noise model's
+ * --false-alarm and --min-effect), for every subcommand that detects. */
 #define MON_CLI_JUDGE_OPTIONS                                                                      \
   {"plan", required_argument, 0, MON_OPT_PLAN},                                                    \
       {"hang-ms", required_argument, 0, MON_OPT_HANG_MS},                                          \
-      {"lost-ms", required_argument, 0, MON_OPT_LOST_MS}, {                                        \
-    "forget-ms", required_argument, 0, MON_OPT_FORGET_MS                                           \
+      {"lost-ms", required_argument, 0, MON_OPT_LOST_MS},                                          \
+      {"forget-ms", required_argument, 0, MON_OPT_FORGET_MS},                                      \
+      {"false-alarm", required_argument, 0, MON_OPT_FALSE_ALARM}, {                                \
+    "min-effect", required_argument, 0, MON_OPT_MIN_EFFECT                                         \
   }
 #define MON_CLI_JUDGE_HELP                                                                         \
   "  --plan FILE           a traffic plan (docs/plan-format.md) naming the paths\n"                \
   "  --hang-ms N           a collective stalled N ms is a hang (3000)\n"                           \
   "  --lost-ms N           a rank silent N ms is lost (10000)\n"                                   \
-  "  --forget-ms N         a job whose ranks all ended keeps its series N ms (120000)\n"
+  "  --forget-ms N         a job whose ranks all ended keeps its series N ms (120000)\n"           \
+  "  --false-alarm P       the chance per look that a signal's normal noise alone passes its\n"    \
+  "                        threshold (1e-6; docs/events.md, the noise model)\n"                    \
+  "  --min-effect F        the smallest slowdown worth a verdict, a factor (1.1)\n"
 
 /* The judge options and where verdicts go (DETECT in the help texts). */
 #define MON_CLI_DETECT_OPTIONS                                                                     \

@@ -1,0 +1,53 @@
+/* det_noise.h -- a signal's healthy spread, learned robustly: the last DET_NOISE_LEN healthy
+ * samples (log factors) of one signal (a rank's compute share, a link's time per byte, a NIC's
+ * row or column effect), their median (the baseline) and their spread: the larger of 1.4826 x
+ * their median absolute deviation and their 95th percentile's distance from the median over
+ * 1.645 (both a standard deviation's estimate for normal noise; the second also sees noise that
+ * comes in bursts). A sample joins the window DET_NOISE_DELAY samples late, and not at all when
+ * a verdict was raised on the signal meanwhile (det_noise_drop): the samples that start a fault
+ * never become its baseline, while bursts too short for a verdict are learned as noise. A
+ * detector adds nothing while a verdict stands on the signal. */
+#ifndef C4_DET_NOISE_H
+#define C4_DET_NOISE_H
+
+#include <stdint.h>
+
+#define DET_NOISE_LEN 64  /* samples kept */
+#define DET_NOISE_MIN 16  /* samples before the signal is judged against its own baseline */
+#define DET_NOISE_DELAY 3 /* samples held back before they join the window */
+
+/* Zero-initialized. 152 bytes. */
+struct det_noise {
+  int16_t v[DET_NOISE_LEN]; /* samples, log units x 4096 */
+  uint16_t n, pos, since;   /* kept, next slot, added since the last fit */
+  uint16_t nheld;           /* samples held back, oldest first */
+  float held[DET_NOISE_DELAY];
+  float base, spread; /* median and spread as of the last fit */
+};
+
+/* What detection was told to tolerate (docs/events.md): z, how many spreads past its baseline a
+ * signal must be (from the target false-alarm rate), and min_log, the log of the smallest factor
+ * worth a verdict. */
+struct det_noise_knobs {
+  double z, min_log;
+};
+
+/* The knobs of a false-alarm rate p (per look, 0 < p < 0.5) and a minimum effect (a factor > 1). */
+struct det_noise_knobs det_noise_knobs(double p, double min_effect);
+
+/* Adds a sample (held back DET_NOISE_DELAY samples); refits every few samples (and at once while
+ * it has few). */
+void det_noise_add(struct det_noise *x, float v);
+
+/* A verdict was raised on the signal: the samples held back were the fault's, not noise. */
+static inline void det_noise_drop(struct det_noise *x) { x->nheld = 0; }
+
+/* 1 when the signal has DET_NOISE_MIN samples: base and spread mean something. */
+static inline int det_noise_ready(const struct det_noise *x) { return x->n >= DET_NOISE_MIN; }
+
+/* How far past its baseline (log units) a sample must be to be well outside the noise: the
+ * larger of z spreads (more while the window is short: a spread from few samples reads low) and
+ * the minimum effect. Meaningful once det_noise_ready. */
+float det_noise_margin(const struct det_noise *x, const struct det_noise_knobs *k);
+
+#endif
