@@ -152,6 +152,12 @@ void det_book_clear_job(const char *job, const char *keep_kind, const char *why,
   }
 }
 
+void det_book_each(const char *kind, void (*fn)(const json_t *event, void *arg), void *arg) {
+  for (int i = 0; i < book.nactive; i++)
+    if (!strcmp(json_string_value(json_object_get(book.active[i].event, "kind")), kind))
+      fn(book.active[i].event, arg);
+}
+
 json_t *det_book_verdicts(void) {
   json_t *verdicts = json_array();
   for (int i = 0; i < book.nactive; i++)

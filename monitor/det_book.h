@@ -46,6 +46,10 @@ void det_book_update(const char *key, double factor, double confidence, double c
 /* Clears key at now (emits recovered, saying why) if it is active. */
 void det_book_clear(const char *key, const char *why, uint64_t now);
 
+/* Calls fn with the event of each active verdict of kind (the book keeps it; fn must not keep
+ * or change it), for a detector that defers to another's verdict. */
+void det_book_each(const char *kind, void (*fn)(const json_t *event, void *arg), void *arg);
+
 /* The active verdicts' events, oldest first (the caller owns the array). */
 json_t *det_book_verdicts(void);
 

@@ -27,10 +27,12 @@
 #define MAX_TRACKED 1024 /* communicators with identity or straggler state */
 
 struct rank_state {
-  float ring[K]; /* the last K log ratios */
-  struct det_noise noise;
-  float ref, thr; /* the baseline and threshold it is judged (or was raised) against */
-  float evidence; /* excess over the threshold, in margins, summed over this run past it */
+  float ring[K];          /* the last K log ratios */
+  struct det_noise noise; /* the statistic's */
+  struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
+                             statistic that sits still, though its ratios do not */
+  float ref, thr;         /* the baseline and threshold it is judged (or was raised) against */
+  float evidence;         /* excess over the threshold, in margins, summed over this run past it */
   uint64_t hot_since;
   uint8_t flagged, calm, hot_run;
   uint8_t last; /* times last to arrive in the last K */
@@ -268,8 +270,10 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     return;
   }
   if (det_noise_ready(&rs->noise)) {
+    float margin = det_noise_margin(&rs->noise, &ctx->noise),
+          of_raw = det_noise_margin_scaled(&rs->raw, &ctx->noise, 1.25f / sqrtf(K));
     rs->ref = rs->noise.base;
-    rs->thr = rs->ref + det_noise_margin(&rs->noise, &ctx->noise);
+    rs->thr = rs->ref + (margin > of_raw ? margin : of_raw);
   } else {
     rs->ref = 0;
     rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
@@ -280,6 +284,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     if (rs->hot_run >= HOT_RUN && rs->evidence >= EVIDENCE) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
+      det_noise_drop(&rs->raw);
       return;
     }
   } else {
@@ -287,8 +292,11 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   }
   /* a rank with no baseline far over its peers is not learned: that is a straggler from the
    * start, not the rank's normal */
-  if (s->completed % EVERY == (unsigned)r % EVERY && (det_noise_ready(&rs->noise) || !rs->hot_run))
+  if (s->completed % EVERY == (unsigned)r % EVERY &&
+      (det_noise_ready(&rs->noise) || !rs->hot_run)) {
     det_noise_add(&rs->noise, (float)stat);
+    det_noise_add(&rs->raw, rs->ring[(s->completed - 1) % K]);
+  }
 }
 
 static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,

@@ -17,10 +17,11 @@
 
 struct job_state {
   const struct c4_det_job *job;
-  uint64_t last_progress; /* newest completion of a collective */
-  double inside_ewma;     /* typical time a rank spends inside a collective */
-  int hung;               /* a hang verdict is up */
-  uint64_t next_look;     /* a stall that needed no verdict is looked at again from then on */
+  uint64_t last_progress;        /* newest completion of a collective */
+  double inside_ewma;            /* typical time a rank spends inside a collective */
+  int hung;                      /* a hang verdict is up */
+  uint64_t stall_from, stall_to; /* the last hang's stall: from the last progress to its end */
+  uint64_t next_look; /* a stall that needed no verdict is looked at again from then on */
 };
 
 static const struct det_ctx *ctx;
@@ -62,6 +63,7 @@ void det_hang_take_progress(const struct c4_det_job *job, uint64_t t, uint64_t i
     hang_key(job, key, sizeof key);
     det_book_clear(key, "collectives are completing again", ctx->now);
     j->hung = 0;
+    j->stall_to = t;
   }
 }
 
@@ -148,6 +150,19 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
   }
 }
 
+static void hung(struct job_state *j) {
+  j->hung = 1;
+  j->stall_from = j->last_progress;
+  j->stall_to = UINT64_MAX;
+}
+
+int det_hang_spans_stall(const struct c4_det_job *job, uint64_t from, uint64_t to) {
+  for (int i = 0; i < njobs; i++)
+    if (jobs[i].job == job)
+      return jobs[i].stall_to && from < jobs[i].stall_to && to > jobs[i].stall_from;
+  return 0;
+}
+
 static void raise_hang(struct job_state *j, const char *kind, const char *where, json_t *ranks,
                        json_t *hosts, uint64_t comm, const char *detail) {
   char key[320];
@@ -162,7 +177,7 @@ static void raise_hang(struct job_state *j, const char *kind, const char *where,
                           .first_seen = j->last_progress};
   snprintf(f.detail, sizeof f.detail, "%s", detail);
   det_book_raise(key, &f, ctx->now);
-  j->hung = 1;
+  hung(j);
 }
 
 /* The stuck connection: a pending send whose receiver's side is pending too, else the oldest
@@ -221,7 +236,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
            "%" PRIu64 " bytes and is stuck",
            x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
   det_book_raise(key, &f, ctx->now);
-  j->hung = 1;
+  hung(j);
 }
 
 static void judge_stall(struct job_state *j) {

@@ -64,6 +64,10 @@ void det_hang_init(const struct det_ctx *ctx);
 void det_hang_take_progress(const struct c4_det_job *job, uint64_t t, uint64_t inside_ns);
 void det_hang_take_xfer(const struct c4_det_job *job, const struct c4_xfer_record *x);
 void det_hang_advance(void);
+/* 1 when [from, to] overlaps the job's last hang (from its last progress to the collectives
+ * completing again, or now while it holds): a transfer that waited out a hang measures the hang,
+ * not its link. */
+int det_hang_spans_stall(const struct c4_det_job *job, uint64_t from, uint64_t to);
 void det_hang_reset(void);
 
 /* A job's life (det_ranks.c): job_end when every rank is gone and some said goodbye, then

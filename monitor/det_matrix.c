@@ -66,6 +66,7 @@ struct node {
   float row, col;
   int nrow, ncol;
   float row_margin, col_margin;
+  int row_slow; /* this evaluation found its row slow: a slow column too is the same NIC */
 };
 
 /* One size class of a cell over the window's two half-windows. */
@@ -332,6 +333,7 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
     m.dropped++;
     return;
   }
+  if (det_hang_spans_stall(job, x->t_posted, x->t_done)) return; /* it measured the hang */
   if (alloc() != 0) return;
   int c = cell_of_xfer(x);
   if (c == -2) return;
@@ -538,12 +540,19 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     if (total < 2 || hotn * 3 < total * 2) continue;
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 2;
+    if (by_src) nd->row_slow = 2;
+    if (!by_src && nd->row_slow) { /* slow both ways: one NIC, one verdict (its row's) */
+      for (int i = 0; i < m.ncells; i++)
+        if (m.cell[i].n && m.cell[i].dst == k && hot_cell[i] == 2) hot_cell[i] = nd->row_slow;
+      continue;
+    }
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
     int due = sighting(key, wstart);
     for (int i = 0; due && i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
+    if (due && by_src) nd->row_slow = 3;
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = by_src ? "nic_tx" : "nic_rx",
@@ -557,6 +566,77 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     snprintf(f.detail, sizeof f.detail, "%s effect %.2fx over %d %s", by_src ? "row" : "column",
              exp(eff), total, by_src ? "destinations" : "sources");
     raise_cand(key, &f);
+  }
+}
+
+struct way {
+  int cells[2], hot[2]; /* out of the NIC, into it */
+  float dev[2];         /* summed over its hot cells */
+};
+
+/* A NIC slow both ways: two thirds of the cells out of it and into it hot, some each way. With
+ * few peers (a ring gives each NIC one cell each way) neither its row nor its column has the two
+ * cells find_nics needs, and one degraded NIC would be two slow links. One verdict, named by the
+ * slower direction. */
+static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
+  struct way *w = NULL;
+  for (int i = 0; i < m.ncells; i++) {
+    const struct cell *c = &m.cell[i];
+    if (!c->n || !c->judged || hot_cell[i] >= 2) continue;
+    if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
+    int hot = dev_of(c) >= c->margin;
+    for (int d = 0; d < 2; d++) {
+      struct way *x = &w[d ? c->dst : c->src];
+      x->cells[d]++;
+      x->hot[d] += hot;
+      if (hot) x->dev[d] += dev_of(c);
+    }
+  }
+  for (int k = 0; w && k < m.nnodes; k++) {
+    const struct way *x = &w[k];
+    int cells = x->cells[0] + x->cells[1], hot = x->hot[0] + x->hot[1];
+    if (!x->hot[0] || !x->hot[1] || hot * 3 < cells * 2) continue;
+    struct node *nd = &m.node[k];
+    char key[320];
+    snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
+    int due = sighting(key, wstart);
+    for (int i = 0; i < m.ncells; i++)
+      if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
+    if (due != 1) continue;
+    float out = x->dev[0] / (float)x->hot[0], in = x->dev[1] / (float)x->hot[1];
+    float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
+    struct det_finding f = {.kind = "comm_slow",
+                            .where = out > in ? "nic_tx" : "nic_rx",
+                            .ranks = ranks_of_node(k),
+                            .hosts = json_pack("[s]", nd->host),
+                            .nic_host = nd->host,
+                            .nic_dev = nd->dev,
+                            .factor = exp(eff),
+                            .confidence = margin > 0 ? confidence(eff, margin) : 1,
+                            .cost = cost_of(at_nic, &(struct nic_arg){k, 1}) +
+                                    cost_of(at_nic, &(struct nic_arg){k, 0})};
+    snprintf(f.detail, sizeof f.detail,
+             "slow both ways: sends at %.2fx, receives at %.2fx its usual time per byte", exp(out),
+             exp(in));
+    raise_cand(key, &f);
+  }
+  free(w);
+}
+
+/* A straggler's transfers wait on its compute: a receive it posts late, a send it drains late.
+ * The cells at the NICs of a host with a straggler verdict standing are explained by it. */
+static void straggler_explains(const json_t *ev, void *arg) {
+  char *hot_cell = arg;
+  if (strcmp(json_string_value(json_object_get(ev, "job")), m.job->name)) return;
+  size_t h;
+  json_t *host;
+  json_array_foreach(json_object_get(ev, "hosts"), h, host) {
+    const char *name = json_string_value(host);
+    for (int i = 0; i < m.ncells; i++) {
+      const struct cell *c = &m.cell[i];
+      if (c->n && (!strcmp(m.node[c->src].host, name) || !strcmp(m.node[c->dst].host, name)))
+        hot_cell[i] = 3;
+    }
   }
 }
 
@@ -736,6 +816,7 @@ static void evaluate(uint64_t w) {
     m.node[k].nrow = nrow[k];
     m.node[k].ncol = ncol[k];
     m.node[k].row_margin = m.node[k].col_margin = 0;
+    m.node[k].row_slow = 0;
   }
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
@@ -747,9 +828,11 @@ static void evaluate(uint64_t w) {
   for (int i = 0; i < m.ncand; i++)
     m.cand[i].seen = 0;
   uint64_t wstart = (w - 1) * HALF_NS;
+  det_book_each("straggler", straggler_explains, hot_cell);
   find_paths(wstart, hot_cell);
   find_nics(wstart, hot_cell, 1);
   find_nics(wstart, hot_cell, 0);
+  find_nics_both_ways(wstart, hot_cell);
   find_links(wstart, hot_cell);
   learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */

@@ -31,9 +31,10 @@ static void fit(struct det_noise *x) {
   for (int i = 0; i < n; i++)
     v[i] = (float)x->v[i] / SCALE;
   float med = det_kth(v, n, n / 2, pick);
-  /* the 95th percentile over its normal distance (1.645 standard deviations): noise that comes
-   * in bursts (a busy host, a shared core) has a tail the MAD of its calm majority misses */
-  float tail = (det_kth(v, n, n - 1 - n / 20, pick) - med) / 1.645f;
+  /* the 97th percentile (the second largest of 64) over its normal distance (1.88 standard
+   * deviations): noise that comes in bursts (a busy host, a shared core) has a tail the MAD of
+   * its calm majority misses */
+  float tail = (det_kth(v, n, n - 1 - n / 32, pick) - med) / 1.88f;
   for (int i = 0; i < n; i++)
     v[i] = fabsf(v[i] - med);
   float mad = 1.4826f * det_kth(v, n, n / 2, pick);
@@ -62,7 +63,12 @@ void det_noise_add(struct det_noise *x, float v) {
 }
 
 float det_noise_margin(const struct det_noise *x, const struct det_noise_knobs *k) {
-  float spread = x->spread > FLOOR ? x->spread : FLOOR;
+  return det_noise_margin_scaled(x, k, 1);
+}
+
+float det_noise_margin_scaled(const struct det_noise *x, const struct det_noise_knobs *k,
+                              float scale) {
+  float spread = x->spread * scale > FLOOR ? x->spread * scale : FLOOR;
   float z = (float)k->z * (1.0f + 8.0f / (float)(x->n ? x->n : 1));
   float m = z * spread;
   return m > (float)k->min_log ? m : (float)k->min_log;

@@ -50,4 +50,9 @@ static inline int det_noise_ready(const struct det_noise *x) { return x->n >= DE
  * the minimum effect. Meaningful once det_noise_ready. */
 float det_noise_margin(const struct det_noise *x, const struct det_noise_knobs *k);
 
+/* The same for a statistic whose spread is scale times x's: a median of k samples of x, say
+ * (scale 1.25 / sqrt(k) for normal noise). */
+float det_noise_margin_scaled(const struct det_noise *x, const struct det_noise_knobs *k,
+                              float scale);
+
 #endif

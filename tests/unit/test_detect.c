@@ -354,6 +354,9 @@ static double node4_receives_at_quarter(int s, int d, uint64_t t) {
 static double link_1_to_2_at_30(int s, int d, uint64_t t) {
   return s == 1 && d == 2 && t >= 12000 * MS ? 0.3 : 1;
 }
+static double node3_at_half_both_ways(int s, int d, uint64_t t) {
+  return (s == 3 || d == 3) && t >= 12000 * MS ? 0.5 : 1;
+}
 static double one_slow_transfer(int s, int d, uint64_t t) {
   return s == 3 && d == 4 && t == 12000 * MS ? 0.2 : 1;
 }
@@ -384,6 +387,17 @@ START_TEST(a_slow_receiving_nic_is_its_column) {
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "nic_rx");
   ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node4");
+  c4_det_reset();
+}
+END_TEST
+
+/* A host's link degraded both ways slows its row and its column: one NIC, one verdict. */
+START_TEST(a_nic_slow_both_ways_is_one_verdict) {
+  setup(NULL);
+  run_xfers(1000 * MS, 18000 * MS, node3_at_half_both_ways);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node3");
+  ck_assert_int_eq(json_array_size(events), 1);
   c4_det_reset();
 }
 END_TEST
@@ -613,6 +627,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
+  tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
