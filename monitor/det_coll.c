@@ -8,8 +8,9 @@
  * excess over that threshold, counted in thresholds and summed, reaches EVIDENCE: a burst of a
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts:
- * that names a rank slow from the very start. Also keeps who each communicator rank is (its comm
- * record's host and pid), for events in launcher ranks. */
+ * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
+ * row past it suffice: being 1.4x the median rank is not a burst). Also keeps who each communicator
+ * rank is (its comm record's host and pid), for events in launcher ranks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #define K 12             /* ratios per rank in the statistic */
 #define SKIP 2           /* a communicator's first collectives: start-up, not judged */
+#define EARLY 6          /* ratios the statistic needs before a rank is judged at all */
 #define EVERY 4          /* a healthy statistic joins the baseline every EVERY collectives */
 #define UNEVEN 1.4       /* without a baseline, a rank this far over the median rank is slow */
 #define HOT_RUN 2        /* statistics past the threshold in a row before a verdict */
@@ -167,11 +169,20 @@ static double select_kth(double *a, int n, int k) {
   return a[k];
 }
 
-static double ring_median(const float *ring) {
+/* The statistic: the median of the ring's newest n ratios (n <= K; the newest is at slot
+ * (completed - 1) % K). */
+static double ring_median(const float *ring, long completed, int n) {
   double v[K];
-  for (int i = 0; i < K; i++)
-    v[i] = ring[i];
-  return (select_kth(v, K, K / 2 - 1) + select_kth(v, K, K / 2)) / 2;
+  for (int i = 0; i < n; i++)
+    v[i] = ring[(completed - 1 - i) % K];
+  return (select_kth(v, n, (n - 1) / 2) + select_kth(v, n, n / 2)) / 2;
+}
+
+/* How many ratios the statistic has: all K once the ring is full of judged collectives; fewer
+ * at the start, so a rank slow from its first collectives is named against its peers early. */
+static int stat_len(const struct comm_state *s) {
+  long n = s->completed - SKIP;
+  return n < K ? (int)n : K;
 }
 
 /* Added to both sides of a ratio: a compute gap small next to the collective itself (back-to-back
@@ -264,7 +275,7 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
 
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   struct rank_state *rs = &s->rank[r];
-  double stat = ring_median(rs->ring);
+  double stat = ring_median(rs->ring, s->completed, stat_len(s));
   if (rs->flagged) {
     judge_flagged(s, r, stat);
     return;
@@ -281,7 +292,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   if (stat >= rs->thr) {
     if (!rs->hot_run++) rs->hot_since = t, rs->evidence = 0;
     rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
-    if (rs->hot_run >= HOT_RUN && rs->evidence >= EVIDENCE) {
+    if (rs->hot_run >= HOT_RUN && rs->evidence >= (det_noise_ready(&rs->noise) ? EVIDENCE : 1)) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
@@ -339,7 +350,7 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   s->completed++;
   for (int r = 0; r < nranks; r++) {
     s->rank[r].ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
-    if (s->completed > SKIP + K) judge_rank(s, r, cur->t_arrive[r]);
+    if (s->completed >= SKIP + EARLY) judge_rank(s, r, cur->t_arrive[r]);
   }
 }
 
@@ -351,7 +362,8 @@ double det_coll_slowdown(const struct c4_det_job *job, int rank) {
       int r = s->flagged_list[i];
       const char *host;
       if (det_coll_identity(s->job, s->comm, r, &host) == rank)
-        return factor_of(s, ring_median(s->rank[r].ring), s->rank[r].ref);
+        return factor_of(s, ring_median(s->rank[r].ring, s->completed, stat_len(s)),
+                         s->rank[r].ref);
     }
   }
   return 1.0;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# train_straggler.sh -- c4mon names a real straggler live, once, and nothing else: a 4-rank
+# c4train over loopback through the c4 plugin (each rank its own host) with rank 2 computing 3x
+# slower from its first step and no re-split (--slow 2:3.0 --no-resplit). Pass: exactly one
+# event, a straggler naming rank 2, raised within 5 s of rank 2's first collective (the onset),
+# with a factor within 25% of the slowdown c4train itself measures for rank 2 (the median over
+# its steps), and never recovered. No root needed. Usage: train_straggler.sh [BUILD_DIR].
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+. "$(dirname "$0")/lib/train_job.sh"
+command -v jq >/dev/null || { echo "train_straggler: jq is missing (make deps)"; exit 1; }
+for f in "$BUILD/bin/c4mon" "$BUILD/bin/c4train" "$BUILD/lib/libnccl-net-c4.so"; do
+  [ -e "$f" ] || { echo "train_straggler: $f is missing (build first)"; exit 1; }
+done
+WORK=$(mktemp -d /tmp/c4-train-straggler-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+fail() {
+  echo "train_straggler: FAILED: $*"
+  jq -c '{kind, where, ranks, t, first_seen, factor, confidence, cost, detail}' "$WORK/events.jsonl"
+  exit 1
+}
+
+train_job "$WORK" 150 --slow 2:3.0 --no-resplit ||
+  { echo "train_straggler: FAILED: c4train failed:"; tail -5 "$WORK/c4train.log"; exit 1; }
+events=$(jq -s 'length' "$WORK/events.jsonl")
+[ "$events" -eq 1 ] || fail "$events events, not exactly one straggler"
+jq -e 'select(.kind == "straggler" and .ranks == [2])' "$WORK/events.jsonl" >/dev/null ||
+  fail "the one event is not a straggler naming rank 2"
+onset=$(jq -s '[.[] | select(.type == "coll" and .rank == 2) | .t_arrive] | min' "$WORK/trace.jsonl")
+flagged=$(jq '.t' "$WORK/events.jsonl")
+factor=$(jq '.factor' "$WORK/events.jsonl")
+measured=$(jq -s '[.[] | select(.event == "step") | .slowdown[2]] | sort | .[length / 2 | floor]' \
+  "$WORK/train.jsonl")
+after=$(jq -n "($flagged - $onset) / 1e9")
+off=$(jq -n "($factor / $measured - 1) | fabs")
+printf 'train_straggler: rank 2 named %.2f s after its first collective, factor %.2f, c4train measured %.2f\n' \
+  "$after" "$factor" "$measured"
+jq -e -n "$after <= 5" >/dev/null || fail "named $after s after the onset, not within 5 s"
+jq -e -n "$off <= 0.25" >/dev/null || fail "factor $factor is not within 25% of c4train's $measured"
+echo "train_straggler: ok"
