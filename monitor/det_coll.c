@@ -172,10 +172,15 @@ static double select_kth(double *a, int n, int k) {
 /* The statistic: the median of the ring's newest n ratios (n <= K; the newest is at slot
  * (completed - 1) % K). */
 static double ring_median(const float *ring, long completed, int n) {
-  double v[K];
-  for (int i = 0; i < n; i++)
-    v[i] = ring[(completed - 1 - i) % K];
-  return (select_kth(v, n, (n - 1) / 2) + select_kth(v, n, n / 2)) / 2;
+  float v[K]; /* insertion sort of a dozen values; a full ring in any order */
+  for (int i = 0; i < n; i++) {
+    float x = n == K ? ring[i] : ring[(completed - 1 - i) % K];
+    int j = i;
+    for (; j > 0 && v[j - 1] > x; j--)
+      v[j] = v[j - 1];
+    v[j] = x;
+  }
+  return ((double)v[(n - 1) / 2] + (double)v[n / 2]) / 2;
 }
 
 /* How many ratios the statistic has: all K once the ring is full of judged collectives; fewer
@@ -275,6 +280,11 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
 
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   struct rank_state *rs = &s->rank[r];
+  int sample = s->completed % EVERY == (unsigned)r % EVERY;
+  /* the statistic only moves past the threshold when ratios past it come in: a rank that is
+   * not flagged, not running hot and got a ratio under its threshold is looked at again when
+   * its next sample is due (at 16,384 ranks a median per rank per collective costs) */
+  if (!rs->flagged && !rs->hot_run && !sample && rs->ring[(s->completed - 1) % K] < rs->thr) return;
   double stat = ring_median(rs->ring, s->completed, stat_len(s));
   if (rs->flagged) {
     judge_flagged(s, r, stat);
@@ -303,8 +313,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   }
   /* a rank with no baseline far over its peers is not learned: that is a straggler from the
    * start, not the rank's normal */
-  if (s->completed % EVERY == (unsigned)r % EVERY &&
-      (det_noise_ready(&rs->noise) || !rs->hot_run)) {
+  if (sample && (det_noise_ready(&rs->noise) || !rs->hot_run)) {
     det_noise_add(&rs->noise, (float)stat);
     det_noise_add(&rs->raw, rs->ring[(s->completed - 1) % K]);
   }

@@ -49,7 +49,8 @@ static void keep(struct det_noise *x, float v) {
   x->v[x->pos] = (int16_t)lrintf(q);
   x->pos = (uint16_t)((x->pos + 1) % DET_NOISE_LEN);
   if (x->n < DET_NOISE_LEN) x->n++;
-  if (++x->since >= (x->n < DET_NOISE_LEN ? 1 : 8)) fit(x);
+  /* a fit is three selections: only once the signal is judged, and every few samples after */
+  if (++x->since >= (x->n < DET_NOISE_LEN ? 2 : 8) && x->n >= DET_NOISE_MIN) fit(x);
 }
 
 void det_noise_add(struct det_noise *x, float v) {
