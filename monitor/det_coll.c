@@ -9,7 +9,7 @@
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts:
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
- * row past it suffice: being 1.4x the median rank is not a burst). Also keeps who each communicator
+ * row past it suffice: being 1.3x the median rank is not a burst). Also keeps who each communicator
  * rank is (its comm record's host and pid), for events in launcher ranks. */
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 #define SKIP 2           /* a communicator's first collectives: start-up, not judged */
 #define EARLY 6          /* ratios the statistic needs before a rank is judged at all */
 #define EVERY 4          /* a healthy statistic joins the baseline every EVERY collectives */
-#define UNEVEN 1.4       /* without a baseline, a rank this far over the median rank is slow */
+#define UNEVEN 1.3       /* without a baseline, a rank this far over the median rank is slow */
 #define HOT_RUN 2        /* statistics past the threshold in a row before a verdict */
 #define EVIDENCE 4.0     /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K) /* statistics back under it in a row before a verdict clears */
