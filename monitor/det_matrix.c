@@ -479,10 +479,11 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   int np = det_plan_npaths();
   if (!np) return;
   int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
+  int *as_link = calloc((size_t)np, sizeof *as_link); /* cells hot as a link verdict needs */
   float *maxv = calloc((size_t)np, sizeof *maxv);
   int *path = malloc((size_t)m.ncells * sizeof *path);
   float *margin = calloc((size_t)np, sizeof *margin);
-  if (!cells || !hot || !maxv || !path || !margin) goto out;
+  if (!cells || !hot || !as_link || !maxv || !path || !margin) goto out;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
@@ -492,9 +493,16 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
       hot[path[i]]++;
       if (dev_of(c) > maxv[path[i]]) maxv[path[i]] = dev_of(c), margin[path[i]] = c->margin;
     }
+    if (c->judged && dev_of(c) >= c->margin && c->resid >= c->margin) {
+      as_link[path[i]]++;
+      if (dev_of(c) > maxv[path[i]]) maxv[path[i]] = dev_of(c), margin[path[i]] = c->margin;
+    }
   }
+  /* A path the plan gives one cell (one host pair crosses that spine) is named when that cell is
+   * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot. */
   for (int p = 0; p < np; p++) {
-    if (cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3) continue;
+    if (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3)
+      continue;
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
@@ -518,6 +526,7 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
 out:
   free(cells);
   free(hot);
+  free(as_link);
   free(maxv);
   free(path);
   free(margin);

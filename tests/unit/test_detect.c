@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../check_run.h"
 #include "det.h"
@@ -416,6 +417,30 @@ START_TEST(one_slow_link_is_its_cell) {
 }
 END_TEST
 
+/* With a plan that routes one host pair alone over a spine, that pair's slow cell is the spine:
+ * one path verdict, not a link. */
+START_TEST(a_slow_spine_that_one_pair_crosses_is_its_path) {
+  char plan[] = "/tmp/c4-test-plan-XXXXXX";
+  int fd = mkstemp(plan);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"]]},"
+        "{\"id\":\"spine0\",\"pairs\":[[\"node0\",\"node1\"],[\"node2\",\"node3\"],"
+        "[\"node3\",\"node4\"]]}]}",
+        f);
+  fclose(f);
+  setup(plan);
+  run_xfers(1000 * MS, 16000 * MS, link_1_to_2_at_30);
+  unlink(plan);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "spine1");
+  double factor = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(factor > 2.8 && factor < 3.9, "factor %.2f", factor);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_healthy_matrix_and_one_slow_transfer_raise_nothing) {
   setup(NULL);
   run_xfers(1000 * MS, 10000 * MS, all_fine);
@@ -628,6 +653,7 @@ int main(void) {
   tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
+  tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
