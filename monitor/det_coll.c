@@ -302,7 +302,9 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   if (stat >= rs->thr) {
     if (!rs->hot_run++) rs->hot_since = t, rs->evidence = 0;
     rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
-    if (rs->hot_run >= HOT_RUN && rs->evidence >= (det_noise_ready(&rs->noise) ? EVIDENCE : 1)) {
+    /* against its peers (no baseline yet), being 1.3x the median rank twice in a row is no
+     * burst: no evidence summed */
+    if (rs->hot_run >= HOT_RUN && (!det_noise_ready(&rs->noise) || rs->evidence >= EVIDENCE)) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
