@@ -149,6 +149,13 @@ START_TEST(records_at_the_extremes_are_refused_without_overflow_and_never_go_bel
   l.link.rank = INT32_MIN;
   ck_assert_int_ne(c4_mon_record_check(&l, 0, &why), 0);
 
+  /* the plugin's own comm records say nnodes -1 (unknown): they pass */
+  struct c4_record k = {.kind = C4_REC_COMM};
+  k.comm = (struct c4_comm_record){.t = 1, .nranks = 4, .rank = 2, .nnodes = -1};
+  ck_assert_int_eq(c4_mon_record_check(&k, 0, &why), 0);
+  k.comm.nnodes = -2;
+  ck_assert_int_ne(c4_mon_record_check(&k, 0, &why), 0);
+
   /* a record that passed is moved without a time at or below 0 */
   struct mon_sink sink = {0};
   struct c4_record m = {.kind = C4_REC_LINK};
