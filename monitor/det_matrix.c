@@ -24,6 +24,7 @@
 #define CELL_CAP (1 << 18)
 #define CLASSES 4 /* size classes kept per cell and half-window */
 #define STREAK 3
+#define EVIDENCE 2.0f
 #define MAX_CANDS 4096
 
 struct acc {
@@ -54,6 +55,7 @@ struct cell {
    * how far past it is well outside its noise; judged: it has a baseline */
   float d, d_all, margin;
   int judged;
+  float n_usual; /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -78,6 +80,7 @@ struct wsum {
 struct cand {
   char key[320];
   int streak, miss, seen, raised;
+  float evidence; /* excess over the margin, in margins, summed over the streak */
   uint64_t first_seen;
 };
 
@@ -400,15 +403,18 @@ static struct cand *cand_get(const char *key) {
   return c;
 }
 
-/* Counts one more evaluation in a row for key; returns 1 when it is due to be raised, 2 when it
- * is raised already (its cells stop teaching their baselines), else 0. */
-static int sighting(const char *key, uint64_t window_start) {
+/* Counts one more evaluation in a row for key, excess (how far past its margin, in margins) its
+ * evidence; returns 1 when it is due to be raised (STREAK evaluations in a row and EVIDENCE
+ * summed: a burst of a loaded host's noise just past the margin does not make it), 2 when it is
+ * raised already (its cells stop teaching their baselines), else 0. */
+static int sighting(const char *key, uint64_t window_start, float excess) {
   struct cand *c = cand_get(key);
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
-  if (!c->streak++) c->first_seen = window_start;
-  return c->raised ? 2 : c->streak >= STREAK;
+  if (!c->streak++) c->first_seen = window_start, c->evidence = 0;
+  c->evidence += excess;
+  return c->raised ? 2 : c->streak >= STREAK && c->evidence >= EVIDENCE;
 }
 
 static uint64_t cand_first_seen(const char *key) {
@@ -507,7 +513,7 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
-    int due = sighting(key, wstart);
+    int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1);
     for (int i = 0; due && i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 3; /* in a verdict */
     if (due != 1) continue;
@@ -558,7 +564,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
-    int due = sighting(key, wstart);
+    int due = sighting(key, wstart, eff / margin - 1);
     for (int i = 0; due && i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
     if (due && by_src) nd->row_slow = 3;
@@ -608,12 +614,12 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     struct node *nd = &m.node[k];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
-    int due = sighting(key, wstart);
+    float out = x->dev[0] / (float)x->hot[0], in = x->dev[1] / (float)x->hot[1];
+    float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
+    int due = sighting(key, wstart, margin > 0 ? eff / margin - 1 : 1);
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
     if (due != 1) continue;
-    float out = x->dev[0] / (float)x->hot[0], in = x->dev[1] / (float)x->hot[1];
-    float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
     struct det_finding f = {.kind = "comm_slow",
                             .where = out > in ? "nic_tx" : "nic_rx",
                             .ranks = ranks_of_node(k),
@@ -658,7 +664,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
              d->host, d->dev);
-    int due = sighting(key, wstart);
+    int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1);
     if (due) hot_cell[i] = 3;
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
@@ -719,7 +725,9 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    c->margin = det_noise_margin(nz, &ctx->noise);
+    /* a window with fewer transfers than the cell usually has is noisier, by the square root */
+    c->margin = det_noise_margin(nz, &ctx->noise) *
+                (c->n_usual > (float)c->n ? sqrtf(c->n_usual / (float)c->n) : 1.0f);
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
@@ -735,10 +743,13 @@ static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n) continue;
-    if (hot_cell[i] == 3)
+    if (hot_cell[i] == 3) {
       det_noise_drop(&m.noise[i]);
-    else
-      det_noise_add(&m.noise[i], c->v - m.overall);
+      continue;
+    }
+    det_noise_add(&m.noise[i], c->v - m.overall);
+    struct cell *w = &m.cell[i];
+    w->n_usual = w->n_usual ? 0.9f * w->n_usual + 0.1f * (float)c->n : (float)c->n;
   }
 }
 
