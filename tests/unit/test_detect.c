@@ -176,6 +176,13 @@ START_TEST(a_rank_slow_from_the_start_is_named_against_its_peers) {
   double cost = json_real_value(json_object_get(e, "cost"));
   ck_assert_msg(cost > 0.4 && cost < 0.8, "cost %.2f", cost);
   ck_assert_int_eq(json_array_size(events), 1);
+  /* one verdict with updates: the state's copy follows the rank */
+  json_t *st = c4_det_state_json();
+  json_t *v = json_array_get(json_object_get(st, "verdicts"), 0);
+  ck_assert_int_eq(json_array_size(json_object_get(st, "verdicts")), 1);
+  double now = json_real_value(json_object_get(v, "factor"));
+  ck_assert_msg(now > 2.6 && now < 3.4 && now != f, "state factor %.4f, raised at %.4f", now, f);
+  json_decref(st);
   c4_det_reset();
 }
 END_TEST
