@@ -4,7 +4,8 @@
 # slower from its first step and no re-split (--slow 2:3.0 --no-resplit). Pass: exactly one
 # event, a straggler naming rank 2, raised within 5 s of rank 2's first collective (the onset),
 # with a factor within 25% of the slowdown c4train itself measures for rank 2 (the median over
-# its steps), and never recovered. No root needed. Usage: train_straggler.sh [BUILD_DIR].
+# its steps), and never recovered while the job ran (the job's end closes it). No root needed.
+# Usage: train_straggler.sh [BUILD_DIR].
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
 . "$(dirname "$0")/lib/train_job.sh"
@@ -22,13 +23,16 @@ fail() {
 
 train_job "$WORK" 150 --slow 2:3.0 --no-resplit ||
   { echo "train_straggler: FAILED: c4train failed:"; tail -5 "$WORK/c4train.log"; exit 1; }
-events=$(jq -s 'length' "$WORK/events.jsonl")
-[ "$events" -eq 1 ] || fail "$events events, not exactly one straggler"
-jq -e 'select(.kind == "straggler" and .ranks == [2])' "$WORK/events.jsonl" >/dev/null ||
+# the events while the job ran: those before its end (job_end, and the recoveries it closes)
+jq -s -c '(map(.kind == "job_end") | index(true)) as $stop | .[: ($stop // length)] | .[]' \
+  "$WORK/events.jsonl" >"$WORK/running.jsonl"
+events=$(jq -s 'length' "$WORK/running.jsonl")
+[ "$events" -eq 1 ] || fail "$events events while the job ran, not exactly one straggler"
+jq -e 'select(.kind == "straggler" and .ranks == [2])' "$WORK/running.jsonl" >/dev/null ||
   fail "the one event is not a straggler naming rank 2"
 onset=$(jq -s '[.[] | select(.type == "coll" and .rank == 2) | .t_arrive] | min' "$WORK/trace.jsonl")
-flagged=$(jq '.t' "$WORK/events.jsonl")
-factor=$(jq '.factor' "$WORK/events.jsonl")
+flagged=$(jq '.t' "$WORK/running.jsonl")
+factor=$(jq '.factor' "$WORK/running.jsonl")
 measured=$(jq -s '[.[] | select(.event == "step") | .slowdown[2]] | sort | .[length / 2 | floor]' \
   "$WORK/train.jsonl")
 after=$(jq -n "($flagged - $onset) / 1e9")
