@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define DET_NOISE_LEN 64  /* samples kept */
-#define DET_NOISE_MIN 8   /* samples before the signal is judged against its own baseline */
+#define DET_NOISE_MIN 12  /* samples before the signal is judged against its own baseline */
 #define DET_NOISE_DELAY 3 /* samples held back before they join the window */
 
 /* Zero-initialized. 152 bytes. */
