@@ -20,10 +20,6 @@ fail() {
 
 # Pairs of files that still call into each other (docs/architecture.md, "Loops still to open").
 KNOWN_LOOPS="
-monitor/det.c monitor/det_coll.c
-monitor/det.c monitor/det_hang.c
-monitor/det.c monitor/det_matrix.c
-monitor/det.c monitor/det_ranks.c
 monitor/det_hang.c monitor/det_ranks.c
 trainer/dp.c trainer/dp_nccl.c"
 
