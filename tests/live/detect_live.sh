@@ -105,7 +105,7 @@ wait_event() {
 # the process of rank r (the shell exec'd into c4perf inside unshare's child)
 rank_pid() { pgrep -f -- "--rank $1 --world 4 --master $NET.1:29517" | head -1; }
 
-sleep 8 # warm-up: the ring connects, collectives and transfers flow, baselines form
+sleep 20 # warm-up: the ring connects, and each cell has the 12 half-windows (plus 3 held back) its noise baseline needs before a fault (docs/events.md)
 for r in 0 1 2 3; do kill -0 "${RANK_PIDS[$r]}" 2>/dev/null || fail "rank $r died at start: $(tail -3 "$WORK/rank$r.out")"; done
 # A verdict before any fault is a false alarm. On this 2-core VM under ASan c4mon raises one
 # now and then (a single cell 1.5-2x slow in warm-up); it is reported, and must have cleared
