@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c4_cli.h"
 #include "c4_err.h"
+#include "c4_hash.h"
 #include "c4_log.h"
+#include "c4_planfile.h"
 #include "det_internal.h"
 
 #define PAIR_CAP (1 << 20)
@@ -20,15 +21,8 @@ static struct pair *pairs;
 static char *names[MAX_PATHS];
 static int npaths;
 
-static uint64_t hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
-}
-
 static struct pair *slot(const char *key) {
-  for (uint64_t i = hash(key) & (PAIR_CAP - 1), n = 0; n < PAIR_CAP;
+  for (uint64_t i = c4_fnv1a_str(C4_FNV_OFFSET, key) & (PAIR_CAP - 1), n = 0; n < PAIR_CAP;
        i = (i + 1) & (PAIR_CAP - 1), n++)
     if (!pairs[i].key || !strcmp(pairs[i].key, key)) return &pairs[i];
   return NULL;
@@ -51,62 +45,39 @@ static int fail(const char *path, const char *what) {
   return C4_EINVAL;
 }
 
+/* Enters path idx's host pairs into the table; a pair listed under two paths belongs to the
+ * last. */
+static int add_pairs(const char *path, const struct c4_planfile_path *pp, int idx) {
+  for (size_t k = 0; k < pp->npairs; k++) {
+    char key[2 * C4_HOST_MAX + 2];
+    snprintf(key, sizeof key, "%s\n%s", pp->pairs[k].src, pp->pairs[k].dst);
+    struct pair *s = slot(key);
+    if (!s) return fail(path, "too many host pairs");
+    if (!s->key && !(s->key = strdup(key))) return fail(path, "out of memory");
+    s->path = idx;
+  }
+  return 0;
+}
+
 int det_plan_load(const char *path) {
   det_plan_reset();
-  json_error_t je;
-  json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (!doc) {
-    char why[300];
-    c4_cli_json_why(&je, why, sizeof why);
+  struct c4_planfile *plan;
+  char why[300];
+  if (c4_planfile_read(path, C4_PLANFILE_PATHS, &plan, why, sizeof why) != 0)
     return fail(path, why);
-  }
-  json_t *v = json_object_get(doc, "v"), *paths = json_object_get(doc, "paths");
   int rc = 0;
-  if (!json_is_integer(v) || json_integer_value(v) != 1)
-    rc = fail(path, "\"v\" is missing or not 1");
-  else if (!json_is_array(paths))
-    rc = fail(path, "\"paths\" is missing or not an array");
+  if (plan->npaths > MAX_PATHS)
+    rc = fail(path, "more than 4096 paths");
   else if (!(pairs = calloc(PAIR_CAP, sizeof *pairs)))
     rc = fail(path, "out of memory");
-  size_t i, k;
-  json_t *p, *pr;
-  if (!rc) json_array_foreach(paths, i, p) {
-      const char *id = json_string_value(json_object_get(p, "id"));
-      json_t *list = json_object_get(p, "pairs");
-      char why[120];
-      if (!id || !json_is_array(list)) {
-        snprintf(why, sizeof why, "paths[%zu] needs a string \"id\" and an array \"pairs\"", i);
-        rc = fail(path, why);
-        break;
-      }
-      if (npaths == MAX_PATHS) {
-        rc = fail(path, "more than 4096 paths");
-        break;
-      }
-      int idx = npaths++;
-      names[idx] = strdup(id);
-      json_array_foreach(list, k, pr) {
-        const char *a = json_string_value(json_array_get(pr, 0));
-        const char *b = json_string_value(json_array_get(pr, 1));
-        char key[2 * C4_HOST_MAX + 2];
-        if (!a || !b || json_array_size(pr) != 2 || strlen(a) >= C4_HOST_MAX ||
-            strlen(b) >= C4_HOST_MAX) {
-          snprintf(why, sizeof why, "paths[%zu].pairs[%zu] is not [SRC_HOST, DST_HOST]", i, k);
-          rc = fail(path, why);
-          break;
-        }
-        snprintf(key, sizeof key, "%s\n%s", a, b);
-        struct pair *s = slot(key);
-        if (!s) {
-          rc = fail(path, "too many host pairs");
-          break;
-        }
-        if (!s->key) s->key = strdup(key);
-        s->path = idx;
-      }
-      if (rc) break;
-    }
-  json_decref(doc);
+  for (size_t i = 0; rc == 0 && i < plan->npaths; i++) {
+    int idx = npaths++;
+    if (!(names[idx] = strdup(plan->paths[i].id)))
+      rc = fail(path, "out of memory");
+    else
+      rc = add_pairs(path, &plan->paths[i], idx);
+  }
+  c4_planfile_free(plan);
   return rc;
 }
 

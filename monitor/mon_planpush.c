@@ -2,7 +2,6 @@
  * per host (a rank needs only its own host's flows: a plan for 1,024 hosts is megabytes, one
  * host's part a few kilobytes). */
 #include "mon_planpush.h"
-#include "c4_cli.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -13,10 +12,11 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_log.h"
+#include "c4_planfile.h"
 
 static struct {
   char *path;
-  json_t *flows; /* the plan's flows[] */
+  struct c4_planfile *plan; /* its flows */
   struct stat seen;
 } pp;
 
@@ -25,34 +25,22 @@ static int same_file(const struct stat *a, const struct stat *b) {
          a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* Reads the file's flows[]; NULL with the reason logged. */
-static json_t *read_flows(const char *path) {
-  json_error_t e;
-  json_t *root = json_load_file(path, 0, &e);
-  if (!root) {
-    char why[300];
-    C4_WARN("c4mon: --plan %s: %s", path, c4_cli_json_why(&e, why, sizeof why));
+/* Reads the file's flows, checked as the plugin checks them; NULL with the reason logged. */
+static struct c4_planfile *read_flows(const char *path) {
+  struct c4_planfile *plan;
+  char why[300];
+  if (c4_planfile_read(path, C4_PLANFILE_FLOWS, &plan, why, sizeof why) != 0) {
+    C4_WARN("c4mon: --plan %s: %s", path, why);
     return NULL;
   }
-  json_t *v = json_object_get(root, "v"), *flows = json_object_get(root, "flows");
-  if (!json_is_integer(v) || json_integer_value(v) != 1) {
-    C4_WARN("c4mon: --plan %s: v is not 1", path);
-  } else if (flows && !json_is_array(flows)) {
-    C4_WARN("c4mon: --plan %s: flows is not an array", path);
-  } else {
-    json_t *out = flows ? json_incref(flows) : json_array();
-    json_decref(root);
-    return out;
-  }
-  json_decref(root);
-  return NULL;
+  return plan;
 }
 
 int mon_planpush_load(const char *path) {
   mon_planpush_reset();
   if (!path) return 0;
-  if (stat(path, &pp.seen) != 0 || !(pp.flows = read_flows(path))) {
-    if (!pp.flows) C4_WARN("c4mon: cannot read the plan %s", path);
+  if (stat(path, &pp.seen) != 0 || !(pp.plan = read_flows(path))) {
+    if (!pp.plan) C4_WARN("c4mon: cannot read the plan %s", path);
     return C4_EINVAL;
   }
   pp.path = strdup(path);
@@ -63,24 +51,29 @@ int mon_planpush_check(void) {
   struct stat st;
   if (!pp.path || stat(pp.path, &st) != 0 || same_file(&st, &pp.seen)) return 0;
   pp.seen = st;
-  json_t *flows = read_flows(pp.path);
-  if (!flows) return 0; /* logged; the ranks keep the last good plan */
-  json_decref(pp.flows);
-  pp.flows = flows;
-  C4_INFO("c4mon: the plan %s changed: %zu flows, pushing it to the ranks", pp.path,
-          json_array_size(flows));
+  struct c4_planfile *plan = read_flows(pp.path);
+  if (!plan) return 0; /* logged; the ranks keep the last good plan */
+  c4_planfile_free(pp.plan);
+  pp.plan = plan;
+  C4_INFO("c4mon: the plan %s changed: %zu flows, pushing it to the ranks", pp.path, plan->nflows);
   return 1;
 }
 
+/* {"v":1,"flows":[the flows whose src is host]}, or NULL when out of memory. */
+static json_t *flows_of(const char *host) {
+  json_t *mine = json_array();
+  for (size_t i = 0; mine && i < pp.plan->nflows; i++)
+    if (!strcmp(pp.plan->flows[i].src, host) &&
+        json_array_append_new(mine, c4_planfile_flow_json(&pp.plan->flows[i])) != 0) {
+      json_decref(mine);
+      return NULL;
+    }
+  return mine ? json_pack("{s:i, s:o}", "v", 1, "flows", mine) : NULL;
+}
+
 char *mon_planpush_for_host(const char *host, size_t *len) {
-  if (!pp.flows) return NULL;
-  json_t *mine = json_array(), *f;
-  size_t i;
-  json_array_foreach(pp.flows, i, f) {
-    const char *src = json_string_value(json_object_get(f, "src"));
-    if (src && !strcmp(src, host)) json_array_append(mine, f);
-  }
-  json_t *doc = json_pack("{s:i, s:o}", "v", 1, "flows", mine);
+  if (!pp.plan) return NULL;
+  json_t *doc = flows_of(host);
   char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
   if (s && strlen(s) > C4_FRAME_PLAN_MAX) {
@@ -95,6 +88,6 @@ char *mon_planpush_for_host(const char *host, size_t *len) {
 
 void mon_planpush_reset(void) {
   free(pp.path);
-  json_decref(pp.flows);
+  c4_planfile_free(pp.plan);
   memset(&pp, 0, sizeof pp);
 }

@@ -6,8 +6,9 @@
 
 #include <stddef.h>
 
-/* Reads the plan at path (NULL: nothing is pushed). Returns 0, or C4_EINVAL with what is wrong
- * logged (file and reason). */
+/* Reads the plan at path (NULL: nothing is pushed) with the plan reader, its flows checked as the
+ * plugin checks them (c4_planfile_read). Returns 0, or C4_EINVAL with what is wrong logged (file
+ * and reason). */
 int mon_planpush_load(const char *path);
 
 /* Checks the file (identity, size, mtime); re-reads it when it changed. Returns 1 when a new
@@ -15,7 +16,7 @@ int mon_planpush_load(const char *path);
 int mon_planpush_check(void);
 
 /* The plan for host: {"v":1,"flows":[the flows whose src is host]} as a malloc'd string (*len
- * bytes), or NULL when there is no plan. */
+ * bytes; each flow with the fields the plugin reads), or NULL when there is no plan. */
 char *mon_planpush_for_host(const char *host, size_t *len);
 
 void mon_planpush_reset(void);

@@ -3,20 +3,17 @@
 #include "net_plan.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_planfile.h"
 
-#define PLAN_MAX_BYTES (64 << 20)
 #define CHECK_EVERY_NS 1000000000ull
 /* Replaced plans kept before the oldest is freed. A reader holds a plan only while it copies one
  * pair's bindings, and reloads are at least CHECK_EVERY_NS apart, so a plan is freed at least
@@ -53,22 +50,10 @@ const struct c4_netplan_pair *c4_netplan_find(const struct c4_netplan *p, const 
   return NULL;
 }
 
-/* A string field shorter than cap, copied to out. Returns 0, or C4_EINVAL with err filled. */
-static int host_field(json_t *flow, size_t i, const char *key, char *out, size_t cap, char *err,
-                      size_t errlen) {
-  json_t *v = json_object_get(flow, key);
-  if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= cap ||
-      strlen(json_string_value(v)) != json_string_length(v))
-    return fail(err, errlen, "flows[%zu].%s is not a host name (a string of 1 to %zu bytes)", i,
-                key, cap - 1);
-  memcpy(out, json_string_value(v), json_string_length(v) + 1);
-  return 0;
-}
-
-/* Appends flow i's binding to its pair (made on first sight). */
-static int add_flow(struct c4_netplan *p, size_t *cap, const char *src, const char *dst,
-                    const struct c4_netplan_bind *b, char *err, size_t errlen) {
-  struct c4_netplan_pair *pair = (struct c4_netplan_pair *)c4_netplan_find(p, src, dst);
+/* Appends a flow's binding to its pair (made on first sight). */
+static int add_flow(struct c4_netplan *p, size_t *cap, const struct c4_planfile_flow *f, char *err,
+                    size_t errlen) {
+  struct c4_netplan_pair *pair = (struct c4_netplan_pair *)c4_netplan_find(p, f->src, f->dst);
   if (!pair) {
     if ((size_t)p->npairs == *cap) {
       size_t n = *cap ? *cap * 2 : 8;
@@ -79,8 +64,8 @@ static int add_flow(struct c4_netplan *p, size_t *cap, const char *src, const ch
     }
     pair = &p->pairs[p->npairs++];
     memset(pair, 0, sizeof *pair);
-    memcpy(pair->src, src, strlen(src) + 1);
-    memcpy(pair->dst, dst, strlen(dst) + 1);
+    memcpy(pair->src, f->src, sizeof pair->src);
+    memcpy(pair->dst, f->dst, sizeof pair->dst);
   }
   /* grow by doubling: nbinds is a power of two whenever the array is full */
   if ((pair->nbinds & (pair->nbinds - 1)) == 0) {
@@ -89,101 +74,36 @@ static int add_flow(struct c4_netplan *p, size_t *cap, const char *src, const ch
     if (!grown) return fail(err, errlen, "out of memory");
     pair->binds = grown;
   }
-  pair->binds[pair->nbinds++] = *b;
+  struct c4_netplan_bind *b = &pair->binds[pair->nbinds++];
+  *b = (struct c4_netplan_bind){
+      .src_port = f->src_port, .flow_label = f->flow_label, .sl = f->sl, .path_bits = f->path_bits};
+  memcpy(b->ifname, f->ifname, sizeof b->ifname);
   return 0;
 }
 
-/* An optional integer field 0..max into *out (-1 when absent or null). Returns 0 or C4_EINVAL. */
-static int opt_int(json_t *flow, const char *key, long long max, long long *out) {
-  json_t *v = json_object_get(flow, key);
-  *out = -1;
-  if (!v || json_is_null(v)) return 0;
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
-    return C4_EINVAL;
-  *out = json_integer_value(v);
+/* Groups the flows of file (freed here) by host pair into *out. Returns 0 or C4_EINVAL. */
+static int group_flows(struct c4_planfile *file, struct c4_netplan **out, char *err,
+                       size_t errlen) {
+  struct c4_netplan *p = calloc(1, sizeof *p);
+  int rc = p ? 0 : fail(err, errlen, "out of memory");
+  size_t cap = 0;
+  for (size_t i = 0; rc == 0 && i < file->nflows; i++)
+    rc = add_flow(p, &cap, &file->flows[i], err, errlen);
+  c4_planfile_free(file);
+  if (rc != 0) {
+    c4_netplan_free(p);
+    return rc;
+  }
+  *out = p;
   return 0;
-}
-
-static int parse_flow(struct c4_netplan *p, size_t *cap, json_t *flow, size_t i, char *err,
-                      size_t errlen) {
-  if (!json_is_object(flow)) return fail(err, errlen, "flows[%zu] is not an object", i);
-  char src[C4_HOST_MAX], dst[C4_HOST_MAX];
-  if (host_field(flow, i, "src", src, sizeof src, err, errlen) != 0 ||
-      host_field(flow, i, "dst", dst, sizeof dst, err, errlen) != 0)
-    return C4_EINVAL;
-  struct c4_netplan_bind b = {.flow_label = -1, .sl = -1, .path_bits = -1};
-  long long n;
-  if (opt_int(flow, "flow_label", 0xfffff, &n) != 0)
-    return fail(err, errlen, "flows[%zu].flow_label is not an integer 0..1048575 or null", i);
-  b.flow_label = (int32_t)n;
-  if (opt_int(flow, "sl", 15, &n) != 0)
-    return fail(err, errlen, "flows[%zu].sl is not an integer 0..15 or null", i);
-  b.sl = (int16_t)n;
-  if (opt_int(flow, "path_bits", 127, &n) != 0)
-    return fail(err, errlen, "flows[%zu].path_bits is not an integer 0..127 or null", i);
-  b.path_bits = (int16_t)n;
-  json_t *v = json_object_get(flow, "src_port");
-  if (v && !json_is_null(v)) {
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535)
-      return fail(err, errlen, "flows[%zu].src_port is not an integer 1..65535 or null", i);
-    b.src_port = (uint16_t)json_integer_value(v);
-  }
-  v = json_object_get(flow, "ifname");
-  if (v && !json_is_null(v)) {
-    if (!json_is_string(v) || json_string_length(v) >= IFNAMSIZ ||
-        strlen(json_string_value(v)) != json_string_length(v))
-      return fail(err, errlen,
-                  "flows[%zu].ifname is not an interface name (under %d bytes) or null", i,
-                  IFNAMSIZ);
-    memcpy(b.ifname, json_string_value(v), json_string_length(v) + 1);
-  }
-  v = json_object_get(flow, "src_port_idx");
-  if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
-    return fail(err, errlen, "flows[%zu].src_port_idx is not an integer >= 0", i);
-  v = json_object_get(flow, "path");
-  if (v && !json_is_string(v) && !json_is_null(v))
-    return fail(err, errlen, "flows[%zu].path is not a string", i);
-  return add_flow(p, cap, src, dst, &b, err, errlen);
 }
 
 int c4_netplan_parse(const char *buf, size_t len, struct c4_netplan **out, char *err,
                      size_t errlen) {
   *out = NULL;
-  json_error_t jerr;
-  json_t *root = json_loadb(buf, len, 0, &jerr);
-  if (!root) return fail(err, errlen, "not JSON: line %d: %s", jerr.line, jerr.text);
-  int rc = C4_EINVAL;
-  struct c4_netplan *p = NULL;
-  json_t *v = json_object_get(root, "v");
-  if (!json_is_object(root)) {
-    fail(err, errlen, "not a JSON object");
-    goto done;
-  }
-  if (!json_is_integer(v) || json_integer_value(v) != 1) {
-    fail(err, errlen, "\"v\" is not 1 (this reader knows version 1 only)");
-    goto done;
-  }
-  json_t *flows = json_object_get(root, "flows");
-  if (flows && !json_is_array(flows)) {
-    fail(err, errlen, "\"flows\" is not an array");
-    goto done;
-  }
-  if (!(p = calloc(1, sizeof *p))) {
-    rc = fail(err, errlen, "out of memory");
-    goto done;
-  }
-  size_t cap = 0, i;
-  json_t *flow;
-  json_array_foreach(flows, i, flow) {
-    if ((rc = parse_flow(p, &cap, flow, i, err, errlen)) != 0) goto done;
-  }
-  rc = 0;
-  *out = p;
-  p = NULL;
-done:
-  c4_netplan_free(p);
-  json_decref(root);
-  return rc;
+  struct c4_planfile *file;
+  if (c4_planfile_parse(buf, len, C4_PLANFILE_FLOWS, &file, err, errlen) != 0) return C4_EINVAL;
+  return group_flows(file, out, err, errlen);
 }
 
 /* ---- the current plan: C4_PLAN, re-read when the file changes ---- */
@@ -236,41 +156,10 @@ static void install(struct c4_netplan *p) {
 /* Reads and parses path without blocking on anything but the read of a regular file. Returns the
  * plan, or NULL with what is wrong in err. */
 static struct c4_netplan *read_plan(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    fail(err, errlen, "cannot open: %s", strerror(errno));
-    return NULL;
-  }
-  struct stat st;
+  struct c4_planfile *file;
   struct c4_netplan *p = NULL;
-  char *buf = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    fail(err, errlen, "not a regular file");
-    goto done;
-  }
-  if (st.st_size > PLAN_MAX_BYTES) {
-    fail(err, errlen, "larger than %d bytes", PLAN_MAX_BYTES);
-    goto done;
-  }
-  size_t size = (size_t)st.st_size, got = 0;
-  if (!(buf = malloc(size + 1))) {
-    fail(err, errlen, "out of memory");
-    goto done;
-  }
-  while (got < size) {
-    ssize_t k = read(fd, buf + got, size - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) {
-      fail(err, errlen, "read failed: %s", strerror(errno));
-      goto done;
-    }
-    if (k == 0) break; /* shrank while we read: parse what is there */
-    got += (size_t)k;
-  }
-  c4_netplan_parse(buf, got, &p, err, errlen);
-done:
-  free(buf);
-  close(fd);
+  if (c4_planfile_read(path, C4_PLANFILE_FLOWS, &file, err, errlen) == 0)
+    group_flows(file, &p, err, errlen);
   return p;
 }
 

@@ -35,13 +35,11 @@ struct c4_netplan {
   struct c4_netplan_pair *pairs;
 };
 
-/* Parses a plan file's bytes (len bytes, no NUL needed): `v` must be 1; `flows` (optional) must be
- * an array of objects with string `src` and `dst` (shorter than C4_HOST_MAX), and optionally an
- * integer `src_port` 1..65535 or null, a string `ifname` (shorter than IFNAMSIZ) or null, an
- * integer `src_port_idx` >= 0, a string `path`, and integers (or null) `flow_label` 0..0xfffff,
- * `sl` 0..15 and `path_bits` 0..127; other fields are ignored. On success sets *out
- * (owned by the caller, freed with c4_netplan_free) and returns 0. On error returns C4_EINVAL with
- * what is wrong in err ("flows[3].src_port is not an integer 1..65535 or null"). Pure: no I/O. */
+/* Parses a plan file's bytes (len bytes, no NUL needed) with the plan reader (c4_planfile_parse,
+ * its flows only: what it checks and the errors it gives are there) and groups the flows by
+ * directed host pair. On success sets *out (owned by the caller, freed with c4_netplan_free) and
+ * returns 0. On error returns C4_EINVAL with what is wrong in err ("flows[3].src_port is not an
+ * integer 1..65535 or null"). Pure: no I/O. */
 int c4_netplan_parse(const char *buf, size_t len, struct c4_netplan **out, char *err,
                      size_t errlen);
 
