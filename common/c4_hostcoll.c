@@ -22,7 +22,7 @@
 /* Looks up the plugin's c4Ext* calls and names this ring as a communicator: its id hashes the
  * allgathered handles, which every rank holds alike. */
 static void find_ext(struct c4_hostcoll *h, const char *all) {
-  h->comm_id = c4_fnv1a(1469598103934665603ull, all, (size_t)h->world * HANDLE_BYTES);
+  h->comm_id = c4_fnv1a(C4_FNV_BASIS_OLD, all, (size_t)h->world * HANDLE_BYTES);
   if (!h->api->dl) return;
   void (*ext_comm)(const struct c4_comm_record *) =
       (void (*)(const struct c4_comm_record *))dlsym(h->api->dl, "c4ExtComm");

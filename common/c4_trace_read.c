@@ -11,6 +11,7 @@
 
 #include "c4_err.h"
 #include "c4_frame.h"
+#include "c4_hash.h"
 #include "c4_trace_bin.h"
 
 /* Field readers: the first failure names its field in err, and later ones keep quiet. */
@@ -95,13 +96,12 @@ static uint64_t opt_id(struct parse *p, const char *f, uint64_t dflt) {
 /* The connection id a trace without "conn" gets: a hash of the sending and the receiving end
  * (host and rank), so both ends of a connection read the same id. */
 static uint64_t conn_of_ends(const struct c4_identity *from, const struct c4_identity *to) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = C4_FNV_BASIS_OLD;
   const struct c4_identity *e[2] = {from, to};
   for (int k = 0; k < 2; k++) {
-    for (const char *c = e[k]->host; *c; c++)
-      h = (h ^ (uint8_t)*c) * 1099511628211ull;
-    h = (h ^ (uint32_t)e[k]->rank) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull; /* ends the field: "a"+"1b" differs from "a1"+"b" */
+    h = c4_fnv1a_str(h, e[k]->host);
+    h = (h ^ (uint32_t)e[k]->rank) * C4_FNV_PRIME;
+    h = (h ^ 0xff) * C4_FNV_PRIME; /* ends the field: "a"+"1b" differs from "a1"+"b" */
   }
   return h ? h : 1;
 }

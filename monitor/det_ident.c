@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c4_hash.h"
 #include "c4_record.h"
 
 struct ident {
@@ -20,10 +21,7 @@ struct ident_key {
 #define IDENT_SLOTS (1 << 19) /* 2^18 processes */
 
 static uint64_t ident_hash(const char *host, uint32_t pid) {
-  uint64_t h = 1469598103934665603ull ^ pid;
-  for (const char *p = host; *p; p++)
-    h = (h ^ (uint8_t)*p) * 1099511628211ull;
-  return h;
+  return c4_fnv1a_str(C4_FNV_BASIS_OLD ^ pid, host);
 }
 
 static int ident_match(const void *item, const void *key) {

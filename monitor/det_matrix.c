@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_hash.h"
 #include "det_internal.h"
 #include "det_median.h"
 #include "det_xstart.h"
@@ -176,9 +177,7 @@ static int alloc(void) {
 }
 
 static int node_of(const char *host, int dev) {
-  uint64_t h = 1469598103934665603ull ^ (uint32_t)dev;
-  for (const char *p = host; *p; p++)
-    h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  uint64_t h = c4_fnv1a_str(C4_FNV_BASIS_OLD ^ (uint32_t)dev, host);
   for (uint64_t i = mix(h) & (2 * NODE_CAP - 1);; i = (i + 1) & (2 * NODE_CAP - 1)) {
     int k = m.node_hash[i];
     if (k < 0) {

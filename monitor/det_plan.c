@@ -22,7 +22,7 @@ static char *names[MAX_PATHS];
 static int npaths;
 
 static struct pair *slot(const char *key) {
-  for (uint64_t i = c4_fnv1a_str(C4_FNV_OFFSET, key) & (PAIR_CAP - 1), n = 0; n < PAIR_CAP;
+  for (uint64_t i = c4_fnv1a_str(C4_FNV_BASIS_OLD, key) & (PAIR_CAP - 1), n = 0; n < PAIR_CAP;
        i = (i + 1) & (PAIR_CAP - 1), n++)
     if (!pairs[i].key || !strcmp(pairs[i].key, key)) return &pairs[i];
   return NULL;

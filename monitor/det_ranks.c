@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_hash.h"
 #include "det_internal.h"
 #include "det_ranks.h"
 
@@ -20,10 +21,7 @@ static uint64_t next_check;
 static const struct det_ctx *ctx;
 
 static uint64_t hash(const char *host, uint32_t pid) {
-  uint64_t h = 1469598103934665603ull ^ pid;
-  for (const char *p = host; *p; p++)
-    h = (h ^ (uint8_t)*p) * 1099511628211ull;
-  return h * 0x9e3779b97f4a7c15ull;
+  return c4_fnv1a_str(C4_FNV_BASIS_OLD ^ pid, host) * 0x9e3779b97f4a7c15ull;
 }
 
 struct rank_key {

@@ -72,7 +72,7 @@ static int series_add(struct c4cap_series *s, uint64_t k, uint64_t bytes) {
 }
 
 static uint64_t hash(const struct c4cap_key *k, int iface) {
-  return c4_fnv1a(1469598103934665603ull ^ (uint64_t)iface, k, sizeof *k);
+  return c4_fnv1a(C4_FNV_BASIS_OLD ^ (uint64_t)iface, k, sizeof *k);
 }
 
 static struct c4cap_flow *slot(struct c4cap_flow *slots, size_t nslots, const struct c4cap_key *k,
