@@ -1,4 +1,4 @@
-/* mon_addr.c -- parses ADDR:PORT and opens listening sockets for c4mon's extra ports. */
+/* mon_addr.c -- parses ADDR:PORT and opens c4mon's listening sockets (ranks, subscribers). */
 #include "mon_addr.h"
 
 #include <errno.h>
@@ -27,24 +27,32 @@ int c4_mon_parse_addr(const char *s, struct sockaddr_storage *sa, socklen_t *len
   }
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                   *res = NULL;
-  if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res) return C4_EINVAL;
+  if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res) return C4_ENOTFOUND;
   memcpy(sa, res->ai_addr, res->ai_addrlen);
   *len = res->ai_addrlen;
   freeaddrinfo(res);
   return 0;
 }
 
-int c4_mon_listen(const char *s, int *port) {
+int c4_mon_listen(const char *flag, const char *s, int backlog, int *port) {
   struct sockaddr_storage sa;
   socklen_t len;
-  if (c4_mon_parse_addr(s, &sa, &len) != 0) {
-    C4_WARN("c4mon: %s is not ADDR:PORT", s);
+  int rc = c4_mon_parse_addr(s, &sa, &len);
+  if (rc == C4_ENOTFOUND) {
+    C4_WARN("c4mon: %s %s: cannot resolve its address", flag, s);
+    return C4_EINVAL;
+  }
+  if (rc != 0) {
+    C4_WARN("c4mon: %s %s is not ADDR:PORT", flag, s ? s : "(none)");
     return C4_EINVAL;
   }
   int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
-  if (fd < 0) return C4_ESYS;
+  if (fd < 0) {
+    C4_WARN("c4mon: %s %s: socket: %s", flag, s, strerror(errno));
+    return C4_ESYS;
+  }
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, 64) != 0) {
+  if (bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, backlog) != 0) {
     C4_WARN("c4mon: cannot listen on %s: %s", s, strerror(errno));
     close(fd);
     return C4_ESYS;

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -63,15 +62,6 @@ static struct {
   int connected, sending, closed_since_trim;
   struct c4_record *batch; /* one RECORDS frame, checked whole before any record is taken */
 } mon;
-
-static int split_addr(const char *s, char *host, size_t hl, char *port, size_t pl) {
-  const char *colon = strrchr(s, ':');
-  if (!colon || (size_t)(colon - s) >= hl || strlen(colon + 1) >= pl || !colon[1]) return C4_EINVAL;
-  memcpy(host, s, (size_t)(colon - s));
-  host[colon - s] = 0;
-  snprintf(port, pl, "%s", colon + 1);
-  return 0;
-}
 
 static int send_all_now(int fd, const uint8_t *p, size_t n) {
   while (n) { /* small control frames on a fresh or idle socket: fit in its buffer */
@@ -493,26 +483,11 @@ int c4_mon_server_pump(int fd) {
 /* Opens the listening socket on o->listen into mon.lfd. Returns 0 or a negative C4_E* code
  * (logged). */
 static int open_listener(const struct mon_opts *o) {
-  char host[256], port[16];
-  if (split_addr(o->listen, host, sizeof host, port, sizeof port) != 0) {
-    C4_WARN("c4mon: --listen %s is not ADDR:PORT", o->listen);
-    return C4_EINVAL;
-  }
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
-  if (getaddrinfo(host, port, &hints, &res) != 0 || !res) {
-    C4_WARN("c4mon: cannot resolve %s", o->listen);
-    return C4_EINVAL;
-  }
-  int one = 1;
-  mon.lfd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  setsockopt(mon.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (mon.lfd < 0 || bind(mon.lfd, res->ai_addr, res->ai_addrlen) != 0 || listen(mon.lfd, 4096)) {
-    C4_WARN("c4mon: cannot listen on %s: %s", o->listen, strerror(errno));
-    freeaddrinfo(res);
-    return C4_ESYS;
-  }
-  freeaddrinfo(res);
-  C4_NOTE("c4mon: listening for ranks on %s:%d", host, c4_mon_bound_port(mon.lfd));
+  int port = 0, fd = c4_mon_listen("--listen", o->listen, 4096, &port);
+  if (fd < 0) return fd;
+  mon.lfd = fd;
+  const char *colon = strrchr(o->listen, ':'); /* c4_mon_listen found one */
+  C4_NOTE("c4mon: listening for ranks on %.*s:%d", (int)(colon - o->listen), o->listen, port);
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = mon.lfd};
   epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
   return 0;
@@ -584,16 +559,14 @@ static int recv_frame(int fd, int *type, uint8_t **body, uint32_t *len) {
 }
 
 int c4_mon_query_status(const char *addr, const char *token, char **out) {
-  char host[256], port[16];
   *out = NULL;
-  if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) return C4_EINVAL;
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-  if (getaddrinfo(host, port, &hints, &res) != 0 || !res) return C4_EINVAL;
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  if (c4_mon_parse_addr(addr, &sa, &salen) != 0) return C4_EINVAL;
+  int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct timeval tv = {.tv_sec = 5};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  int rc = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 ? 0 : C4_EREMOTE;
-  freeaddrinfo(res);
+  int rc = fd >= 0 && connect(fd, (struct sockaddr *)&sa, salen) == 0 ? 0 : C4_EREMOTE;
   /* c4mon sends its CHALLENGE first; the STATUS proves the token over its nonce */
   int type;
   uint8_t *body = NULL;

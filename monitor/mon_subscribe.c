@@ -426,7 +426,8 @@ int c4_mon_subscribe_start(const char *addr_port) {
     C4_WARN("c4mon: --subscribe needs ADDR:PORT");
     return C4_EINVAL;
   }
-  int port = 0, fd = c4_mon_listen(addr_port, &port); /* logs the address and the reason */
+  int port = 0,
+      fd = c4_mon_listen("--subscribe", addr_port, 64, &port); /* logs the address and the reason */
   if (fd < 0) {
     C4_WARN("c4mon: --subscribe %s: the subscription port is not open (%s)", addr_port,
             c4_strerror(fd));
