@@ -49,6 +49,7 @@ int c4_det_init(const struct c4_det_config *cfg) {
   ctx.noise = det_noise_knobs(ctx.cfg.false_alarm, ctx.cfg.min_effect);
   det_coll_init(&ctx);
   det_matrix_init(&ctx);
+  ctx.progress = det_hang_take_progress;
   det_ranks_init(&ctx);
   det_hang_init(&ctx);
   if (cfg->plan && det_plan_load(cfg->plan) != 0) return C4_EINVAL;

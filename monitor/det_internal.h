@@ -21,6 +21,9 @@ struct det_ctx {
   uint64_t now;             /* detection's clock: the newest time seen */
   struct det_noise_knobs noise;
   struct det_idents *idents;
+  /* Collectives of job completed by time t: det_hang's, for det_ranks (a heartbeat's count of
+   * completed collectives grew), so that det_ranks does not call into det_hang. */
+  void (*progress)(const struct c4_det_job *job, uint64_t t, uint64_t inside_ns);
 };
 
 /* The detectors. Each has init/take/advance/state/reset as it needs; init keeps ctx (which

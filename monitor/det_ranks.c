@@ -98,7 +98,7 @@ void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k
       e->hb_interval = e->hb_interval ? (e->hb_interval * 3 + gap) / 4 : gap;
     }
     /* a heartbeat says a collective completed since the last one, not when: take the earliest */
-    if (k->done > e->done) det_hang_take_progress(job, e->last_hb ? e->last_hb : k->t, 0);
+    if (k->done > e->done) ctx->progress(job, e->last_hb ? e->last_hb : k->t, 0);
     e->last_hb = k->t;
     e->entered = k->entered;
     e->done = k->done;

@@ -83,7 +83,7 @@ int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errle
     goto fail;
   }
   nccl_unique_id *all = calloc((size_t)r->world, sizeof id);
-  if (!all || dp_allgather(d, &id, all, sizeof id)) {
+  if (!all || c4_bootstrap_allgather(&d->bs, &id, all, sizeof id)) {
     snprintf(err, errlen, "exchanging NCCL's unique id failed");
     free(all);
     goto fail;
