@@ -6,8 +6,8 @@
 #   - a source that reaches a header of a folder it may not use (common/ uses nothing above it,
 #     include/c4/ is for all, nothing uses monitor/ or trainer/, inside the plugin the API layer
 #     reaches a transport only through core/backend.h, no transport uses another);
-#   - two files that call into each other, unless the pair is on the list below of loops still to
-#     open (a loop that is gone is reported, so that the list can shrink).
+#   - files that call into each other, two directly or more round a cycle (A calls B calls C
+#     calls A), each named.
 # Tests (tests/) may use anything; the benchmarks (tools/bench/) may drive the plugin's core and
 # socket transport and c4mon's library directly, as their tests do. Usage: include_graph.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
@@ -17,10 +17,6 @@ fail() {
   echo "include_graph: FAILED: $*"
   exit 1
 }
-
-# Pairs of files allowed to call into each other while a loop is being opened, one pair a line
-# (docs/architecture.md, "No two files call into each other"). None today.
-KNOWN_LOOPS=""
 
 # The folder a path belongs to: the plugin's and the tools' sub-folders count on their own.
 folder_of() {
@@ -93,34 +89,45 @@ for src in $sources; do
   [ -f "$obj" ] || continue
   nm "$obj" | awk -v f="$src" '$1 == "U" {print "U", f, $2} NF == 3 && $2 ~ /^[TDBRC]$/ {print "D", f, $3}'
 done >"$syms"
-loops=$(awk '$1 == "D" {def[$3] = def[$3] " " $2}
-             $1 == "U" {use[n++] = $2 " " $3}
-             END {
-               for (i = 0; i < n; i++) {
-                 split(use[i], u, " ")
-                 if (!(u[2] in def)) continue
-                 k = split(def[u[2]], d, " ")
-                 for (j = 1; j <= k; j++) if (d[j] != u[1]) edge[u[1] " " d[j]] = 1
-               }
-               for (e in edge) {
-                 split(e, a, " ")
-                 if (a[1] < a[2] && ((a[2] " " a[1]) in edge)) print a[1], a[2]
-               }
-             }' "$syms" | sort)
-while read -r a b; do
-  [ -z "$a" ] && continue
-  if grep -qxF "$a $b" <<<"$KNOWN_LOOPS"; then
-    echo "include_graph: known loop still to open: $a <-> $b"
-  else
-    echo "include_graph: $a and $b call into each other"
-    bad=$((bad + 1))
-  fi
-done <<<"$loops"
-while read -r a b; do
-  [ -z "$a" ] && continue
-  grep -qxF "$a $b" <<<"$loops" ||
-    echo "include_graph: note: $a <-> $b no longer call into each other; take them off KNOWN_LOOPS"
-done <<<"$KNOWN_LOOPS"
+# Files on a cycle of calls: prune files that call no file still left until none can go; what
+# stays calls round a cycle (or into one). Then name each file that is on a cycle, with a file
+# it calls on the way round.
+cycles=$(awk '$1 == "D" {def[$3] = def[$3] " " $2}
+              $1 == "U" {use[n++] = $2 " " $3}
+              END {
+                for (i = 0; i < n; i++) {
+                  split(use[i], u, " ")
+                  if (!(u[2] in def)) continue
+                  k = split(def[u[2]], d, " ")
+                  for (j = 1; j <= k; j++)
+                    if (d[j] != u[1] && !((u[1] " " d[j]) in edge)) {
+                      edge[u[1] " " d[j]] = 1
+                      out[u[1]]++
+                      left[u[1]] = left[d[j]] = 1
+                    }
+                }
+                do {
+                  gone = 0
+                  for (f in left)
+                    if (!out[f]) {
+                      delete left[f]
+                      gone = 1
+                      for (e in edge) {
+                        split(e, a, " ")
+                        if (a[2] == f) { out[a[1]]--; delete edge[e] }
+                      }
+                    }
+                } while (gone)
+                for (e in edge) {
+                  split(e, a, " ")
+                  if ((a[1] in left) && (a[2] in left)) print a[1], "calls", a[2]
+                }
+              }' "$syms" | sort)
+if [ -n "$cycles" ]; then
+  echo "include_graph: files that call round a cycle (or into one), with the calls between them:"
+  sed 's/^/include_graph:   /' <<<"$cycles"
+  bad=$((bad + $(wc -l <<<"$cycles")))
+fi
 
 [ "$bad" -eq 0 ] || fail "$bad arrows point the wrong way (see above)"
 echo "include_graph: ok"
