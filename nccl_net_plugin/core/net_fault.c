@@ -77,147 +77,160 @@ static size_t trim(const char **s, size_t len) {
 
 #define MAX_SECONDS 1e6 /* windows beyond ~11 days are surely typos */
 
+/* One clause being parsed: where errors go, the clause's text, and what its items gave. */
+struct clause_parse {
+  struct c4_fault_spec *out;
+  int index;
+  const char *s;
+  size_t len;
+  struct c4_fault_clause *c;
+  int have_us, have_mbps, have_for, have_time;
+};
+
+#define BAD(x, ...) (clause_error((x)->out, (x)->index, (x)->s, (x)->len, __VA_ARGS__), C4_EINVAL)
+
+/* The kind before the colon (klen bytes at kind). */
+static int parse_kind(struct clause_parse *x, const char *kind, size_t klen) {
+  if (klen == 5 && !memcmp(x->s, "delay", 5))
+    x->c->kind = C4_FAULT_DELAY;
+  else if (klen == 4 && !memcmp(x->s, "rate", 4))
+    x->c->kind = C4_FAULT_RATE;
+  else if (klen == 5 && !memcmp(x->s, "stall", 5))
+    x->c->kind = C4_FAULT_STALL;
+  else
+    return BAD(x, "unknown kind \"%.*s\" (delay, rate or stall)", (int)(klen > 16 ? 16 : klen),
+               kind);
+  return 0;
+}
+
+#define KEY(k) (keylen == sizeof(k) - 1 && !memcmp(key, k, keylen))
+
+/* peer=, rank=, sock=: who the fault applies to. */
+static int parse_who(struct clause_parse *x, const char *key, size_t keylen, const char *val,
+                     size_t vlen) {
+  struct c4_fault_clause *c = x->c;
+  long v;
+  if (KEY("sock")) {
+    if (c->kind != C4_FAULT_RATE) return BAD(x, "sock applies to rate only");
+    if (parse_int(val, vlen, C4_FAULT_SOCKS - 1, &v) != 0)
+      return BAD(x, "sock is not an integer in [0, %d]", C4_FAULT_SOCKS - 1);
+    c->sock = (int)v;
+    return 0;
+  }
+  if (KEY("peer") && c->kind == C4_FAULT_STALL)
+    return BAD(x, "peer does not apply to stall (it stalls every peer)");
+  if (parse_int(val, vlen, INT_MAX, &v) != 0)
+    return BAD(x, "%.*s is not an integer", (int)keylen, key);
+  *(KEY("peer") ? &c->peer : &c->rank) = (int)v;
+  return 0;
+}
+
+/* us=, mbps=: how much. */
+static int parse_amount(struct clause_parse *x, const char *key, size_t keylen, const char *val,
+                        size_t vlen) {
+  struct c4_fault_clause *c = x->c;
+  long v;
+  double d;
+  if (KEY("us")) {
+    if (c->kind != C4_FAULT_DELAY) return BAD(x, "us applies to delay only");
+    if (parse_int(val, vlen, 60000000L, &v) != 0)
+      return BAD(x, "us is not an integer in [0, 60000000]");
+    c->us = (uint64_t)v;
+    x->have_us = 1;
+    return 0;
+  }
+  if (c->kind != C4_FAULT_RATE) return BAD(x, "mbps applies to rate only");
+  if (parse_num(val, vlen, &d) != 0 || d < 0.001 || d > 1e6)
+    return BAD(x, "mbps is not a number in [0.001, 1000000]");
+  c->mbps = d;
+  x->have_mbps = 1;
+  return 0;
+}
+
+/* after_s=, for_s=, from_step=, to_step=: when. */
+static int parse_when(struct clause_parse *x, const char *key, size_t keylen, const char *val,
+                      size_t vlen) {
+  struct c4_fault_clause *c = x->c;
+  long v;
+  double d;
+  if (KEY("from_step") || KEY("to_step")) {
+    if (parse_int(val, vlen, INT_MAX, &v) != 0 || v < 1)
+      return BAD(x, "%.*s is not a step number in [1, %d]", (int)keylen, key, INT_MAX);
+    *(KEY("from_step") ? &c->from_step : &c->to_step) = (uint64_t)v;
+    return 0;
+  }
+  if (parse_num(val, vlen, &d) != 0 || d > MAX_SECONDS || (KEY("for_s") && d <= 0))
+    return BAD(x, "%.*s is not a number of seconds in %s", (int)keylen, key,
+               KEY("for_s") ? "(0, 1000000]" : "[0, 1000000]");
+  uint64_t ns = (uint64_t)llround(d * 1e9);
+  x->have_time = 1;
+  if (KEY("for_s")) {
+    c->for_ns = ns;
+    x->have_for = 1;
+  } else {
+    c->after_ns = ns;
+  }
+  return 0;
+}
+
+/* One key=value item (ilen bytes at item, trimmed). */
+static int parse_item(struct clause_parse *x, const char *item, size_t ilen) {
+  const char *eq = memchr(item, '=', ilen);
+  if (!eq) return BAD(x, "\"%.*s\" is not key=value", (int)ilen, item);
+  const char *key = item;
+  size_t keylen = trim(&key, (size_t)(eq - item));
+  const char *val = eq + 1;
+  size_t vlen = trim(&val, ilen - (size_t)(eq - item) - 1);
+  if (KEY("peer") || KEY("rank") || KEY("sock")) return parse_who(x, key, keylen, val, vlen);
+  if (KEY("us") || KEY("mbps")) return parse_amount(x, key, keylen, val, vlen);
+  if (KEY("after_s") || KEY("for_s") || KEY("from_step") || KEY("to_step"))
+    return parse_when(x, key, keylen, val, vlen);
+  return BAD(x, "unknown key \"%.*s\"", (int)(keylen > 16 ? 16 : keylen), key);
+}
+
+#undef KEY
+
+/* What the clause as a whole must hold once every item is read. */
+static int check_clause(struct clause_parse *x) {
+  struct c4_fault_clause *c = x->c;
+  if (c->to_step && !c->from_step) c->from_step = 1;
+  if (c->from_step) {
+    /* a stall stops the steps that would end it; a window is either steps or seconds */
+    if (c->kind == C4_FAULT_STALL) return BAD(x, "stall takes after_s/for_s, not steps");
+    if (x->have_time) return BAD(x, "give steps (from_step/to_step) or seconds, not both");
+    if (c->to_step && c->to_step < c->from_step) return BAD(x, "to_step is before from_step");
+  }
+  if (c->kind != C4_FAULT_STALL && c->peer < 0)
+    return BAD(x, "%s needs peer=RANK", c->kind == C4_FAULT_DELAY ? "delay" : "rate");
+  if ((c->kind == C4_FAULT_DELAY && !x->have_us) || (c->kind == C4_FAULT_RATE && !x->have_mbps))
+    return BAD(x, "%s", c->kind == C4_FAULT_DELAY ? "delay needs us=N" : "rate needs mbps=M");
+  /* A stall from init to the end would only hang the job: demand a window. */
+  if (c->kind == C4_FAULT_STALL && !x->have_for && c->after_ns == 0)
+    return BAD(x, "stall needs after_s= or for_s=");
+  return 0;
+}
+
 /* Parses one clause "kind:key=value,..." into *c. Returns 0, or -1 after recording an error. */
 static int parse_clause(struct c4_fault_spec *out, int index, const char *s, size_t len,
                         struct c4_fault_clause *c) {
+  struct clause_parse x = {.out = out, .index = index, .s = s, .len = len, .c = c};
   const char *colon = memchr(s, ':', len);
   const char *kind = s;
   size_t klen = trim(&kind, colon ? (size_t)(colon - s) : len);
   *c = (struct c4_fault_clause){.rank = -1, .peer = -1, .sock = -1};
-  if (klen == 5 && !memcmp(s, "delay", 5))
-    c->kind = C4_FAULT_DELAY;
-  else if (klen == 4 && !memcmp(s, "rate", 4))
-    c->kind = C4_FAULT_RATE;
-  else if (klen == 5 && !memcmp(s, "stall", 5))
-    c->kind = C4_FAULT_STALL;
-  else {
-    clause_error(out, index, s, len, "unknown kind \"%.*s\" (delay, rate or stall)",
-                 (int)(klen > 16 ? 16 : klen), kind);
-    return C4_EINVAL;
-  }
-  int have_us = 0, have_mbps = 0, have_for = 0, have_time = 0;
+  if (parse_kind(&x, kind, klen) != 0) return C4_EINVAL;
   const char *p = colon ? colon + 1 : s + len, *end = s + len;
   while (p < end) {
     const char *comma = memchr(p, ',', (size_t)(end - p));
     const char *item = p;
     size_t ilen = trim(&item, (size_t)((comma ? comma : end) - p));
     p = comma ? comma + 1 : end;
-    if (ilen == 0) continue;
-    const char *eq = memchr(item, '=', ilen);
-    if (!eq) {
-      clause_error(out, index, s, len, "\"%.*s\" is not key=value", (int)ilen, item);
-      return C4_EINVAL;
-    }
-    const char *key = item;
-    size_t keylen = trim(&key, (size_t)(eq - item));
-    const char *val = eq + 1;
-    size_t vlen = trim(&val, ilen - (size_t)(eq - item) - 1);
-#define KEY(k) (keylen == sizeof(k) - 1 && !memcmp(key, k, keylen))
-    long x;
-    double d;
-    if (KEY("peer") || KEY("rank")) {
-      if (KEY("peer") && c->kind == C4_FAULT_STALL) {
-        clause_error(out, index, s, len, "peer does not apply to stall (it stalls every peer)");
-        return C4_EINVAL;
-      }
-      if (parse_int(val, vlen, INT_MAX, &x) != 0) {
-        clause_error(out, index, s, len, "%.*s is not an integer", (int)keylen, key);
-        return C4_EINVAL;
-      }
-      *(KEY("peer") ? &c->peer : &c->rank) = (int)x;
-    } else if (KEY("sock")) {
-      if (c->kind != C4_FAULT_RATE) {
-        clause_error(out, index, s, len, "sock applies to rate only");
-        return C4_EINVAL;
-      }
-      if (parse_int(val, vlen, C4_FAULT_SOCKS - 1, &x) != 0) {
-        clause_error(out, index, s, len, "sock is not an integer in [0, %d]", C4_FAULT_SOCKS - 1);
-        return C4_EINVAL;
-      }
-      c->sock = (int)x;
-    } else if (KEY("us")) {
-      if (c->kind != C4_FAULT_DELAY) {
-        clause_error(out, index, s, len, "us applies to delay only");
-        return C4_EINVAL;
-      }
-      if (parse_int(val, vlen, 60000000L, &x) != 0) {
-        clause_error(out, index, s, len, "us is not an integer in [0, 60000000]");
-        return C4_EINVAL;
-      }
-      c->us = (uint64_t)x;
-      have_us = 1;
-    } else if (KEY("mbps")) {
-      if (c->kind != C4_FAULT_RATE) {
-        clause_error(out, index, s, len, "mbps applies to rate only");
-        return C4_EINVAL;
-      }
-      if (parse_num(val, vlen, &d) != 0 || d < 0.001 || d > 1e6) {
-        clause_error(out, index, s, len, "mbps is not a number in [0.001, 1000000]");
-        return C4_EINVAL;
-      }
-      c->mbps = d;
-      have_mbps = 1;
-    } else if (KEY("after_s") || KEY("for_s")) {
-      if (parse_num(val, vlen, &d) != 0 || d > MAX_SECONDS || (KEY("for_s") && d <= 0)) {
-        clause_error(out, index, s, len, "%.*s is not a number of seconds in %s", (int)keylen, key,
-                     KEY("for_s") ? "(0, 1000000]" : "[0, 1000000]");
-        return C4_EINVAL;
-      }
-      uint64_t ns = (uint64_t)llround(d * 1e9);
-      have_time = 1;
-      if (KEY("for_s")) {
-        c->for_ns = ns;
-        have_for = 1;
-      } else {
-        c->after_ns = ns;
-      }
-    } else if (KEY("from_step") || KEY("to_step")) {
-      if (parse_int(val, vlen, INT_MAX, &x) != 0 || x < 1) {
-        clause_error(out, index, s, len, "%.*s is not a step number in [1, %d]", (int)keylen, key,
-                     INT_MAX);
-        return C4_EINVAL;
-      }
-      *(KEY("from_step") ? &c->from_step : &c->to_step) = (uint64_t)x;
-    } else {
-      clause_error(out, index, s, len, "unknown key \"%.*s\"", (int)(keylen > 16 ? 16 : keylen),
-                   key);
-      return C4_EINVAL;
-    }
-#undef KEY
+    if (ilen != 0 && parse_item(&x, item, ilen) != 0) return C4_EINVAL;
   }
-  if (c->to_step && !c->from_step) c->from_step = 1;
-  if (c->from_step) {
-    /* a stall stops the steps that would end it; a window is either steps or seconds */
-    if (c->kind == C4_FAULT_STALL) {
-      clause_error(out, index, s, len, "stall takes after_s/for_s, not steps");
-      return C4_EINVAL;
-    }
-    if (have_time) {
-      clause_error(out, index, s, len, "give steps (from_step/to_step) or seconds, not both");
-      return C4_EINVAL;
-    }
-    if (c->to_step && c->to_step < c->from_step) {
-      clause_error(out, index, s, len, "to_step is before from_step");
-      return C4_EINVAL;
-    }
-  }
-  if (c->kind != C4_FAULT_STALL && c->peer < 0) {
-    clause_error(out, index, s, len, "%s needs peer=RANK",
-                 c->kind == C4_FAULT_DELAY ? "delay" : "rate");
-    return C4_EINVAL;
-  }
-  if ((c->kind == C4_FAULT_DELAY && !have_us) || (c->kind == C4_FAULT_RATE && !have_mbps)) {
-    clause_error(out, index, s, len, "%s",
-                 c->kind == C4_FAULT_DELAY ? "delay needs us=N" : "rate needs mbps=M");
-    return C4_EINVAL;
-  }
-  if (c->kind == C4_FAULT_STALL && !have_for && c->after_ns == 0) {
-    /* A stall from init to the end would only hang the job: demand a window. */
-    clause_error(out, index, s, len, "stall needs after_s= or for_s=");
-    return C4_EINVAL;
-  }
-  return 0;
+  return check_clause(&x);
 }
+
+#undef BAD
 
 void c4_fault_parse(const char *spec, struct c4_fault_spec *out) {
   memset(out, 0, sizeof *out);
