@@ -195,72 +195,86 @@ size_t c4_frame_record_length(const uint8_t *in, size_t len) {
   return n;
 }
 
+static void put_xfer(struct cur *c, const struct c4_xfer_record *x) {
+  put_le(c, x->conn_id, 8);
+  put_le(c, x->nccl_comm, 8);
+  put_le(c, x->seq, 8);
+  put_le(c, x->dir, 1);
+  put_le(c, x->status, 1);
+  put_le(c, (uint32_t)x->tag, 4);
+  put_le(c, x->bytes, 8);
+  put_le(c, x->t_posted, 8);
+  put_le(c, x->t_first_byte, 8);
+  put_le(c, x->t_done, 8);
+  put_end(c, &x->self);
+  put_end(c, &x->peer);
+}
+
+static void put_coll(struct cur *c, const struct c4_coll_record *k) {
+  put_le(c, k->comm, 8);
+  put_le(c, k->seq, 8);
+  put_le(c, (uint32_t)k->rank, 4);
+  put_le(c, (uint32_t)k->nranks, 4);
+  put_le(c, k->is_p2p, 1);
+  put_le(c, k->nchannels, 1);
+  put_le(c, k->nops, 2);
+  put_le(c, (uint32_t)k->root, 4);
+  put_le(c, k->count, 8);
+  put_le(c, k->bytes, 8);
+  put_lstr(c, k->func, C4_NAME_MAX);
+  put_lstr(c, k->dtype, C4_NAME_MAX);
+  put_lstr(c, k->algo, C4_NAME_MAX);
+  put_lstr(c, k->proto, C4_NAME_MAX);
+  put_le(c, k->t_arrive, 8);
+  put_le(c, k->t_enqueued, 8);
+  put_le(c, k->t_done, 8);
+}
+
+static void put_link(struct cur *c, const struct c4_link_record *l) {
+  put_le(c, l->comm, 8);
+  put_le(c, l->conn_id, 8);
+  put_le(c, (uint32_t)l->rank, 4);
+  put_le(c, (uint32_t)l->peer, 4);
+  put_le(c, l->dir, 1);
+  put_le(c, l->t, 8);
+}
+
+static void put_rank(struct cur *c, const struct c4_rank_record *k) {
+  put_le(c, (uint32_t)k->rank, 4);
+  put_le(c, k->pid, 4);
+  put_le(c, k->event, 1);
+  put_lstr(c, k->host, C4_HOST_MAX);
+  put_le(c, k->t, 8);
+  put_le(c, k->entered, 8);
+  put_le(c, k->done, 8);
+  put_le(c, k->dropped, 8);
+}
+
+static void put_comm(struct cur *c, const struct c4_comm_record *m) {
+  put_le(c, m->comm, 8);
+  put_lstr(c, m->name, 64);
+  put_le(c, (uint32_t)m->rank, 4);
+  put_le(c, (uint32_t)m->nranks, 4);
+  put_le(c, (uint32_t)m->nnodes, 4);
+  put_le(c, m->pid, 4);
+  put_lstr(c, m->host, C4_HOST_MAX);
+  put_le(c, m->t, 8);
+}
+
 size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) {
   if (!known_kind(r->kind)) return 0;
   struct cur c = {.w = out, .left = cap};
   put_le(&c, r->kind, 1);
-  if (r->kind == C4_REC_XFER) {
-    const struct c4_xfer_record *x = &r->xfer;
-    put_le(&c, x->conn_id, 8);
-    put_le(&c, x->nccl_comm, 8);
-    put_le(&c, x->seq, 8);
-    put_le(&c, x->dir, 1);
-    put_le(&c, x->status, 1);
-    put_le(&c, (uint32_t)x->tag, 4);
-    put_le(&c, x->bytes, 8);
-    put_le(&c, x->t_posted, 8);
-    put_le(&c, x->t_first_byte, 8);
-    put_le(&c, x->t_done, 8);
-    put_end(&c, &x->self);
-    put_end(&c, &x->peer);
-  } else if (r->kind == C4_REC_COLL) {
-    const struct c4_coll_record *k = &r->coll;
-    put_le(&c, k->comm, 8);
-    put_le(&c, k->seq, 8);
-    put_le(&c, (uint32_t)k->rank, 4);
-    put_le(&c, (uint32_t)k->nranks, 4);
-    put_le(&c, k->is_p2p, 1);
-    put_le(&c, k->nchannels, 1);
-    put_le(&c, k->nops, 2);
-    put_le(&c, (uint32_t)k->root, 4);
-    put_le(&c, k->count, 8);
-    put_le(&c, k->bytes, 8);
-    put_lstr(&c, k->func, C4_NAME_MAX);
-    put_lstr(&c, k->dtype, C4_NAME_MAX);
-    put_lstr(&c, k->algo, C4_NAME_MAX);
-    put_lstr(&c, k->proto, C4_NAME_MAX);
-    put_le(&c, k->t_arrive, 8);
-    put_le(&c, k->t_enqueued, 8);
-    put_le(&c, k->t_done, 8);
-  } else if (r->kind == C4_REC_LINK) {
-    const struct c4_link_record *l = &r->link;
-    put_le(&c, l->comm, 8);
-    put_le(&c, l->conn_id, 8);
-    put_le(&c, (uint32_t)l->rank, 4);
-    put_le(&c, (uint32_t)l->peer, 4);
-    put_le(&c, l->dir, 1);
-    put_le(&c, l->t, 8);
-  } else if (r->kind == C4_REC_RANK) {
-    const struct c4_rank_record *k = &r->rank;
-    put_le(&c, (uint32_t)k->rank, 4);
-    put_le(&c, k->pid, 4);
-    put_le(&c, k->event, 1);
-    put_lstr(&c, k->host, C4_HOST_MAX);
-    put_le(&c, k->t, 8);
-    put_le(&c, k->entered, 8);
-    put_le(&c, k->done, 8);
-    put_le(&c, k->dropped, 8);
-  } else {
-    const struct c4_comm_record *m = &r->comm;
-    put_le(&c, m->comm, 8);
-    put_lstr(&c, m->name, 64);
-    put_le(&c, (uint32_t)m->rank, 4);
-    put_le(&c, (uint32_t)m->nranks, 4);
-    put_le(&c, (uint32_t)m->nnodes, 4);
-    put_le(&c, m->pid, 4);
-    put_lstr(&c, m->host, C4_HOST_MAX);
-    put_le(&c, m->t, 8);
-  }
+  if (r->kind == C4_REC_XFER)
+    put_xfer(&c, &r->xfer);
+  else if (r->kind == C4_REC_COLL)
+    put_coll(&c, &r->coll);
+  else if (r->kind == C4_REC_LINK)
+    put_link(&c, &r->link);
+  else if (r->kind == C4_REC_RANK)
+    put_rank(&c, &r->rank);
+  else
+    put_comm(&c, &r->comm);
   return c.bad ? 0 : cap - c.left;
 }
 
@@ -383,6 +397,79 @@ static size_t get_coll_fast(const uint8_t *p, size_t len, struct c4_record *r) {
 }
 #endif
 
+/* The generic decoders, one per kind, through the bounds-checked cursor: each sets c->bad on a
+ * field out of range. */
+static void get_xfer(struct cur *c, struct c4_xfer_record *x) {
+  x->version = C4_RECORD_VERSION;
+  x->conn_id = get_le(c, 8);
+  x->nccl_comm = get_le(c, 8);
+  x->seq = get_le(c, 8);
+  x->dir = (uint8_t)get_le(c, 1);
+  x->status = (uint8_t)get_le(c, 1);
+  x->tag = (int32_t)get_le(c, 4);
+  x->bytes = get_le(c, 8);
+  x->t_posted = get_le(c, 8);
+  x->t_first_byte = get_le(c, 8);
+  x->t_done = get_le(c, 8);
+  get_end(c, &x->self);
+  get_end(c, &x->peer);
+  if (x->dir > C4_DIR_RECV || x->status > C4_XFER_PENDING) c->bad = 1;
+}
+
+static void get_coll(struct cur *c, struct c4_coll_record *k) {
+  k->comm = get_le(c, 8);
+  k->seq = get_le(c, 8);
+  k->rank = (int32_t)get_le(c, 4);
+  k->nranks = (int32_t)get_le(c, 4);
+  k->is_p2p = (uint8_t)get_le(c, 1);
+  k->nchannels = (uint8_t)get_le(c, 1);
+  k->nops = (uint16_t)get_le(c, 2);
+  k->root = (int32_t)get_le(c, 4);
+  k->count = get_le(c, 8);
+  k->bytes = get_le(c, 8);
+  get_lstr(c, k->func, C4_NAME_MAX);
+  get_lstr(c, k->dtype, C4_NAME_MAX);
+  get_lstr(c, k->algo, C4_NAME_MAX);
+  get_lstr(c, k->proto, C4_NAME_MAX);
+  k->t_arrive = get_le(c, 8);
+  k->t_enqueued = get_le(c, 8);
+  k->t_done = get_le(c, 8);
+  if (k->is_p2p > 1) c->bad = 1;
+}
+
+static void get_link(struct cur *c, struct c4_link_record *l) {
+  l->comm = get_le(c, 8);
+  l->conn_id = get_le(c, 8);
+  l->rank = (int32_t)get_le(c, 4);
+  l->peer = (int32_t)get_le(c, 4);
+  l->dir = (uint8_t)get_le(c, 1);
+  l->t = get_le(c, 8);
+  if (l->dir > C4_DIR_RECV) c->bad = 1;
+}
+
+static void get_rank(struct cur *c, struct c4_rank_record *k) {
+  k->rank = (int32_t)get_le(c, 4);
+  k->pid = (uint32_t)get_le(c, 4);
+  k->event = (uint8_t)get_le(c, 1);
+  get_lstr(c, k->host, C4_HOST_MAX);
+  k->t = get_le(c, 8);
+  k->entered = get_le(c, 8);
+  k->done = get_le(c, 8);
+  k->dropped = get_le(c, 8);
+  if (k->event > C4_RANK_LOST) c->bad = 1;
+}
+
+static void get_comm(struct cur *c, struct c4_comm_record *m) {
+  m->comm = get_le(c, 8);
+  get_lstr(c, m->name, 64);
+  m->rank = (int32_t)get_le(c, 4);
+  m->nranks = (int32_t)get_le(c, 4);
+  m->nnodes = (int32_t)get_le(c, 4);
+  m->pid = (uint32_t)get_le(c, 4);
+  get_lstr(c, m->host, C4_HOST_MAX);
+  m->t = get_le(c, 8);
+}
+
 int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (len && (in[0] == C4_REC_XFER || in[0] == C4_REC_COLL)) {
@@ -397,73 +484,16 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
   if (!need || need > len) return C4_EPROTO;
   struct cur c = {.r = in, .left = need};
   r->kind = (uint32_t)get_le(&c, 1);
-  if (r->kind == C4_REC_XFER) {
-    struct c4_xfer_record *x = &r->xfer;
-    x->version = C4_RECORD_VERSION;
-    x->conn_id = get_le(&c, 8);
-    x->nccl_comm = get_le(&c, 8);
-    x->seq = get_le(&c, 8);
-    x->dir = (uint8_t)get_le(&c, 1);
-    x->status = (uint8_t)get_le(&c, 1);
-    x->tag = (int32_t)get_le(&c, 4);
-    x->bytes = get_le(&c, 8);
-    x->t_posted = get_le(&c, 8);
-    x->t_first_byte = get_le(&c, 8);
-    x->t_done = get_le(&c, 8);
-    get_end(&c, &x->self);
-    get_end(&c, &x->peer);
-    if (x->dir > C4_DIR_RECV || x->status > C4_XFER_PENDING) c.bad = 1;
-  } else if (r->kind == C4_REC_COLL) {
-    struct c4_coll_record *k = &r->coll;
-    k->comm = get_le(&c, 8);
-    k->seq = get_le(&c, 8);
-    k->rank = (int32_t)get_le(&c, 4);
-    k->nranks = (int32_t)get_le(&c, 4);
-    k->is_p2p = (uint8_t)get_le(&c, 1);
-    k->nchannels = (uint8_t)get_le(&c, 1);
-    k->nops = (uint16_t)get_le(&c, 2);
-    k->root = (int32_t)get_le(&c, 4);
-    k->count = get_le(&c, 8);
-    k->bytes = get_le(&c, 8);
-    get_lstr(&c, k->func, C4_NAME_MAX);
-    get_lstr(&c, k->dtype, C4_NAME_MAX);
-    get_lstr(&c, k->algo, C4_NAME_MAX);
-    get_lstr(&c, k->proto, C4_NAME_MAX);
-    k->t_arrive = get_le(&c, 8);
-    k->t_enqueued = get_le(&c, 8);
-    k->t_done = get_le(&c, 8);
-    if (k->is_p2p > 1) c.bad = 1;
-  } else if (r->kind == C4_REC_LINK) {
-    struct c4_link_record *l = &r->link;
-    l->comm = get_le(&c, 8);
-    l->conn_id = get_le(&c, 8);
-    l->rank = (int32_t)get_le(&c, 4);
-    l->peer = (int32_t)get_le(&c, 4);
-    l->dir = (uint8_t)get_le(&c, 1);
-    l->t = get_le(&c, 8);
-    if (l->dir > C4_DIR_RECV) c.bad = 1;
-  } else if (r->kind == C4_REC_RANK) {
-    struct c4_rank_record *k = &r->rank;
-    k->rank = (int32_t)get_le(&c, 4);
-    k->pid = (uint32_t)get_le(&c, 4);
-    k->event = (uint8_t)get_le(&c, 1);
-    get_lstr(&c, k->host, C4_HOST_MAX);
-    k->t = get_le(&c, 8);
-    k->entered = get_le(&c, 8);
-    k->done = get_le(&c, 8);
-    k->dropped = get_le(&c, 8);
-    if (k->event > C4_RANK_LOST) c.bad = 1;
-  } else {
-    struct c4_comm_record *m = &r->comm;
-    m->comm = get_le(&c, 8);
-    get_lstr(&c, m->name, 64);
-    m->rank = (int32_t)get_le(&c, 4);
-    m->nranks = (int32_t)get_le(&c, 4);
-    m->nnodes = (int32_t)get_le(&c, 4);
-    m->pid = (uint32_t)get_le(&c, 4);
-    get_lstr(&c, m->host, C4_HOST_MAX);
-    m->t = get_le(&c, 8);
-  }
+  if (r->kind == C4_REC_XFER)
+    get_xfer(&c, &r->xfer);
+  else if (r->kind == C4_REC_COLL)
+    get_coll(&c, &r->coll);
+  else if (r->kind == C4_REC_LINK)
+    get_link(&c, &r->link);
+  else if (r->kind == C4_REC_RANK)
+    get_rank(&c, &r->rank);
+  else
+    get_comm(&c, &r->comm);
   return c.bad ? C4_EPROTO : (int)need;
 }
 
