@@ -315,66 +315,65 @@ int c4_reporter_await_plan(int timeout_ms) {
   return 0;
 }
 
-void c4_reporter_tick(uint64_t now) {
-  if (!rep.on) return;
+/* Moves a connection that is not up yet along: starts one when it is due, drops one whose
+ * handshake is late, notices a connect that finished. Returns 1 when the tick goes on to read
+ * frames, 0 when there is no connection to read (or it was just dropped). */
+static int step_connect(uint64_t now) {
   if (rep.state == DOWN) {
     if (now >= rep.next_try) start_connect(now);
-    if (rep.state == DOWN) return;
+    if (rep.state == DOWN) return 0;
   }
   if (rep.state != UP && now - rep.since > HANDSHAKE_NS) {
     drop_connection("no handshake within 5 s", now);
-    return;
+    return 0;
   }
   if (rep.state == CONNECTING) {
     int err = 0;
     socklen_t l = sizeof err;
     if (getsockopt(rep.fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0 || err) {
       drop_connection("connect failed", now);
-      return;
+      return 0;
     }
     rep.state = WAIT_CHALLENGE;
   }
-  int type;
-  uint8_t *p;
-  uint32_t len;
-  int rc;
-  while ((rc = read_frame(&type, &p, &len)) == 1) {
-    if (rep.state == WAIT_CHALLENGE && type == C4_FRAME_CHALLENGE &&
-        len == C4_FRAME_CHALLENGE_SIZE) {
-      send_hello();
-      rep.state = WAIT_WELCOME;
-    } else if (rep.state == WAIT_WELCOME && type == C4_FRAME_WELCOME && len >= 2) {
-      if (p[0]) {
-        consume_frame(len);
-        drop_connection("c4mon refused this job (wrong C4_TOKEN or C4_JOB?)", now);
-        return;
-      }
-      atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
-      if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
-      rep.state = UP;
-      rep.backoff = BACKOFF_MIN;
-      rep.next_hb = rep.next_time = now;
-      atomic_fetch_add(&rep.connects, 1);
-    } else if (rep.state == UP && type == C4_FRAME_TIME) {
-      on_time(p, len, rep.in_arrived);
-    } else if (rep.state == UP && type == C4_FRAME_PLAN) {
-      if (on_plan_part(p, len) != 0) {
-        consume_frame(len);
-        drop_connection("c4mon sent a malformed plan", now);
-        return;
-      }
-    } else {
-      consume_frame(len);
-      drop_connection("c4mon sent an unexpected frame", now);
-      return;
-    }
-    consume_frame(len);
+  return 1;
+}
+
+/* Ends the connection over the frame being read (len bytes), saying why. Returns -1. */
+static int drop_at_frame(uint32_t len, const char *why, uint64_t now) {
+  consume_frame(len);
+  drop_connection(why, now);
+  return -1;
+}
+
+/* One frame from c4mon, taken as the state it arrives in allows. Returns 0, or -1 when it ended
+ * the connection. */
+static int on_frame(int type, uint8_t *p, uint32_t len, uint64_t now) {
+  if (rep.state == WAIT_CHALLENGE && type == C4_FRAME_CHALLENGE && len == C4_FRAME_CHALLENGE_SIZE) {
+    send_hello();
+    rep.state = WAIT_WELCOME;
+  } else if (rep.state == WAIT_WELCOME && type == C4_FRAME_WELCOME && len >= 2) {
+    if (p[0]) return drop_at_frame(len, "c4mon refused this job (wrong C4_TOKEN or C4_JOB?)", now);
+    atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
+    if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
+    rep.state = UP;
+    rep.backoff = BACKOFF_MIN;
+    rep.next_hb = rep.next_time = now;
+    atomic_fetch_add(&rep.connects, 1);
+  } else if (rep.state == UP && type == C4_FRAME_TIME) {
+    on_time(p, len, rep.in_arrived);
+  } else if (rep.state == UP && type == C4_FRAME_PLAN) {
+    if (on_plan_part(p, len) != 0) return drop_at_frame(len, "c4mon sent a malformed plan", now);
+  } else {
+    return drop_at_frame(len, "c4mon sent an unexpected frame", now);
   }
-  if (rc < 0) {
-    drop_connection("connection lost", now);
-    return;
-  }
-  for (int frames = 0; frames < 16; frames++) { /* several frames a tick while records wait */
+  consume_frame(len);
+  return 0;
+}
+
+/* Sends what waits: several frames a tick while records wait. */
+static void send_queued(uint64_t now) {
+  for (int frames = 0; frames < 16; frames++) {
     if (rep.state == UP) refill(now);
     if (flush_out() < 0) {
       drop_connection("connection lost", now);
@@ -382,6 +381,20 @@ void c4_reporter_tick(uint64_t now) {
     }
     if (rep.out_len || !rep.q_len) break;
   }
+}
+
+void c4_reporter_tick(uint64_t now) {
+  if (!rep.on || !step_connect(now)) return;
+  int type, rc;
+  uint8_t *p;
+  uint32_t len;
+  while ((rc = read_frame(&type, &p, &len)) == 1)
+    if (on_frame(type, p, len, now) != 0) return;
+  if (rc < 0) {
+    drop_connection("connection lost", now);
+    return;
+  }
+  send_queued(now);
 }
 
 void c4_reporter_finish(int timeout_ms) {
