@@ -22,74 +22,107 @@ static void sleep_until(uint64_t t) {
   nanosleep(&ts, NULL);
 }
 
-int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, double speed,
-                       struct mon_sink *sink, unsigned long *bad, volatile int *stop) {
+/* One replay: the trace being read, where its records go and the pace they go at. */
+struct replay {
+  const char *prog, *path;
   struct c4_trace_reader rd;
+  struct mon_sink *sink;
+  const struct c4_det_job *job;
+  double speed;
+  uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
+};
+
+/* Opens the trace (not a directory). Returns 0 or a C4_E* code, said on stderr. */
+static int open_trace(struct replay *r) {
   struct stat st;
-  if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "%s: %s: is a directory, not a trace\n", prog, path);
+  if (strcmp(r->path, "-") && stat(r->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "%s: %s: is a directory, not a trace\n", r->prog, r->path);
     return C4_EINVAL;
   }
   errno = 0;
-  int orc = c4_trace_open(&rd, path);
-  if (orc != 0) {
-    fprintf(stderr, "%s: %s: %s\n", prog, path, errno ? strerror(errno) : c4_strerror(orc));
-    return orc;
+  int rc = c4_trace_open(&r->rd, r->path);
+  if (rc != 0)
+    fprintf(stderr, "%s: %s: %s\n", r->prog, r->path, errno ? strerror(errno) : c4_strerror(rc));
+  return rc;
+}
+
+/* Reads up to max good records into batch, saying which are bad. Returns how many; *rc is 0 at
+ * the end of the trace. */
+static int read_batch(struct replay *r, struct c4_record *batch, int max, int *rc) {
+  char err[300];
+  int n = 0;
+  while (n < max && (*rc = c4_trace_next(&r->rd, &batch[n], err, sizeof err)) != 0) {
+    const char *why = NULL;
+    if (*rc < 0)
+      fprintf(stderr, "%s: %s: %s\n", r->prog, r->path, err);
+    else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
+      fprintf(stderr, "%s: %s: %s %lu: %s\n", r->prog, r->path, r->rd.binary ? "record" : "line",
+              r->rd.lineno, why);
+      r->rd.bad++;
+    } else
+      n++;
   }
+  return n;
+}
+
+/* Hands n records to detection and the sink, at the trace's pace when r->speed is set. */
+static void take_batch(struct replay *r, struct c4_record *batch, int n) {
+  for (int stage = 0; stage < 2; stage++)
+    for (int i = 0; i < n; i++)
+      c4_det_prefetch(&batch[i], stage);
+  for (int i = 0; i < n; i++) {
+    uint64_t t = c4_mon_record_time(&batch[i]);
+    if (r->speed > 0 && t) {
+      if (!r->first) r->first = t;
+      if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
+    }
+    if (t > r->last) r->last = t;
+    c4_mon_take_record(r->sink, r->job, 0, &batch[i]);
+    if (r->speed > 0) c4_mon_outputs_tick(0);
+  }
+}
+
+/* Closes the trace and says how the read ended: 0, or a C4_E* code for a read error, a binary
+ * trace cut short, or a trace without one valid record. */
+static int close_trace(struct replay *r, volatile int *stop) {
+  int read_error = r->rd.f && ferror(r->rd.f) ? errno : 0;
+  int cut_short = r->rd.binary == 2; /* a binary trace stopped at a bad record (its place said) */
+  unsigned long bad = r->rd.bad;
+  c4_trace_close(&r->rd); /* clears r->rd */
+  if (read_error) {
+    fprintf(stderr, "%s: %s: read error: %s\n", r->prog, r->path, strerror(read_error));
+    return C4_ESYS;
+  }
+  if (cut_short) {
+    fprintf(stderr, "%s: %s: reading stopped at that place (above): the rest was not read\n",
+            r->prog, r->path);
+    return C4_EPROTO;
+  }
+  if (!*stop && !r->sink->records && !r->sink->heartbeats) {
+    fprintf(stderr, "%s: %s: no valid record (%lu bad lines)\n", r->prog, r->path, bad);
+    return C4_EPROTO;
+  }
+  return 0;
+}
+
+int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, double speed,
+                       struct mon_sink *sink, unsigned long *bad, volatile int *stop) {
+  struct replay r = {.prog = prog, .path = path, .sink = sink, .speed = speed};
+  int rc = open_trace(&r);
+  if (rc != 0) return rc;
   sink->out = trace_out;
-  uint64_t start = c4_now_ns(), first = 0, last = 0;
-  const struct c4_det_job *job = c4_det_job("replay");
+  r.start = c4_now_ns();
+  r.job = c4_det_job("replay");
   /* Records go through in batches when not paced: detection prefetches what each will touch
    * first, so the cache misses of a batch overlap instead of queueing one behind another. */
   enum { BATCH = 32 };
   static struct c4_record batch[BATCH];
-  char err[300];
-  int rc = 1;
+  rc = 1;
   while (!*stop && rc != 0) {
-    int n = 0;
-    while (n < (speed > 0 ? 1 : BATCH) &&
-           (rc = c4_trace_next(&rd, &batch[n], err, sizeof err)) != 0) {
-      const char *why = NULL;
-      if (rc < 0)
-        fprintf(stderr, "%s: %s: %s\n", prog, path, err);
-      else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
-        fprintf(stderr, "%s: %s: %s %lu: %s\n", prog, path, rd.binary ? "record" : "line",
-                rd.lineno, why);
-        rd.bad++;
-      } else
-        n++;
-    }
-    for (int stage = 0; stage < 2; stage++)
-      for (int i = 0; i < n; i++)
-        c4_det_prefetch(&batch[i], stage);
-    for (int i = 0; i < n; i++) {
-      uint64_t t = c4_mon_record_time(&batch[i]);
-      if (speed > 0 && t) {
-        if (!first) first = t;
-        if (t > first) sleep_until(start + (uint64_t)((double)(t - first) / speed));
-      }
-      if (t > last) last = t;
-      c4_mon_take_record(sink, job, 0, &batch[i]);
-      if (speed > 0) c4_mon_outputs_tick(0);
-    }
+    int n = read_batch(&r, batch, speed > 0 ? 1 : BATCH, &rc);
+    take_batch(&r, batch, n);
   }
-  c4_det_advance(last + 1000000000ull); /* judge the trace's last second too */
-  *bad = rd.bad;
-  int read_error = rd.f && ferror(rd.f) ? errno : 0;
-  int cut_short = rd.binary == 2; /* a binary trace stopped at a bad record (its place said) */
-  c4_trace_close(&rd);
-  if (read_error) {
-    fprintf(stderr, "%s: %s: read error: %s\n", prog, path, strerror(read_error));
-    return C4_ESYS;
-  }
-  if (cut_short) {
-    fprintf(stderr, "%s: %s: reading stopped at that place (above): the rest was not read\n", prog,
-            path);
-    return C4_EPROTO;
-  }
-  if (!*stop && !sink->records && !sink->heartbeats) {
-    fprintf(stderr, "%s: %s: no valid record (%lu bad lines)\n", prog, path, *bad);
-    return C4_EPROTO;
-  }
-  return 0;
+  c4_det_advance(r.last + 1000000000ull); /* judge the trace's last second too */
+  *bad = r.rd.bad;
+  return close_trace(&r, stop);
 }
