@@ -46,9 +46,10 @@ static int worst_first(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int color) {
-  const json_t *det = json_object_get(st, "detect");
-  const json_t *verdicts = json_object_get(det, "verdicts"), *ranks = json_object_get(det, "ranks");
+/* The first line (totals) and one line per verdict, up to a third of the height. Returns how many
+ * lines it wrote. */
+static int put_verdicts(FILE *out, const json_t *st, const json_t *det, int width, int height) {
+  const json_t *verdicts = json_object_get(det, "verdicts");
   double now = num(det, "t");
   fprintf(
       out, "c4mon %s  ranks %lld  records %.0f (%.0f/s)  lost %lld  rejected %lld  verdicts %zu\n",
@@ -70,50 +71,82 @@ void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int c
             str(v, "detail"));
     lines++;
   }
+  return lines;
+}
+
+/* The ranks, worst first (lost, then slowest, then longest without a heartbeat); NULL when out
+ * of memory. The caller frees it. */
+static struct rank_row *worst_ranks(const json_t *ranks, double now) {
+  struct rank_row *rows = calloc(json_array_size(ranks) + 1, sizeof *rows);
+  if (!rows) return NULL;
+  size_t i;
+  json_t *v;
+  json_array_foreach(ranks, i, v) {
+    rows[i].r = v;
+    rows[i].score = (json_is_true(json_object_get(v, "lost")) ? 1e9 : 0) + num(v, "slowdown") +
+                    (now - num(v, "last_hb_ns")) / 1e10;
+  }
+  qsort(rows, json_array_size(ranks), sizeof *rows, worst_first);
+  return rows;
+}
+
+/* Line y of the left part: a rank, or how many more there are on the last line that has room. */
+static void put_rank_line(FILE *out, const struct rank_row *rows, size_t nr, int y, int body,
+                          double now) {
+  int cut = nr > (size_t)body && y == body - 1;
+  if ((size_t)y < nr && !cut) {
+    const json_t *r = rows[y].r;
+    fprintf(out, "%-6lld %-14.14s %8.2f %9.0f %7.1fs %5s",
+            (long long)json_integer_value(json_object_get(r, "rank")), str(r, "host"),
+            num(r, "slowdown"), num(r, "entered"), (now - num(r, "last_hb_ns")) / 1e9,
+            json_is_true(json_object_get(r, "lost")) ? "LOST" : "");
+  } else if (cut) {
+    char more[64];
+    snprintf(more, sizeof more, "(%zu more ranks)", nr - (size_t)body + 1);
+    fprintf(out, "%-56s", more);
+  } else {
+    fprintf(out, "%-56s", "");
+  }
+}
+
+/* Line y of the right part: a row of the heat map and its row effect, or the column effects. */
+static void put_heat_line(FILE *out, const struct heat *h, int y, int color) {
+  if (y < h->side) {
+    for (int x = 0; x < h->side; x++)
+      put_cell(out, h->cell[y * h->side + x], color);
+    fputc(' ', out);
+    put_cell(out, h->row[y], color);
+  } else if (y == h->side + 1) {
+    for (int x = 0; x < h->side; x++)
+      put_cell(out, h->col[x], color);
+    fputs("  column effect", out);
+  }
+}
+
+void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int color) {
+  const json_t *det = json_object_get(st, "detect"), *ranks = json_object_get(det, "ranks");
+  double now = num(det, "t");
+  int lines = put_verdicts(out, st, det, width, height);
   /* the heat map takes the right part, the ranks the left */
   struct heat h;
   int map_w = width / 2 - 4, map_h = height - lines - 4;
   int side = map_w < map_h ? map_w : map_h;
   if (c4_heat_fold(det, side > 1 ? side : 1, &h) != 0) return;
   size_t nr = json_array_size(ranks);
-  struct rank_row *rows = calloc(nr + 1, sizeof *rows);
-  json_array_foreach(ranks, i, v) {
-    rows[i].r = v;
-    rows[i].score = (json_is_true(json_object_get(v, "lost")) ? 1e9 : 0) + num(v, "slowdown") +
-                    (now - num(v, "last_hb_ns")) / 1e10;
+  struct rank_row *rows = worst_ranks(ranks, now);
+  if (!rows) {
+    c4_heat_free(&h);
+    return;
   }
-  qsort(rows, nr, sizeof *rows, worst_first);
   fprintf(out,
           "%-6s %-14s %8s %9s %8s %5s   matrix %d NICs%s (src down, dst across; last col: row "
           "effect)\n",
           "rank", "host", "slowdown", "entered", "hb age", "", h.n, h.per > 1 ? ", in blocks" : "");
   int body = height - lines - 2;
   for (int y = 0; y < body; y++) {
-    int cut = nr > (size_t)body && y == body - 1;
-    if ((size_t)y < nr && !cut) {
-      const json_t *r = rows[y].r;
-      fprintf(out, "%-6lld %-14.14s %8.2f %9.0f %7.1fs %5s",
-              (long long)json_integer_value(json_object_get(r, "rank")), str(r, "host"),
-              num(r, "slowdown"), num(r, "entered"), (now - num(r, "last_hb_ns")) / 1e9,
-              json_is_true(json_object_get(r, "lost")) ? "LOST" : "");
-    } else if (cut) {
-      char more[64];
-      snprintf(more, sizeof more, "(%zu more ranks)", nr - (size_t)body + 1);
-      fprintf(out, "%-56s", more);
-    } else {
-      fprintf(out, "%-56s", "");
-    }
+    put_rank_line(out, rows, nr, y, body, now);
     fputs("   ", out);
-    if (y < h.side) {
-      for (int x = 0; x < h.side; x++)
-        put_cell(out, h.cell[y * h.side + x], color);
-      fputc(' ', out);
-      put_cell(out, h.row[y], color);
-    } else if (y == h.side + 1) {
-      for (int x = 0; x < h.side; x++)
-        put_cell(out, h.col[x], color);
-      fputs("  column effect", out);
-    }
+    put_heat_line(out, &h, y, color);
     fputc('\n', out);
   }
   free(rows);
