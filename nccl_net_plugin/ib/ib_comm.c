@@ -312,54 +312,47 @@ static void post_refusal(struct c4_ib_comm *c, const struct c4_ib_cts *cts) {
   (void)ibv_post_send(c->qp[0], &wr, &bad);
 }
 
-int c4_ib_isend(struct c4_ib_comm *c, void *data, size_t size, int tag, void *mhandle,
-                struct c4_ib_request **req) {
-  *req = NULL;
-  int failed = atomic_load(&c->failed);
-  if (failed) return failed;
-  struct c4_ib_request *r = slot_take(c);
-  if (!r) {
-    poll_cq(c);
-    return atomic_load(&c->failed);
-  }
-  uint64_t seq = c->next_post;
+/* The clear-to-send for message seq, when the receiver has written it. Returns 0, C4_EAGAIN (not
+ * posted on the other side yet), or C4_EPROTO (a bad entry: the comm fails). */
+static int read_cts(struct c4_ib_comm *c, uint64_t seq, struct c4_ib_cts *cts) {
   const uint8_t *entry = c->ctrl + (seq % C4_IB_SLOTS) * C4_IB_CTS_SIZE;
   /* The receiver's NIC writes the entry in one PCIe write, its mark (last 8 bytes) last: once
    * the mark is seen (acquire), the rest is there too (NCCL's IB transport relies on the same). */
   uint64_t mark = le64toh(__atomic_load_n((const uint64_t *)(entry + 24), __ATOMIC_ACQUIRE));
   uint8_t snap[C4_IB_CTS_SIZE];
-  struct c4_ib_cts cts;
   int rc = C4_EAGAIN;
   if (mark > seq) {
     memcpy(snap, entry, sizeof snap);
-    rc = c4_ib_cts_get(snap, seq, &cts);
+    rc = c4_ib_cts_get(snap, seq, cts);
   }
-  if (rc == C4_EAGAIN) { /* not posted on the other side yet: NCCL calls again */
-    poll_cq(c);
-    return atomic_load(&c->failed);
-  }
-  if (rc != 0) {
+  if (rc != 0 && rc != C4_EAGAIN) {
     c4_ib_comm_fail(c, C4_EPROTO, "receiver %s (pid %u) wrote a bad clear-to-send for message %llu",
                     c->peer.host, c->peer.pid, (unsigned long long)seq);
     return C4_EPROTO;
   }
-  if ((rc = c4_ib_cts_match(&cts, tag, size)) != 0) {
-    post_refusal(c, &cts);
-    c4_ib_comm_fail(c, rc,
-                    "message %llu (%zu bytes, tag %d) does not fit the receive %s (pid %u, rank "
-                    "%d) posted: %llu bytes, tag %d (%s)",
-                    (unsigned long long)seq, size, tag, c->peer.host, c->peer.pid, c->peer.rank,
-                    (unsigned long long)cts.size, cts.tag,
-                    rc == C4_ETRUNC ? "the message is larger" : "the tags differ");
-    return rc;
-  }
-  struct c4_ib_mr *m = mhandle;
-  if (size && !covers(m, data, size)) {
-    C4_WARN("isend of %zu bytes at %p: the buffer is not inside its registration", size, data);
-    return C4_EINVAL;
-  }
-  slot_fill(c, r, data, size, tag);
-  c->next_post++;
+  return rc;
+}
+
+/* Message seq (size bytes, tag) against the receive the peer posted: 0, or the comm fails (and
+ * the receiver is told) with C4_ETRUNC or the tag mismatch's code. */
+static int check_fit(struct c4_ib_comm *c, const struct c4_ib_cts *cts, uint64_t seq, size_t size,
+                     int tag) {
+  int rc = c4_ib_cts_match(cts, tag, size);
+  if (rc == 0) return 0;
+  post_refusal(c, cts);
+  c4_ib_comm_fail(c, rc,
+                  "message %llu (%zu bytes, tag %d) does not fit the receive %s (pid %u, rank "
+                  "%d) posted: %llu bytes, tag %d (%s)",
+                  (unsigned long long)seq, size, tag, c->peer.host, c->peer.pid, c->peer.rank,
+                  (unsigned long long)cts->size, cts->tag,
+                  rc == C4_ETRUNC ? "the message is larger" : "the tags differ");
+  return rc;
+}
+
+/* Splits request r's message over the QPs (by path weight) and posts one RDMA write with
+ * immediate per QP into the receive cts names. A post that fails fails the comm and the request. */
+static void post_writes(struct c4_ib_comm *c, struct c4_ib_request *r, void *data, size_t size,
+                        const struct c4_ib_mr *m, const struct c4_ib_cts *cts, uint64_t seq) {
   double w[C4_IB_MAX_QPS];
   for (int q = 0; q < c->nqps; q++)
     w[q] = c->cfg.path_weights ? c4_paths_weight(&c->paths, q) : 1;
@@ -378,7 +371,7 @@ int c4_ib_isend(struct c4_ib_comm *c, void *data, size_t size, int tag, void *mh
                              .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
                              .send_flags = IBV_SEND_SIGNALED,
                              .imm_data = htonl((uint32_t)r->qp_len[q]),
-                             .wr.rdma = {.remote_addr = cts.addr + off, .rkey = cts.rkey}},
+                             .wr.rdma = {.remote_addr = cts->addr + off, .rkey = cts->rkey}},
                        *bad;
     if ((errno = ibv_post_send(c->qp[q], &wr, &bad)) != 0) {
       c4_ib_comm_fail(c, C4_ESYS, "couldn't post an RDMA write on QP %d: %s", q, strerror(errno));
@@ -388,6 +381,34 @@ int c4_ib_isend(struct c4_ib_comm *c, void *data, size_t size, int tag, void *mh
     }
     off += r->qp_len[q];
   }
+}
+
+int c4_ib_isend(struct c4_ib_comm *c, void *data, size_t size, int tag, void *mhandle,
+                struct c4_ib_request **req) {
+  *req = NULL;
+  int failed = atomic_load(&c->failed);
+  if (failed) return failed;
+  struct c4_ib_request *r = slot_take(c);
+  if (!r) {
+    poll_cq(c);
+    return atomic_load(&c->failed);
+  }
+  uint64_t seq = c->next_post;
+  struct c4_ib_cts cts;
+  int rc = read_cts(c, seq, &cts);
+  if (rc == C4_EAGAIN) { /* not posted on the other side yet: NCCL calls again */
+    poll_cq(c);
+    return atomic_load(&c->failed);
+  }
+  if (rc != 0 || (rc = check_fit(c, &cts, seq, size, tag)) != 0) return rc;
+  struct c4_ib_mr *m = mhandle;
+  if (size && !covers(m, data, size)) {
+    C4_WARN("isend of %zu bytes at %p: the buffer is not inside its registration", size, data);
+    return C4_EINVAL;
+  }
+  slot_fill(c, r, data, size, tag);
+  c->next_post++;
+  post_writes(c, r, data, size, m, &cts, seq);
   *req = r;
   return 0;
 }
