@@ -304,6 +304,52 @@ static int take_reply(struct ib_connect *s, uint64_t nccl_comm) {
   return c4_ib_comm_connect(s->comm, nccl_comm, s->conn_id, &s->self, &s->target.id, &remote);
 }
 
+/* Phase 0: sends our hello (as much as the socket takes). Returns 0, or C4_EREMOTE when the
+ * listener closed. */
+static int step_hello(struct ib_connect *s) {
+  ssize_t k = c4_sock_send_some(s->fd, s->out + s->sent, HELLO_IN - s->sent);
+  if (k < 0) {
+    C4_WARN("connect to %s: the listener closed the connection during the handshake", s->where);
+    return C4_EREMOTE;
+  }
+  s->sent += (size_t)k;
+  if (s->sent == HELLO_IN) s->phase = 1;
+  return 0;
+}
+
+/* Phase 1: reads the listener's reply and, once it is whole, connects our QPs and readies our
+ * ack. Returns 0 or a negative C4_E* code (logged). */
+static int step_reply(struct ib_connect *s, uint64_t nccl_comm) {
+  ssize_t k = c4_sock_recv_some(s->fd, s->in + s->got, REPLY - s->got);
+  if (k < 0) {
+    C4_WARN("connect to %s (pid %u, rank %d): the listener closed the connection instead of "
+            "answering; it is not a c4 verbs device of this version, or it rejected us (see its "
+            "log)",
+            s->where, s->target.id.pid, s->target.id.rank);
+    return C4_EREMOTE;
+  }
+  s->got += (size_t)k;
+  if (s->got < REPLY) return 0;
+  int rc = take_reply(s, nccl_comm);
+  if (rc != 0) return rc;
+  c4_wire_put_ack(s->out, C4_ACK_OK);
+  s->phase = 2;
+  s->sent = 0;
+  return 0;
+}
+
+/* Phase 2: sends our ready ack. Returns 1 once all of it went, 0 while some waits, or
+ * C4_EREMOTE. */
+static int step_ready(struct ib_connect *s) {
+  ssize_t k = c4_sock_send_some(s->fd, s->out + s->sent, C4_ACK_SIZE - s->sent);
+  if (k < 0) {
+    C4_WARN("connect to %s: the listener closed before our ready ack", s->where);
+    return C4_EREMOTE;
+  }
+  s->sent += (size_t)k;
+  return s->sent == C4_ACK_SIZE;
+}
+
 int c4_ib_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm, void *handle,
                   struct c4_ib_comm **out) {
   *out = NULL;
@@ -317,47 +363,13 @@ int c4_ib_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_
     if (rc < 0) state_free(handle, s, 0);
     return rc;
   }
-  if (s->phase == 0) {
-    ssize_t k = c4_sock_send_some(s->fd, s->out + s->sent, HELLO_IN - s->sent);
-    if (k < 0) {
-      C4_WARN("connect to %s: the listener closed the connection during the handshake", s->where);
-      rc = C4_EREMOTE;
-      goto fail;
-    }
-    s->sent += (size_t)k;
-    if (s->sent == HELLO_IN) s->phase = 1;
-  }
-  if (s->phase == 1) {
-    ssize_t k = c4_sock_recv_some(s->fd, s->in + s->got, REPLY - s->got);
-    if (k < 0) {
-      C4_WARN("connect to %s (pid %u, rank %d): the listener closed the connection instead of "
-              "answering; it is not a c4 verbs device of this version, or it rejected us (see its "
-              "log)",
-              s->where, s->target.id.pid, s->target.id.rank);
-      rc = C4_EREMOTE;
-      goto fail;
-    }
-    s->got += (size_t)k;
-    if (s->got == REPLY) {
-      if ((rc = take_reply(s, nccl_comm)) != 0) goto fail;
-      c4_wire_put_ack(s->out, C4_ACK_OK);
-      s->phase = 2;
-      s->sent = 0;
-    }
-  }
-  if (s->phase == 2) {
-    ssize_t k = c4_sock_send_some(s->fd, s->out + s->sent, C4_ACK_SIZE - s->sent);
-    if (k < 0) {
-      C4_WARN("connect to %s: the listener closed before our ready ack", s->where);
-      rc = C4_EREMOTE;
-      goto fail;
-    }
-    s->sent += (size_t)k;
-    if (s->sent == C4_ACK_SIZE) {
-      *out = s->comm;
-      state_free(handle, s, 1);
-      return 0;
-    }
+  if (s->phase == 0 && (rc = step_hello(s)) != 0) goto fail;
+  if (s->phase == 1 && (rc = step_reply(s, nccl_comm)) != 0) goto fail;
+  if (s->phase == 2 && (rc = step_ready(s)) != 0) {
+    if (rc < 0) goto fail;
+    *out = s->comm;
+    state_free(handle, s, 1);
+    return 0;
   }
   uint64_t waited_ms = (c4_now_ns() - s->t_start) / 1000000ull;
   if (waited_ms > (uint64_t)cfg->connect_timeout_ms + (uint64_t)cfg->handshake_timeout_ms) {
