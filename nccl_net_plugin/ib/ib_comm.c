@@ -56,6 +56,45 @@ void c4_ib_comm_free(struct c4_ib_comm *c) {
   free(c);
 }
 
+/* The comm's CQ and its registered control memory (the clear-to-send FIFO). Returns 0 or a
+ * negative C4_E* code (logged). */
+static int make_cq_and_ctrl(struct c4_ib_comm *c) {
+  struct c4_ib_dev *d = c->d;
+  int cqe = c->nqps * (C4_IB_SEND_DEPTH + C4_IB_RECV_DEPTH) + C4_IB_SEND_DEPTH;
+  if (!(c->cq = c4_ib_v.create_cq(d->ctx, cqe, NULL, NULL, 0))) {
+    C4_WARN("%s:%d: couldn't create a CQ of %d entries: %s", d->name, d->port, cqe,
+            strerror(errno));
+    return C4_ESYS;
+  }
+  if (posix_memalign((void **)&c->ctrl, 4096, CTRL_SIZE) != 0) return C4_ENOMEM;
+  memset(c->ctrl, 0, CTRL_SIZE);
+  if (!(c->ctrl_mr = c4_ib_v.reg_mr(d->pd, c->ctrl, CTRL_SIZE, IB_ACCESS))) {
+    C4_WARN("%s:%d: couldn't register the comm's control memory: %s", d->name, d->port,
+            strerror(errno));
+    return C4_ESYS;
+  }
+  return 0;
+}
+
+/* The data QPs (a receiver's with its receives posted) and a receiver's flush QP for GPU
+ * memory. Returns 0 or a negative C4_E* code (logged). */
+static int make_qps(struct c4_ib_comm *c) {
+  struct c4_ib_dev *d = c->d;
+  int rc;
+  for (int q = 0; q < c->nqps; q++) {
+    if ((rc = c4_ib_qp_create(d, c->cq, &c->qp[q])) != 0) return rc;
+    c->psn[q] = (uint32_t)(c4_random_u64() & 0xffffff);
+    for (int k = 0; !c->is_send && k < C4_IB_RECV_DEPTH; k++)
+      if ((errno = post_recv(c, q)) != 0) {
+        C4_WARN("%s:%d: couldn't post receives: %s", d->name, d->port, strerror(errno));
+        return C4_ESYS;
+      }
+  }
+  if (!c->is_send && (d->ptr_support & NCCL_PTR_CUDA))
+    return c4_ib_qp_create(d, c->cq, &c->flush_qp);
+  return 0;
+}
+
 int c4_ib_comm_new(int is_send, const struct c4_transport_config *cfg, int dev, int nqps,
                    struct c4_ib_comm **out, struct c4_ib_qpinfo *mine) {
   struct c4_ib_dev *d = c4_ib_dev_get(dev);
@@ -73,36 +112,12 @@ int c4_ib_comm_new(int is_send, const struct c4_transport_config *cfg, int dev, 
     c->flushes[i].comm = c;
     c->flushes[i].is_flush = 1;
   }
-  int rc = C4_ESYS;
-  int cqe = nqps * (C4_IB_SEND_DEPTH + C4_IB_RECV_DEPTH) + C4_IB_SEND_DEPTH;
-  if (!(c->cq = c4_ib_v.create_cq(d->ctx, cqe, NULL, NULL, 0))) {
-    C4_WARN("%s:%d: couldn't create a CQ of %d entries: %s", d->name, d->port, cqe,
-            strerror(errno));
-    goto fail;
+  int rc = make_cq_and_ctrl(c);
+  if (rc == 0) rc = make_qps(c);
+  if (rc != 0) {
+    c4_ib_comm_free(c);
+    return rc;
   }
-  if (posix_memalign((void **)&c->ctrl, 4096, CTRL_SIZE) != 0) {
-    rc = C4_ENOMEM;
-    goto fail;
-  }
-  memset(c->ctrl, 0, CTRL_SIZE);
-  if (!(c->ctrl_mr = c4_ib_v.reg_mr(d->pd, c->ctrl, CTRL_SIZE, IB_ACCESS))) {
-    C4_WARN("%s:%d: couldn't register the comm's control memory: %s", d->name, d->port,
-            strerror(errno));
-    goto fail;
-  }
-  for (int q = 0; q < nqps; q++) {
-    if ((rc = c4_ib_qp_create(d, c->cq, &c->qp[q])) != 0) goto fail;
-    c->psn[q] = (uint32_t)(c4_random_u64() & 0xffffff);
-    for (int k = 0; !is_send && k < C4_IB_RECV_DEPTH; k++)
-      if ((errno = post_recv(c, q)) != 0) {
-        C4_WARN("%s:%d: couldn't post receives: %s", d->name, d->port, strerror(errno));
-        rc = C4_ESYS;
-        goto fail;
-      }
-  }
-  if (!is_send && (d->ptr_support & NCCL_PTR_CUDA) &&
-      (rc = c4_ib_qp_create(d, c->cq, &c->flush_qp)) != 0)
-    goto fail;
   *mine = (struct c4_ib_qpinfo){.nqps = (uint16_t)nqps,
                                 .lid = d->lid,
                                 .lmc = d->lmc,
@@ -115,9 +130,6 @@ int c4_ib_comm_new(int is_send, const struct c4_transport_config *cfg, int dev, 
     mine->qp[q] = (struct c4_ib_qp_addr){.qpn = c->qp[q]->qp_num, .psn = c->psn[q]};
   *out = c;
   return 0;
-fail:
-  c4_ib_comm_free(c);
-  return rc;
 }
 
 int c4_ib_comm_connect(struct c4_ib_comm *c, uint64_t nccl_comm, uint64_t conn_id,
