@@ -48,7 +48,17 @@ static void usage(FILE *f) {
       "exit: 0 ok, 1 capture or file error, 2 bad usage\n");
 }
 
-int main(int argc, char **argv) {
+/* What the command line asked for. */
+struct opts {
+  char *ifs[MAX_IFS];
+  int nifs, json;
+  long top;
+  const char *file, *paths_spec;
+  double seconds, interval;
+};
+
+/* Reads the options into o. Returns -1 to go on, or the exit code (help, version, bad usage). */
+static int parse_opts(int argc, char **argv, struct opts *o) {
   static const struct option opts[] = {{"interface", required_argument, NULL, 'i'},
                                        {"read", required_argument, NULL, 'r'},
                                        {"seconds", required_argument, NULL, 's'},
@@ -59,72 +69,88 @@ int main(int argc, char **argv) {
                                        {"help", no_argument, NULL, 'h'},
                                        {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
-  char *ifs[MAX_IFS];
-  int nifs = 0, json = 0, c;
-  long top = 20;
-  const char *file = NULL, *paths_spec = NULL;
-  double seconds = 0, interval = 1;
+  *o = (struct opts){.top = 20, .interval = 1};
+  int c;
   while ((c = getopt_long(argc, argv, ":i:r:hV", opts, NULL)) != -1) {
     switch (c) {
     case 'i':
-      if (nifs == MAX_IFS) return c4_cli_usage("c4cap", "at most %d interfaces (-i)", MAX_IFS);
-      ifs[nifs++] = optarg;
+      if (o->nifs == MAX_IFS) return c4_cli_usage("c4cap", "at most %d interfaces (-i)", MAX_IFS);
+      o->ifs[o->nifs++] = optarg;
       break;
-    case 'r': file = optarg; break;
+    case 'r': o->file = optarg; break;
     case 's':
-      if (c4_cli_double("c4cap", "--seconds", optarg, 1e-3, 1e9, &seconds)) return C4_EXIT_USAGE;
+      if (c4_cli_double("c4cap", "--seconds", optarg, 1e-3, 1e9, &o->seconds)) return C4_EXIT_USAGE;
       break;
     case 'I':
-      if (c4_cli_double("c4cap", "--interval", optarg, 1e-3, 1e6, &interval)) return C4_EXIT_USAGE;
+      if (c4_cli_double("c4cap", "--interval", optarg, 1e-3, 1e6, &o->interval))
+        return C4_EXIT_USAGE;
       break;
-    case 'p': paths_spec = optarg; break;
+    case 'p': o->paths_spec = optarg; break;
     case 't':
-      if (c4_cli_long("c4cap", "--top", optarg, 0, INT_MAX, &top)) return C4_EXIT_USAGE;
+      if (c4_cli_long("c4cap", "--top", optarg, 0, INT_MAX, &o->top)) return C4_EXIT_USAGE;
       break;
-    case 'j': json = 1; break;
+    case 'j': o->json = 1; break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4cap"); return C4_EXIT_OK;
     default: return c4_cli_bad_option("c4cap", argv, c);
     }
   }
   if (optind != argc) return c4_cli_usage("c4cap", "unexpected argument '%s'", argv[optind]);
-  if (!file == !nifs) return c4_cli_usage("c4cap", "give either -r FILE or one or more -i IF");
+  if (!o->file == !o->nifs)
+    return c4_cli_usage("c4cap", "give either -r FILE or one or more -i IF");
+  return -1;
+}
 
+/* Reads the file or captures live into agg, naming the source in run. Returns 0, or nonzero with
+ * what went wrong in err. */
+static int capture(const struct opts *o, struct c4cap_agg *agg, struct c4cap_run *run, char *source,
+                   size_t srclen, char *err, size_t errlen) {
+  if (o->file) {
+    snprintf(source, srclen, "file %s", o->file);
+    return c4cap_read_file(agg, o->file, err, errlen);
+  }
+  int n = snprintf(source, srclen, "live");
+  for (int i = 0; i < o->nifs && n > 0 && (size_t)n < srclen; i++)
+    n += snprintf(source + n, srclen - (size_t)n, "%s%s", i ? "," : " ", o->ifs[i]);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  return c4cap_live(agg, o->ifs, o->nifs, o->seconds, &stop, &run->dropped, err, errlen);
+}
+
+/* Prints the report (JSON, with the capture's error if any, or the table). Returns rc, or -1 when
+ * the report could not be written. */
+static int report(const struct opts *o, struct c4cap_agg *agg, const struct c4cap_paths *paths,
+                  struct c4cap_run *run, int rc, const char *err) {
+  if (o->json) {
+    json_t *j = c4cap_report_json(agg, paths, run);
+    if (j && rc) json_object_set_new(j, "error", json_string(err));
+    if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) rc = -1;
+    fputc('\n', stdout);
+    json_decref(j);
+  } else if (c4cap_report_table(stdout, agg, paths, run)) {
+    rc = -1;
+  }
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  struct opts o;
+  int rc = parse_opts(argc, argv, &o);
+  if (rc >= 0) return rc;
   char err[512] = "";
   struct c4cap_paths paths = {.by = C4CAP_PATHS_NONE};
-  if (paths_spec && c4cap_paths_parse(&paths, paths_spec, err, sizeof err))
+  if (o.paths_spec && c4cap_paths_parse(&paths, o.paths_spec, err, sizeof err))
     return c4_cli_fail("c4cap", "--paths: %s", err);
   struct c4cap_agg agg;
-  if (c4cap_agg_init(&agg, interval)) {
+  if (c4cap_agg_init(&agg, o.interval)) {
     fprintf(stderr, "c4cap: out of memory\n");
     return 1;
   }
   char source[1024];
-  struct c4cap_run run = {.source = source, .top = (int)top};
-  int rc;
-  if (file) {
-    snprintf(source, sizeof source, "file %s", file);
-    rc = c4cap_read_file(&agg, file, err, sizeof err);
-  } else {
-    int n = snprintf(source, sizeof source, "live");
-    for (int i = 0; i < nifs && n > 0 && (size_t)n < sizeof source; i++)
-      n += snprintf(source + n, sizeof source - (size_t)n, "%s%s", i ? "," : " ", ifs[i]);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    rc = c4cap_live(&agg, ifs, nifs, seconds, &stop, &run.dropped, err, sizeof err);
-  }
+  struct c4cap_run run = {.source = source, .top = (int)o.top};
+  rc = capture(&o, &agg, &run, source, sizeof source, err, sizeof err);
   /* an error before the first interface or packet leaves nothing to report */
-  if (rc == 0 || agg.total.packets) {
-    if (json) {
-      json_t *j = c4cap_report_json(&agg, &paths, &run);
-      if (j && rc) json_object_set_new(j, "error", json_string(err));
-      if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) rc = -1;
-      fputc('\n', stdout);
-      json_decref(j);
-    } else if (c4cap_report_table(stdout, &agg, &paths, &run)) {
-      rc = -1;
-    }
-  }
+  if (rc == 0 || agg.total.packets) rc = report(&o, &agg, &paths, &run, rc, err);
   if (rc) fprintf(stderr, "c4cap: %s\n", err[0] ? err : "out of memory");
   c4cap_agg_free(&agg);
   c4cap_paths_free(&paths);
