@@ -169,6 +169,40 @@ static void nap_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* Appends len bytes of line (and its NUL) to the unfinished line in *part (*plen bytes).
+ * Returns 0, or -1 when out of memory. */
+static int append_part(char **part, size_t *plen, const char *line, size_t len) {
+  char *p = realloc(*part, *plen + len + 1);
+  if (!p) return -1;
+  memcpy(p + *plen, line, len + 1);
+  *part = p;
+  *plen += len;
+  return 0;
+}
+
+/* One whole line of the file: skipped when blank, else checked and taken. Returns 0, or 1 after
+ * naming a bad line (without --follow: with it, the line is skipped). */
+static int take_line(struct evq *q, const char *text) {
+  q->lines++;
+  size_t tl = strlen(text);
+  while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
+    tl--;
+  if (strspn(text, " \t\r\n") >= tl) return 0;
+  json_error_t je;
+  json_t *o = json_loadb(text, tl, JSON_REJECT_DUPLICATES, &je);
+  const char *why = o ? bad_event(o) : je.text;
+  if (why) {
+    c4_cli_fail(q->prog, "%s: line %zu: %s", q->path, q->lines, why);
+    json_decref(o);
+    return !q->follow;
+  }
+  char *copy = strndup(text, tl);
+  if (copy) take(q, o, copy);
+  free(copy);
+  json_decref(o);
+  return 0;
+}
+
 /* Reads the file line by line (following it with --follow: a line counts once it is whole).
  * Returns 0, or 1 after naming a bad line or an unreadable file. */
 static int read_events(struct evq *q) {
@@ -192,41 +226,17 @@ static int read_events(struct evq *q) {
       continue;
     }
     if (line[len - 1] != '\n') { /* the writer is mid-line: keep it for later */
-      char *p = realloc(part, plen + (size_t)len + 1);
-      if (!p) break;
-      memcpy(p + plen, line, (size_t)len + 1);
-      part = p;
-      plen += (size_t)len;
+      if (append_part(&part, &plen, line, (size_t)len) != 0) break;
       if (!q->follow) break; /* an unfinished last line is not yet an event */
       continue;
     }
     const char *text = line;
     if (plen) {
-      char *p = realloc(part, plen + (size_t)len + 1);
-      if (!p) break;
-      memcpy(p + plen, line, (size_t)len + 1);
-      part = p;
+      if (append_part(&part, &plen, line, (size_t)len) != 0) break;
       text = part;
       plen = 0;
     }
-    q->lines++;
-    size_t tl = strlen(text);
-    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
-      tl--;
-    if (strspn(text, " \t\r\n") >= tl) continue;
-    json_error_t je;
-    json_t *o = json_loadb(text, tl, JSON_REJECT_DUPLICATES, &je);
-    const char *why = o ? bad_event(o) : je.text;
-    if (why) {
-      c4_cli_fail(q->prog, "%s: line %zu: %s", q->path, q->lines, why);
-      json_decref(o);
-      if (!q->follow) rc = 1;
-      continue;
-    }
-    char *copy = strndup(text, tl);
-    if (copy) take(q, o, copy);
-    free(copy);
-    json_decref(o);
+    rc = take_line(q, text);
   }
   free(line);
   free(part);
