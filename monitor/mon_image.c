@@ -180,25 +180,14 @@ static void rect(FILE *f, int x, int y, int w, float factor, int outline) {
           factor);
 }
 
-int c4_mon_image_svg(const json_t *state, const char *path) {
-  struct heat h;
-  if (c4_heat_fold(state, MAX_BLOCKS, &h) != 0) return fail(path, "out of memory");
-  const json_t *verdicts = json_object_get(state, "verdicts");
-  struct layout l = layout_of(&h, 1200, 3, 32, json_array_size(verdicts));
-  int px = l.px, label = l.label, top = l.top, side = l.side;
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    c4_heat_free(&h);
-    return fail(path, strerror(errno));
-  }
+/* The SVG's title, time scale and legend. */
+static void svg_head(FILE *f, const struct heat *h, const struct layout *l, const json_t *state) {
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
           "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"20\" "
           "font-size=\"15\">",
-          l.width, l.height);
-  fprintf(f, title_fmt, h.n, h.per > 1 ? " (blocks of nodes, worst shown)" : "");
+          l->width, l->height);
+  fprintf(f, title_fmt, h->n, h->per > 1 ? " (blocks of nodes, worst shown)" : "");
   fputs("</text>\n<text x=\"10\" y=\"38\">", f);
   fprintf(f, scale_fmt, (double)json_integer_value(json_object_get(state, "t")) / 1e9);
   fputs("</text>\n", f);
@@ -208,25 +197,38 @@ int c4_mon_image_svg(const json_t *state, const char *path) {
     fprintf(f, "<text x=\"%d\" y=\"61\">%.2fx%s</text>\n", 28 + k * 70, fct,
             k == 4 ? " and more" : "");
   }
-  for (int b = 0; b < h.side; b += l.step) {
-    const char *name = json_string_value(json_array_get(h.nodes, (size_t)b * (size_t)h.per));
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", label - 4, top + b * px + px - 2);
+}
+
+/* The node names down the left and across the bottom, every l->step blocks. */
+static void svg_labels(FILE *f, const struct heat *h, const struct layout *l) {
+  for (int b = 0; b < h->side; b += l->step) {
+    const char *name = json_string_value(json_array_get(h->nodes, (size_t)b * (size_t)h->per));
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", l->label - 4,
+            l->top + b * l->px + l->px - 2);
     xml_text(f, name);
-    fprintf(f, "</text>\n<text transform=\"translate(%d,%d) rotate(90)\">", label + b * px + px - 3,
-            top + side + 4);
+    fprintf(f, "</text>\n<text transform=\"translate(%d,%d) rotate(90)\">",
+            l->label + b * l->px + l->px - 3, l->top + l->side + 4);
     xml_text(f, name);
     fputs("</text>\n", f);
   }
-  for (int y = 0; y < h.side; y++)
-    for (int x = 0; x < h.side; x++) {
-      float v = h.cell[y * h.side + x];
+}
+
+/* The matrix's cells, then the row effects at the right and the column effects below. */
+static void svg_cells(FILE *f, const struct heat *h, const struct layout *l) {
+  int px = l->px, label = l->label, top = l->top;
+  for (int y = 0; y < h->side; y++)
+    for (int x = 0; x < h->side; x++) {
+      float v = h->cell[y * h->side + x];
       if (v > 0) rect(f, label + x * px, top + y * px, px - (px > 4), v, v >= 1.5f);
     }
-  for (int b = 0; b < h.side; b++) {
-    rect(f, label + (h.side + 1) * px, top + b * px, px - (px > 4), h.row[b], h.row[b] >= 1.25f);
-    rect(f, label + b * px, top + (h.side + 1) * px, px - (px > 4), h.col[b], h.col[b] >= 1.25f);
+  for (int b = 0; b < h->side; b++) {
+    rect(f, label + (h->side + 1) * px, top + b * px, px - (px > 4), h->row[b], h->row[b] >= 1.25f);
+    rect(f, label + b * px, top + (h->side + 1) * px, px - (px > 4), h->col[b], h->col[b] >= 1.25f);
   }
-  int y = top + side + label;
+}
+
+/* One line per verdict under the matrix, from y down. */
+static void svg_verdicts(FILE *f, const json_t *verdicts, int y) {
   size_t i;
   json_t *v;
   json_array_foreach(verdicts, i, v) {
@@ -238,6 +240,24 @@ int c4_mon_image_svg(const json_t *state, const char *path) {
     fputs("</text>\n", f);
     y += 16;
   }
+}
+
+int c4_mon_image_svg(const json_t *state, const char *path) {
+  struct heat h;
+  if (c4_heat_fold(state, MAX_BLOCKS, &h) != 0) return fail(path, "out of memory");
+  const json_t *verdicts = json_object_get(state, "verdicts");
+  struct layout l = layout_of(&h, 1200, 3, 32, json_array_size(verdicts));
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    c4_heat_free(&h);
+    return fail(path, strerror(errno));
+  }
+  svg_head(f, &h, &l, state);
+  svg_labels(f, &h, &l);
+  svg_cells(f, &h, &l);
+  svg_verdicts(f, verdicts, l.top + l.side + l.label);
   fputs("</svg>\n", f);
   int ok = !ferror(f);
   ok &= fclose(f) == 0;
