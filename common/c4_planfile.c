@@ -29,6 +29,8 @@ void c4_planfile_free(struct c4_planfile *p) {
     free(p->paths[i].pairs);
   }
   free(p->paths);
+  for (size_t i = 0; i < p->nflows; i++)
+    free(p->flows[i].path);
   free(p->flows);
   free(p);
 }
@@ -94,6 +96,8 @@ static int parse_socket_fields(json_t *flow, size_t i, struct c4_planfile_flow *
   v = json_object_get(flow, "path");
   if (v && !json_is_string(v) && !json_is_null(v))
     return fail(err, errlen, C4_EINVAL, "flows[%zu].path is not a string", i);
+  if (json_is_string(v) && !(f->path = strdup(json_string_value(v))))
+    return fail(err, errlen, C4_ENOMEM, "out of memory");
   return 0;
 }
 
@@ -121,9 +125,9 @@ static int parse_flows(json_t *flows, struct c4_planfile *p, char *err, size_t e
     return fail(err, errlen, C4_ENOMEM, "out of memory");
   json_t *flow;
   json_array_foreach(flows, i, flow) {
+    p->nflows = i + 1; /* counted before it is filled, so that free sees its path */
     int rc = parse_flow(flow, i, &p->flows[i], err, errlen);
     if (rc) return rc;
-    p->nflows = i + 1;
   }
   return 0;
 }
@@ -253,6 +257,7 @@ json_t *c4_planfile_flow_json(const struct c4_planfile_flow *f) {
   if (!bad && f->sl >= 0) bad |= json_object_set_new(o, "sl", json_integer(f->sl));
   if (!bad && f->path_bits >= 0)
     bad |= json_object_set_new(o, "path_bits", json_integer(f->path_bits));
+  if (!bad && f->path) bad |= json_object_set_new(o, "path", json_string(f->path));
   if (bad) {
     json_decref(o);
     return NULL;

@@ -19,7 +19,8 @@
 
 /* One planned flow: a data socket from host src to host dst binds to src_port (0: ephemeral) on
  * the IPv4 address of ifname ("": any address); a verbs QP takes flow_label (RoCEv2), sl and
- * path_bits (InfiniBand), -1 where the plan gives none. */
+ * path_bits (InfiniBand), -1 where the plan gives none. path names the path the flow crosses
+ * (owned by the plan; NULL when the flow gives none). */
 struct c4_planfile_flow {
   char src[C4_HOST_MAX];
   char dst[C4_HOST_MAX];
@@ -28,6 +29,7 @@ struct c4_planfile_flow {
   int32_t flow_label;
   int16_t sl;
   int16_t path_bits;
+  char *path;
 };
 
 /* A directed host pair whose traffic takes a path. */
@@ -56,7 +58,7 @@ struct c4_planfile {
  * flows[] entries need string `src` and `dst` (1 to C4_HOST_MAX-1 bytes) and may give an integer
  * `src_port` 1..65535, a string `ifname` (under IFNAMSIZ bytes), integers `flow_label`
  * 0..0xfffff, `sl` 0..15 and `path_bits` 0..127 (each may be null), an integer `src_port_idx`
- * >= 0 and a string `path`. paths[] entries need a string `id` and an array `pairs` of
+ * >= 0 and a string `path` (or null). paths[] entries need a string `id` and an array `pairs` of
  * [SRC_HOST, DST_HOST]. Other fields are ignored. On success sets *out (the caller frees it with
  * c4_planfile_free) and returns 0; on error returns C4_EINVAL (C4_ENOMEM when out of memory) with
  * what is wrong in err ("flows[3].src_port is not an integer 1..65535 or null"). Pure: no I/O. */

@@ -16,7 +16,7 @@ int mon_planpush_load(const char *path);
 int mon_planpush_check(void);
 
 /* The plan for host: {"v":1,"flows":[the flows whose src is host]} as a malloc'd string (*len
- * bytes; each flow with the fields the plugin reads), or NULL when there is no plan. */
+ * bytes; each flow with the fields the plugin reads, and its path), or NULL without a plan. */
 char *mon_planpush_for_host(const char *host, size_t *len);
 
 void mon_planpush_reset(void);

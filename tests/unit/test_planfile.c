@@ -40,6 +40,7 @@ START_TEST(the_reader_gives_flows_and_paths_in_file_order) {
   ck_assert_int_eq(p->flows[0].flow_label, 8);
   ck_assert_int_eq(p->flows[0].sl, -1);
   ck_assert_int_eq(p->flows[0].path_bits, -1);
+  ck_assert_str_eq(p->flows[0].path, "s1");
   ck_assert_int_eq(p->flows[1].src_port, 0); /* null: ephemeral */
   ck_assert_str_eq(p->flows[1].ifname, "");
   ck_assert_int_eq(p->flows[1].flow_label, -1);
@@ -162,8 +163,12 @@ START_TEST(a_flow_written_back_reads_as_the_same_flow) {
   ck_assert_ptr_null(strstr(text, "null")); /* what a flow does not set is left out */
   ck_assert_int_eq(parse(text, C4_PLANFILE_FLOWS, &again, err, sizeof err), 0);
   ck_assert_uint_eq(again->nflows, p->nflows);
-  for (size_t i = 0; i < p->nflows; i++)
-    ck_assert_mem_eq(&again->flows[i], &p->flows[i], sizeof p->flows[i]);
+  for (size_t i = 0; i < p->nflows; i++) {
+    struct c4_planfile_flow a = again->flows[i], b = p->flows[i];
+    ck_assert_str_eq(a.path, b.path);
+    a.path = b.path = NULL;
+    ck_assert_mem_eq(&a, &b, sizeof a);
+  }
   free(text);
   json_decref(doc);
   c4_planfile_free(again);
