@@ -752,18 +752,11 @@ static void learn(const char *hot_cell) {
   }
 }
 
-static void evaluate(uint64_t w) {
+/* Every cell's sums of the window ending with half-window w, read once into m.ev.ws (cell i's
+ * at m.ev.at[i]..m.ev.at[i + 1]): the cells are tens of MB at 16,384 NICs. Returns how many. */
+static int read_window_sums(uint64_t w) {
   struct wsum *ws = m.ev.ws;
-  int *at = m.ev.at, *ls = m.ev.ls, *ld = m.ev.ld, *order = m.ev.order, *rk = m.ev.rk,
-      *ck = m.ev.ck, *rs = m.ev.rs, *cs = m.ev.cs, *nrow = m.ev.nrow, *ncol = m.ev.ncol;
-  float *scratch = m.ev.scratch, *lv = m.ev.lv, *rv = m.ev.rv, *cv = m.ev.cv, *row = m.ev.row,
-        *col = m.ev.col;
-  char *hot_cell = m.ev.hot_cell;
-  memset(row, 0, (size_t)m.nnodes * sizeof *row);
-  memset(col, 0, (size_t)m.nnodes * sizeof *col);
-  memset(hot_cell, 0, (size_t)m.ncells);
-  /* every cell's sums, read once: the cells are tens of MB at 16,384 NICs */
-  int nws = 0;
+  int *at = m.ev.at, nws = 0;
   for (int i = 0; i < m.ncells; i++) {
     if (i + 16 < m.ncells) { /* the stride defeats the hardware's prefetch: ask 16 cells ahead */
       __builtin_prefetch(&m.samples[i + 16].b[(w - 1) & 3]);
@@ -773,8 +766,14 @@ static void evaluate(uint64_t w) {
     nws += window_sums(&m.samples[i], w, ws + nws);
   }
   at[m.ncells] = nws;
-  /* each class's median cell: the trimmed means grouped by class (counting sort), then selected */
-  float ref[64] = {0};
+  return nws;
+}
+
+/* Each class's median cell (ref): the trimmed means grouped by class (counting sort), then
+ * selected. */
+static void class_medians(int nws, float ref[64]) {
+  struct wsum *ws = m.ev.ws;
+  float *scratch = m.ev.scratch;
   int start[65] = {0};
   for (int i = 0; i < nws; i++)
     start[ws[i].cls + 1]++;
@@ -790,10 +789,15 @@ static void evaluate(uint64_t w) {
     int k = start[c + 1] - start[c];
     if (k) ref[c] = det_kth(scratch + start[c], k, k / 2, m.ev.pick);
   }
-  /* The first window of a slowdown holds one or two slow samples per cell, the very ones that
-   * trimming leaves out; a row or path needs most of its cells hot, which one blip cannot make,
-   * so v_all counts them untrimmed. */
-  int live = 0;
+}
+
+/* Each cell's value this window (v, and v_all untrimmed), its transfers (n), the matrix's
+ * weight and its median cell (overall). The first window of a slowdown holds one or two slow
+ * samples per cell, the very ones that trimming leaves out; a row or path needs most of its
+ * cells hot, which one blip cannot make, so v_all counts them untrimmed. */
+static void cell_values(const float ref[64]) {
+  struct wsum *ws = m.ev.ws;
+  int *at = m.ev.at, live = 0;
   m.weight = 0;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
@@ -810,11 +814,20 @@ static void evaluate(uint64_t w) {
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
     c->v_all = c->n ? (float)(acc_all / tot_all) : 0;
     if (!c->n) continue;
-    scratch[live++] = c->v;
+    m.ev.scratch[live++] = c->v;
     m.weight += c->n * exp(c->v);
   }
-  m.overall = det_lower_median(scratch, live, m.ev.pick);
-  live = judged_cells();
+  m.overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
+}
+
+/* The row and column effects of the live judged cells by median polish (three sweeps each way),
+ * into every node. */
+static void row_col_effects(int live) {
+  int *ls = m.ev.ls, *ld = m.ev.ld, *order = m.ev.order, *rk = m.ev.rk, *ck = m.ev.ck,
+      *rs = m.ev.rs, *cs = m.ev.cs, *nrow = m.ev.nrow, *ncol = m.ev.ncol;
+  float *lv = m.ev.lv, *rv = m.ev.rv, *cv = m.ev.cv, *row = m.ev.row, *col = m.ev.col;
+  memset(row, 0, (size_t)m.nnodes * sizeof *row);
+  memset(col, 0, (size_t)m.nnodes * sizeof *col);
   group(ls, live, rs, order);
   for (int j = 0; j < live; j++) {
     rv[j] = lv[order[j]];
@@ -826,8 +839,8 @@ static void evaluate(uint64_t w) {
     ck[j] = ls[order[j]];
   }
   for (int it = 0; it < 3; it++) {
-    polish(scratch, rs, rv, rk, col, row, nrow);
-    polish(scratch, cs, cv, ck, row, col, ncol);
+    polish(m.ev.scratch, rs, rv, rk, col, row, nrow);
+    polish(m.ev.scratch, cs, cv, ck, row, col, ncol);
   }
   for (int k = 0; k < m.nnodes; k++) {
     m.node[k].row = row[k];
@@ -837,13 +850,27 @@ static void evaluate(uint64_t w) {
     m.node[k].row_margin = m.node[k].col_margin = 0;
     m.node[k].row_slow = 0;
   }
+}
+
+/* Each judged cell's residual beyond its row and column, and each node's mean margin. */
+static void residuals(void) {
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     if (!c->n || !c->judged) continue;
-    c->resid = dev_of(c) - row[c->src] - col[c->dst];
-    m.node[c->src].row_margin += c->margin / (float)(nrow[c->src] ? nrow[c->src] : 1);
-    m.node[c->dst].col_margin += c->margin / (float)(ncol[c->dst] ? ncol[c->dst] : 1);
+    c->resid = dev_of(c) - m.node[c->src].row - m.node[c->dst].col;
+    m.node[c->src].row_margin += c->margin / (float)(m.node[c->src].nrow ? m.node[c->src].nrow : 1);
+    m.node[c->dst].col_margin += c->margin / (float)(m.node[c->dst].ncol ? m.node[c->dst].ncol : 1);
   }
+}
+
+static void evaluate(uint64_t w) {
+  char *hot_cell = m.ev.hot_cell;
+  memset(hot_cell, 0, (size_t)m.ncells);
+  float ref[64] = {0};
+  class_medians(read_window_sums(w), ref);
+  cell_values(ref);
+  row_col_effects(judged_cells());
+  residuals();
   for (int i = 0; i < m.ncand; i++)
     m.cand[i].seen = 0;
   uint64_t wstart = (w - 1) * HALF_NS;
