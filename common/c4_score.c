@@ -247,78 +247,110 @@ static json_t *listed(const struct c4_score_event *ev) {
   return c;
 }
 
-json_t *c4_score_run(const struct c4_score_truth *t, const struct c4_score_events *e) {
-  json_t *faults = json_array(), *fps = json_array(), *blips = json_array();
-  json_t *repeats = json_array();
-  const struct c4_score_event **first = calloc(t->n + 1, sizeof *first);
-  double *slow = calloc(t->n + 1, sizeof *slow), *hang = calloc(t->n + 1, sizeof *hang);
-  char *alarmed = calloc(json_array_size(t->blips) + 1, 1);
-  size_t nslow = 0, nhang = 0, found = 0, right = 0, tp = 0, nfactor = 0, factor_ok = 0;
-  json_t *doc = NULL;
-  if (!faults || !fps || !blips || !repeats || !first || !slow || !hang || !alarmed) goto out;
+/* What a scoring run counts and lists. */
+struct tally {
+  json_t *faults, *fps, *blips, *repeats;
+  const struct c4_score_event **first; /* each fault's first matching event, or NULL */
+  double *slow, *hang;                 /* flag times of found slowdowns and hangs */
+  char *alarmed;                       /* per blip: an unmatched event came near it */
+  size_t nslow, nhang, found, right, tp, nfactor, factor_ok;
+};
+
+/* Each fault of the truth: its result, and whether (and how well) an event answered it. */
+static void score_faults(const struct c4_score_truth *t, const struct c4_score_events *e,
+                         struct tally *y) {
   for (size_t i = 0; i < t->n; i++) {
-    const struct c4_score_event *m = first[i] = first_match(t, i, e);
+    const struct c4_score_event *m = y->first[i] = first_match(t, i, e);
     double flag = 0;
     json_t *res = fault_result(t, i, m, &flag);
     json_t *fr = json_object_get(res, "factor_right");
-    nfactor += json_is_boolean(fr);
-    factor_ok += json_is_true(fr);
-    json_array_append_new(faults, res);
+    y->nfactor += json_is_boolean(fr);
+    y->factor_ok += json_is_true(fr);
+    json_array_append_new(y->faults, res);
     if (!m) continue;
-    found++;
-    right += c4_score_place_right(t->f[i].obj, m->obj);
+    y->found++;
+    y->right += c4_score_place_right(t->f[i].obj, m->obj);
     if (is_hang(t->f[i].kind))
-      hang[nhang++] = flag;
+      y->hang[y->nhang++] = flag;
     else
-      slow[nslow++] = flag;
+      y->slow[y->nslow++] = flag;
   }
+}
+
+/* Each event: a true positive (strict: a repeat when it is not a fault's first answer), or a
+ * false alarm with the blip it probably answers. */
+static void score_events(const struct c4_score_truth *t, const struct c4_score_events *e,
+                         struct tally *y) {
   for (size_t k = 0; k < e->n; k++) {
     int hit = 0, firsts = 0;
     for (size_t i = 0; i < t->n; i++) {
       hit |= matches(t, &t->f[i], &e->ev[k]);
-      firsts |= first[i] == &e->ev[k];
+      firsts |= y->first[i] == &e->ev[k];
     }
     if (hit) {
-      tp++;
+      y->tp++;
       /* strict: a fault answered again (raised, recovered, raised) is one fault, listed */
-      if (t->strict && !firsts) json_array_append_new(repeats, listed(&e->ev[k]));
+      if (t->strict && !firsts) json_array_append_new(y->repeats, listed(&e->ev[k]));
       continue;
     }
     json_t *fp = listed(&e->ev[k]);
     long b = near_blip(t, e->ev[k].t);
-    if (b >= 0) alarmed[b] = 1;
+    if (b >= 0) y->alarmed[b] = 1;
     json_object_set_new(fp, "near_blip", b >= 0 ? json_integer(b) : json_null());
-    json_array_append_new(fps, fp);
+    json_array_append_new(y->fps, fp);
   }
   size_t i;
   json_t *b;
   json_array_foreach(t->blips, i, b) {
     json_t *c = json_deep_copy(b);
-    json_object_set_new(c, "alarmed", json_boolean(alarmed[i]));
-    json_array_append_new(blips, c);
+    json_object_set_new(c, "alarmed", json_boolean(y->alarmed[i]));
+    json_array_append_new(y->blips, c);
   }
-  doc = json_pack(
+}
+
+/* The score document from the tally (its lists go in with new references). */
+static json_t *score_doc(const struct c4_score_truth *t, const struct c4_score_events *e,
+                         const struct tally *y) {
+  json_t *doc = json_pack(
       "{s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O, s:O}", "precision",
-      e->n ? (double)tp / (double)e->n : 1.0, "recall", t->n ? (double)found / (double)t->n : 1.0,
-      "location", found ? json_real((double)right / (double)found) : json_null(),
-      "median_flag_slow_s", median(slow, nslow), "median_flag_hang_s", median(hang, nhang),
-      "factor_right", nfactor ? json_real((double)factor_ok / (double)nfactor) : json_null(),
-      "false_alarms", (json_int_t)json_array_size(fps), "events", (json_int_t)e->n,
-      "true_positives", (json_int_t)tp, "faults_total", (json_int_t)t->n, "faults_detected",
-      (json_int_t)found, "start_ns", (json_int_t)t->start, "faults", faults, "false_positives", fps,
-      "blips", blips);
+      e->n ? (double)y->tp / (double)e->n : 1.0, "recall",
+      t->n ? (double)y->found / (double)t->n : 1.0, "location",
+      y->found ? json_real((double)y->right / (double)y->found) : json_null(), "median_flag_slow_s",
+      median(y->slow, y->nslow), "median_flag_hang_s", median(y->hang, y->nhang), "factor_right",
+      y->nfactor ? json_real((double)y->factor_ok / (double)y->nfactor) : json_null(),
+      "false_alarms", (json_int_t)json_array_size(y->fps), "events", (json_int_t)e->n,
+      "true_positives", (json_int_t)y->tp, "faults_total", (json_int_t)t->n, "faults_detected",
+      (json_int_t)y->found, "start_ns", (json_int_t)t->start, "faults", y->faults,
+      "false_positives", y->fps, "blips", y->blips);
   if (doc && t->strict) {
-    json_object_set_new(doc, "ok", json_boolean(found == t->n && !json_array_size(fps)));
-    json_object_set(doc, "repeats", repeats);
+    json_object_set_new(doc, "ok", json_boolean(y->found == t->n && !json_array_size(y->fps)));
+    json_object_set(doc, "repeats", y->repeats);
   }
-out:
-  json_decref(repeats);
-  free(first);
-  json_decref(faults);
-  json_decref(fps);
-  json_decref(blips);
-  free(slow);
-  free(hang);
-  free(alarmed);
+  return doc;
+}
+
+json_t *c4_score_run(const struct c4_score_truth *t, const struct c4_score_events *e) {
+  struct tally y = {.faults = json_array(),
+                    .fps = json_array(),
+                    .blips = json_array(),
+                    .repeats = json_array(),
+                    .first = calloc(t->n + 1, sizeof *y.first),
+                    .slow = calloc(t->n + 1, sizeof *y.slow),
+                    .hang = calloc(t->n + 1, sizeof *y.hang),
+                    .alarmed = calloc(json_array_size(t->blips) + 1, 1)};
+  json_t *doc = NULL;
+  if (y.faults && y.fps && y.blips && y.repeats && y.first && y.slow && y.hang && y.alarmed) {
+    score_faults(t, e, &y);
+    score_events(t, e, &y);
+    doc = score_doc(t, e, &y);
+  }
+  json_decref(y.repeats);
+  free(y.first);
+  json_decref(y.faults);
+  json_decref(y.fps);
+  json_decref(y.blips);
+  free(y.slow);
+  free(y.hang);
+  free(y.alarmed);
   return doc;
 }
