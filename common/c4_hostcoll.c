@@ -92,59 +92,90 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
 
 typedef void (*slice_done_fn)(void *arg, size_t offset, size_t len);
 
+/* One pipelined exchange: what is sent and received, in slices, and how far each side is
+ * (posted, done). */
+struct shift_state {
+  const char *sbuf;
+  char *rbuf;
+  size_t sbytes, rbytes, ns, nr, ps, pr, ds, dr;
+  void *sreq[MAX_INFLIGHT], *rreq[MAX_INFLIGHT];
+  int stag, rtag;
+};
+
+/* The length of slice i of a buffer of bytes. */
+static size_t slice_len(const struct c4_hostcoll *h, size_t bytes, size_t i) {
+  size_t off = i * h->slice_bytes;
+  return bytes - off < h->slice_bytes ? bytes - off : h->slice_bytes;
+}
+
+/* Posts receives, then sends, up to h->inflight ahead of what is done. Returns 1 when it posted
+ * any, 0 when none, C4_EREMOTE when the plugin failed. */
+static int post_slices(struct c4_hostcoll *h, struct shift_state *x) {
+  int moved = 0;
+  while (x->pr < x->nr && x->pr - x->dr < (size_t)h->inflight) {
+    void *req = NULL;
+    if (c4_netapi_irecv(h->api, h->recv_comm, x->rbuf + x->pr * h->slice_bytes,
+                        slice_len(h, x->rbytes, x->pr), x->rtag, h->recv_mh, &req) != ncclSuccess)
+      return C4_EREMOTE;
+    if (!req) break;
+    x->rreq[x->pr++ % MAX_INFLIGHT] = req;
+    moved = 1;
+  }
+  while (x->ps < x->ns && x->ps - x->ds < (size_t)h->inflight) {
+    void *req = NULL;
+    if (c4_netapi_isend(h->api, h->send_comm, (void *)(x->sbuf + x->ps * h->slice_bytes),
+                        slice_len(h, x->sbytes, x->ps), x->stag, h->send_mh, &req) != ncclSuccess)
+      return C4_EREMOTE;
+    if (!req) break;
+    x->sreq[x->ps++ % MAX_INFLIGHT] = req;
+    moved = 1;
+  }
+  return moved;
+}
+
+/* Tests the oldest receive (running on_recv on it when done), then the oldest send. Returns 1
+ * when either completed, 0 when neither, C4_EREMOTE when the plugin failed. */
+static int reap_slices(struct c4_hostcoll *h, struct shift_state *x, slice_done_fn on_recv,
+                       void *arg) {
+  int moved = 0, done = 0, size = 0;
+  if (x->dr < x->pr) {
+    if (c4_netapi_test(h->api, x->rreq[x->dr % MAX_INFLIGHT], &done, &size) != ncclSuccess)
+      return C4_EREMOTE;
+    if (done) {
+      if (on_recv) on_recv(arg, x->dr * h->slice_bytes, (size_t)size);
+      x->dr++;
+      moved = 1;
+    }
+  }
+  if (x->ds < x->ps) {
+    if (c4_netapi_test(h->api, x->sreq[x->ds % MAX_INFLIGHT], &done, &size) != ncclSuccess)
+      return C4_EREMOTE;
+    if (done) {
+      x->ds++;
+      moved = 1;
+    }
+  }
+  return moved;
+}
+
 /* The pipelined exchange; on_recv (may be NULL) runs on every received slice in order. */
 static int shift(struct c4_hostcoll *h, const char *sbuf, size_t sbytes, char *rbuf, size_t rbytes,
                  slice_done_fn on_recv, void *arg) {
-  size_t ns = (sbytes + h->slice_bytes - 1) / h->slice_bytes;
-  size_t nr = (rbytes + h->slice_bytes - 1) / h->slice_bytes;
-  void *sreq[MAX_INFLIGHT], *rreq[MAX_INFLIGHT];
-  size_t ps = 0, pr = 0, ds = 0, dr = 0;
-  int stag = h->rank, rtag = (h->rank + h->world - 1) % h->world;
+  struct shift_state x = {.sbuf = sbuf,
+                          .rbuf = rbuf,
+                          .sbytes = sbytes,
+                          .rbytes = rbytes,
+                          .ns = (sbytes + h->slice_bytes - 1) / h->slice_bytes,
+                          .nr = (rbytes + h->slice_bytes - 1) / h->slice_bytes,
+                          .stag = h->rank,
+                          .rtag = (h->rank + h->world - 1) % h->world};
   uint64_t last = c4_now_ns();
-  while (ds < ns || dr < nr) {
-    int moved = 0;
-    while (pr < nr && pr - dr < (size_t)h->inflight) {
-      size_t off = pr * h->slice_bytes;
-      size_t len = rbytes - off < h->slice_bytes ? rbytes - off : h->slice_bytes;
-      void *req = NULL;
-      if (c4_netapi_irecv(h->api, h->recv_comm, rbuf + off, len, rtag, h->recv_mh, &req) !=
-          ncclSuccess)
-        return C4_EREMOTE;
-      if (!req) break;
-      rreq[pr++ % MAX_INFLIGHT] = req;
-      moved = 1;
-    }
-    while (ps < ns && ps - ds < (size_t)h->inflight) {
-      size_t off = ps * h->slice_bytes;
-      size_t len = sbytes - off < h->slice_bytes ? sbytes - off : h->slice_bytes;
-      void *req = NULL;
-      if (c4_netapi_isend(h->api, h->send_comm, (void *)(sbuf + off), len, stag, h->send_mh,
-                          &req) != ncclSuccess)
-        return C4_EREMOTE;
-      if (!req) break;
-      sreq[ps++ % MAX_INFLIGHT] = req;
-      moved = 1;
-    }
-    int done = 0, size = 0;
-    if (dr < pr) {
-      if (c4_netapi_test(h->api, rreq[dr % MAX_INFLIGHT], &done, &size) != ncclSuccess)
-        return C4_EREMOTE;
-      if (done) {
-        size_t off = dr * h->slice_bytes;
-        if (on_recv) on_recv(arg, off, (size_t)size);
-        dr++;
-        moved = 1;
-      }
-    }
-    if (ds < ps) {
-      if (c4_netapi_test(h->api, sreq[ds % MAX_INFLIGHT], &done, &size) != ncclSuccess)
-        return C4_EREMOTE;
-      if (done) {
-        ds++;
-        moved = 1;
-      }
-    }
-    if (moved) {
+  while (x.ds < x.ns || x.dr < x.nr) {
+    int posted = post_slices(h, &x);
+    if (posted < 0) return posted;
+    int reaped = reap_slices(h, &x, on_recv, arg);
+    if (reaped < 0) return reaped;
+    if (posted || reaped) {
       last = c4_now_ns();
     } else {
       if (c4_now_ns() - last > (uint64_t)h->timeout_ms * 1000000ull) {
