@@ -99,15 +99,57 @@ static void report(const struct args *a, int n, double bound, double plan, doubl
   if (a->out) printf("plan written to %s\n", a->out);
 }
 
+/* Reads the topology, the flows (a flows file or a trace) and the probe maps. Returns the number
+ * of flows, or -1 with what is wrong in err. */
+static int load_inputs(const struct args *a, struct c4_plan_topo **t, struct c4_plan_flow **flows,
+                       struct c4_plan_portmap *ports, char *err, size_t errlen) {
+  if (!(*t = c4_plan_topo_load(a->topo, err, errlen))) return -1;
+  int n = a->flows ? c4_plan_flows_load(a->flows, *t, flows, err, errlen)
+                   : c4_plan_flows_from_trace(a->trace, *t, flows, err, errlen);
+  if (n < 0) return -1;
+  for (int i = 0; i < a->nprobes; i++)
+    if (c4_plan_portmap_load(ports, a->probes[i], *t, err, errlen) < 0) return -1;
+  return n;
+}
+
+/* Places the n flows by the planner (paths, taking *ms) and by random hashing (hashed). Returns
+ * 0, or -1 with what is wrong in err. */
+static int place_flows(const struct args *a, const struct c4_plan_topo *t,
+                       const struct c4_plan_flow *flows, int n, struct c4_plan_path *paths,
+                       struct c4_plan_path *hashed, double *ms, char *err, size_t errlen) {
+  double t0 = now_ms();
+  if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a->seed, hashed) < 0) {
+    snprintf(err, errlen, "%s: some flow's hosts have no path between them", a->topo);
+    return -1;
+  }
+  *ms = now_ms() - t0;
+  return 0;
+}
+
+/* Writes the plan to --out, when given. Returns 0, or -1 with what is wrong in err. */
+static int write_plan(const struct args *a, const struct c4_plan_topo *t,
+                      const struct c4_plan_flow *flows, int n, const struct c4_plan_path *paths,
+                      const struct c4_plan_portmap *ports, char *err, size_t errlen) {
+  if (!a->out) return 0;
+  json_t *plan = c4_plan_json(t, flows, n, paths, a->nprobes ? ports : NULL);
+  if (!plan) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int rc = c4_plan_write(a->out, plan, err, errlen);
+  json_decref(plan);
+  return rc < 0 ? -1 : 0;
+}
+
 static int assign_main(int argc, char **argv) {
   struct args a = {.probes = calloc((size_t)argc, sizeof(char *)), .seed = 1};
   struct c4_plan_portmap ports = {0};
   struct c4_plan_topo *t = NULL;
   struct c4_plan_flow *flows = NULL;
   struct c4_plan_path *paths = NULL, *hashed = NULL;
-  json_t *plan = NULL;
   char err[512];
   int rc = 1, n = 0;
+  double ms = 0;
   if (!a.probes) {
     snprintf(err, sizeof err, "out of memory");
     goto fail;
@@ -117,31 +159,16 @@ static int assign_main(int argc, char **argv) {
     rc = parsed > 0 ? C4_EXIT_OK : C4_EXIT_USAGE;
     goto out;
   }
-  if (!(t = c4_plan_topo_load(a.topo, err, sizeof err))) goto fail;
-  n = a.flows ? c4_plan_flows_load(a.flows, t, &flows, err, sizeof err)
-              : c4_plan_flows_from_trace(a.trace, t, &flows, err, sizeof err);
-  if (n < 0) goto fail;
-  for (int i = 0; i < a.nprobes; i++)
-    if (c4_plan_portmap_load(&ports, a.probes[i], t, err, sizeof err) < 0) goto fail;
+  if ((n = load_inputs(&a, &t, &flows, &ports, err, sizeof err)) < 0) goto fail;
   paths = malloc(sizeof *paths * (size_t)(n ? n : 1));
   hashed = malloc(sizeof *hashed * (size_t)(n ? n : 1));
   if (!paths || !hashed) {
     snprintf(err, sizeof err, "out of memory");
     goto fail;
   }
-  double t0 = now_ms();
-  if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a.seed, hashed) < 0) {
-    snprintf(err, sizeof err, "%s: some flow's hosts have no path between them", a.topo);
+  if (place_flows(&a, t, flows, n, paths, hashed, &ms, err, sizeof err) < 0 ||
+      write_plan(&a, t, flows, n, paths, &ports, err, sizeof err) < 0)
     goto fail;
-  }
-  double ms = now_ms() - t0;
-  if (a.out) {
-    if (!(plan = c4_plan_json(t, flows, n, paths, a.nprobes ? &ports : NULL))) {
-      snprintf(err, sizeof err, "out of memory");
-      goto fail;
-    }
-    if (c4_plan_write(a.out, plan, err, sizeof err) < 0) goto fail;
-  }
   report(&a, n, c4_plan_lower_bound(t, flows, n), c4_plan_max_load(t, flows, n, paths),
          c4_plan_max_load(t, flows, n, hashed), ms);
   rc = 0;
@@ -155,7 +182,6 @@ fail:
   }
   fprintf(stderr, "c4plan assign: %s\n", err);
 out:
-  json_decref(plan);
   free(hashed);
   free(paths);
   free(flows);
