@@ -101,6 +101,48 @@ static int get_int(const json_t *j, int64_t lo, int64_t hi, int64_t *v) {
   return 0;
 }
 
+/* Entry e's shape (at most C4_CKPT_MAX_DIMS non-negative dimensions) and the bytes it holds
+ * (*bytes), refused as soon as they could not fit in the file. */
+static int parse_shape(struct c4_ckpt *c, const json_t *j, struct entry *e, uint64_t *bytes,
+                       char *err, size_t errlen) {
+  const char *nm = e->t.name;
+  const json_t *shape = json_object_get(j, "shape");
+  if (!json_is_array(shape) || json_array_size(shape) > C4_CKPT_MAX_DIMS)
+    return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": shape is not an array of at most %d", nm,
+                C4_CKPT_MAX_DIMS);
+  e->t.ndim = (int)json_array_size(shape);
+  int zero = 0;
+  for (int d = 0; d < e->t.ndim; d++) {
+    if (get_int(json_array_get(shape, (size_t)d), 0, INT64_MAX, &e->t.shape[d]))
+      return fail(c, err, errlen, C4_EPROTO,
+                  "tensor \"%s\": dimension %d is not a non-negative integer", nm, d);
+    zero |= e->t.shape[d] == 0;
+  }
+  *bytes = zero ? 0 : 4;
+  for (int d = 0; d < e->t.ndim && *bytes; d++) {
+    if ((uint64_t)e->t.shape[d] > c->size / *bytes)
+      return fail(c, err, errlen, C4_EPROTO,
+                  "tensor \"%s\": shape holds more than the file's %" PRIu64 " bytes", nm, c->size);
+    *bytes *= (uint64_t)e->t.shape[d];
+  }
+  return 0;
+}
+
+/* Entry e's sha256: 64 hex digits into e->sha. */
+static int parse_sha(struct c4_ckpt *c, const json_t *j, struct entry *e, char *err,
+                     size_t errlen) {
+  const char *nm = e->t.name, *hex = json_string_value(json_object_get(j, "sha256"));
+  if (!hex || strlen(hex) != 2 * CKPT_SHA_LEN)
+    return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": sha256 is not 64 hex digits", nm);
+  for (int k = 0; k < CKPT_SHA_LEN; k++) {
+    int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
+    if (hi < 0 || lo < 0)
+      return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": sha256 is not 64 hex digits", nm);
+    e->sha[k] = (unsigned char)(hi << 4 | lo);
+  }
+  return 0;
+}
+
 /* Checks header entry i and fills e from it. *pos is where the previous tensor ended: this one
  * must start at the next 64-byte boundary, lie inside the file, and its length must be exactly
  * what its shape holds. */
@@ -117,26 +159,9 @@ static int parse_entry(struct c4_ckpt *c, int i, const json_t *j, struct entry *
   if (!dtype || strcmp(dtype, "f32"))
     return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": dtype %s%s%s is not \"f32\"", nm,
                 dtype ? "\"" : "", dtype ? dtype : "missing", dtype ? "\"" : "");
-  const json_t *shape = json_object_get(j, "shape");
-  if (!json_is_array(shape) || json_array_size(shape) > C4_CKPT_MAX_DIMS)
-    return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": shape is not an array of at most %d", nm,
-                C4_CKPT_MAX_DIMS);
-  e->t.ndim = (int)json_array_size(shape);
-  int zero = 0;
-  for (int d = 0; d < e->t.ndim; d++) {
-    if (get_int(json_array_get(shape, (size_t)d), 0, INT64_MAX, &e->t.shape[d]))
-      return fail(c, err, errlen, C4_EPROTO,
-                  "tensor \"%s\": dimension %d is not a non-negative integer", nm, d);
-    zero |= e->t.shape[d] == 0;
-  }
-  /* Bytes the shape holds, refused as soon as they could not fit in the file. */
-  uint64_t bytes = zero ? 0 : 4;
-  for (int d = 0; d < e->t.ndim && bytes; d++) {
-    if ((uint64_t)e->t.shape[d] > c->size / bytes)
-      return fail(c, err, errlen, C4_EPROTO,
-                  "tensor \"%s\": shape holds more than the file's %" PRIu64 " bytes", nm, c->size);
-    bytes *= (uint64_t)e->t.shape[d];
-  }
+  uint64_t bytes = 0;
+  int rc = parse_shape(c, j, e, &bytes, err, errlen);
+  if (rc) return rc;
   int64_t off, len;
   if (get_int(json_object_get(j, "offset"), 0, INT64_MAX, &off) ||
       get_int(json_object_get(j, "length"), 0, INT64_MAX, &len))
@@ -155,49 +180,48 @@ static int parse_entry(struct c4_ckpt *c, int i, const json_t *j, struct entry *
     return fail(c, err, errlen, C4_EPROTO,
                 "truncated: tensor \"%s\" ends at %" PRIu64 ", past the file's %" PRIu64 " bytes",
                 nm, (uint64_t)off + bytes, c->size);
-  const char *hex = json_string_value(json_object_get(j, "sha256"));
-  if (!hex || strlen(hex) != 2 * CKPT_SHA_LEN)
-    return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": sha256 is not 64 hex digits", nm);
-  for (int k = 0; k < CKPT_SHA_LEN; k++) {
-    int hi = hexval(hex[2 * k]), lo = hexval(hex[2 * k + 1]);
-    if (hi < 0 || lo < 0)
-      return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\": sha256 is not 64 hex digits", nm);
-    e->sha[k] = (unsigned char)(hi << 4 | lo);
-  }
+  if ((rc = parse_sha(c, j, e, err, errlen)) != 0) return rc;
   e->offset = (uint64_t)off;
   e->length = bytes;
   *pos = e->offset + bytes;
   return 0;
 }
 
-/* Checks the preamble and header and builds the tensor table. */
-static int parse(struct c4_ckpt *c, char *err, size_t errlen) {
-  unsigned char pre[CKPT_PREAMBLE];
+/* The preamble: magic, version, and the header's length (*hlen) within bounds. */
+static int read_preamble(struct c4_ckpt *c, unsigned char *pre, uint64_t *hlen, char *err,
+                         size_t errlen) {
   if (c->size < CKPT_PREAMBLE)
     return fail(c, err, errlen, C4_EPROTO,
                 "truncated or not a checkpoint: %" PRIu64 " bytes, less than the %d-byte preamble",
                 c->size, CKPT_PREAMBLE);
-  int rc = read_at(c, 0, pre, sizeof pre, err, errlen);
+  int rc = read_at(c, 0, pre, CKPT_PREAMBLE, err, errlen);
   if (rc) return rc;
   if (memcmp(pre, CKPT_MAGIC_PREFIX, CKPT_MAGIC_PREFIX_LEN))
     return fail(c, err, errlen, C4_EPROTO, "not a c4 checkpoint (bad magic)");
   if (pre[CKPT_MAGIC_PREFIX_LEN] != CKPT_VERSION || pre[CKPT_MAGIC_PREFIX_LEN + 1] != '\n')
     return fail(c, err, errlen, C4_EPROTO, "unsupported checkpoint version (byte 0x%02x)",
                 pre[CKPT_MAGIC_PREFIX_LEN]);
-  uint64_t hlen = 0;
+  *hlen = 0;
   for (int k = 0; k < 8; k++)
-    hlen |= (uint64_t)pre[CKPT_HLEN_AT + k] << (8 * k);
-  if (hlen == 0 || hlen > C4_CKPT_MAX_HEADER)
-    return fail(c, err, errlen, C4_EPROTO, "header length %" PRIu64 " is outside 1..%u", hlen,
+    *hlen |= (uint64_t)pre[CKPT_HLEN_AT + k] << (8 * k);
+  if (*hlen == 0 || *hlen > C4_CKPT_MAX_HEADER)
+    return fail(c, err, errlen, C4_EPROTO, "header length %" PRIu64 " is outside 1..%u", *hlen,
                 C4_CKPT_MAX_HEADER);
-  if (hlen > c->size - CKPT_PREAMBLE)
+  if (*hlen > c->size - CKPT_PREAMBLE)
     return fail(c, err, errlen, C4_EPROTO,
                 "truncated: the %" PRIu64 "-byte header ends past the file's %" PRIu64 " bytes",
-                hlen, c->size);
+                *hlen, c->size);
+  return 0;
+}
+
+/* The header (hlen bytes after the preamble): its checksum against the preamble's, then its
+ * JSON into c->root. */
+static int read_header(struct c4_ckpt *c, const unsigned char *pre, uint64_t hlen, char *err,
+                       size_t errlen) {
   char *hdr = malloc(hlen);
   if (!hdr) return fail(c, err, errlen, C4_ENOMEM, "out of memory for the header");
   unsigned char md[CKPT_SHA_LEN];
-  rc = read_at(c, CKPT_PREAMBLE, hdr, hlen, err, errlen);
+  int rc = read_at(c, CKPT_PREAMBLE, hdr, hlen, err, errlen);
   if (!rc && !EVP_Digest(hdr, hlen, md, NULL, EVP_sha256(), NULL))
     rc = fail(c, err, errlen, C4_ENOMEM, "SHA-256 failed");
   if (!rc && memcmp(md, pre + CKPT_SHA_AT, CKPT_SHA_LEN))
@@ -207,7 +231,12 @@ static int parse(struct c4_ckpt *c, char *err, size_t errlen) {
     rc = fail(c, err, errlen, C4_EPROTO, "header is not valid JSON: %s at byte %d", je.text,
               je.position);
   free(hdr);
-  if (rc) return rc;
+  return rc;
+}
+
+/* The tensor table from the header's "tensors": every entry checked, the tensors filling the
+ * file to its end, no name twice. */
+static int build_table(struct c4_ckpt *c, uint64_t hlen, char *err, size_t errlen) {
   c->meta = json_object_get(c->root, "meta");
   const json_t *arr = json_object_get(c->root, "tensors");
   if (!json_is_object(c->meta) || !json_is_array(arr))
@@ -224,7 +253,7 @@ static int parse(struct c4_ckpt *c, char *err, size_t errlen) {
   if (!c->e || !c->sorted) return fail(c, err, errlen, C4_ENOMEM, "out of memory");
   uint64_t pos = c->header_end = CKPT_PREAMBLE + hlen;
   for (size_t i = 0; i < n; i++) {
-    rc = parse_entry(c, (int)i, json_array_get(arr, i), &c->e[i], &pos, err, errlen);
+    int rc = parse_entry(c, (int)i, json_array_get(arr, i), &c->e[i], &pos, err, errlen);
     if (rc) return rc;
     c->sorted[i] = &c->e[i];
   }
@@ -237,6 +266,15 @@ static int parse(struct c4_ckpt *c, char *err, size_t errlen) {
     if (!strcmp(c->sorted[i - 1]->t.name, c->sorted[i]->t.name))
       return fail(c, err, errlen, C4_EPROTO, "tensor \"%s\" appears twice", c->sorted[i]->t.name);
   return 0;
+}
+
+/* Checks the preamble and header and builds the tensor table. */
+static int parse(struct c4_ckpt *c, char *err, size_t errlen) {
+  unsigned char pre[CKPT_PREAMBLE];
+  uint64_t hlen = 0;
+  int rc = read_preamble(c, pre, &hlen, err, errlen);
+  if (!rc) rc = read_header(c, pre, hlen, err, errlen);
+  return rc ? rc : build_table(c, hlen, err, errlen);
 }
 
 static struct c4_ckpt *open_common(struct c4_ckpt *c, char *err, size_t errlen) {
