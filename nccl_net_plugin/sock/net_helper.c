@@ -201,41 +201,69 @@ static void chunk_moved(struct c4_request *r, uint32_t len, uint64_t total) {
   if (done == total) c4_request_complete(r);
 }
 
-/* One non-blocking step on a sending socket. Returns 1 if bytes moved. A socket its C4_FAULT
- * pacer holds takes no new chunk: the other paths take them. */
-static int send_step(struct c4_comm *c, struct sock_state *s) {
-  if (!s->req) {
-    if (s->hold_until) {
-      if (c4_now_ns() < s->hold_until) return 0;
-      s->hold_until = 0;
-    }
-    if (__builtin_expect(c->fault.active, 0) &&
-        c4_fault_hold_ms(&c->fault, c4_now_ns(), s->index) >= 0)
-      return 0;
-    if (!claim_chunk(c, s)) return 0;
+/* A sending socket without a chunk takes the next one, unless it is held (its own hold, or its
+ * C4_FAULT pacer: the other paths take the chunks then). Returns 1 when it has a chunk. */
+static int take_chunk(struct c4_comm *c, struct sock_state *s) {
+  if (s->hold_until) {
+    if (c4_now_ns() < s->hold_until) return 0;
+    s->hold_until = 0;
   }
+  if (__builtin_expect(c->fault.active, 0) &&
+      c4_fault_hold_ms(&c->fault, c4_now_ns(), s->index) >= 0)
+    return 0;
+  return claim_chunk(c, s);
+}
+
+/* C4_FAULT rate: cuts the n iovecs to what the comm's pacer allows now (shared by its sockets),
+ * *now being the time asked. Returns 0 when it allows nothing. */
+static int pace(struct c4_comm *c, struct sock_state *s, struct iovec *iov, int *n, uint64_t *now) {
+  *now = c4_now_ns();
+  size_t allow = c4_fault_pace_allow(&c->fault, *now, s->index,
+                                     iov[0].iov_len + (*n > 1 ? iov[1].iov_len : 0));
+  if (allow == 0) {
+    s->waited = 1;
+    return 0;
+  }
+  if (allow < iov[0].iov_len) {
+    iov[0].iov_len = allow;
+    *n = 1;
+  } else if (*n > 1 && allow - iov[0].iov_len < iov[1].iov_len) {
+    iov[1].iov_len = allow - iov[0].iov_len;
+  }
+  return 1;
+}
+
+/* k bytes of the chunk's header and payload went: the first byte's time, the header's progress,
+ * and the chunk's completion. */
+static void sent(struct sock_state *s, size_t k) {
+  if (s->hdr_done == 0 && k > 0) note_first_byte(s->req);
+  size_t h = C4_CHUNK_HDR_SIZE - s->hdr_done;
+  if (k < h) {
+    s->hdr_done += k;
+    return;
+  }
+  s->hdr_done = C4_CHUNK_HDR_SIZE;
+  s->moved += (uint32_t)(k - h);
+  if (s->moved == s->len) {
+    struct c4_request *r = s->req;
+    s->req = NULL;
+    s->done_len = s->len;
+    s->done_ns = c4_now_ns() - s->t_claim;
+    s->done_waited = s->waited;
+    chunk_moved(r, s->len, r->size);
+  }
+}
+
+/* One non-blocking step on a sending socket. Returns 1 if bytes moved. */
+static int send_step(struct c4_comm *c, struct sock_state *s) {
+  if (!s->req && !take_chunk(c, s)) return 0;
   struct iovec iov[2];
   int n = 0;
   if (s->hdr_done < C4_CHUNK_HDR_SIZE)
     iov[n++] = (struct iovec){s->hdr + s->hdr_done, C4_CHUNK_HDR_SIZE - s->hdr_done};
   if (s->moved < s->len) iov[n++] = (struct iovec){s->payload + s->moved, s->len - s->moved};
   uint64_t now = 0;
-  /* C4_FAULT rate: write only what the comm's pacer allows now (shared by its sockets). */
-  if (__builtin_expect(c->fault.active, 0)) {
-    now = c4_now_ns();
-    size_t allow = c4_fault_pace_allow(&c->fault, now, s->index,
-                                       iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0));
-    if (allow == 0) {
-      s->waited = 1;
-      return 0;
-    }
-    if (allow < iov[0].iov_len) {
-      iov[0].iov_len = allow;
-      n = 1;
-    } else if (n > 1 && allow - iov[0].iov_len < iov[1].iov_len) {
-      iov[1].iov_len = allow - iov[0].iov_len;
-    }
-  }
+  if (__builtin_expect(c->fault.active, 0) && !pace(c, s, iov, &n, &now)) return 0;
   struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
   ssize_t k = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (__builtin_expect(c->fault.active, 0) && k > 0)
@@ -251,22 +279,7 @@ static int send_step(struct c4_comm *c, struct sock_state *s) {
     return 0;
   }
   s->want_out = 0;
-  if (s->hdr_done == 0 && k > 0) note_first_byte(s->req);
-  size_t h = C4_CHUNK_HDR_SIZE - s->hdr_done;
-  if ((size_t)k < h) {
-    s->hdr_done += (size_t)k;
-    return 1;
-  }
-  s->hdr_done = C4_CHUNK_HDR_SIZE;
-  s->moved += (uint32_t)((size_t)k - h);
-  if (s->moved == s->len) {
-    struct c4_request *r = s->req;
-    s->req = NULL;
-    s->done_len = s->len;
-    s->done_ns = c4_now_ns() - s->t_claim;
-    s->done_waited = s->waited;
-    chunk_moved(r, s->len, r->size);
-  }
+  sent(s, (size_t)k);
   return 1;
 }
 
