@@ -59,6 +59,47 @@ static double cpu_seconds(int pid) {
   return ok ? (double)(ut + st) / (double)sysconf(_SC_CLK_TCK) : -1;
 }
 
+/* One RECORDS frame of coll records, reused for every send: its bytes in frame, its length in
+ * *flen. Returns how many records it holds. */
+static size_t make_frame(uint8_t *frame, size_t cap, size_t *flen) {
+  struct c4_record r = {.kind = C4_REC_COLL};
+  strcpy(r.coll.func, "AllReduce");
+  strcpy(r.coll.dtype, "ncclFloat32");
+  r.coll.t_arrive = 1;
+  size_t used = 2, per = 0;
+  while (used + c4_frame_record_size(C4_REC_COLL) <= C4_FRAME_MAX_PAYLOAD && per < 380) {
+    used += c4_frame_put_record(frame + C4_FRAME_HDR + used, cap - used, &r);
+    per++;
+  }
+  frame[C4_FRAME_HDR] = (uint8_t)per;
+  frame[C4_FRAME_HDR + 1] = (uint8_t)(per >> 8);
+  c4_frame_put_header(frame, C4_FRAME_RECORDS, (uint32_t)used);
+  *flen = C4_FRAME_HDR + used;
+  return per;
+}
+
+/* Sends the frame round the n connections for secs seconds: the records sent in *sent, how long
+ * it took in *dt. Returns 0, or -1 when a send failed (said on stderr). */
+static int blast(const int *fd, int n, const uint8_t *frame, size_t flen, size_t per, double secs,
+                 uint64_t *sent, double *dt) {
+  uint64_t end = c4_now_ns() + (uint64_t)(secs * 1e9), t0 = c4_now_ns();
+  *sent = 0;
+  for (int i = 0; c4_now_ns() < end; i = (i + 1) % n) {
+    size_t off = 0;
+    while (off < flen) {
+      ssize_t k = send(fd[i], frame + off, flen - off, MSG_NOSIGNAL);
+      if (k <= 0) {
+        fprintf(stderr, "c4-mon-load: send failed on connection %d\n", i);
+        return -1;
+      }
+      off += (size_t)k;
+    }
+    *sent += per;
+  }
+  *dt = (double)(c4_now_ns() - t0) / 1e9;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 5 && argc != 6) {
     fprintf(stderr, "usage: c4-mon-load ADDR:PORT TOKEN CONNECTIONS SECONDS [C4MON_PID]\n");
@@ -73,7 +114,7 @@ int main(int argc, char **argv) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
   inet_pton(AF_INET, host, &a.sin_addr);
   int n = atoi(argv[3]);
-  double secs = atof(argv[4]);
+  double secs = atof(argv[4]), dt = 0;
   struct rlimit rl;
   getrlimit(RLIMIT_NOFILE, &rl);
   rl.rlim_cur = rl.rlim_max;
@@ -84,37 +125,12 @@ int main(int argc, char **argv) {
       fprintf(stderr, "c4-mon-load: connection %d failed: %s\n", i, strerror(errno));
       return 1;
     }
-  /* one RECORDS frame of coll records, reused for every send */
   static uint8_t frame[C4_FRAME_HDR + C4_FRAME_MAX_PAYLOAD];
-  struct c4_record r = {.kind = C4_REC_COLL};
-  strcpy(r.coll.func, "AllReduce");
-  strcpy(r.coll.dtype, "ncclFloat32");
-  r.coll.t_arrive = 1;
-  size_t used = 2, per = 0;
-  while (used + c4_frame_record_size(C4_REC_COLL) <= C4_FRAME_MAX_PAYLOAD && per < 380) {
-    used += c4_frame_put_record(frame + C4_FRAME_HDR + used, sizeof frame - used, &r);
-    per++;
-  }
-  frame[C4_FRAME_HDR] = (uint8_t)per;
-  frame[C4_FRAME_HDR + 1] = (uint8_t)(per >> 8);
-  c4_frame_put_header(frame, C4_FRAME_RECORDS, (uint32_t)used);
-  size_t flen = C4_FRAME_HDR + used;
+  size_t flen, per = make_frame(frame, sizeof frame, &flen);
   usleep(500000); /* let c4mon finish the handshakes before the clock starts */
   double cpu0 = mon_pid ? cpu_seconds(mon_pid) : -1;
-  uint64_t sent = 0, end = c4_now_ns() + (uint64_t)(secs * 1e9), t0 = c4_now_ns();
-  for (int i = 0; c4_now_ns() < end; i = (i + 1) % n) {
-    size_t off = 0;
-    while (off < flen) {
-      ssize_t k = send(fd[i], frame + off, flen - off, MSG_NOSIGNAL);
-      if (k <= 0) {
-        fprintf(stderr, "c4-mon-load: send failed on connection %d\n", i);
-        return 1;
-      }
-      off += (size_t)k;
-    }
-    sent += per;
-  }
-  double dt = (double)(c4_now_ns() - t0) / 1e9;
+  uint64_t sent;
+  if (blast(fd, n, frame, flen, per, secs, &sent, &dt) != 0) return 1;
   printf("connections %d\nrecords_sent %llu\nsend_rate %.0f\n", n, (unsigned long long)sent,
          (double)sent / dt);
   if (mon_pid) {
