@@ -96,6 +96,50 @@ static int stream(int fd, uint64_t *sent) {
   return 0;
 }
 
+/* What the flood measured. */
+struct flood {
+  uint64_t sent;     /* records the real rank streamed */
+  long before, peak; /* c4mon's resident KiB before the strangers, and at most during */
+  int opened, ok;    /* strangers that got a connection; the real rank streamed throughout */
+};
+
+/* Opens n strangers against c4mon (pid) while the real rank streams, keeps them 2 s, closes them.
+ * Fills f. */
+static void flood(const struct sockaddr_in *a, int n, int rank, int pid, struct flood *f) {
+  f->ok = stream(rank, &f->sent) == 0;
+  usleep(200000);
+  f->before = f->peak = rss_kib(pid);
+  int *s = calloc((size_t)n, sizeof *s);
+  for (int i = 0; i < n && f->ok; i++) {
+    s[i] = stranger(a, i % 2);
+    if (i % 100 == 99) {
+      f->ok = stream(rank, &f->sent) == 0;
+      long v = rss_kib(pid);
+      if (v > f->peak) f->peak = v;
+    }
+  }
+  for (uint64_t end = c4_now_ns() + 2000000000ull; f->ok && c4_now_ns() < end; usleep(50000)) {
+    f->ok = stream(rank, &f->sent) == 0;
+    long v = rss_kib(pid);
+    if (v > f->peak) f->peak = v;
+  }
+  for (int i = 0; i < n; i++)
+    if (s[i] >= 0) f->opened++, close(s[i]);
+  free(s);
+}
+
+/* c4mon's own count of records and of connected ranks (-1 each when its status is not there). */
+static void c4mon_counts(const char *addr, const char *token, long long *seen,
+                         long long *connected) {
+  char *doc = NULL;
+  json_t *st = NULL;
+  if (c4_mon_query_status(addr, token, &doc) == 0) st = json_loads(doc, 0, NULL);
+  free(doc);
+  *seen = st ? (long long)json_integer_value(json_object_get(st, "records")) : -1;
+  *connected = st ? (long long)json_integer_value(json_object_get(st, "ranks_connected")) : -1;
+  json_decref(st);
+}
+
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: c4-mon-flood ADDR:PORT TOKEN STRANGERS C4MON_PID\n");
@@ -120,47 +164,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "c4-mon-flood: the real rank could not connect: %s\n", strerror(errno));
     return 1;
   }
-  uint64_t sent = 0;
-  int ok = stream(rank, &sent) == 0;
-  usleep(200000);
-  long before = rss_kib(pid), peak = before;
-  int *s = calloc((size_t)n, sizeof *s);
-  for (int i = 0; i < n && ok; i++) {
-    s[i] = stranger(&a, i % 2);
-    if (i % 100 == 99) {
-      ok = stream(rank, &sent) == 0;
-      long v = rss_kib(pid);
-      if (v > peak) peak = v;
-    }
-  }
-  for (uint64_t end = c4_now_ns() + 2000000000ull; ok && c4_now_ns() < end; usleep(50000)) {
-    ok = stream(rank, &sent) == 0;
-    long v = rss_kib(pid);
-    if (v > peak) peak = v;
-  }
-  int opened = 0;
-  for (int i = 0; i < n; i++)
-    if (s[i] >= 0) opened++, close(s[i]);
-  free(s);
-  for (uint64_t end = c4_now_ns() + 7000000000ull; ok && c4_now_ns() < end; usleep(100000))
-    ok = stream(rank, &sent) == 0;
+  struct flood f = {0};
+  flood(&a, n, rank, pid, &f);
+  for (uint64_t end = c4_now_ns() + 7000000000ull; f.ok && c4_now_ns() < end; usleep(100000))
+    f.ok = stream(rank, &f.sent) == 0;
   usleep(300000);
   long after = rss_kib(pid);
-  char *doc = NULL;
-  json_t *st = NULL;
-  if (c4_mon_query_status(argv[1], argv[2], &doc) == 0) st = json_loads(doc, 0, NULL);
-  free(doc);
-  long long seen = st ? (long long)json_integer_value(json_object_get(st, "records")) : -1;
-  long long connected =
-      st ? (long long)json_integer_value(json_object_get(st, "ranks_connected")) : -1;
-  json_decref(st);
+  long long seen, connected;
+  c4mon_counts(argv[1], argv[2], &seen, &connected);
   close(rank);
-  printf("strangers %d of %d opened, each claiming a %d-byte HELLO\n", opened, n, CLAIM);
-  printf("c4mon rss_kib before %ld peak %ld after %ld\n", before, peak, after);
-  printf("growth_mb %.1f\nkept_after_mb %.1f\n", (double)(peak - before) / 1024,
-         (double)(after - before) / 1024);
+  printf("strangers %d of %d opened, each claiming a %d-byte HELLO\n", f.opened, n, CLAIM);
+  printf("c4mon rss_kib before %ld peak %ld after %ld\n", f.before, f.peak, after);
+  printf("growth_mb %.1f\nkept_after_mb %.1f\n", (double)(f.peak - f.before) / 1024,
+         (double)(after - f.before) / 1024);
   printf("real rank: %s, records sent %llu, counted by c4mon %lld, ranks connected %lld\n",
-         ok ? "streamed throughout" : "lost its connection", (unsigned long long)sent, seen,
+         f.ok ? "streamed throughout" : "lost its connection", (unsigned long long)f.sent, seen,
          connected);
-  return ok && seen == (long long)sent && connected == 1 ? 0 : 1;
+  return f.ok && seen == (long long)f.sent && connected == 1 ? 0 : 1;
 }
