@@ -124,11 +124,17 @@ static void usage(FILE *f) {
              "the enabled check only). C4_RING_SLOTS sets the ring size.\n");
 }
 
-int main(int argc, char **argv) {
-  int json = 0;
+/* The figures of one bench run. */
+struct figures {
+  double full_ns, push_ns, enc_ns, off; /* off < 0: the C4_TIMING=0 child failed */
+  uint64_t emitted, dropped;
+};
+
+/* Reads the arguments. Returns -1 to go on (*json set for --json), or the exit code. */
+static int parse_args(int argc, char **argv, int *json) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) {
-      json = 1;
+      *json = 1;
     } else if (!strcmp(argv[i], "--help")) {
       usage(stdout);
       return 0;
@@ -141,7 +147,41 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  double off = disabled_in_child();
+  return -1;
+}
+
+/* Prints the figures as JSON or as lines. Returns 0, or 1 when the JSON could not be built. */
+static int print_figures(const struct figures *g, int json) {
+  if (!json) {
+    printf("timing_ns_per_request %.1f\nring_push_ns %.1f\nreporter_encode_ns %.1f\n", g->full_ns,
+           g->push_ns, g->enc_ns);
+    if (g->off < 0)
+      printf("disabled_check_ns unavailable (the C4_TIMING=0 child failed)\n");
+    else
+      printf("disabled_check_ns %.1f\n", g->off);
+    printf("dropped_while_draining %llu of %llu\n", (unsigned long long)g->dropped,
+           (unsigned long long)g->emitted);
+    return 0;
+  }
+  json_t *j = json_pack("{s:f, s:f, s:f, s:o, s:I, s:I, s:i, s:i}", "timing_ns_per_request",
+                        g->full_ns, "ring_push_ns", g->push_ns, "reporter_encode_ns", g->enc_ns,
+                        "disabled_check_ns", g->off < 0 ? json_null() : json_real(g->off),
+                        "dropped_while_draining", (json_int_t)g->dropped, "emitted",
+                        (json_int_t)g->emitted, "runs", RUNS, "requests_per_run", N);
+  if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(4)) != 0) {
+    fprintf(stderr, "c4-ring-bench: cannot build the JSON report\n");
+    json_decref(j);
+    return 1;
+  }
+  putchar('\n');
+  json_decref(j);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int json = 0, rc = parse_args(argc, argv, &json);
+  if (rc >= 0) return rc;
+  struct figures g = {.off = disabled_in_child()};
   if (!c4_telemetry_enabled()) {
     fprintf(stderr, "c4-ring-bench: C4_TIMING=0 in the environment; unset it to measure\n");
     return 1;
@@ -163,32 +203,10 @@ int main(int argc, char **argv) {
   }
   atomic_store(&stop, 1);
   pthread_join(th, NULL);
-  uint64_t emitted, dropped;
-  c4_telemetry_counters(&emitted, &dropped, NULL);
-  double full_ns = median(full), push_ns = median(push), enc_ns = encode_ns();
-
-  if (json) {
-    json_t *j = json_pack("{s:f, s:f, s:f, s:o, s:I, s:I, s:i, s:i}", "timing_ns_per_request",
-                          full_ns, "ring_push_ns", push_ns, "reporter_encode_ns", enc_ns,
-                          "disabled_check_ns", off < 0 ? json_null() : json_real(off),
-                          "dropped_while_draining", (json_int_t)dropped, "emitted",
-                          (json_int_t)emitted, "runs", RUNS, "requests_per_run", N);
-    if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(4)) != 0) {
-      fprintf(stderr, "c4-ring-bench: cannot build the JSON report\n");
-      json_decref(j);
-      return 1;
-    }
-    putchar('\n');
-    json_decref(j);
-  } else {
-    printf("timing_ns_per_request %.1f\nring_push_ns %.1f\nreporter_encode_ns %.1f\n", full_ns,
-           push_ns, enc_ns);
-    if (off < 0)
-      printf("disabled_check_ns unavailable (the C4_TIMING=0 child failed)\n");
-    else
-      printf("disabled_check_ns %.1f\n", off);
-    printf("dropped_while_draining %llu of %llu\n", (unsigned long long)dropped,
-           (unsigned long long)emitted);
-  }
-  return off < 0 ? 1 : 0;
+  c4_telemetry_counters(&g.emitted, &g.dropped, NULL);
+  g.full_ns = median(full);
+  g.push_ns = median(push);
+  g.enc_ns = encode_ns();
+  if (print_figures(&g, json) != 0) return 1;
+  return g.off < 0 ? 1 : 0;
 }
