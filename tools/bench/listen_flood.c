@@ -150,6 +150,54 @@ out:
   return intact;
 }
 
+/* Opens nports listeners on loopback (their handles in handles, their addresses in ports).
+ * Returns 0, or -1 (said on stderr). */
+static int open_listeners(const struct c4_transport_config *cfg, struct c4_listen_comm **ls,
+                          uint8_t handles[][C4_HANDLE_SIZE]) {
+  struct sockaddr_storage lo = {0};
+  ((struct sockaddr_in *)&lo)->sin_family = AF_INET;
+  ((struct sockaddr_in *)&lo)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int k = 0; k < nports; k++) {
+    struct c4_wire_handle h;
+    char err[160];
+    if (c4_transport_listen(cfg, 0, 0xfeed, &lo, handles[k], &ls[k]) != 0 ||
+        c4_wire_get_handle(handles[k], &h, err, sizeof err) != 0) {
+      fprintf(stderr, "c4-listen-flood: could not listen on loopback\n");
+      return -1;
+    }
+    memcpy(&ports[k], &h.addr, sizeof ports[k]);
+  }
+  return 0;
+}
+
+/* What the real connects met under the flood. */
+struct under_flood {
+  int connects, failed, moved; /* moved: MiB intact over the first connect (-1: none made) */
+  double worst;                /* the slowest connect, seconds */
+};
+
+/* While the flood runs: a real connect a second, round the listeners, the first one moving mib
+ * MiB. */
+static void connect_under_flood(const struct c4_transport_config *cfg, struct c4_listen_comm **ls,
+                                uint8_t handles[][C4_HANDLE_SIZE], int mib, struct under_flood *u) {
+  uint64_t t0 = c4_now_ns();
+  struct c4_comm *tx, *rx;
+  *u = (struct under_flood){.moved = -1};
+  while ((double)(c4_now_ns() - t0) / 1e9 < flood_s - 1) {
+    sleep(1); /* the listeners are not polled meanwhile: the strangers queue up */
+    double s = real_connect(cfg, ls, handles, u->connects % nports, &tx, &rx);
+    u->connects++;
+    if (s < 0) {
+      u->failed++;
+      continue;
+    }
+    if (s > u->worst) u->worst = s;
+    if (u->moved < 0) u->moved = move(tx, rx, mib);
+    c4_transport_close(tx);
+    c4_transport_close(rx);
+  }
+}
+
 int main(int argc, char **argv) {
   flood_s = argc > 1 ? atof(argv[1]) : 30;
   rate = argc > 2 ? atoi(argv[2]) : 100;
@@ -166,21 +214,9 @@ int main(int argc, char **argv) {
   setrlimit(RLIMIT_NOFILE, &rl);
   struct c4_transport_config cfg;
   c4_transport_config_load(&cfg);
-  struct sockaddr_storage lo = {0};
-  ((struct sockaddr_in *)&lo)->sin_family = AF_INET;
-  ((struct sockaddr_in *)&lo)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   struct c4_listen_comm *ls[MAX_PORTS];
   uint8_t handles[MAX_PORTS][C4_HANDLE_SIZE];
-  for (int k = 0; k < nports; k++) {
-    struct c4_wire_handle h;
-    char err[160];
-    if (c4_transport_listen(&cfg, 0, 0xfeed, &lo, handles[k], &ls[k]) != 0 ||
-        c4_wire_get_handle(handles[k], &h, err, sizeof err) != 0) {
-      fprintf(stderr, "c4-listen-flood: could not listen on loopback\n");
-      return 1;
-    }
-    memcpy(&ports[k], &h.addr, sizeof ports[k]);
-  }
+  if (open_listeners(&cfg, ls, handles) != 0) return 1;
   struct c4_comm *tx, *rx;
   double quiet = real_connect(&cfg, ls, handles, 0, &tx, &rx);
   if (quiet < 0) {
@@ -189,25 +225,10 @@ int main(int argc, char **argv) {
   }
   c4_transport_close(tx);
   c4_transport_close(rx);
-
   pthread_t th;
   pthread_create(&th, NULL, flood, NULL);
-  uint64_t t0 = c4_now_ns();
-  double worst = 0;
-  int connects = 0, failed = 0, moved = -1;
-  while ((double)(c4_now_ns() - t0) / 1e9 < flood_s - 1) {
-    sleep(1); /* the listeners are not polled meanwhile: the strangers queue up */
-    double s = real_connect(&cfg, ls, handles, connects % nports, &tx, &rx);
-    connects++;
-    if (s < 0) {
-      failed++;
-      continue;
-    }
-    if (s > worst) worst = s;
-    if (moved < 0) moved = move(tx, rx, mib);
-    c4_transport_close(tx);
-    c4_transport_close(rx);
-  }
+  struct under_flood u;
+  connect_under_flood(&cfg, ls, handles, mib, &u);
   atomic_store(&stop, 1);
   pthread_join(th, NULL);
   for (int k = 0; k < nports; k++)
@@ -217,8 +238,8 @@ int main(int argc, char **argv) {
          atomic_load(&c4_transport_stats.rejected_peers));
   printf(
       "connect without flood: %.3f s; real connects under flood: %d, failed %d, slowest %.3f s\n",
-      quiet, connects, failed, worst);
-  printf("moved under flood: %d of %d MiB intact\n", moved < 0 ? 0 : moved, mib);
-  printf("delay_s %.3f\n", failed ? -1.0 : worst - quiet);
-  return failed == 0 && connects > 0 && moved == mib / 4 * 4 ? 0 : 1;
+      quiet, u.connects, u.failed, u.worst);
+  printf("moved under flood: %d of %d MiB intact\n", u.moved < 0 ? 0 : u.moved, mib);
+  printf("delay_s %.3f\n", u.failed ? -1.0 : u.worst - quiet);
+  return u.failed == 0 && u.connects > 0 && u.moved == mib / 4 * 4 ? 0 : 1;
 }
