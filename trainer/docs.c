@@ -231,7 +231,10 @@ void docs_print_stats(const struct doc_set *d, const char *path, FILE *f) {
           d->max_context, v[0], v[d->n / 2], (double)tokens / d->n, v[d->n * 9 / 10],
           v[d->n * 99 / 100], v[d->n - 1], sq / (double)tokens);
   fprintf(f, "%-14s %8s %7s %8s\n", "length", "seqs", "share", "tokens");
-  for (int lo = 1, i = 0; i < d->n; lo *= 2) {
+  int lo = 1;
+  while (2 * lo <= v[0])
+    lo *= 2;
+  for (int i = 0; i < d->n; lo *= 2) {
     int count = 0;
     long tok = 0;
     for (; i < d->n && v[i] < 2 * lo; i++, count++)
