@@ -3,12 +3,15 @@
  * their loss and gradient equal the sequences' run one by one, a full-length sequence packed
  * equals the fixed-window path, gradients weighted by tokens are the same however the sequences
  * are assigned to ranks and micro-batches; documents read from paragraphs and JSON lines, cut at
- * --max-context, with errors that name the file and line. */
+ * --max-context, with errors that name the file and line; and the program: c4train trains the
+ * same losses step by step whether a step's sequences are assigned by cost or by token count. */
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check_run.h"
@@ -288,6 +291,92 @@ START_TEST(synthetic_corpus_is_long_tailed) {
 }
 END_TEST
 
+/* --- the program ($C4_BUILD_DIR/bin/c4train) --- */
+
+static void c4train(char *out, size_t len, const char *args) {
+  const char *b = getenv("C4_BUILD_DIR");
+  snprintf(out, len, "%s/bin/c4train %s", b ? b : "build", args);
+}
+
+/* The step lines' losses and per-rank tokens of one run; returns the steps read. */
+static int run_steps(const char *args, double *loss, int *rank0_tokens, int max) {
+  char cmd[2048];
+  c4train(cmd, sizeof cmd, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, p)) {
+    json_t *j = json_loads(line, 0, NULL);
+    ck_assert_msg(j != NULL, "not JSON: %s", line);
+    if (strcmp(json_string_value(json_object_get(j, "event")), "step") == 0 && n < max) {
+      loss[n] = json_real_value(json_object_get(j, "loss"));
+      rank0_tokens[n++] =
+          (int)json_integer_value(json_array_get(json_object_get(j, "rank_tokens"), 0));
+    }
+    json_decref(j);
+  }
+  ck_assert_int_eq(pclose(p), 0);
+  return n;
+}
+
+/* Two ranks, 12 steps, the same seed: assigned by cost or by token count, the ranks get
+ * different sequences, but every token weighs the same in the gradient, so the losses are the
+ * same step by step (measured: within 7e-10 relative, the order of the sums being all that
+ * differs; the bound allows 1,000 times that), and they fall. */
+START_TEST(the_assignment_does_not_change_the_losses) {
+  char corpus[] = "/tmp/c4-varlen-corpus-XXXXXX", cmd[2048], args[1024];
+  close(mkstemp(corpus));
+  snprintf(args, sizeof args, "--max-context 64 --synth-corpus %s --synth-docs 400", corpus);
+  c4train(cmd, sizeof cmd, args);
+  ck_assert_int_eq(system(cmd), 0);
+  double loss[2][12];
+  int tok[2][12];
+  const char *policy[2] = {"cost", "tokens"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args,
+             "--local-ranks 2 --max-context 64 --data %s --layers 1 --width 16 --heads 2 "
+             "--micro-batch 2 --microbatches 4 --steps 12 --eval-windows 4 --json --assign %s",
+             corpus, policy[k]);
+    ck_assert_int_eq(run_steps(args, loss[k], tok[k], 12), 12);
+  }
+  int differ = 0;
+  for (int s = 0; s < 12; s++) {
+    differ += tok[0][s] != tok[1][s];
+    ck_assert_msg(fabs(loss[0][s] - loss[1][s]) <= 1e-6 * loss[1][s], "step %d: %.9f vs %.9f",
+                  s + 1, loss[0][s], loss[1][s]);
+  }
+  ck_assert_int_gt(differ, 0);
+  ck_assert_double_lt(loss[0][11], loss[0][0] - 0.1);
+  unlink(corpus);
+}
+END_TEST
+
+/* --data-stats prints the distribution; misuse is a usage error naming the flag. */
+START_TEST(data_stats_and_usage_errors) {
+  char cmd[2048], line[512];
+  c4train(cmd, sizeof cmd, "--max-context 512 --data-stats");
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  int saw_summary = 0, saw_bucket = 0;
+  while (fgets(line, sizeof line, p)) {
+    saw_summary |= strstr(line, "sequences (") != NULL && strstr(line, "tokens") != NULL;
+    saw_bucket |= strncmp(line, "256-511", 7) == 0;
+  }
+  ck_assert_int_eq(pclose(p), 0);
+  ck_assert(saw_summary && saw_bucket);
+  const char *bad[] = {"--data-stats", "--max-context 64 --assign fastest",
+                       "--max-context 0 --data-stats"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char args[256];
+    snprintf(args, sizeof args, "%s 2>/dev/null", bad[i]);
+    c4train(cmd, sizeof cmd, args);
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", bad[i], st);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("varlen");
   TCase *tc = tcase_create("core");
@@ -300,6 +389,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, json_lines_are_read_and_bad_lines_named);
   tcase_add_test(tc, synthetic_corpus_is_long_tailed);
   suite_add_tcase(s, tc);
+  TCase *prog = tcase_create("program");
+  tcase_set_timeout(prog, 240);
+  tcase_add_test(prog, the_assignment_does_not_change_the_losses);
+  tcase_add_test(prog, data_stats_and_usage_errors);
+  suite_add_tcase(s, prog);
   return s;
 }
 
