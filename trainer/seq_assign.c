@@ -117,6 +117,21 @@ static void greedy(int n, const double *cost, int ranks, const double *speed, co
   }
 }
 
+double seq_assign_in_order(int n, const double *cost, int ranks, const double *speed, double fixed,
+                           int *rank_of) {
+  double load[ranks];
+  for (int r = 0; r < ranks; r++)
+    load[r] = fixed;
+  for (int i = 0; i < n; i++) {
+    int pick = 0;
+    for (int r = 1; r < ranks; r++)
+      if (speed[r] * (load[r] + cost[i]) < speed[pick] * (load[pick] + cost[i])) pick = r;
+    load[pick] += cost[i];
+    rank_of[i] = pick;
+  }
+  return seq_assign_time(n, cost, ranks, speed, fixed, rank_of);
+}
+
 static int slowest(int ranks, const double *speed, const double *load) {
   int w = 0;
   for (int r = 1; r < ranks; r++)

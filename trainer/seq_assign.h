@@ -17,6 +17,13 @@
 double seq_assign_ranks(int n, const double *cost, int ranks, const double *speed, double fixed,
                         int *rank_of);
 
+/* What a data loader does when it balances by count: each sequence in the order it comes goes
+ * to the rank where it would finish earliest (by token count when cost is the length: packing by
+ * token count, weighted by the ranks' speeds as the straggler planner weighs them). Returns the
+ * objective of seq_assign_ranks for it. */
+double seq_assign_in_order(int n, const double *cost, int ranks, const double *speed, double fixed,
+                           int *rank_of);
+
 /* The same objective for a given assignment. */
 double seq_assign_time(int n, const double *cost, int ranks, const double *speed, double fixed,
                        const int *rank_of);

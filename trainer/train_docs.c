@@ -23,6 +23,16 @@
 #include "seq_assign.h"
 #include "seq_cost.h"
 
+static const char *const policy_names[TRAIN_ASSIGN_POLICIES] = {"cost", "tokens", "tokens-sorted"};
+
+int train_docs_policy(const char *s) {
+  for (int i = 0; i < TRAIN_ASSIGN_POLICIES; i++)
+    if (strcmp(s, policy_names[i]) == 0) return i;
+  return -1;
+}
+
+const char *train_docs_policy_name(int policy) { return policy_names[policy]; }
+
 /* What each rank shares after a step. */
 struct docs_report {
   double loss_sum, tokens, sumsq, compute_s;
@@ -132,7 +142,7 @@ static void print_step(FILE *jf, int text, int step, double loss, double tokens,
     for (int i = 0; i < world; i++)
       json_array_append_new(rt, json_integer((json_int_t)rep[i].tokens));
     json_t *o =
-        json_pack("{s:s, s:i, s:f, s:i, s:f, s:f, s:f, s:o}", "event", "step", "step", step, "loss",
+        json_pack("{s:s, s:i, s:f, s:I, s:f, s:f, s:f, s:o}", "event", "step", "step", step, "loss",
                   loss, "tokens", (json_int_t)tokens, "tokens_per_s", tokens / secs, "step_ms",
                   secs * 1e3, "predicted_ms", predicted * 1e3, "rank_tokens", rt);
     if (o) json_dumpf(o, jf, JSON_COMPACT);
@@ -151,32 +161,39 @@ static void print_step(FILE *jf, int text, int step, double loss, double tokens,
 
 struct docs_summary {
   int steps;
-  double loss, eval_start, eval_end, tps, bound_tps;
+  double loss, eval_start, eval_end, tps;
+  double bound_tps[TRAIN_ASSIGN_POLICIES]; /* the cost model's, for each policy's assignments */
   const struct seq_cost *model;
 };
 
 static void print_end(FILE *jf, int text, const struct train_opts *o,
                       const struct docs_summary *s) {
-  const char *policy = o->assign == TRAIN_ASSIGN_COST ? "cost" : "tokens";
+  const char *policy = policy_names[o->assign];
   if (jf) {
-    json_t *speed = json_array();
+    json_t *speed = json_array(), *bounds = json_object();
     for (int i = 0; i < s->model->ranks; i++)
       json_array_append_new(speed, json_real(s->model->speed[i]));
-    json_t *e = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:{s:b, s:f, s:f, s:f, s:o}}",
-                          "event", "end", "assign", policy, "steps", s->steps, "loss", s->loss,
-                          "eval_loss_start", s->eval_start, "eval_loss", s->eval_end,
-                          "tokens_per_s", s->tps, "bound_tokens_per_s", s->bound_tps, "cost_model",
-                          "fitted", s->model->fitted, "fixed_s", s->model->fixed, "s_per_token",
-                          s->model->a, "s_per_sq_token", s->model->b, "speed", speed);
+    for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
+      json_object_set_new(bounds, policy_names[p], json_real(s->bound_tps[p]));
+    json_t *e =
+        json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:o, s:{s:b, s:f, s:f, s:f, s:o}}",
+                  "event", "end", "assign", policy, "steps", s->steps, "loss", s->loss,
+                  "eval_loss_start", s->eval_start, "eval_loss", s->eval_end, "tokens_per_s",
+                  s->tps, "bound_tokens_per_s", s->bound_tps[o->assign], "policy_bounds", bounds,
+                  "cost_model", "fitted", s->model->fitted, "fixed_s", s->model->fixed,
+                  "s_per_token", s->model->a, "s_per_sq_token", s->model->b, "speed", speed);
     if (e) json_dumpf(e, jf, JSON_COMPACT);
     fputc('\n', jf);
     json_decref(e);
   }
   if (text) {
-    printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s, the cost "
-           "model's bound %.0f tok/s; fit: %.2f ms + %.3g s/token + %.3g s/token^2, factors ",
-           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->bound_tps,
-           s->model->fixed * 1e3, s->model->a, s->model->b);
+    printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s; the cost "
+           "model's bound %.0f tok/s (by cost %.0f, tokens %.0f, tokens-sorted %.0f); fit: "
+           "%.2f ms + %.3g s/token + %.3g s/token^2, factors ",
+           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->bound_tps[o->assign],
+           s->bound_tps[TRAIN_ASSIGN_COST], s->bound_tps[TRAIN_ASSIGN_TOKENS],
+           s->bound_tps[TRAIN_ASSIGN_TOKENS_SORTED], s->model->fixed * 1e3, s->model->a,
+           s->model->b);
     for (int i = 0; i < s->model->ranks; i++)
       printf("%s%.2f", i ? "," : "", s->model->speed[i]);
     printf("\n");
@@ -184,21 +201,29 @@ static void print_end(FILE *jf, int text, const struct train_opts *o,
   fflush(stdout);
 }
 
-/* The first stage for this step: b->rank_of from the policy's costs; returns the time the cost
- * model predicts for it (its slowest rank's compute). */
-static double assign_step(const struct train_opts *o, const struct seq_cost *model, int world,
-                          int n, struct docs_step_bufs *b) {
+/* The first stage for this step by every policy, b->rank_of left as o->assign's; pred[p] is the
+ * time the cost model predicts for policy p's assignment (its slowest rank's compute), so that
+ * one run tells what each policy would give on the same steps. */
+static void assign_step(const struct train_opts *o, const struct seq_cost *model, int world, int n,
+                        struct docs_step_bufs *b, double *pred) {
   double ones[world];
   for (int i = 0; i < world; i++)
     ones[i] = 1.0;
   const double *speed = o->resplit ? model->speed : ones;
   for (int i = 0; i < n; i++) {
     b->model_cost[i] = seq_cost_of(model, b->len[i]);
-    b->cost[i] = o->assign == TRAIN_ASSIGN_COST ? b->model_cost[i] : (double)b->len[i];
+    b->cost[i] = (double)b->len[i];
   }
-  seq_assign_ranks(n, b->cost, world, speed, o->assign == TRAIN_ASSIGN_COST ? model->fixed : 0,
-                   b->rank_of);
-  return seq_assign_time(n, b->model_cost, world, model->speed, model->fixed, b->rank_of);
+  for (int k = 1; k <= TRAIN_ASSIGN_POLICIES; k++) {
+    int p = (o->assign + k) % TRAIN_ASSIGN_POLICIES; /* o->assign's last: its rank_of stays */
+    if (p == TRAIN_ASSIGN_COST)
+      seq_assign_ranks(n, b->model_cost, world, speed, model->fixed, b->rank_of);
+    else if (p == TRAIN_ASSIGN_TOKENS)
+      seq_assign_in_order(n, b->cost, world, speed, 0, b->rank_of);
+    else
+      seq_assign_ranks(n, b->cost, world, speed, 0, b->rank_of);
+    pred[p] = seq_assign_time(n, b->model_cost, world, model->speed, model->fixed, b->rank_of);
+  }
 }
 
 int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
@@ -245,7 +270,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   int bufs_up = bufs_init(&b, (int)(budget < INT_MAX / 2 ? budget : INT_MAX / 2), (size_t)cap) == 0;
   struct docs_report *rep = calloc((size_t)world, sizeof *rep);
   double *tps = calloc((size_t)o->steps + 1, sizeof *tps);
-  double *bound = calloc((size_t)o->steps + 1, sizeof *bound);
+  double *bound = calloc((size_t)o->steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *bound);
   struct seq_cost_sample *samples = calloc((size_t)world, sizeof *samples);
   FILE *jf = NULL;
   if (!model_up || !bufs_up || !rep || !tps || !bound || !samples) {
@@ -262,7 +287,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     printf("c4train: %d ranks on %s, %zu parameters, %d sequences (max %d positions) from %s, "
            "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
            world, o->device, m.nparams, d.n, o->max_context, o->data, budget, cap,
-           o->assign == TRAIN_ASSIGN_COST ? "cost" : "token count", eval_start);
+           policy_names[o->assign], eval_start);
   int timed_steps = 0;
   double last_loss = 0;
   for (int step = 0; step < o->steps; step++) {
@@ -275,7 +300,9 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
       tokens += b.len[i];
     }
     int fitted = model.fitted;
-    double predicted = assign_step(o, &model, world, n, &b);
+    double pred[TRAIN_ASSIGN_POLICIES];
+    assign_step(o, &model, world, n, &b, pred);
+    double predicted = pred[o->assign];
     int nmine = 0;
     struct docs_report mine = {0};
     for (int i = 0; i < n; i++)
@@ -311,7 +338,9 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
     if (step > 0 && fitted) { /* the steps assigned by a fitted model */
       tps[timed_steps] = (double)tokens / secs;
-      bound[timed_steps++] = (double)tokens / predicted;
+      for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
+        bound[p * o->steps + timed_steps] = (double)tokens / pred[p];
+      timed_steps++;
     }
     if (rank == 0)
       print_step(jf, !o->json, step + 1, last_loss, (double)tokens, secs, fitted ? predicted : 0,
@@ -324,8 +353,9 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
                              .eval_end =
                                  o->eval_windows ? eval_docs(&m, &d, o->eval_windows, &b) : 0,
                              .tps = median(tps, timed_steps),
-                             .bound_tps = median(bound, timed_steps),
                              .model = &model};
+    for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
+      s.bound_tps[p] = median(bound + p * o->steps, timed_steps);
     print_end(jf, !o->json, o, &s);
   }
   status = 0;

@@ -38,9 +38,10 @@ struct train_opts {
   int assign;              /* with max_context: how a step's sequences go to the ranks */
 };
 
-/* --assign: by the cost model (time linear plus quadratic in length, train_docs.h), or by token
- * count (the straggler planner's speeds alone). */
-enum { TRAIN_ASSIGN_COST, TRAIN_ASSIGN_TOKENS };
+/* --assign: by the cost model (time linear plus quadratic in length, train_docs.h); or by token
+ * count, the ranks' speeds weighed as the straggler planner weighs them, in the order the
+ * sequences come (a data loader's packing) or longest first (seq_assign.h). */
+enum { TRAIN_ASSIGN_COST, TRAIN_ASSIGN_TOKENS, TRAIN_ASSIGN_TOKENS_SORTED, TRAIN_ASSIGN_POLICIES };
 
 /* Exit status of a rank that stopped because a peer was lost or silent: its launcher should
  * restart the job on the healthy ranks from the last checkpoint. */

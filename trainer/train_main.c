@@ -47,8 +47,10 @@ static void usage(FILE *f) {
          "  --max-context N      read --data as documents (paragraphs between blank lines, or\n"
          "                       JSON lines with a \"text\" each) of up to N positions, packed\n"
          "                       into micro-batches of B x N positions; N is the model's context\n"
-         "  --assign cost|tokens with --max-context: a step's sequences go to the ranks by the\n"
-         "                       cost model's predicted time (default) or by token count\n"
+         "  --assign POLICY      with --max-context: a step's sequences go to the ranks by the\n"
+         "                       cost model's predicted time (cost, the default), or by token\n"
+         "                       count in the order they come (tokens) or longest first\n"
+         "                       (tokens-sorted), the ranks' measured speeds weighed in all\n"
          "  --data-stats         with --max-context: print the length distribution and exit\n"
          "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
          "                       4000) cut from --data, lengths up to --max-context, and exit\n"
@@ -255,9 +257,10 @@ int main(int argc, char **argv) {
     case O_PP: bad |= parse_int("--pp", optarg, 1, 1024, &o.pp); break;
     case O_MAXCTX: bad |= parse_int("--max-context", optarg, 1, 65536, &o.max_context); break;
     case O_ASSIGN:
-      if (strcmp(optarg, "cost") && strcmp(optarg, "tokens"))
-        bad = c4_cli_usage("c4train", "--assign wants cost or tokens, not '%s'", optarg);
-      o.assign = strcmp(optarg, "cost") ? TRAIN_ASSIGN_TOKENS : TRAIN_ASSIGN_COST;
+      o.assign = train_docs_policy(optarg);
+      if (o.assign < 0)
+        bad = c4_cli_usage("c4train", "--assign wants cost, tokens or tokens-sorted, not '%s'",
+                           optarg);
       break;
     case O_STATS: stats = 1; break;
     case O_SYNTH: synth = optarg; break;
