@@ -136,22 +136,22 @@ static double eval_docs(struct gpt *m, const struct doc_set *d, int nseq,
 
 /* Rank 0's line for one step, as text or JSON. */
 static void print_step(FILE *jf, int text, int step, double loss, double tokens, double secs,
-                       double predicted, const struct docs_report *rep, int world) {
+                       double compute, double predicted, const struct docs_report *rep, int world) {
   if (jf) {
     json_t *rt = json_array();
     for (int i = 0; i < world; i++)
       json_array_append_new(rt, json_integer((json_int_t)rep[i].tokens));
-    json_t *o =
-        json_pack("{s:s, s:i, s:f, s:I, s:f, s:f, s:f, s:o}", "event", "step", "step", step, "loss",
-                  loss, "tokens", (json_int_t)tokens, "tokens_per_s", tokens / secs, "step_ms",
-                  secs * 1e3, "predicted_ms", predicted * 1e3, "rank_tokens", rt);
+    json_t *o = json_pack("{s:s, s:i, s:f, s:I, s:f, s:f, s:f, s:f, s:o}", "event", "step", "step",
+                          step, "loss", loss, "tokens", (json_int_t)tokens, "tokens_per_s",
+                          tokens / secs, "step_ms", secs * 1e3, "compute_ms", compute * 1e3,
+                          "predicted_ms", predicted * 1e3, "rank_tokens", rt);
     if (o) json_dumpf(o, jf, JSON_COMPACT);
     fputc('\n', jf);
     json_decref(o);
   }
   if (text) {
-    printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms (model %6.1f)  tokens ", step, loss,
-           tokens / secs, secs * 1e3, predicted * 1e3);
+    printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms, compute %6.1f (model %6.1f)  tokens ", step,
+           loss, tokens / secs, secs * 1e3, compute * 1e3, predicted * 1e3);
     for (int i = 0; i < world; i++)
       printf("%s%.0f", i ? "," : "", rep[i].tokens);
     printf("\n");
@@ -162,6 +162,7 @@ static void print_step(FILE *jf, int text, int step, double loss, double tokens,
 struct docs_summary {
   int steps;
   double loss, eval_start, eval_end, tps;
+  double compute_tps; /* tokens over the slowest rank's compute: what the bound predicts */
   double bound_tps[TRAIN_ASSIGN_POLICIES]; /* the cost model's, for each policy's assignments */
   const struct seq_cost *model;
 };
@@ -175,25 +176,26 @@ static void print_end(FILE *jf, int text, const struct train_opts *o,
       json_array_append_new(speed, json_real(s->model->speed[i]));
     for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
       json_object_set_new(bounds, policy_names[p], json_real(s->bound_tps[p]));
-    json_t *e =
-        json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:o, s:{s:b, s:f, s:f, s:f, s:o}}",
-                  "event", "end", "assign", policy, "steps", s->steps, "loss", s->loss,
-                  "eval_loss_start", s->eval_start, "eval_loss", s->eval_end, "tokens_per_s",
-                  s->tps, "bound_tokens_per_s", s->bound_tps[o->assign], "policy_bounds", bounds,
-                  "cost_model", "fitted", s->model->fitted, "fixed_s", s->model->fixed,
-                  "s_per_token", s->model->a, "s_per_sq_token", s->model->b, "speed", speed);
+    json_t *e = json_pack(
+        "{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:{s:b, s:f, s:f, s:f, s:o}}", "event",
+        "end", "assign", policy, "steps", s->steps, "loss", s->loss, "eval_loss_start",
+        s->eval_start, "eval_loss", s->eval_end, "tokens_per_s", s->tps, "compute_tokens_per_s",
+        s->compute_tps, "bound_tokens_per_s", s->bound_tps[o->assign], "policy_bounds", bounds,
+        "cost_model", "fitted", s->model->fitted, "fixed_s", s->model->fixed, "s_per_token",
+        s->model->a, "s_per_sq_token", s->model->b, "speed", speed);
     if (e) json_dumpf(e, jf, JSON_COMPACT);
     fputc('\n', jf);
     json_decref(e);
   }
   if (text) {
-    printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s; the cost "
-           "model's bound %.0f tok/s (by cost %.0f, tokens %.0f, tokens-sorted %.0f); fit: "
+    printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.0f over "
+           "the slowest rank's compute); the cost model's bound %.0f tok/s (by cost %.0f, tokens "
+           "%.0f, tokens-sorted %.0f); fit: "
            "%.2f ms + %.3g s/token + %.3g s/token^2, factors ",
-           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->bound_tps[o->assign],
-           s->bound_tps[TRAIN_ASSIGN_COST], s->bound_tps[TRAIN_ASSIGN_TOKENS],
-           s->bound_tps[TRAIN_ASSIGN_TOKENS_SORTED], s->model->fixed * 1e3, s->model->a,
-           s->model->b);
+           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->compute_tps,
+           s->bound_tps[o->assign], s->bound_tps[TRAIN_ASSIGN_COST],
+           s->bound_tps[TRAIN_ASSIGN_TOKENS], s->bound_tps[TRAIN_ASSIGN_TOKENS_SORTED],
+           s->model->fixed * 1e3, s->model->a, s->model->b);
     for (int i = 0; i < s->model->ranks; i++)
       printf("%s%.2f", i ? "," : "", s->model->speed[i]);
     printf("\n");
@@ -270,10 +272,11 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   int bufs_up = bufs_init(&b, (int)(budget < INT_MAX / 2 ? budget : INT_MAX / 2), (size_t)cap) == 0;
   struct docs_report *rep = calloc((size_t)world, sizeof *rep);
   double *tps = calloc((size_t)o->steps + 1, sizeof *tps);
+  double *ctps = calloc((size_t)o->steps + 1, sizeof *ctps);
   double *bound = calloc((size_t)o->steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *bound);
   struct seq_cost_sample *samples = calloc((size_t)world, sizeof *samples);
   FILE *jf = NULL;
-  if (!model_up || !bufs_up || !rep || !tps || !bound || !samples) {
+  if (!model_up || !bufs_up || !rep || !tps || !ctps || !bound || !samples) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
@@ -328,9 +331,10 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     }
     float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
     gpt_adamw(&m, lr, o->weight_decay, step + 1);
-    double loss = 0;
+    double loss = 0, compute = 0;
     for (int i = 0; i < world; i++) {
       loss += rep[i].loss_sum;
+      compute = rep[i].compute_s > compute ? rep[i].compute_s : compute;
       samples[i] = (struct seq_cost_sample){rep[i].tokens, rep[i].sumsq, rep[i].compute_s};
     }
     last_loss = loss / (double)tokens;
@@ -338,13 +342,14 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
     if (step > 0 && fitted) { /* the steps assigned by a fitted model */
       tps[timed_steps] = (double)tokens / secs;
+      ctps[timed_steps] = (double)tokens / compute;
       for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
         bound[p * o->steps + timed_steps] = (double)tokens / pred[p];
       timed_steps++;
     }
     if (rank == 0)
-      print_step(jf, !o->json, step + 1, last_loss, (double)tokens, secs, fitted ? predicted : 0,
-                 rep, world);
+      print_step(jf, !o->json, step + 1, last_loss, (double)tokens, secs, compute,
+                 fitted ? predicted : 0, rep, world);
   }
   if (rank == 0) {
     struct docs_summary s = {.steps = o->steps,
@@ -353,6 +358,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
                              .eval_end =
                                  o->eval_windows ? eval_docs(&m, &d, o->eval_windows, &b) : 0,
                              .tps = median(tps, timed_steps),
+                             .compute_tps = median(ctps, timed_steps),
                              .model = &model};
     for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
       s.bound_tps[p] = median(bound + p * o->steps, timed_steps);
@@ -363,6 +369,7 @@ out:
   if (jf && jf != stdout) fclose(jf);
   free(rep);
   free(tps);
+  free(ctps);
   free(bound);
   free(samples);
   if (bufs_up) bufs_free(&b);
