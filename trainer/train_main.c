@@ -10,6 +10,7 @@
 #include "c4_ranks.h"
 #include "docs.h"
 #include "launch.h"
+#include "layout.h"
 #include "text_data.h"
 #include "train_docs.h"
 #include "train_loop.h"
@@ -54,6 +55,10 @@ static void usage(FILE *f) {
          "  --data-stats         with --max-context: print the length distribution and exit\n"
          "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
          "                       4000) cut from --data, lengths up to --max-context, and exit\n"
+         "  --layout auto        with --local-ranks N: probe every --pp dividing N and every\n"
+         "                       --micro-batch (the global batch kept) for --probe-steps steps\n"
+         "                       (default: a tenth of --steps over the candidates, at least 4),\n"
+         "                       print the table and train with the fastest\n"
          "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
          "                       from the last checkpoint (with --ckpt-dir)\n"
          "  --json               one JSON object per line (start, step, end) from rank 0\n"
@@ -152,7 +157,9 @@ int main(int argc, char **argv) {
     O_ASSIGN,
     O_STATS,
     O_SYNTH,
-    O_SYNTH_DOCS
+    O_SYNTH_DOCS,
+    O_LAYOUT,
+    O_PROBE_STEPS
   };
   static const struct option opts[] = {{"data", 1, 0, O_DATA},
                                        {"layers", 1, 0, O_LAYERS},
@@ -186,10 +193,12 @@ int main(int argc, char **argv) {
                                        {"data-stats", 0, 0, O_STATS},
                                        {"synth-corpus", 1, 0, O_SYNTH},
                                        {"synth-docs", 1, 0, O_SYNTH_DOCS},
+                                       {"layout", 1, 0, O_LAYOUT},
+                                       {"probe-steps", 1, 0, O_PROBE_STEPS},
                                        {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'},
                                        {0, 0, 0, 0}};
-  int c, bad = 0, seed = 1, stats = 0, synth_docs = 4000;
+  int c, bad = 0, seed = 1, stats = 0, synth_docs = 4000, layout_auto_on = 0, probe_steps = 0;
   const char *synth = NULL;
   double x;
   while (!bad && (c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
@@ -264,6 +273,12 @@ int main(int argc, char **argv) {
       break;
     case O_STATS: stats = 1; break;
     case O_SYNTH: synth = optarg; break;
+    case O_LAYOUT:
+      if (strcmp(optarg, "auto"))
+        bad = c4_cli_usage("c4train", "--layout wants auto, not '%s'", optarg);
+      layout_auto_on = 1;
+      break;
+    case O_PROBE_STEPS: bad |= parse_int("--probe-steps", optarg, 4, 1 << 20, &probe_steps); break;
     case O_SYNTH_DOCS: bad |= parse_int("--synth-docs", optarg, 10, 1 << 24, &synth_docs); break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
@@ -281,6 +296,19 @@ int main(int argc, char **argv) {
     return c4_cli_usage("c4train", "%s needs --max-context",
                         stats ? "--data-stats" : "--synth-corpus");
   if (synth || stats) return docs_command(&o, synth, synth_docs);
+  if (layout_auto_on && lo.ranks < 1)
+    return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
+                                   "--local-ranks N");
+  if (layout_auto_on) {
+    struct layout_probe cand[64];
+    int n = layout_candidates(&o, lo.ranks, cand, 64);
+    if (!probe_steps) probe_steps = n ? o.steps / (10 * n) : 4;
+    if (probe_steps < 4) probe_steps = 4;
+    char err[512];
+    if (layout_auto(argc, argv, &o, lo.ranks, probe_steps, o.json ? stderr : stdout, err,
+                    sizeof err) < 0)
+      return c4_cli_fail("c4train", "%s", err);
+  }
   if (o.max_context > 0) o.cfg.context = o.max_context;
   if (lo.ranks > 0) {
     lo.restart = o.ckpt_dir != NULL;
