@@ -148,33 +148,41 @@ static unsigned char *read_file(const char *path, size_t *len, char *err, size_t
   return buf;
 }
 
-int docs_load(struct doc_set *d, const char *path, int max_context, char *err, size_t errlen) {
+int docs_parse(struct doc_set *d, const unsigned char *buf, size_t len, const char *name,
+               int max_context, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->max_context = max_context;
-  size_t len = 0;
-  unsigned char *buf = read_file(path, &len, err, errlen);
-  if (!buf) return -1;
   size_t first = 0;
   while (first < len &&
          (buf[first] == ' ' || buf[first] == '\t' || buf[first] == '\r' || buf[first] == '\n'))
     first++;
   d->jsonl = first < len && buf[first] == '{';
   struct builder b = {.d = d};
-  int rc = d->jsonl ? read_jsonl(&b, buf, len, path, err, errlen) : read_paragraphs(&b, buf, len);
-  if (rc && !d->jsonl) snprintf(err, errlen, "%s: out of memory", path);
-  free(buf);
+  int rc = d->jsonl ? read_jsonl(&b, buf, len, name, err, errlen) : read_paragraphs(&b, buf, len);
+  if (rc && !d->jsonl) snprintf(err, errlen, "%s: out of memory", name);
   if (!rc && d->n < DOCS_MIN) {
     snprintf(err, errlen,
              "%s: %d sequences of two bytes or more; at least %d are needed (a tenth is held out)",
-             path, d->n, DOCS_MIN);
+             name, d->n, DOCS_MIN);
     rc = -1;
   }
   if (rc) {
     docs_free(d);
     return -1;
   }
+  d->nbytes = b.nbytes;
   d->ntrain = d->n - (d->n + 9) / 10;
   return 0;
+}
+
+int docs_load(struct doc_set *d, const char *path, int max_context, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  size_t len = 0;
+  unsigned char *buf = read_file(path, &len, err, errlen);
+  if (!buf) return -1;
+  int rc = docs_parse(d, buf, len, path, max_context, err, errlen);
+  free(buf);
+  return rc;
 }
 
 void docs_free(struct doc_set *d) {

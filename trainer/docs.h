@@ -12,9 +12,10 @@
 
 struct doc_set {
   unsigned char *bytes; /* every sequence's bytes, end to end */
-  size_t *start;        /* sequence i: bytes[start[i] .. start[i] + len[i]] (len + 1 bytes) */
-  int *len;             /* its positions (tokens with a next-token target): 1..max_context */
-  int n, ntrain;        /* sequences; the first ntrain train, the rest are held out */
+  size_t nbytes;
+  size_t *start; /* sequence i: bytes[start[i] .. start[i] + len[i]] (len + 1 bytes) */
+  int *len;      /* its positions (tokens with a next-token target): 1..max_context */
+  int n, ntrain; /* sequences; the first ntrain train, the rest are held out */
   int max_context;
   int jsonl; /* 1: the file was JSON lines */
 };
@@ -26,6 +27,10 @@ struct doc_set {
  * or -1 with err naming the file, the line and what is wrong (unreadable, bad JSON, no "text",
  * fewer than 10 sequences). */
 int docs_load(struct doc_set *d, const char *path, int max_context, char *err, size_t errlen);
+
+/* The same from len bytes in memory, named `name` in errors. */
+int docs_parse(struct doc_set *d, const unsigned char *buf, size_t len, const char *name,
+               int max_context, char *err, size_t errlen);
 void docs_free(struct doc_set *d);
 
 /* The training sequences of global step `step`: drawn by a hash of (seed, step, k), k = 0, 1, ...
