@@ -104,7 +104,7 @@ for _ in $(seq "$RUNS"); do
   done
 done
 confined "$BUILD/bench-varlen-windows.out" "${MODEL[@]}" --context "$MAXCTX"
-windows=$(end_field "$BUILD/bench-varlen-windows.out" tokens_per_s)
+windows=$(end_field "$BUILD/bench-varlen-windows.out" tokens_per_s | awk '{printf "%.0f\n", $1}')
 
 verdict() { awk -v r="$1" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
 m() { median <<<"${tps[$1]}"; }
