@@ -189,10 +189,15 @@ static void print_end(FILE *jf, int text, const struct train_opts *o,
   }
   if (text) {
     printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.0f over "
-           "the slowest rank's compute); the cost model's bound %.0f tok/s (by cost %.0f, tokens "
-           "%.0f, tokens-sorted %.0f); fit: "
-           "%.2f ms + %.3g s/token + %.3g s/token^2, factors ",
-           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->compute_tps,
+           "the slowest rank's compute)",
+           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->compute_tps);
+    if (!s->model->fitted) {
+      printf("; the cost model is not fitted yet (%d steps after the first)\n", SEQ_COST_MIN_STEPS);
+      fflush(stdout);
+      return;
+    }
+    printf("; the cost model's bound %.0f tok/s (by cost %.0f, tokens %.0f, tokens-sorted %.0f); "
+           "fit: %.2f ms + %.3g s/token + %.3g s/token^2, factors ",
            s->bound_tps[o->assign], s->bound_tps[TRAIN_ASSIGN_COST],
            s->bound_tps[TRAIN_ASSIGN_TOKENS], s->bound_tps[TRAIN_ASSIGN_TOKENS_SORTED],
            s->model->fixed * 1e3, s->model->a, s->model->b);
@@ -273,10 +278,13 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   struct docs_report *rep = calloc((size_t)world, sizeof *rep);
   double *tps = calloc((size_t)o->steps + 1, sizeof *tps);
   double *ctps = calloc((size_t)o->steps + 1, sizeof *ctps);
+  double *all_tps = calloc((size_t)o->steps + 1, sizeof *all_tps),
+         *all_ctps = calloc((size_t)o->steps + 1, sizeof *all_ctps);
   double *bound = calloc((size_t)o->steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *bound);
   struct seq_cost_sample *samples = calloc((size_t)world, sizeof *samples);
   FILE *jf = NULL;
-  if (!model_up || !bufs_up || !rep || !tps || !ctps || !bound || !samples) {
+  if (!model_up || !bufs_up || !rep || !tps || !ctps || !all_tps || !all_ctps || !bound ||
+      !samples) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
     goto out;
   }
@@ -291,7 +299,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
            "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
            world, o->device, m.nparams, d.n, o->max_context, o->data, budget, cap,
            policy_names[o->assign], eval_start);
-  int timed_steps = 0;
+  int timed_steps = 0, warm_steps = 0;
   double last_loss = 0;
   for (int step = 0; step < o->steps; step++) {
     uint64_t t_step = c4_now_ns();
@@ -340,6 +348,10 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     last_loss = loss / (double)tokens;
     if (step > 0) seq_cost_add(&model, samples); /* the first step warms caches: not a sample */
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
+    if (step > 0) { /* the first step warms caches */
+      all_tps[warm_steps] = (double)tokens / secs;
+      all_ctps[warm_steps++] = (double)tokens / compute;
+    }
     if (step > 0 && fitted) { /* the steps assigned by a fitted model */
       tps[timed_steps] = (double)tokens / secs;
       ctps[timed_steps] = (double)tokens / compute;
@@ -352,14 +364,15 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
                  fitted ? predicted : 0, rep, world);
   }
   if (rank == 0) {
-    struct docs_summary s = {.steps = o->steps,
-                             .loss = last_loss,
-                             .eval_start = eval_start,
-                             .eval_end =
-                                 o->eval_windows ? eval_docs(&m, &d, o->eval_windows, &b) : 0,
-                             .tps = median(tps, timed_steps),
-                             .compute_tps = median(ctps, timed_steps),
-                             .model = &model};
+    struct docs_summary s = {
+        .steps = o->steps,
+        .loss = last_loss,
+        .eval_start = eval_start,
+        .eval_end = o->eval_windows ? eval_docs(&m, &d, o->eval_windows, &b) : 0,
+        /* the steps a fitted model assigned, else all but the first */
+        .tps = timed_steps ? median(tps, timed_steps) : median(all_tps, warm_steps),
+        .compute_tps = timed_steps ? median(ctps, timed_steps) : median(all_ctps, warm_steps),
+        .model = &model};
     for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
       s.bound_tps[p] = median(bound + p * o->steps, timed_steps);
     print_end(jf, !o->json, o, &s);
@@ -370,6 +383,8 @@ out:
   free(rep);
   free(tps);
   free(ctps);
+  free(all_tps);
+  free(all_ctps);
   free(bound);
   free(samples);
   if (bufs_up) bufs_free(&b);
