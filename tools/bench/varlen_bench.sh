@@ -75,7 +75,7 @@ confined() { # out file, c4train args...
   release
 }
 
-median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.0f\n", v[int((NR+1)/2)]; else print "nan"}'; }
+median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.0f\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2; else print "nan"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}'; }
 
 corpus="$BUILD/bench-varlen-corpus.jsonl"
@@ -112,7 +112,7 @@ mb() { median <<<"${bound[$1]}"; }
 mc() { median <<<"${ctps[$1]}"; }
 c=$(m cost.none) t=$(m tokens.none) ts=$(m tokens-sorted.none) cb=$(mb cost.none)
 sc=$(m cost.2:2.0) st=$(m tokens.2:2.0) sts=$(m tokens-sorted.2:2.0) scb=$(mb cost.2:2.0)
-p() { tr ' ' '\n' <<<"${pred[$1]}" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
+p() { tr ' ' '\n' <<<"${pred[$1]}" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.3f\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2; else print "nan"}'; }
 cc=$(mc cost.none) scc=$(mc cost.2:2.0)
 row() { printf '%-66s %10s %10s %8s %s\n' "$@"; }
 printf '\n%-66s %10s %10s %8s %s\n' "c4train, documents (max $MAXCTX), 4 ranks, tokens/s" "c4" "reference" "ratio" "target"
