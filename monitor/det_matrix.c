@@ -56,7 +56,6 @@ struct cell {
    * how far past it is well outside its noise; judged: it has a baseline */
   float d, d_all, margin;
   int judged;
-  float n_usual; /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -480,7 +479,11 @@ static int at_nic(int i, const void *arg) {
 }
 static int is_cell(int i, const void *arg) { return i == *(const int *)arg; }
 
-static void find_paths(uint64_t wstart, char *hot_cell) {
+/* Paths of several cells (one_cell 0) are judged before NICs: a path's hot cells leave and enter
+ * several NICs. Paths of one cell (one_cell 1) after them: a NIC slow both ways explains its
+ * cells out and in, where the one-cell path would explain one of them and leave the other as a
+ * second verdict. */
+static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
   int np = det_plan_npaths();
   if (!np) return;
   int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
@@ -491,7 +494,9 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   if (!cells || !hot || !as_link || !maxv || !path || !margin) goto out;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
+    const char *a = m.node[c->src].host, *b = m.node[c->dst].host;
+    /* a pair the plan spreads over several paths cannot name one: its sockets' rates do */
+    path[i] = c->n && hot_cell[i] < 2 && !det_plan_split(a, b) ? det_plan_path_of(a, b) : -1;
     if (path[i] < 0) continue;
     cells[path[i]]++;
     if (cell_hot(c)) {
@@ -506,7 +511,8 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   /* A path the plan gives one cell (one host pair crosses that spine) is named when that cell is
    * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot. */
   for (int p = 0; p < np; p++) {
-    if (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3)
+    if ((cells[p] == 1) != one_cell ||
+        (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3))
       continue;
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
@@ -664,7 +670,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
              d->host, d->dev);
     int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1);
-    if (due) hot_cell[i] = 3;
+    hot_cell[i] = due ? 3 : 2; /* on its way to a verdict: its hot samples teach nothing */
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "link",
@@ -724,9 +730,7 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    /* a window with fewer transfers than the cell usually has is noisier, by the square root */
-    c->margin = det_noise_margin(nz, &ctx->noise) *
-                (c->n_usual > (float)c->n ? sqrtf(c->n_usual / (float)c->n) : 1.0f);
+    c->margin = det_noise_margin(nz, &ctx->noise);
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
@@ -736,19 +740,18 @@ static int judged_cells(void) {
 }
 
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
- * stands on them: then what they held back was the fault's start (a fault never becomes a
- * baseline). */
+ * stands on them or a finding is building up over them and they are hot: then what they held
+ * back was the fault's start (a fault never becomes a baseline, also when its verdict takes more
+ * than the three held-back evaluations to gather its evidence). */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n) continue;
-    if (hot_cell[i] == 3) {
+    if (hot_cell[i] == 3 || (hot_cell[i] == 2 && cell_hot(c))) {
       det_noise_drop(&m.noise[i]);
       continue;
     }
     det_noise_add(&m.noise[i], c->v - m.overall);
-    struct cell *w = &m.cell[i];
-    w->n_usual = w->n_usual ? 0.9f * w->n_usual + 0.1f * (float)c->n : (float)c->n;
   }
 }
 
@@ -875,10 +878,14 @@ static void evaluate(uint64_t w) {
     m.cand[i].seen = 0;
   uint64_t wstart = (w - 1) * HALF_NS;
   det_book_each("straggler", straggler_explains, hot_cell);
-  find_paths(wstart, hot_cell);
+  for (int i = 0; i < m.ncells; i++)
+    if (m.cell[i].n && det_paths_explains(m.node[m.cell[i].src].host, m.node[m.cell[i].dst].host))
+      hot_cell[i] = 3;
+  find_paths(wstart, hot_cell, 0);
   find_nics(wstart, hot_cell, 1);
   find_nics(wstart, hot_cell, 0);
   find_nics_both_ways(wstart, hot_cell);
+  find_paths(wstart, hot_cell, 1);
   find_links(wstart, hot_cell);
   learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */
