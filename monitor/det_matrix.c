@@ -25,6 +25,7 @@
 #define CELL_CAP (1 << 18)
 #define CLASSES 4 /* size classes kept per cell and half-window */
 #define STREAK 3
+#define SPLIT_WAIT 4 /* evaluations a split pair's link finding waits for the path records */
 #define EVIDENCE 2.0f
 #define MAX_CANDS 4096
 
@@ -402,17 +403,17 @@ static struct cand *cand_get(const char *key) {
 }
 
 /* Counts one more evaluation in a row for key, excess (how far past its margin, in margins) its
- * evidence; returns 1 when it is due to be raised (STREAK evaluations in a row and EVIDENCE
+ * evidence; returns 1 when it is due to be raised (streak evaluations in a row and EVIDENCE
  * summed: a burst of a loaded host's noise just past the margin does not make it), 2 when it is
  * raised already (its cells stop teaching their baselines), else 0. */
-static int sighting(const char *key, uint64_t window_start, float excess) {
+static int sighting(const char *key, uint64_t window_start, float excess, int streak) {
   struct cand *c = cand_get(key);
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
   if (!c->streak++) c->first_seen = window_start, c->evidence = 0;
   c->evidence += excess;
-  return c->raised ? 2 : c->streak >= STREAK && c->evidence >= EVIDENCE;
+  return c->raised ? 2 : c->streak >= streak && c->evidence >= EVIDENCE;
 }
 
 static uint64_t cand_first_seen(const char *key) {
@@ -518,7 +519,7 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
-    int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1);
+    int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1, STREAK);
     for (int i = 0; due && i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 3; /* in a verdict */
     if (due != 1) continue;
@@ -569,7 +570,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
-    int due = sighting(key, wstart, eff / margin - 1);
+    int due = sighting(key, wstart, eff / margin - 1, STREAK);
     for (int i = 0; due && i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
     if (due && by_src) nd->row_slow = 3;
@@ -590,38 +591,43 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
 }
 
 struct way {
-  int cells[2], hot[2]; /* out of the NIC, into it */
-  float dev[2];         /* summed over its hot cells */
+  int cells[2]; /* out of the NIC, into it */
+  float dev[2]; /* deviations summed over its cells */
+  float u[2];   /* the same in margins (dev / margin) */
 };
 
-/* A NIC slow both ways: two thirds of the cells out of it and into it hot, some each way. With
- * few peers (a ring gives each NIC one cell each way) neither its row nor its column has the two
- * cells find_nics needs, and one degraded NIC would be two slow links. One verdict, named by the
- * slower direction. */
+/* A NIC slow both ways. With few peers (a ring gives each NIC one cell each way) neither its row
+ * nor its column has the two cells find_nics needs, and one degraded NIC would be two slow links.
+ * Its cells are pooled: the mean of k cells' deviations, each in its own margins, has 1/sqrt(k)
+ * of one cell's spread, so a mean past 1/sqrt(k) margins is as unlikely from noise alone as one
+ * cell past its margin; and each way's mean must be past half a margin (slow both ways, not one
+ * cell that is slow enough for two). One verdict, named by the slower direction. */
 static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
   struct way *w = NULL;
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
-    if (!c->n || !c->judged || hot_cell[i] >= 2) continue;
+    if (!c->n || !c->judged || hot_cell[i] >= 2 || c->margin <= 0) continue;
     if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
-    int hot = dev_of(c) >= c->margin;
     for (int d = 0; d < 2; d++) {
       struct way *x = &w[d ? c->dst : c->src];
       x->cells[d]++;
-      x->hot[d] += hot;
-      if (hot) x->dev[d] += dev_of(c);
+      x->dev[d] += dev_of(c);
+      x->u[d] += dev_of(c) / c->margin;
     }
   }
   for (int k = 0; w && k < m.nnodes; k++) {
     const struct way *x = &w[k];
-    int cells = x->cells[0] + x->cells[1], hot = x->hot[0] + x->hot[1];
-    if (!x->hot[0] || !x->hot[1] || hot * 3 < cells * 2) continue;
+    int cells = x->cells[0] + x->cells[1];
+    if (!x->cells[0] || !x->cells[1]) continue;
+    float pooled = (x->u[0] + x->u[1]) / (float)cells * sqrtf((float)cells);
+    if (x->u[0] < 0.5f * (float)x->cells[0] || x->u[1] < 0.5f * (float)x->cells[1] || pooled < 1)
+      continue;
     struct node *nd = &m.node[k];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
-    float out = x->dev[0] / (float)x->hot[0], in = x->dev[1] / (float)x->hot[1];
+    float out = x->dev[0] / (float)x->cells[0], in = x->dev[1] / (float)x->cells[1];
     float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
-    int due = sighting(key, wstart, margin > 0 ? eff / margin - 1 : 1);
+    int due = sighting(key, wstart, pooled - 1, STREAK);
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
     if (due != 1) continue;
@@ -669,7 +675,12 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
              d->host, d->dev);
-    int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1);
+    /* A host pair the plan spreads over several paths: its cell cannot tell a slow link from a
+     * slow path, its data sockets' rates can (det_paths.c, a 4 s window): they get SPLIT_WAIT
+     * more evaluations to speak first. */
+    int split = det_plan_split(s->host, d->host);
+    int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1,
+                       split ? STREAK + SPLIT_WAIT : STREAK);
     hot_cell[i] = due ? 3 : 2; /* on its way to a verdict: its hot samples teach nothing */
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",

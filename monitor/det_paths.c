@@ -26,7 +26,7 @@
 #define HALF_NS 500000000ull  /* evaluations every half second */
 #define GRACE_NS 200000000ull /* records of a half-window may arrive this late */
 #define SPAN 8                /* half-windows pooled: four seconds */
-#define RING 16
+#define RING 32 /* and a sibling idle over SPAN stands by its rate over these (16 s) */
 #define MIN_BUSY_NS 20000000ull /* a socket's pooled busy time worth a rate: one sample */
 #define MAX_SOCKS (1 << 14)
 #define STREAK 3
@@ -121,14 +121,18 @@ static void pooled(const struct sock *s, uint64_t w, int span, double *bytes, do
 }
 
 /* Socket i's best sibling rate among rate[] (0: none): on another known path when there is one
- * there (*split set), else any. */
-static double sibling(struct sock **v, int n, int i, const double *rate, int *split) {
+ * there (*split set), else any. A sibling with no rate of its own in the window was idle (it moved
+ * its chunks without a busy period long enough for a sample: it kept up), and its rate over the
+ * last RING half-windows stands for it (idle[]). */
+static double sibling(struct sock **v, int n, int i, const double *rate, const double *idle,
+                      int *split) {
   double other = 0, elsewhere = 0;
   for (int j = 0; j < n; j++) {
-    if (j == i || !rate[j]) continue;
-    if (rate[j] > other) other = rate[j];
-    if (v[i]->path >= 0 && v[j]->path >= 0 && v[j]->path != v[i]->path && rate[j] > elsewhere)
-      elsewhere = rate[j];
+    double r = rate[j] ? rate[j] : idle[j];
+    if (j == i || !r) continue;
+    if (r > other) other = r;
+    if (v[i]->path >= 0 && v[j]->path >= 0 && v[j]->path != v[i]->path && r > elsewhere)
+      elsewhere = r;
   }
   *split = elsewhere > 0;
   return elsewhere ? elsewhere : other;
@@ -138,7 +142,7 @@ static double sibling(struct sock **v, int n, int i, const double *rate, int *sp
  * half-windows, and d_recent over the last recent ones (the rate since a path's streak began:
  * what the verdict's factor says; d where a socket has no rate of its own that recent). */
 static void judge_conn(struct sock **v, int n, uint64_t w, int recent) {
-  double rate[64], bytes[64], busy[64], fresh[64];
+  double rate[64], bytes[64], busy[64], fresh[64], idle[64];
   for (int i = 0; i < n; i++)
     v[i]->has = v[i]->split = 0;
   if (n > 64) n = 64; /* C4_MAX_NSOCKS */
@@ -148,16 +152,18 @@ static void judge_conn(struct sock **v, int n, uint64_t w, int recent) {
     fresh[i] = t >= MIN_BUSY_NS && b > 0 ? b / t : 0;
     pooled(v[i], w, SPAN, &bytes[i], &busy[i]);
     rate[i] = busy[i] >= MIN_BUSY_NS && bytes[i] > 0 ? bytes[i] / busy[i] : 0;
+    pooled(v[i], w, RING, &b, &t);
+    idle[i] = t >= MIN_BUSY_NS && b > 0 ? b / t : 0;
   }
   for (int i = 0; i < n; i++) {
     struct sock *s = v[i];
     int split, fresh_split;
-    double ref = rate[i] ? sibling(v, n, i, rate, &split) : 0;
+    double ref = rate[i] ? sibling(v, n, i, rate, idle, &split) : 0;
     if (!ref) continue;
     s->has = 1;
     s->split = split;
     s->d = (float)log(ref / rate[i]);
-    double fresh_ref = fresh[i] ? sibling(v, n, i, fresh, &fresh_split) : 0;
+    double fresh_ref = fresh[i] ? sibling(v, n, i, fresh, idle, &fresh_split) : 0;
     s->d_recent = fresh_ref && fresh_split == split ? (float)log(fresh_ref / fresh[i]) : s->d;
     s->busy_ns = busy[i];
     s->lost_ns = busy[i] > bytes[i] / ref ? busy[i] - bytes[i] / ref : 0;
