@@ -84,6 +84,7 @@ say() { printf "[%3d s] %s\n" $((SECONDS - ${START:-0})) "$*"; }
 mark() { echo "$1 $("$BIN/c4mon" events --now)" >>"$MARKS"; }
 
 # The model and the phases. C4_DRILL_QUICK=1 (the CI suite): a smaller model, shorter windows.
+WARM_S=35 # seconds of training before the first fault: c4mon's noise model learns first
 if [ "${C4_DRILL_QUICK:-0}" = 1 ]; then
   MODEL=(--width 64 --microbatches 8)
   WIN=6 # steps per throughput window
@@ -141,7 +142,7 @@ say "c4plan: $(grep -c . "$OUT/pins") flows pinned to spines ($(sed -n 2p "$OUT/
 # --- c4mon and the job -------------------------------------------------------------------------
 touch "$EVENTS"
 ip netns exec "$NAME-h4" "$BIN/c4mon" serve --listen "$MON:7400" --token "$TOKEN" --job drill \
-  --subscribe "$MON:7401" --events "$EVENTS" --plan "$OUT/plan.json" --hang-ms 3000 \
+  --subscribe "$MON:7401" --events "$EVENTS" --record "$OUT/trace.jsonl" --plan "$OUT/plan.json" --hang-ms 3000 \
   >"$OUT/c4mon.out" 2>"$OUT/c4mon.log" &
 MON_PID=$!
 sleep 0.3
@@ -234,6 +235,7 @@ ROWS=()
 FAILED=0
 
 start_ranks "${HOSTS[@]}"
+TRAIN_START=$SECONDS
 say "4 ranks of c4train started (ring ${HOSTS[*]}), streaming to c4mon at $MON:7400"
 wait_steps $((2 * WIN)) 90 || die "c4train did not train (see $OUT/rank0-h0-1.log): $(tail -3 "$OUT/rank0-h0-1.log")"
 TOKENS_PER_STEP=$(awk '$1 == "step" {printf "%.0f", $5 * $7 / 1000; exit}' "$TRAIN")
@@ -243,6 +245,13 @@ while read -r a b spine port; do
     die "no data socket from $a port $port (planned on $spine) to $b port $LPORT: the plan was not followed"
 done <"$OUT/pins"
 say "step $(last_step): training, $TOKENS_PER_STEP tokens a step; the crossing hops' data sockets are on their planned ports"
+# c4mon judges each signal against its own healthy spread once it has learned it (docs/events.md:
+# from 12 evaluations, 6 s of traffic, on; its window is the last 64, 32 s): the faults come after
+# the job's start, whose transients (connections opening, the weights settling) have left it.
+while [ $((SECONDS - TRAIN_START)) -lt "$WARM_S" ]; do
+  alive || die "c4train stopped while c4mon learned its noise (see $OUT)"
+  sleep 0.2
+done
 
 # --- 1. a congested spine ----------------------------------------------------------------------
 # The hops whose traffic crosses l0-s1 are those between the leaves: h0 -> h1 and h3 -> h2.
