@@ -591,17 +591,18 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
 }
 
 struct way {
-  int cells[2]; /* out of the NIC, into it */
-  float dev[2]; /* deviations summed over its cells */
-  float u[2];   /* the same in margins (dev / margin) */
+  int cells[2], hot[2]; /* out of the NIC, into it: judged, and hot */
+  float dev[2];         /* deviations summed over its cells */
+  float u[2];           /* the same in margins (dev / margin) */
 };
 
-/* A NIC slow both ways. With few peers (a ring gives each NIC one cell each way) neither its row
- * nor its column has the two cells find_nics needs, and one degraded NIC would be two slow links.
- * Its cells are pooled: the mean of k cells' deviations, each in its own margins, has 1/sqrt(k)
- * of one cell's spread, so a mean past 1/sqrt(k) margins is as unlikely from noise alone as one
- * cell past its margin; and each way's mean must be past half a margin (slow both ways, not one
- * cell that is slow enough for two). One verdict, named by the slower direction. */
+/* A NIC slow both ways, where its row and column alone do not make it (find_nics needs two
+ * cells): two thirds of its cells hot, some each way. With two cells or fewer each way (a ring
+ * gives a NIC one), its cells are pooled instead: the mean of k cells' deviations, each in its own
+ * margins, has 1/sqrt(k) of one cell's spread, so a mean past 1/sqrt(k) margins is as unlikely
+ * from noise alone as one cell past its margin; and each way's mean must be past half a margin
+ * (slow both ways, not one cell slow enough for two). One verdict instead of two links, named by
+ * the slower direction. */
 static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
   struct way *w = NULL;
   for (int i = 0; i < m.ncells; i++) {
@@ -611,6 +612,7 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     for (int d = 0; d < 2; d++) {
       struct way *x = &w[d ? c->dst : c->src];
       x->cells[d]++;
+      x->hot[d] += dev_of(c) >= c->margin;
       x->dev[d] += dev_of(c);
       x->u[d] += dev_of(c) / c->margin;
     }
@@ -620,14 +622,17 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     int cells = x->cells[0] + x->cells[1];
     if (!x->cells[0] || !x->cells[1]) continue;
     float pooled = (x->u[0] + x->u[1]) / (float)cells * sqrtf((float)cells);
-    if (x->u[0] < 0.5f * (float)x->cells[0] || x->u[1] < 0.5f * (float)x->cells[1] || pooled < 1)
+    int few = x->cells[0] <= 2 && x->cells[1] <= 2, hot = x->hot[0] + x->hot[1];
+    if (few ? x->u[0] < 0.5f * (float)x->cells[0] || x->u[1] < 0.5f * (float)x->cells[1] ||
+                  pooled < 1
+            : !x->hot[0] || !x->hot[1] || hot * 3 < cells * 2)
       continue;
     struct node *nd = &m.node[k];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
     float out = x->dev[0] / (float)x->cells[0], in = x->dev[1] / (float)x->cells[1];
     float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
-    int due = sighting(key, wstart, pooled - 1, STREAK);
+    int due = sighting(key, wstart, few || margin <= 0 ? pooled - 1 : eff / margin - 1, STREAK);
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
     if (due != 1) continue;
