@@ -23,7 +23,7 @@
 # class and place, within its window, and nothing else raised). Prints the score and a
 # throughput table (tokens/s before, during and after each fault); writes OUT/score.json. Exits 1
 # on a miss or a false alarm, when the job did not go on, or the spine's bytes were not moved; 2
-# when not root. About 90 s.
+# when not root. About two minutes (the quick one: a minute and a quarter).
 # Usage: tools/drill/drill.sh [BUILD_DIR]   (OUT: $C4_DRILL_OUT, default drill-out/;
 # C4_DRILL_QUICK=1: a smaller model and shorter windows; the ranks inherit the environment, so
 # e.g. C4_PATH_WEIGHTS=0 runs the spine fault with even chunks, for comparison)
@@ -88,7 +88,7 @@ WARM_S=35 # seconds of training before the first fault: c4mon's noise model lear
 if [ "${C4_DRILL_QUICK:-0}" = 1 ]; then
   MODEL=(--width 64 --microbatches 8)
   WIN=6 # steps per throughput window
-  SPINE_S=0 # the congested spine lasts at least this long (s); the full drill: 8
+  SPINE_S=6 # the congested spine lasts at least this long (s): its sockets' rates name it; full: 8
 else
   MODEL=(--width 128 --microbatches 8)
   WIN=10
