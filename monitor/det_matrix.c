@@ -26,6 +26,10 @@
 #define CLASSES 4 /* size classes kept per cell and half-window */
 #define STREAK 3
 #define SPLIT_WAIT 4 /* evaluations a split pair's link finding waits for the path records */
+/* hot_cell: 0 judged freely, 2 explained by a finding, 3 in a verdict; ON_SLOW_PATH: its host
+ * pair's data sockets take a path under a verdict (det_paths.c), explained unless its NIC is slow
+ * both ways on cells off that path too */
+#define ON_SLOW_PATH 4
 #define EVIDENCE 2.0f
 #define MAX_CANDS 4096
 
@@ -592,6 +596,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
 
 struct way {
   int cells[2], hot[2]; /* out of the NIC, into it: judged, and hot */
+  int off_path;         /* its cells off a slow path at least half a margin slow */
   float dev[2];         /* deviations summed over its cells */
   float u[2];           /* the same in margins (dev / margin) */
 };
@@ -601,18 +606,21 @@ struct way {
  * gives a NIC one), its cells are pooled instead: the mean of k cells' deviations, each in its own
  * margins, has 1/sqrt(k) of one cell's spread, so a mean past 1/sqrt(k) margins is as unlikely
  * from noise alone as one cell past its margin; and each way's mean must be past half a margin
- * (slow both ways, not one cell slow enough for two). One verdict instead of two links, named by
- * the slower direction. */
+ * (slow both ways, not one cell slow enough for two). Cells on a path under a verdict count too,
+ * when some cell off it is slow: a NIC explains cells on the path and off it, the path only those
+ * on it. One verdict instead of two links, named by the slower direction. */
 static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
   struct way *w = NULL;
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
-    if (!c->n || !c->judged || hot_cell[i] >= 2 || c->margin <= 0) continue;
+    if (!c->n || !c->judged || (hot_cell[i] >= 2 && hot_cell[i] != ON_SLOW_PATH) || c->margin <= 0)
+      continue;
     if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
     for (int d = 0; d < 2; d++) {
       struct way *x = &w[d ? c->dst : c->src];
       x->cells[d]++;
       x->hot[d] += dev_of(c) >= c->margin;
+      x->off_path += hot_cell[i] != ON_SLOW_PATH && dev_of(c) >= 0.5f * c->margin;
       x->dev[d] += dev_of(c);
       x->u[d] += dev_of(c) / c->margin;
     }
@@ -623,9 +631,9 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     if (!x->cells[0] || !x->cells[1]) continue;
     float pooled = (x->u[0] + x->u[1]) / (float)cells * sqrtf((float)cells);
     int few = x->cells[0] <= 2 && x->cells[1] <= 2, hot = x->hot[0] + x->hot[1];
-    if (few ? x->u[0] < 0.5f * (float)x->cells[0] || x->u[1] < 0.5f * (float)x->cells[1] ||
-                  pooled < 1
-            : !x->hot[0] || !x->hot[1] || hot * 3 < cells * 2)
+    if (!x->off_path || (few ? x->u[0] < 0.5f * (float)x->cells[0] ||
+                                   x->u[1] < 0.5f * (float)x->cells[1] || pooled < 1
+                             : !x->hot[0] || !x->hot[1] || hot * 3 < cells * 2))
       continue;
     struct node *nd = &m.node[k];
     char key[320];
@@ -763,7 +771,7 @@ static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n) continue;
-    if (hot_cell[i] == 3 || (hot_cell[i] == 2 && cell_hot(c))) {
+    if (hot_cell[i] >= 3 || (hot_cell[i] == 2 && cell_hot(c))) {
       det_noise_drop(&m.noise[i]);
       continue;
     }
@@ -895,8 +903,9 @@ static void evaluate(uint64_t w) {
   uint64_t wstart = (w - 1) * HALF_NS;
   det_book_each("straggler", straggler_explains, hot_cell);
   for (int i = 0; i < m.ncells; i++)
-    if (m.cell[i].n && det_paths_explains(m.node[m.cell[i].src].host, m.node[m.cell[i].dst].host))
-      hot_cell[i] = 3;
+    if (m.cell[i].n && hot_cell[i] < 2 &&
+        det_paths_explains(m.node[m.cell[i].src].host, m.node[m.cell[i].dst].host))
+      hot_cell[i] = ON_SLOW_PATH;
   find_paths(wstart, hot_cell, 0);
   find_nics(wstart, hot_cell, 1);
   find_nics(wstart, hot_cell, 0);
