@@ -4,7 +4,7 @@
 # planner's plan, a degraded host link, a SIGSTOPped rank, a killed rank the job goes on without);
 # tools/drill/drill.sh scores c4mon's events against its table of expected verdicts
 # (tools/drill/expected.json) and fails on a miss or a false alarm, or when the job did not go
-# on. Here with its small model (C4_DRILL_QUICK=1, about a minute and a half). Needs root; says
+# on. Here quick (C4_DRILL_QUICK=1: shorter windows, about a minute and a half). Needs root; says
 # "skipped" and passes without it. Usage: drill.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
