@@ -20,6 +20,9 @@ struct train_step_report {
   const int *split;       /* micro-batches per rank in it */
   const double *slowdown; /* the planner's per-rank slowdowns after it */
   int world;
+  const double *compute_ms; /* each rank's compute time in it (forward, backward, --slow) */
+  const double *rank_tps;   /* each rank's tokens over its compute time */
+  int ranks;
 };
 
 /* {"event":"step",...} */
