@@ -80,7 +80,7 @@ static struct tl_label *band_layout(cairo_t *cr, const struct tl_run *r, const s
     if (is_fault(s) != faults) continue;
     double on = xof(g, tl_step_at(r, s->on));
     l[(*n)++] = (struct tl_label){.x = on,
-                                  .w = text_width(cr, s->label) + 4,
+                                  .w = text_width(cr, s->label) + 10,
                                   .end = s->off ? xof(g, tl_step_at(r, s->off)) : g->x1};
   }
   *rows = tl_labels_layout(l, *n, g->x0, g->x1, LABEL_GAP);
@@ -118,7 +118,7 @@ static void draw_band(cairo_t *cr, const struct tl_run *r, const struct geo *g, 
     double c[3], top = y + it->row * ROW, on = it->x, off = it->end, bar = top + 20;
     kind_rgb(s->kind, c);
     set_rgb(cr, c, 1);
-    text(cr, it->at + 2, top + 13, -1, s->label);
+    text(cr, it->at + (faults ? 2 : 8), top + 13, -1, s->label); /* a verdict's clears its mark */
     if (faults) {
       set_rgb(cr, c, 0.14);
       cairo_rectangle(cr, on, bar - 4, off - on < 1 ? 1 : off - on, g->y_axis - bar + 4);
@@ -218,6 +218,7 @@ static void draw_axis(cairo_t *cr, const struct tl_run *r, const struct geo *g) 
   if (every < raw) every = 5 * mag;
   if (every < raw) every = 10 * mag;
   char buf[32];
+  int short_run = seconds_at(r, g->s1) < 5; /* tenths of a second would repeat */
   cairo_set_source_rgb(cr, 0, 0, 0);
   cairo_set_line_width(cr, 1);
   cairo_move_to(cr, g->x0, g->y_axis);
@@ -232,7 +233,7 @@ static void draw_axis(cairo_t *cr, const struct tl_run *r, const struct geo *g) 
     cairo_stroke(cr);
     snprintf(buf, sizeof buf, "%.0f", s);
     text(cr, x, g->y_axis + 18, 0, buf);
-    snprintf(buf, sizeof buf, "%.1f", seconds_at(r, s));
+    snprintf(buf, sizeof buf, "%.*f", short_run ? 2 : 1, seconds_at(r, s));
     text(cr, x, g->y_axis + 34, 0, buf);
   }
 }
