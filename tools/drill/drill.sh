@@ -150,12 +150,12 @@ sleep 0.3
 kill -0 "$MON_PID" 2>/dev/null || die "c4mon did not start: $(cat "$OUT/c4mon.log")"
 
 ATTEMPT=0
-TRAIN= # rank 0's text report of this attempt (a line per step)
+TRAIN= # rank 0's JSON step log of this attempt (c4train --json-out: a line per step)
 # start_ranks HOST...: one rank per host, rank i on the i-th; rank 0's host runs the rendezvous.
 start_ranks() {
   local world=$# r=0 h
   ATTEMPT=$((ATTEMPT + 1))
-  TRAIN=$OUT/train-$ATTEMPT-rank0.out
+  TRAIN=$OUT/train-$ATTEMPT.jsonl
   RANK_PIDS=()
   RANK_HOSTS=("$@")
   for h in "$@"; do
@@ -174,8 +174,9 @@ alive() {
   local p
   for p in "${RANK_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done
 }
-# rank 0's text report: "step N  loss L  TPS tok/s  MS ms  split ..." a line
-last_step() { awk '$1 == "step" {s = $2} END {print s + 0}' "$TRAIN" 2>/dev/null || echo 0; }
+# rank 0's step log, read with jq (a line being written is skipped: fromjson?)
+steps_jq() { jq -Rn "$@" "$TRAIN" 2>/dev/null; }
+last_step() { steps_jq '[inputs | fromjson? | select(.event == "step") | .step] | last // 0' || echo 0; }
 # wait_steps N [SECS]: until rank 0 has done N more steps (fails after SECS, default 60, or when
 # a rank has died)
 wait_steps() {
@@ -187,8 +188,9 @@ wait_steps() {
 }
 # tps A B: tokens/s over rank 0's steps A < step <= B of this attempt (their tokens over their time)
 tps() {
-  awk -v a="$1" -v b="$2" '$1 == "step" && $2 > a && $2 <= b {tok += $5 * $7; ms += $7}
-    END {if (ms > 0) printf "%.0f", tok / ms; else print 0}' "$TRAIN"
+  steps_jq --argjson a "$1" --argjson b "$2" '[inputs | fromjson? |
+    select(.event == "step" and .step > $a and .step <= $b)] | (map(.step_ms) | add) as $ms |
+    if $ms > 0 then (map(.tokens_per_s * .step_ms) | add) / $ms | round else 0 end'
 }
 # rate N T0 T1: tokens/s of N steps done between two times on c4mon's clock (ns)
 rate() { awk -v n="$1" -v a="$2" -v b="$3" -v k="$TOKENS_PER_STEP" 'BEGIN {printf "%.0f", n * k / ((b - a) / 1e9)}'; }
@@ -239,7 +241,7 @@ start_ranks "${HOSTS[@]}"
 TRAIN_START=$SECONDS
 say "4 ranks of c4train started (ring ${HOSTS[*]}), streaming to c4mon at $MON:7400"
 wait_steps $((2 * WIN)) 90 || die "c4train did not train (see $OUT/rank0-h0-1.log): $(tail -3 "$OUT/rank0-h0-1.log")"
-TOKENS_PER_STEP=$(awk '$1 == "step" {printf "%.0f", $5 * $7 / 1000; exit}' "$TRAIN")
+TOKENS_PER_STEP=$(steps_jq '[inputs | fromjson? | select(.event == "step")][0] | .tokens_per_s * .step_ms / 1000 | round')
 # every crossing hop's data sockets are bound to the planned ports
 while read -r a b spine port; do
   ip netns exec "$NAME-$a" ss -tnH state established src ":$port" dst "198.18.${b#h}.2:$LPORT" | grep -q . ||
@@ -351,8 +353,8 @@ say "the survivors stopped (exit 75: peer lost); starting them again as 3 ranks"
 start_ranks h0 h1 h2
 wait_steps 1 90 || die "the 3 survivors did not resume (see $OUT/rank*-2.log)"
 mark resumed
-# c4train's report of the restart: "resumed from step N (CHECKPOINT) on W ranks"
-resumed=$(awk '$1 == "resumed" {print ($NF == "ranks" ? $(NF - 1) : 0), $4}' "$TRAIN")
+# c4train's start line of the restart: its ranks and the step it resumed from (0: none)
+resumed=$(steps_jq -r '[inputs | fromjson? | select(.event == "start")][0] | "\(.ranks) \(.step)"')
 set -- $resumed
 [ "${1:-0}" = 3 ] && [ "${2:-0}" -gt 0 ] || die "the restart did not resume on 3 ranks from a checkpoint: $(head -2 "$TRAIN")"
 gap=$(awk -v a="$(sed -n 's/^kill_on //p' "$MARKS")" -v b="$(sed -n 's/^resumed //p' "$MARKS")" 'BEGIN {printf "%.1f", (b - a) / 1e9}')
