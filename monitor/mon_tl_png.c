@@ -34,6 +34,11 @@ static double xof(const struct geo *g, double s) {
   return g->x0 + (s - g->s0) / (g->s1 - g->s0) * (g->x1 - g->x0);
 }
 
+/* One lane's values by step: as logged, their running median (drawn bold), and its scale's top. */
+struct lane {
+  double *raw, *median, top;
+};
+
 static int is_fault(const struct tl_span *s) { return !strcmp(s->kind, "fault"); }
 
 static void kind_rgb(const char *kind, double c[3]) {
@@ -160,8 +165,20 @@ static void scale_label(double v, char *buf, size_t n) {
 }
 
 /* One lane: tokens/s by step (rank < 0: the job's), the verdicts naming the rank shaded in it. */
+static void polyline(cairo_t *cr, const struct tl_run *r, const struct geo *g, const double *v,
+                     double y, double h, double top_value) {
+  for (size_t i = 0; i < r->nsteps; i++) {
+    double px = xof(g, r->steps[i].step - 0.5), py = y + h - h * fmin(v[i] / top_value, 1.0);
+    if (i)
+      cairo_line_to(cr, px, py);
+    else
+      cairo_move_to(cr, px, py);
+  }
+  cairo_stroke(cr);
+}
+
 static void draw_lane(cairo_t *cr, const struct tl_run *r, const struct geo *g, int rank, double y,
-                      double h, double top_value) {
+                      double h, const struct lane *ln) {
   char buf[64];
   cairo_set_source_rgb(cr, 0.97, 0.97, 0.97);
   cairo_rectangle(cr, g->x0, y, g->x1 - g->x0, h);
@@ -176,17 +193,12 @@ static void draw_lane(cairo_t *cr, const struct tl_run *r, const struct geo *g, 
     cairo_rectangle(cr, on, y, off - on < 1 ? 1 : off - on, h);
     cairo_fill(cr);
   }
+  cairo_set_source_rgba(cr, 0.1, 0.2, 0.5, 0.25);
+  cairo_set_line_width(cr, 1);
+  polyline(cr, r, g, ln->raw, y, h, ln->top);
   cairo_set_source_rgb(cr, 0.1, 0.2, 0.5);
-  cairo_set_line_width(cr, 1.2);
-  for (size_t i = 0; i < r->nsteps; i++) {
-    double v = rank < 0 ? r->steps[i].tps : r->steps[i].rank_tps[rank];
-    double px = xof(g, r->steps[i].step - 0.5), py = y + h - h * fmin(v / top_value, 1.0);
-    if (i)
-      cairo_line_to(cr, px, py);
-    else
-      cairo_move_to(cr, px, py);
-  }
-  cairo_stroke(cr);
+  cairo_set_line_width(cr, 2);
+  polyline(cr, r, g, ln->median, y, h, ln->top);
   cairo_set_source_rgb(cr, 0, 0, 0);
   cairo_set_font_size(cr, FONT);
   if (rank < 0)
@@ -197,7 +209,7 @@ static void draw_lane(cairo_t *cr, const struct tl_run *r, const struct geo *g, 
   cairo_set_font_size(cr, FONT - 2);
   cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
   text(cr, 8, y + 29, -1, "tokens/s");
-  scale_label(top_value, buf, sizeof buf);
+  scale_label(ln->top, buf, sizeof buf);
   text(cr, g->x0 - 4, y + 10, 1, buf);
   text(cr, g->x0 - 4, y + h, 1, "0");
   cairo_set_font_size(cr, FONT);
@@ -239,7 +251,7 @@ static void draw_axis(cairo_t *cr, const struct tl_run *r, const struct geo *g) 
 }
 
 /* A legend of the marks, in shapes rather than glyphs (a machine may lack the fonts). */
-static void draw_legend(cairo_t *cr, const struct geo *g) {
+static void draw_legend(cairo_t *cr, const struct geo *g, int window) {
   double y = g->y_axis + 58, x = g->x0, c[3];
   kind_rgb("fault", c);
   set_rgb(cr, c, 0.3);
@@ -255,21 +267,58 @@ static void draw_legend(cairo_t *cr, const struct geo *g) {
   text(cr, x + 12, y, -1, "cleared it (none: standing at the end)");
   x += 290;
   text(cr, x, y, -1, "lane shaded: the verdict names the rank");
+  char buf[160];
+  if (window > 1)
+    snprintf(buf, sizeof buf,
+             "lanes: tokens/s, the bold line the median of %d steps around each "
+             "step, the faint one each step's (ranks: their own tokens over their compute time)",
+             window);
+  else
+    snprintf(buf, sizeof buf,
+             "lanes: tokens/s of each step (ranks: their own tokens over their "
+             "compute time)");
+  text(cr, g->x0, y + 20, -1, buf);
 }
 
-static double lane_top(const struct tl_run *r, int rank) {
-  double top = 0;
-  for (size_t i = 0; i < r->nsteps; i++) {
-    double v = rank < 0 ? r->steps[i].tps : 0;
-    for (int k = 0; rank >= 0 && k < r->ranks; k++) /* the ranks share one scale */
-      v = fmax(v, r->steps[i].rank_tps[k]);
-    top = fmax(top, v);
+static void lanes_free(struct lane *l, int n) {
+  for (int k = 0; l && k < n; k++) {
+    free(l[k].raw);
+    free(l[k].median);
   }
-  return top > 0 ? top * 1.08 : 1;
+  free(l);
+}
+
+/* Every lane (0: the whole job, 1 + k: rank k) with its running median; the ranks share one
+ * scale, so that a slow rank's lane reads lower than the others'. NULL without memory. */
+static struct lane *lanes_of(const struct tl_run *r, int window) {
+  int n = r->ranks + 1;
+  struct lane *l = calloc((size_t)n, sizeof *l);
+  for (int k = 0; l && k < n; k++) {
+    l[k].raw = malloc(r->nsteps * sizeof *l[k].raw);
+    l[k].median = malloc(r->nsteps * sizeof *l[k].median);
+    if (!l[k].raw || !l[k].median || tl_lane_median(r, k - 1, window, l[k].median)) {
+      lanes_free(l, n);
+      return NULL;
+    }
+    for (size_t i = 0; i < r->nsteps; i++)
+      l[k].raw[i] = k ? r->steps[i].rank_tps[k - 1] : r->steps[i].tps;
+  }
+  double rank_top = 0;
+  for (int k = 0; l && k < n; k++) {
+    for (size_t i = 0; i < r->nsteps; i++)
+      l[k].top = fmax(l[k].top, l[k].median[i] * 1.25); /* raw spikes past it are clipped */
+    if (k) rank_top = fmax(rank_top, l[k].top);
+  }
+  for (int k = 1; l && k < n; k++)
+    l[k].top = rank_top;
+  for (int k = 0; l && k < n; k++)
+    if (l[k].top <= 0) l[k].top = 1;
+  return l;
 }
 
 static void draw(cairo_t *cr, const struct tl_run *r, const struct geo *g,
-                 const struct tl_label *fl, const struct tl_label *vl) {
+                 const struct tl_label *fl, const struct tl_label *vl, const struct lane *lanes,
+                 int window) {
   char title[256];
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -286,14 +335,14 @@ static void draw(cairo_t *cr, const struct tl_run *r, const struct geo *g,
   cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
   text(cr, 8, g->y_faults + 13, -1, "faults injected");
   text(cr, 8, g->y_verdicts + 13, -1, "c4mon's verdicts");
-  draw_lane(cr, r, g, -1, g->y_lanes, JOB_LANE, lane_top(r, -1));
+  draw_lane(cr, r, g, -1, g->y_lanes, JOB_LANE, &lanes[0]);
   for (int k = 0; k < r->ranks; k++)
     draw_lane(cr, r, g, k, g->y_lanes + JOB_LANE + GAP + k * (RANK_LANE + GAP), RANK_LANE,
-              lane_top(r, k));
+              &lanes[k + 1]);
   draw_band(cr, r, g, 1, fl, g->y_faults);
   draw_band(cr, r, g, 0, vl, g->y_verdicts);
   draw_axis(cr, r, g);
-  draw_legend(cr, g);
+  draw_legend(cr, g, window);
 }
 
 static int fail(char *err, size_t n, const char *path, const char *why) {
@@ -330,12 +379,20 @@ int tl_png(const struct tl_run *r, const char *path, char *err, size_t n) {
   g.y_verdicts = g.y_faults + (g.fault_rows ? g.fault_rows : 1) * ROW + 6;
   g.y_lanes = g.y_verdicts + (g.verdict_rows ? g.verdict_rows : 1) * ROW + 6;
   g.y_axis = g.y_lanes + JOB_LANE + r->ranks * (RANK_LANE + GAP) + 4;
-  g.height = g.y_axis + 72;
+  g.height = g.y_axis + 88;
   cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, WIDTH, (int)ceil(g.height));
   cairo_t *cr = cairo_create(sf);
-  draw(cr, r, &g, fl, vl);
+  int window = tl_smooth_steps(r->nsteps);
+  struct lane *lanes = lanes_of(r, window);
+  if (lanes) draw(cr, r, &g, fl, vl, lanes, window);
+  lanes_free(lanes, r->ranks + 1);
   free(fl);
   free(vl);
+  if (!lanes) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(sf);
+    return fail(err, n, path, "out of memory");
+  }
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
   FILE *f = fopen(tmp, "wb");

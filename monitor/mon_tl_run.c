@@ -205,3 +205,29 @@ double tl_step_at(const struct tl_run *r, uint64_t t) {
   if (t <= s->t0) return s->step - 1; /* before it began: between two steps */
   return s->step - 1 + (double)(t - s->t0) / (double)(s->t1 - s->t0);
 }
+
+int tl_smooth_steps(size_t nsteps) {
+  size_t w = nsteps / 25;
+  if (w > 51) w = 51;
+  return (int)(w | 1);
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+int tl_lane_median(const struct tl_run *r, int rank, int window, double *out) {
+  double *v = malloc((size_t)(window > 0 ? window : 1) * sizeof *v);
+  if (!v) return -1;
+  long half = window / 2, n = (long)r->nsteps;
+  for (long i = 0; i < n; i++) {
+    int k = 0;
+    for (long j = i - half; j <= i + half; j++)
+      if (j >= 0 && j < n) v[k++] = rank < 0 ? r->steps[j].tps : r->steps[j].rank_tps[rank];
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    out[i] = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+  }
+  free(v);
+  return 0;
+}

@@ -44,6 +44,14 @@ int tl_read_faults(struct tl_run *r, const char *expect, const char *steps, cons
                    char *err, size_t errlen);
 void tl_run_free(struct tl_run *r);
 
+/* The odd number of steps the lanes' running median spans: about a 25th of the run (1: none), so
+ * that a lane reads as a level through a loaded machine's step-to-step noise. */
+int tl_smooth_steps(size_t nsteps);
+
+/* out[i]: the median of a lane (rank; -1: the whole job) over the window steps centred on step
+ * i (fewer at the ends). Returns 0, or -1 without memory. */
+int tl_lane_median(const struct tl_run *r, int rank, int window, double *out);
+
 /* Where time t falls on the step axis: step s spans [s - 1, s]; before the first step its start,
  * after the last its end. */
 double tl_step_at(const struct tl_run *r, uint64_t t);

@@ -87,6 +87,27 @@ START_TEST(a_time_falls_on_the_step_axis_where_its_step_ran) {
 }
 END_TEST
 
+START_TEST(a_lanes_running_median_drops_a_one_step_spike_and_keeps_a_level_change) {
+  struct tl_step s[12];
+  for (int i = 0; i < 12; i++)
+    s[i] = (struct tl_step){.step = i + 1, .tps = i < 6 ? 100 : 50, .rank_tps = {i < 6 ? 10 : 5}};
+  s[2].tps = 900; /* one step's burst */
+  struct tl_run r = {.steps = s, .nsteps = 12, .ranks = 1};
+  double m[12];
+  ck_assert_int_eq(tl_lane_median(&r, -1, 3, m), 0);
+  ck_assert_double_eq(m[2], 100); /* the spike is gone */
+  ck_assert_double_eq(m[0], 100); /* at the ends the window is shorter */
+  ck_assert_double_eq(m[4], 100);
+  ck_assert_double_eq(m[7], 50); /* the level change stays where it was */
+  ck_assert_int_eq(tl_lane_median(&r, 0, 3, m), 0);
+  ck_assert_double_eq(m[5], 10); /* steps 5-7: 10, 10, 5 */
+  ck_assert_double_eq(m[6], 5);  /* steps 6-8: 10, 5, 5 */
+  ck_assert_int_eq(tl_smooth_steps(12), 1);
+  ck_assert_int_eq(tl_smooth_steps(220), 9);
+  ck_assert_int_eq(tl_smooth_steps(100000), 51);
+}
+END_TEST
+
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
@@ -148,6 +169,7 @@ int main(void) {
   tcase_add_test(tc, labels_on_one_row_never_overlap_and_rows_are_as_few_as_can_be);
   tcase_add_test(tc, the_demos_labels_share_a_row_only_when_apart);
   tcase_add_test(tc, a_time_falls_on_the_step_axis_where_its_step_ran);
+  tcase_add_test(tc, a_lanes_running_median_drops_a_one_step_spike_and_keeps_a_level_change);
   tcase_add_test(tc, a_runs_json_is_read_into_lanes_and_spans_and_bad_lines_are_named);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
