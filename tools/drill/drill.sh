@@ -175,7 +175,7 @@ alive() {
   for p in "${RANK_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || return 1; done
 }
 # rank 0's step log, read with jq (a line being written is skipped: fromjson?)
-steps_jq() { jq -Rn "$@" "$TRAIN" 2>/dev/null; }
+steps_jq() { jq -Rn "$@" 2>/dev/null <"$TRAIN"; } # no output when the log is not there yet
 last_step() { steps_jq '[inputs | fromjson? | select(.event == "step") | .step] | last // 0' || echo 0; }
 # wait_steps N [SECS]: until rank 0 has done N more steps (fails after SECS, default 60, or when
 # a rank has died)
