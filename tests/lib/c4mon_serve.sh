@@ -9,7 +9,8 @@ c4mon_serve() {
   local bin=$1 out=$2 err=$3 want_metrics=0 a end
   shift 3
   for a in "$@"; do [ "$a" = --metrics ] && want_metrics=1; done
-  C4_DEBUG=WARN "$bin" serve "$@" >"$out" 2>"$err" &
+  : >"$err" # there before the first look, which may come before the child opens it
+  C4_DEBUG=WARN "$bin" serve "$@" >"$out" 2>>"$err" &
   MON_PID=$!
   end=$((SECONDS + 30))
   while :; do
