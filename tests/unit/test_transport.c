@@ -173,7 +173,9 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
   pthread_mutex_unlock(&tx->claim_lock);
   ck_assert_msg(n > 0, "no message once the estimate had followed");
   qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
-  ck_assert_msg(w < 0.2, "the slow socket still weighs %.3f", w);
+  ck_assert_msg(w < 0.2, "the slow socket still weighs %.3f (noise %.3f, fastest %.3f)", w,
+                c4_paths_noise(&tx->paths, 1),
+                c4_paths_noise(&tx->paths, c4_paths_fastest(&tx->paths)));
   ck_assert_msg(share < 0.025, "the slow socket carried %.3f of the bytes", share);
   ck_assert_msg(ratio[n / 2] > 0.25,
                 "in the median of %d pairs the healthy socket took %.2f of the comm's time", n,
