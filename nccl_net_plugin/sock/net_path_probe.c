@@ -135,11 +135,14 @@ static void step_hops(struct c4_path_probe *pp, uint64_t now) {
     if (now < pp->t_start + (pp->deadline - pp->t_start) / 2) return;
     for (hops = 0; hops < C4_PROBE_UDP_TTLS && pp->udp_from[hops] && !pp->udp_reached[hops];)
       hops++;
-    if (hops == C4_PROBE_UDP_TTLS) hops = 0; /* no sign of where the target is: do not risk it */
+    if (hops == C4_PROBE_UDP_TTLS) { /* no sign of where the target is: do not risk it */
+      finish(pp, C4_PROBE_SILENT);
+      return;
+    }
   }
   for (int i = 0; i < C4_PROBE_UDP_TTLS; i++)
     close_fd(&pp->udp_fd[i]);
-  if (hops == 0) {
+  if (hops == 0) { /* the target answered the first TTL, or nothing answered at all */
     finish(pp, pp->udp_from[0] ? C4_PROBE_ONE_PATH : C4_PROBE_SILENT);
     return;
   }
