@@ -146,8 +146,10 @@ iters() { awk -v r="$1" -v s="$SECS" 'BEGIN {n = int(r * 1e6 / 8 * s / 4194304 /
 perf_rank() {
   local h=$1 r=$2 world=$3 mport=$4 master=$5 mode=$6
   shift 6
+  local lports=C4_LISTEN_PORTS=$LPORT # the port the plans were probed for; the defaults take none
+  [ "$mode" = defaults ] && lports=C4_HOSTNAME="h$h"
   # shellcheck disable=SC2046 # the mode's variables, split on purpose
-  ip netns exec "$P-h$h" env $(mode_env "$mode" "$WORKLOAD") C4_HOSTNAME="h$h" C4_LISTEN_PORTS=$LPORT \
+  ip netns exec "$P-h$h" env $(mode_env "$mode" "$WORKLOAD") C4_HOSTNAME="h$h" "$lports" \
     NCCL_SOCKET_IFNAME=eth0 C4_DEBUG=NONE RANK=$r WORLD_SIZE=$world MASTER_ADDR="$master" \
     MASTER_PORT="$mport" "$BIN/c4perf" --plugin "$PLUGIN" --no-check -b $MSG -e $MSG "$@"
 }

@@ -22,7 +22,6 @@ RATE_MBIT=${C4_FABRIC_RATE_MBIT:-200}
 SECS=${C4_FABRIC_SECS:-5}
 MSG=${C4_SWEEP_MSG:-4M}
 CONDITIONS=${C4_SWEEP_CONDITIONS:-healthy degraded}
-LPORT=$((30000 + RANDOM % 2000))
 
 if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "fabric-sweep: needs root (network namespaces, tc)" >&2
@@ -56,8 +55,8 @@ once() { # ENV (comma-separated): one ring allreduce, its bus bandwidth in Mbit/
   local -a env=() pids=()
   [ -n "$1" ] && IFS=, read -r -a env <<<"$1"
   for r in 3 2 1 0; do
-    ip netns exec "$P-h$r" env C4_DEBUG=NONE "${env[@]}" C4_HOSTNAME="h$r" C4_LISTEN_PORTS=$LPORT \
-      NCCL_SOCKET_IFNAME=eth0 RANK=$r WORLD_SIZE=4 MASTER_ADDR=198.18.0.2 \
+    ip netns exec "$P-h$r" env C4_DEBUG=NONE "${env[@]}" C4_HOSTNAME="h$r" NCCL_SOCKET_IFNAME=eth0 \
+      RANK=$r WORLD_SIZE=4 MASTER_ADDR=198.18.0.2 \
       MASTER_PORT=$mport "$BIN/c4perf" --plugin "$PLUGIN" --no-check -b "$MSG" -e "$MSG" \
       --mode allreduce -n "$n" -w 2 >"$WORK/ar$r.out" 2>&1 &
     pids+=($!)
