@@ -147,12 +147,15 @@ static int state_new(const struct c4_transport_config *cfg, int dev, void *handl
   return 0;
 }
 
-static const char *probe_outcome(int outcome) {
+/* What the probe did, for the log: where the data sockets went. */
+static void probe_outcome(int outcome, int used, char *out, size_t len) {
   switch (outcome) {
-  case C4_PROBE_SPREAD: return "spread over";
-  case C4_PROBE_ONE_PATH: return "one path found, so left to ECMP on";
-  case C4_PROBE_SILENT: return "no answers in time (ICMP filtered?), so left to ECMP on";
-  default: return "a socket call failed, so left to ECMP on";
+  case C4_PROBE_SPREAD: snprintf(out, len, "spread over %d paths", used); break;
+  case C4_PROBE_ONE_PATH: snprintf(out, len, "left to ECMP: one path found"); break;
+  case C4_PROBE_SILENT:
+    snprintf(out, len, "left to ECMP: no answers in time (ICMP filtered?)");
+    break;
+  default: snprintf(out, len, "left to ECMP: a socket call failed"); break;
   }
 }
 
@@ -175,9 +178,10 @@ static int probe_step(struct connect_state *s) {
     local->sin_port = htons(ports[i]);
     cs->bind_local = cs->probed = 1;
   }
-  C4_INFO("connect to %s (%s): data sockets %s %d path%s after %.1f ms (%d router hops)", s->where,
-          s->target.id.host, probe_outcome(s->probe.outcome), npaths ? npaths : 1,
-          npaths > 1 ? "s" : "", (double)(c4_now_ns() - s->t_start) / 1e6, s->probe.hops);
+  char what[96];
+  probe_outcome(s->probe.outcome, npaths < n ? npaths : n, what, sizeof what);
+  C4_INFO("connect to %s (%s): data sockets %s after %.1f ms (%d router hops)", s->where,
+          s->target.id.host, what, (double)(c4_now_ns() - s->t_start) / 1e6, s->probe.hops);
   return 1;
 }
 
