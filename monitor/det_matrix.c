@@ -61,6 +61,7 @@ struct cell {
    * how far past it is well outside its noise; judged: it has a baseline */
   float d, d_all, margin;
   int judged;
+  float n_usual; /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -754,7 +755,9 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    c->margin = det_noise_margin(nz, &ctx->noise);
+    /* a window with fewer transfers than the cell usually has is noisier, by the square root */
+    c->margin = det_noise_margin(nz, &ctx->noise) *
+                (c->n_usual > (float)c->n ? sqrtf(c->n_usual / (float)c->n) : 1.0f);
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
@@ -776,6 +779,8 @@ static void learn(const char *hot_cell) {
       continue;
     }
     det_noise_add(&m.noise[i], c->v - m.overall);
+    struct cell *w = &m.cell[i];
+    w->n_usual = w->n_usual ? 0.9f * w->n_usual + 0.1f * (float)c->n : (float)c->n;
   }
 }
 
