@@ -695,7 +695,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     int split = det_plan_split(s->host, d->host);
     int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1,
                        split ? STREAK + SPLIT_WAIT : STREAK);
-    hot_cell[i] = due ? 3 : 2; /* on its way to a verdict: its hot samples teach nothing */
+    if (due) hot_cell[i] = 3;
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "link",
@@ -767,14 +767,13 @@ static int judged_cells(void) {
 }
 
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
- * stands on them or a finding is building up over them and they are hot: then what they held
- * back was the fault's start (a fault never becomes a baseline, also when its verdict takes more
- * than the three held-back evaluations to gather its evidence). */
+ * stands on them or a slow path explains them: then what they held back was the fault's start (a
+ * fault never becomes a baseline). */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n) continue;
-    if (hot_cell[i] >= 3 || (hot_cell[i] == 2 && cell_hot(c))) {
+    if (hot_cell[i] >= 3) {
       det_noise_drop(&m.noise[i]);
       continue;
     }
