@@ -19,6 +19,7 @@
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "dp.h"
+#include "gpt_layers.h"
 #include "mon_sub.h"
 #include "planner.h"
 #include "resplit.h"
@@ -122,11 +123,6 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   int rank = r->rank, world = r->world, status = 1;
   /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
   int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
-  if (o->pp > 1 && o->slow_rank >= 0) { /* nothing re-splits a pipeline's layers yet */
-    fprintf(stderr, "c4train: rank %d: --slow is a drill for the data re-split, not for --pp\n",
-            rank);
-    return 1;
-  }
   if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
     /* the stages' kernels go through the ops table like the rest, but their links use the net
      * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */
@@ -161,7 +157,15 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     return C4TRAIN_EXIT_PEER_LOST;
   }
   struct gpt m;
-  if (gpt_init(&m, &o->cfg, ops, o->micro_batch, o->seed, err, sizeof err)) {
+  int l0 = 0, l1 = o->cfg.layers; /* --pp: the stage's layers alone */
+  if (o->pp > 1 && train_pipe_even_layers(o->cfg.layers, o->pp, rank % o->pp, &l0, &l1)) {
+    fprintf(stderr, "c4train: rank %d: %d layers cannot fill %d pipeline stages\n", rank,
+            o->cfg.layers, o->pp);
+    dp_close(&dp);
+    text_data_free(&data);
+    return 1;
+  }
+  if (gpt_init_layers(&m, &o->cfg, ops, o->micro_batch, o->seed, l0, l1, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     dp_close(&dp);
     text_data_free(&data);
@@ -188,7 +192,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     goto out;
   }
   int *mb = plan.split;
-  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, mb[me], err, sizeof err)) {
+  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, mb[me], o->stage_mem_mb * 1048576.0,
+                                o->resplit, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     status = C4TRAIN_EXIT_PEER_LOST;
     goto out;
@@ -207,7 +212,12 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     if (rc > 0 && rank == 0 && !o->json)
       printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
   }
-  double eval_start = o->eval_windows && rank == 0 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  double eval_start =
+      o->eval_windows && rank == 0 && pp == 1 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_start)) {
+    status = C4TRAIN_EXIT_PEER_LOST;
+    goto out;
+  }
   /* rank 0's JSON lines: on stdout (--json) or, beside the text, in a file (--json-out) */
   if (rank == 0 && !o->json && o->json_out && !(jf = fopen(o->json_out, "a"))) {
     fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
@@ -215,11 +225,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   if (rank == 0 && o->json) jf = stdout;
   if (rank == 0) {
-    if (jf) train_report_start(jf, world, o->device, m.nparams, step, eval_start);
+    if (jf) train_report_start(jf, world, o->device, gpt_full_floats(&m), step, eval_start);
     if (!o->json)
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
              "eval loss %.4f\n",
-             world, o->device, m.nparams, o->microbatches, B, T, o->data, eval_start);
+             world, o->device, gpt_full_floats(&m), o->microbatches, B, T, o->data, eval_start);
     fflush(stdout);
   }
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
@@ -234,6 +244,9 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     gpt_zero_grad(&m);
     double loss_sum = 0, gemm0 = gemm_seconds, first_s = 0;
     uint64_t t0 = c4_now_ns();
+    int slow_now = orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
+                   step + 1 <= o->slow_to;
+    tp.slow = slow_now ? o->slow_factor : 1;
     if (pp > 1 && train_pipe_step(&tp, &m, &data, o->seed, step, start, dloss, &loss_sum)) {
       fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", rank,
               step + 1);
@@ -246,9 +259,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
         text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
                          tok + b * T, tgt + b * T);
       loss_sum += (double)gpt_step_microbatch(&m, tok, tgt, dloss) * B * T;
-      if (orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
-          step + 1 <= o->slow_to)
-        sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+      if (slow_now) sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
       if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
         ops->sync();
         first_s = (double)(c4_now_ns() - t0) * 1e-9;
@@ -262,7 +273,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                .recoveries = sub ? mon_sub_recoveries(sub) : 0,
                                .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
                                .microbatches = mb[me]};
-    if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
+    if ((pp > 1 ? train_pipe_allreduce(&tp, &dp, &m) : dp_allreduce(&dp, m.grads, m.nparams)) ||
+        dp_allgather(&dp, &mine, rep, sizeof mine)) {
       fprintf(stderr,
               "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
               "the healthy ranks\n",
@@ -274,6 +286,14 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
     gpt_adamw(&m, lr, o->weight_decay, step + 1);
     step++;
+    int old_layers[pp];
+    memcpy(old_layers, tp.split ? tp.split : old_layers, pp > 1 ? sizeof old_layers : 0);
+    int moved = pp > 1 ? train_pipe_replan(&tp, &dp, &m, mine.monitor_slow, err, sizeof err) : 0;
+    if (moved < 0) {
+      fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
     double total = 0;
     for (int i = 0; i < world; i++)
       total += rep[i].loss_sum;
@@ -312,7 +332,10 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .t_ns = t_step + (uint64_t)(secs * 1e9),
                                        .split = old_mb,
                                        .slowdown = plan.slowdown,
-                                       .world = nsplit};
+                                       .world = nsplit,
+                                       .layers = pp > 1 ? old_layers : NULL,
+                                       .stage_slowdown = tp.plan.slowdown,
+                                       .stages = pp};
         train_report_step(jf, &sr);
       }
       if (!o->json) {
@@ -323,18 +346,45 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
           printf("  -> re-split ");
           print_split(stdout, nsplit, mb);
         }
+        if (pp > 1) {
+          printf("  layers ");
+          print_split(stdout, pp, old_layers);
+        }
+        if (moved) {
+          printf("  -> layers moved ");
+          print_split(stdout, pp, tp.split);
+        }
         printf("\n");
       }
       fflush(stdout);
     }
-    if (o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps) &&
-        rank == 0 && train_ckpt_save(&m, o, step, world, err, sizeof err)) {
+    int ckpt_now =
+        o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps);
+    float *full = NULL; /* --pp: the whole model, for the moment of the checkpoint */
+    if (ckpt_now && pp > 1 && !(full = malloc(3 * gpt_full_floats(&m) * sizeof *full))) {
+      fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", rank);
+      goto out;
+    }
+    if (ckpt_now && pp > 1 && train_pipe_gather(&tp, &dp, &m, full)) {
+      fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", rank,
+              step);
+      free(full);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
+    if (ckpt_now && rank == 0 && train_ckpt_save(&m, full, o, step, world, err, sizeof err)) {
       fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, err);
       ckpt_failed = 1; /* training goes on; the exit status says it */
     }
+    free(full);
+  }
+  double eval_end = 0;
+  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_end)) {
+    status = C4TRAIN_EXIT_PEER_LOST;
+    goto out;
   }
   if (rank == 0) {
-    double eval_end = o->eval_windows ? eval_loss(&m, o, &data, tok, tgt) : 0;
+    if (pp == 1 && o->eval_windows) eval_end = eval_loss(&m, o, &data, tok, tgt);
     double even_mb[nsplit];
     int even[nsplit];
     for (int i = 0; i < nsplit; i++)

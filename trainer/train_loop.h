@@ -34,6 +34,7 @@ struct train_opts {
   const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */
   int eval_windows;        /* held-out windows for the eval loss at start and end */
   int pp;                  /* pipeline stages (1: none); the ranks are pp x replicas */
+  double stage_mem_mb;     /* --pp: the memory a stage may hold, which caps its layers (0: none) */
 };
 
 /* Exit status of a rank that stopped because a peer was lost or silent: its launcher should

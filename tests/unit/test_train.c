@@ -567,7 +567,62 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
   /* layouts that cannot be: clear errors */
   ck_assert_int_eq(run("pp_odd", PIPE " --local-ranks 3 --pp 2"), 1);
   ck_assert_int_eq(run("pp_deep", PIPE " --local-ranks 4 --pp 4"), 1);
-  ck_assert_int_eq(run("pp_slow", PIPE " --local-ranks 2 --pp 2 --slow 1:2"), 1);
+  /* a stage cap that cannot hold the even split */
+  ck_assert_int_eq(run("pp_mem", PIPE " --local-ranks 3 --pp 3 --stage-mem 0.01"), 1);
+}
+END_TEST
+
+#define RESPLIT                                                                                    \
+  "--width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 --eval-windows 8 --json "    \
+  "--steps 50 --slow 1:3:5:25 --ckpt-every 50"
+
+/* The tensors of two checkpoints of step 50 are the same bits. */
+static void same_checkpoints(const char *a_dir, const char *b_dir) {
+  const char *tensors[] = {"wte",   "qkv.w",        "fc.w",       "fcproj.b",
+                           "lnf.w", "adam.m.qkv.w", "adam.v.fc.w"};
+  for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/%s/step-00000050.c4ck", dir, a_dir);
+    snprintf(b, sizeof b, "%s/%s/step-00000050.c4ck", dir, b_dir);
+    size_t na, nb;
+    float *va = load_tensor(a, tensors[i], &na), *vb = load_tensor(b, tensors[i], &nb);
+    ck_assert_uint_eq(na, nb);
+    ck_assert_msg(memcmp(va, vb, na * sizeof *va) == 0, "%s: %s differs", a_dir, tensors[i]);
+    free(va);
+    free(vb);
+  }
+}
+
+/* --pp with a stage 3x slow in steps 5-25: its layers move to the others once the layer plan
+ * has seen it (LAYER_PLAN_MIN_STEPS), and back once it has healed; the layers' weights and
+ * moments move whole, so every step's loss and the final model are the bits of the run that
+ * never moved a layer. As 1 pipeline of 4 stages and as 2 pipelines of 2. */
+START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
+  const char *name[] = {"pp4", "pp2x2"};
+  const char *how[] = {"--layers 8 --local-ranks 4 --pp 4", "--layers 4 --local-ranks 4 --pp 2"};
+  int even[] = {2, 2};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(run(name[k], RESPLIT " %s --ckpt-dir %s/%s", how[k], dir, name[k]), 0);
+    char kept[64];
+    snprintf(kept, sizeof kept, "%s-kept", name[k]);
+    ck_assert_int_eq(run(kept, RESPLIT " %s --no-resplit --ckpt-dir %s/%s", how[k], dir, kept), 0);
+    json_t *got = events(name[k], "step"), *want = events(kept, "step");
+    ck_assert_int_eq(json_array_size(got), 50);
+    int shed = 0, back = 0;
+    for (int st = 1; st <= 50; st++) {
+      json_t *step = json_array_get(got, (size_t)st - 1);
+      int slow_layers = (int)json_integer_value(json_array_get(json_object_get(step, "layers"), 1));
+      if (!shed && slow_layers < even[k]) shed = st;
+      if (shed && !back && slow_layers == even[k]) back = st;
+      ck_assert_msg(step_loss(got, st) == step_loss(want, st), "%s step %d: %.9f vs %.9f", name[k],
+                    st, step_loss(got, st), step_loss(want, st));
+    }
+    ck_assert_msg(shed > 5 && shed <= 5 + 16, "%s: layers moved at step %d", name[k], shed);
+    ck_assert_msg(back > 25 && back <= 25 + 2 * 16, "%s: back at step %d", name[k], back);
+    json_decref(got);
+    json_decref(want);
+    same_checkpoints(name[k], kept);
+  }
 }
 END_TEST
 
@@ -636,6 +691,7 @@ int main(void) {
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
   tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
   tcase_add_test(prog, a_checkpoint_of_any_layout_resumes_in_any_other);
+  tcase_add_test(prog, a_slow_stage_sheds_its_layers_and_gets_them_back);
   suite_add_tcase(s, prog);
   return c4_check_run(s);
 }
