@@ -233,7 +233,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     fflush(stdout);
   }
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
-  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0;
+  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0,
+         pipe_ideal_s = 0;
   int timed_steps = 0, first = step, ckpt_failed = 0;
   while (step < o->steps) {
     uint64_t t_step = c4_now_ns();
@@ -268,7 +269,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     ops->sync();
     struct step_report mine = {.loss_sum = loss_sum,
                                .first_s = first_s,
-                               .compute_s = pp > 1 ? tp.busy_s : (double)(c4_now_ns() - t0) * 1e-9,
+                               .compute_s = pp > 1 ? tp.wall_s : (double)(c4_now_ns() - t0) * 1e-9,
                                .monitor_slow = sub ? mon_sub_factor(sub) : 0,
                                .recoveries = sub ? mon_sub_recoveries(sub) : 0,
                                .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
@@ -307,9 +308,19 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       gemm_s_steps += gemm_seconds - gemm0;
       compute_s_steps += mine.compute_s;
       timed_steps++;
-      for (int i = 0; i < world; i++) { /* --pp: every stage's busy and whole time */
-        pipe_busy_s += rep[i].compute_s;
-        pipe_wall_s += rep[i].pipe_s;
+      for (int r = 0; pp > 1 && r < nsplit; r++) { /* --pp: each pipeline's stages x its time */
+        double longest = 0, sum = 0, most = 0;
+        for (int i = r * pp; i < (r + 1) * pp; i++) {
+          sum += rep[i].compute_s;
+          most = rep[i].compute_s > most ? rep[i].compute_s : most;
+          longest = rep[i].pipe_s > longest ? rep[i].pipe_s : longest;
+        }
+        pipe_busy_s += sum;
+        pipe_wall_s += pp * longest;
+        /* 1F1B at these stage times, nothing lost: each micro-batch crosses every stage once,
+         * and the slowest stage paces the other m - 1 */
+        int mr = rep[r * pp].microbatches > 0 ? rep[r * pp].microbatches : 1;
+        pipe_ideal_s += pp * (sum / mr + (mr - 1) * most / mr);
       }
       for (int i = 0; pp == 1 && i < world; i++)
         told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
@@ -405,6 +416,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                             : 0;
     /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
     double bubble = pipe_wall_s > 0 ? 1 - pipe_busy_s / pipe_wall_s : 0;
+    double bubble_bound = pipe_ideal_s > 0 ? 1 - pipe_busy_s / pipe_ideal_s : 0;
     double phases[3];
     int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
     if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
@@ -422,6 +434,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                     .planned_speedup = ratio,
                                     .bound_tokens_per_s = bound,
                                     .pipeline_bubble = bubble,
+                                    .pipeline_bubble_bound = bubble_bound,
                                     .split = mb,
                                     .slow_phases = with_phases ? phases : NULL};
       train_report_end(jf, &er);

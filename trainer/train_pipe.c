@@ -122,11 +122,24 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   return 0;
 }
 
-/* A pass computed for `took` seconds (waits for a neighbour left out): the drill makes it take
- * tp->slow times as long, and the step's busy time counts it. */
-static void compute_done(struct train_pipe *tp, double took) {
-  double s = took * (tp->slow - 1);
-  tp->busy_s += took + (s > 0 ? s : 0);
+/* CPU and wall time of a pass's compute, the waits for a neighbour left out. */
+struct spent {
+  uint64_t cpu, wall;
+};
+
+static struct spent since(struct spent t0) {
+  return (struct spent){c4_thread_cpu_ns() - t0.cpu, c4_now_ns() - t0.wall};
+}
+
+static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now_ns()}; }
+
+/* A pass computed for `took`: the drill makes it take tp->slow times as long (of CPU time, as a
+ * slower device would), and the step's busy times count it. */
+static void compute_done(struct train_pipe *tp, struct spent took) {
+  double cpu = (double)took.cpu * 1e-9, s = cpu * (tp->slow - 1);
+  if (s < 0) s = 0;
+  tp->busy_s += cpu + s;
+  tp->wall_s += (double)took.wall * 1e-9 + s;
   if (s <= 0) return;
   struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
   while (nanosleep(&ts, &ts) != 0) {
@@ -138,7 +151,7 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
   int B = model->B, T = model->cfg.context, last = tp->stage == tp->stages - 1;
   size_t bytes = gpt_boundary_bytes(model);
   *loss_sum = 0;
-  tp->busy_s = 0;
+  tp->busy_s = tp->wall_s = 0;
   model->layers_s = model->ends_s = 0;
   for (int k = 0; k < 2 * tp->m; k++) {
     int mb = tp->order[k].microbatch, sl = mb % tp->slots;
@@ -147,28 +160,32 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
         text_data_sample(data, seed, (uint64_t)step, (uint64_t)(first + mb) * B + b, T,
                          tp->tok + b * T, tp->tgt + b * T);
       if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return -1;
-      uint64_t t0 = c4_thread_cpu_ns();
+      struct spent t0 = now();
       float loss = gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]);
       if (last) *loss_sum += (double)loss * B * T;
-      double took = (double)(c4_thread_cpu_ns() - t0) * 1e-9;
+      struct spent took = since(t0);
       if (!last) {
         if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
-        t0 = c4_thread_cpu_ns();
+        t0 = now();
         gpt_stage_output(model, sl, tp->out[sl]);
-        took += (double)(c4_thread_cpu_ns() - t0) * 1e-9;
+        struct spent more = since(t0);
+        took.cpu += more.cpu;
+        took.wall += more.wall;
       }
       compute_done(tp, took);
       if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return -1;
     } else {
       if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return -1;
-      uint64_t t0 = c4_thread_cpu_ns();
+      struct spent t0 = now();
       gpt_stage_backward(model, sl, dloss, tp->in[sl]);
-      double took = (double)(c4_thread_cpu_ns() - t0) * 1e-9;
+      struct spent took = since(t0);
       if (tp->stage > 0) {
         if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
-        t0 = c4_thread_cpu_ns();
+        t0 = now();
         gpt_stage_input_grad(model, sl, tp->out[sl]);
-        took += (double)(c4_thread_cpu_ns() - t0) * 1e-9;
+        struct spent more = since(t0);
+        took.cpu += more.cpu;
+        took.wall += more.wall;
       }
       compute_done(tp, took);
       if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)

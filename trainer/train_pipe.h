@@ -39,8 +39,9 @@ struct train_pipe {
    * added: a stage slow because another job shares its core does not show here (c4mon's verdict
    * names that one); a slower core or the drill does. */
   double busy_s;
-  double layers_s;        /* of which in the held layers (the drill's share not included) */
-  double ends_s;          /* and in the embedding and the head */
+  double wall_s;   /* the same compute in wall time (the pipeline's idle share is the rest) */
+  double layers_s; /* of which in the held layers (the drill's share not included) */
+  double ends_s;   /* and in the embedding and the head */
   struct layer_plan plan; /* the layer re-split's decisions (the same on every rank) */
   int plan_up;
 };

@@ -77,6 +77,8 @@ void train_report_end(FILE *f, const struct train_end_report *r) {
       "model_gflops", r->model_gflops, "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
       r->bound_tokens_per_s, "split", int_array(r->split, r->world));
   if (o) json_object_set_new(o, "pipeline_bubble", json_real(r->pipeline_bubble));
+  if (o && r->pipeline_bubble > 0)
+    json_object_set_new(o, "pipeline_bubble_bound", json_real(r->pipeline_bubble_bound));
   if (o && r->slow_phases)
     json_object_set_new(o, "slow_phases",
                         json_pack("{s:f, s:f, s:f}", "before", r->slow_phases[0], "during",

@@ -33,7 +33,9 @@ struct train_end_report {
   int steps, world;
   double loss, eval_loss_start, eval_loss, tokens_per_s, gemm_share, gemm_gflops, model_gflops,
       planned_speedup, bound_tokens_per_s;
-  double pipeline_bubble; /* --pp: the stages' share of time spent waiting; 0 without */
+  double pipeline_bubble;       /* --pp: the stages' share of time spent waiting; 0 without */
+  double pipeline_bubble_bound; /* and 1F1B's share at the stages' measured times (unequal
+                                   stages wait more than (P - 1) / (m + P - 1)) */
   const int *split;
   const double *slow_phases; /* --slow: median tokens/s before, in and after its steps; or NULL */
 };
