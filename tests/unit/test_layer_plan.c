@@ -179,9 +179,9 @@ START_TEST(a_stage_holds_only_its_layers) {
   ck_assert_int_eq(memcmp(full + whole.info[GPT_QKVW].offset + gpt_per_layer(&whole, GPT_QKVW), q,
                           gpt_per_layer(&whole, GPT_QKVW) * sizeof(float)),
                    0);
+  gpt_free(&part);
   ck_assert_int_ne(gpt_init_layers(&part, &cfg, &c4k_cpu_ops, 2, 3, 2, 2, err, sizeof err), 0);
   free(full);
-  gpt_free(&part);
   gpt_free(&whole);
 }
 END_TEST
