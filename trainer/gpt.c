@@ -287,7 +287,6 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
   int B = m->B, T = c->context, C = c->width, NH = c->heads, V = c->vocab, N = B * T;
   struct gpt_acts *a = &sl->a;
   float *P = m->params;
-  uint64_t t0 = c4_thread_cpu_ns();
   if (l0 == 0)
     o->encoder_fwd(a->encoded, sl->tokens, gpt_param(m, P, GPT_WTE, 0), gpt_param(m, P, GPT_WPE, 0),
                    B, T, C);
@@ -315,9 +314,7 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
     in = v->res3;
   }
   o->sync();
-  uint64_t t2 = c4_thread_cpu_ns();
-  m->layers_s += (double)(t2 - t1) * 1e-9;
-  m->ends_s += (double)(t1 - t0) * 1e-9;
+  m->layers_s += (double)(c4_thread_cpu_ns() - t1) * 1e-9;
   if (l1 < c->layers) return 0;
   o->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, in, gpt_param(m, P, GPT_LNFW, 0),
                    gpt_param(m, P, GPT_LNFB, 0), N, C);
@@ -327,7 +324,6 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
   double sum = 0;
   for (int i = 0; i < N; i++)
     sum += m->host_losses[i];
-  m->ends_s += (double)(c4_thread_cpu_ns() - t2) * 1e-9;
   return (float)(sum / N);
 }
 
@@ -343,7 +339,6 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
   struct gpt_acts *a = &sl->a, *d = &sl->d;
   float *P = m->params, *G = m->grads;
   int L = c->layers;
-  uint64_t t0 = c4_thread_cpu_ns();
   if (l1 == L) {
     o->softmax_xent_bwd(d->logits, a->probs, sl->targets, dloss, N, V);
     o->matmul_bwd(d->lnf, gpt_param(m, G, GPT_WTE, 0), NULL, d->logits, a->lnf,
@@ -376,13 +371,10 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
                      gpt_param(m, P, GPT_LN1W, l), v->ln1_mean, v->ln1_rstd, N, C);
   }
   o->sync();
-  uint64_t t2 = c4_thread_cpu_ns();
+  m->layers_s += (double)(c4_thread_cpu_ns() - t1) * 1e-9;
   if (l0 == 0)
     o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), d->encoded, sl->tokens,
                    B, T, C);
-  o->sync();
-  m->layers_s += (double)(t2 - t1) * 1e-9;
-  m->ends_s += (double)(t1 - t0 + c4_thread_cpu_ns() - t2) * 1e-9;
 }
 
 static void upload_batch(struct gpt *m, struct gpt_slot *sl, const int *tokens,

@@ -89,10 +89,10 @@ struct gpt {
   struct gpt_slot *slot;  /* nslots, 1 after gpt_init */
   int nslots;
   float *host_losses; /* B x T, host */
-  /* CPU seconds of the calling thread in the held layers' passes and in the embedding's and the
-   * head's, added up by every forward and backward (the caller resets them): a pipeline stage's
-   * timings (on a GPU, the host's share only: --pp runs on CPUs) */
-  double layers_s, ends_s;
+  /* CPU seconds of the calling thread in the held layers' passes, added up by every forward
+   * and backward (the caller resets it): what a pipeline stage's time is divided by to tell a
+   * slow stage from one with more layers (on a GPU, the host's share only: --pp runs on CPUs) */
+  double layers_s;
 };
 
 /* Fills cfg's derived sizes into m->info and allocates everything through ops for micro-batches

@@ -113,6 +113,26 @@ static double eval_loss(struct gpt *m, const struct train_opts *o, const struct 
   return sum / ((o->eval_windows + B - 1) / B);
 }
 
+/* --pp: the step's healthy pace, wall seconds per layer (its ends counted as layers) per
+ * micro-batch: the lower median over the ranks, so a slow one does not set it. */
+static double pipe_pace(const struct train_pipe *tp, const struct step_report *rep, int world) {
+  double v[world];
+  int n = 0;
+  for (int i = 0; i < world; i++) {
+    int s = i % tp->stages, mr = tp->plan.data[i / tp->stages];
+    double units = (tp->split[s] + tp->plan.ends[s]) * mr;
+    if (units > 0 && rep[i].compute_s > 0) v[n++] = rep[i].compute_s / units;
+  }
+  if (!n) return 0;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[(n - 1) / 2];
+}
+
 static void print_split(FILE *f, int world, const int *mb) {
   for (int i = 0; i < world; i++)
     fprintf(f, "%s%d", i ? "," : "", mb[i]);
@@ -192,12 +212,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     goto out;
   }
   int *mb = plan.split;
-  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, mb[me], o->stage_mem_mb * 1048576.0,
-                                o->resplit, err, sizeof err)) {
+  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, o->microbatches,
+                                o->stage_mem_mb * 1048576.0, o->resplit, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     status = C4TRAIN_EXIT_PEER_LOST;
     goto out;
   }
+  if (pp > 1) mb = tp.plan.data; /* --pp: the pipeline plan splits the replicas' micro-batches */
 
   int step = 0; /* steps done */
   if (o->ckpt_dir) {
@@ -287,7 +308,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
     gpt_adamw(&m, lr, o->weight_decay, step + 1);
     step++;
-    int old_layers[pp];
+    int old_mb[nsplit], old_layers[pp];
+    memcpy(old_mb, mb, sizeof old_mb);
     memcpy(old_layers, tp.split ? tp.split : old_layers, pp > 1 ? sizeof old_layers : 0);
     int moved = pp > 1 ? train_pipe_replan(&tp, &dp, &m, mine.monitor_slow, err, sizeof err) : 0;
     if (moved < 0) {
@@ -301,8 +323,6 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     last_loss = total / ((double)o->microbatches * B * T);
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
     double tps = (double)o->microbatches * B * T / secs;
-    int old_mb[nsplit];
-    memcpy(old_mb, mb, sizeof old_mb);
     if (step > first + 1) { /* the first step warms caches: not a speed sample */
       step_secs[timed_steps] = secs;
       gemm_s_steps += gemm_seconds - gemm0;
@@ -329,7 +349,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                           .monitor_factor = rep[i].monitor_slow,
                                           .recoveries = (long)rep[i].recoveries};
       if (pp == 1) resplit_step(&plan, told);
-      mb_secs[timed_steps - 1] = plan.per_mb_s;
+      mb_secs[timed_steps - 1] = pp > 1 ? pipe_pace(&tp, rep, world) : plan.per_mb_s;
       fixed_secs[timed_steps - 1] = plan.fixed_s;
     }
     if (rank == 0) {
@@ -345,7 +365,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .slowdown = plan.slowdown,
                                        .world = nsplit,
                                        .layers = pp > 1 ? old_layers : NULL,
-                                       .stage_slowdown = tp.plan.slowdown,
+                                       .pipe_slowdown = tp.plan.slowdown,
+                                       .ranks = world,
                                        .stages = pp};
         train_report_step(jf, &sr);
       }
@@ -401,8 +422,11 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     for (int i = 0; i < nsplit; i++)
       even_mb[i] = 1.0;
     c4_split_microbatches(o->microbatches, nsplit, even_mb, even);
-    double ratio = resplit_bottleneck(nsplit, even, plan.planned) /
-                   resplit_bottleneck(nsplit, mb, plan.planned);
+    double ratio =
+        pp > 1 ? layer_plan_time(&tp.plan, tp.plan.even, tp.plan.even_data, tp.plan.planned) /
+                     layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned)
+               : resplit_bottleneck(nsplit, even, plan.planned) /
+                     resplit_bottleneck(nsplit, mb, plan.planned);
     /* the median step: the steady pace, not the steps before the planner's first re-split */
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;
     double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
@@ -414,6 +438,10 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     double bound = t_mb > 0 ? (double)o->microbatches * B * T /
                                   (t_fixed + resplit_bottleneck(nsplit, mb, plan.planned) * t_mb)
                             : 0;
+    if (pp > 1) /* the pipeline's: its plan's time in healthy layer times, at the measured pace */
+      bound = t_mb > 0 ? (double)o->microbatches * B * T /
+                             (layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned) * t_mb)
+                       : 0;
     /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
     double bubble = pipe_wall_s > 0 ? 1 - pipe_busy_s / pipe_wall_s : 0;
     double bubble_bound = pipe_ideal_s > 0 ? 1 - pipe_busy_s / pipe_ideal_s : 0;

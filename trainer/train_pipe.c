@@ -57,12 +57,12 @@ static void caps(const struct train_pipe *tp, const struct gpt *model, int m, do
 }
 
 int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
-                    int m, double stage_mem, int resplit, char *err, size_t errlen) {
+                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen) {
   memset(tp, 0, sizeof *tp);
-  int L = model->cfg.layers;
+  int L = model->cfg.layers, m = microbatches; /* the most one replica can be given */
   tp->stage = rank % stages;
   tp->stages = stages;
-  tp->m = m;
+  tp->cap = m;
   tp->slow = 1;
   tp->split = calloc((size_t)stages, sizeof *tp->split);
   for (int s = 0, l0, l1; tp->split && s < stages; s++)
@@ -85,7 +85,8 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
       train_pipe_free(tp);
       return -1;
     }
-  if (layer_plan_init(&tp->plan, stages, L, stage_mem > 0 ? cap : NULL, resplit)) {
+  if (layer_plan_init(&tp->plan, stages, d->world / stages, L, microbatches,
+                      stage_mem > 0 ? cap : NULL, resplit)) {
     snprintf(err, errlen, "out of memory for the layer plan");
     train_pipe_free(tp);
     return -1;
@@ -113,12 +114,24 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
     train_pipe_free(tp);
     return -1;
   }
-  sched_1f1b(tp->stage, stages, m, tp->order);
+  tp->m = tp->plan.data[rank / stages];
+  sched_1f1b(tp->stage, stages, tp->m, tp->order);
   int prev = tp->stage > 0 ? rank - 1 : -1, next = tp->stage < stages - 1 ? rank + 1 : -1;
   if (pipe_init(&tp->link, d, prev, next, err, errlen) || group_init(tp, d, err, errlen)) {
     train_pipe_free(tp);
     return -1;
   }
+  return 0;
+}
+
+/* The slots were made for the most micro-batches in flight at any m (train_pipe_init). */
+int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen) {
+  if (m < 1 || m > tp->cap) {
+    snprintf(err, errlen, "%d micro-batches for a pipeline made for 1 to %d", m, tp->cap);
+    return -1;
+  }
+  tp->m = m;
+  sched_1f1b(tp->stage, tp->stages, m, tp->order);
   return 0;
 }
 
@@ -138,6 +151,7 @@ static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now
 static void compute_done(struct train_pipe *tp, struct spent took) {
   double cpu = (double)took.cpu * 1e-9, s = cpu * (tp->slow - 1);
   if (s < 0) s = 0;
+  tp->work_s += cpu;
   tp->busy_s += cpu + s;
   tp->wall_s += (double)took.wall * 1e-9 + s;
   if (s <= 0) return;
@@ -151,8 +165,8 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
   int B = model->B, T = model->cfg.context, last = tp->stage == tp->stages - 1;
   size_t bytes = gpt_boundary_bytes(model);
   *loss_sum = 0;
-  tp->busy_s = tp->wall_s = 0;
-  model->layers_s = model->ends_s = 0;
+  tp->busy_s = tp->wall_s = tp->work_s = 0;
+  model->layers_s = 0;
   for (int k = 0; k < 2 * tp->m; k++) {
     int mb = tp->order[k].microbatch, sl = mb % tp->slots;
     if (!tp->order[k].backward) {
@@ -197,7 +211,7 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
     tp->sent[i] = -1;
   }
   tp->layers_s = model->layers_s;
-  tp->ends_s = model->ends_s;
+
   return 0;
 }
 

@@ -23,7 +23,8 @@
 
 struct train_pipe {
   int stage, stages, l0, l1;
-  int m; /* micro-batches of this replica per step */
+  int m;   /* micro-batches of this replica per step */
+  int cap; /* the most it has room for (the order's length is 2 x cap) */
   struct pipe link;
   struct c4_hostcoll group; /* this stage's ring across the replicas (up when there are 2+) */
   int group_up;
@@ -41,7 +42,7 @@ struct train_pipe {
   double busy_s;
   double wall_s;   /* the same compute in wall time (the pipeline's idle share is the rest) */
   double layers_s; /* of which in the held layers (the drill's share not included) */
-  double ends_s;   /* and in the embedding and the head */
+  double work_s;   /* busy_s without the drill: the layers, the ends and the copies */
   struct layer_plan plan; /* the layer re-split's decisions (the same on every rank) */
   int plan_up;
 };
@@ -50,13 +51,14 @@ struct train_pipe {
  * 0, or -1 when there are fewer layers than stages. */
 int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1);
 
-/* Sets up rank `rank` of d's world (a multiple of stages) for m micro-batches a step, the model
- * already holding its stage's layers: the slots, the links, the stage's ring, the layer plan
+/* Sets up rank `rank` of d's world (a multiple of stages) for `microbatches` a step among the
+ * replicas, the model already holding its stage's layers: the slots, the links, the stage's
+ * ring, the plan of layers and micro-batches (tp->plan: its even split to begin with)
  * (re-splitting when resplit is 1, each stage capped to the layers that fit in stage_mem bytes
  * of parameters, gradients, moments and activations, 0: no cap). Collective over d. Returns 0,
  * or -1 with err. */
 int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
-                    int m, double stage_mem, int resplit, char *err, size_t errlen);
+                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen);
 
 /* One step's forward and backward passes of this replica's micro-batches: global micro-batch
  * indices first .. first + m - 1 of step `step` (sampled from data with seed, as the
@@ -85,10 +87,14 @@ int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,
 int train_pipe_move(struct train_pipe *tp, struct gpt *model, const int *split, char *err,
                     size_t errlen);
 
-/* After a step's optimizer update: every rank shares its stage's timings (and c4mon's factor
- * for it, 0 when none), the layer plan takes the step, and when it makes a new split the layers
- * move (train_pipe_move). Collective over d. Returns 1 when layers moved, 0 when not, -1 with
- * err when a peer was lost. */
+/* Makes the stage run m micro-batches a step from now on (the 1F1B order and the slots follow).
+ * 0, or -1 with err when memory is short. */
+int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen);
+
+/* After a step's optimizer update: every rank shares its timings (and c4mon's factor for it, 0
+ * when none), the plan takes the step, and when it makes a new plan the layers move
+ * (train_pipe_move) and the replica takes its new micro-batches (tp->plan.data). Collective over
+ * d. Returns 1 on a new plan, 0 when none, -1 with err when a peer was lost. */
 int train_pipe_replan(struct train_pipe *tp, struct dp *d, struct gpt *model, double monitor,
                       char *err, size_t errlen);
 

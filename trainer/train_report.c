@@ -41,7 +41,7 @@ void train_report_step(FILE *f, const struct train_step_report *r) {
                 int_array(r->split, r->world), "slowdown", real_array(r->slowdown, r->world));
   if (j && r->layers) {
     json_object_set_new(j, "layers", int_array(r->layers, r->stages));
-    json_object_set_new(j, "stage_slowdown", real_array(r->stage_slowdown, r->stages));
+    json_object_set_new(j, "pipe_slowdown", real_array(r->pipe_slowdown, r->ranks));
   }
   emit(f, j);
 }

@@ -20,8 +20,9 @@ struct train_step_report {
   const int *split;       /* micro-batches per rank in it */
   const double *slowdown; /* the planner's per-rank slowdowns after it */
   int world;
-  const int *layers;            /* --pp: layers per pipeline stage in it (NULL without) */
-  const double *stage_slowdown; /* and the layer plan's slowdown per stage after it */
+  const int *layers;           /* --pp: layers per pipeline stage in it (NULL without) */
+  const double *pipe_slowdown; /* and the pipeline plan's slowdown per rank after it (world) */
+  int ranks;
   int stages;
 };
 

@@ -2,7 +2,8 @@
  * (embedding, head) is exact against brute force and keeps memory caps; the layer plan reads
  * stage slowdowns from synthetic noisy timings, never leaves the even split on noise alone,
  * moves layers off a slow stage and brings them back when it heals; a stage holds only its
- * layers (less memory), and moving layers between two stages keeps every bit of the weights and
+ * layers (less memory), with replicas the plan moves layers or micro-batches as it predicts
+ * faster, and moving layers between two stages keeps every bit of the weights and
  * AdamW's moments, and the loss the whole model computes. */
 #include <check.h>
 #include <math.h>
@@ -75,19 +76,30 @@ static double normal(void) {
   return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform());
 }
 
-/* One step of S stages holding split[] layers, stage s slowed by slow[s]: a layer takes 1 ms, the
- * first stage's embedding 0.1 layer and the last stage's head 0.4; every stage's CPU time is off
- * by noise (log-normal, sigma), and in a `burst` share of steps one stage at random takes twice
- * as long (a page fault storm, a cold cache after a move). */
+/* One step of R replicas of S stages holding split[] layers, rank i (replica i / S, stage i % S)
+ * slowed by slow[i]: a layer takes 1 ms a micro-batch, the first stage's embedding 0.1 layer
+ * and the last stage's head 0.4, times the replica's micro-batches data[]; every rank's CPU
+ * time is off by noise (log-normal, sigma), and in a `burst` share of steps one rank at random
+ * takes twice as long (a page fault storm, a cold cache after a move). */
+static void synth_r(int S, int R, const int *split, const int *data, const double *slow,
+                    double sigma, double burst, struct layer_plan_report *rep) {
+  int hit = uniform() < burst ? rand() % (S * R) : -1;
+  for (int i = 0; i < S * R; i++) {
+    int s = i % S;
+    double ends = (s == 0 ? 0.1 : 0) + (s == S - 1 ? 0.4 : 0), noise = exp(sigma * normal());
+    double m = data[i / S];
+    rep[i] = (struct layer_plan_report){.layers = split[s],
+                                        .microbatches = data[i / S],
+                                        .layers_s = 1e-3 * m * split[s] * noise,
+                                        .work_s = 1e-3 * m * (split[s] + ends) * noise};
+    rep[i].busy_s = rep[i].work_s * slow[i] * (i == hit ? 2 : 1);
+  }
+}
+
 static void synth(int S, const int *split, const double *slow, double sigma, double burst,
                   struct layer_plan_report *rep) {
-  int hit = uniform() < burst ? rand() % S : -1;
-  for (int s = 0; s < S; s++) {
-    double ends = (s == 0 ? 0.1 : 0) + (s == S - 1 ? 0.4 : 0), noise = exp(sigma * normal());
-    rep[s] = (struct layer_plan_report){
-        .layers = split[s], .layers_s = 1e-3 * split[s] * noise, .ends_s = 1e-3 * ends * noise};
-    rep[s].busy_s = (rep[s].layers_s + rep[s].ends_s) * slow[s] * (s == hit ? 2 : 1);
-  }
+  int eight = 8;
+  synth_r(S, 1, split, &eight, slow, sigma, burst, rep);
 }
 
 /* Per-step noise above what c4train's stages showed on the 2-core machine under load 17 (4
@@ -100,7 +112,7 @@ START_TEST(noise_alone_never_moves_a_layer) {
   srand(11);
   for (int S = 4; S <= 8; S += 4) {
     struct layer_plan p;
-    ck_assert_int_eq(layer_plan_init(&p, S, 4 * S, NULL, 1), 0);
+    ck_assert_int_eq(layer_plan_init(&p, S, 1, 4 * S, 8, NULL, 1), 0);
     double ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, worst = 0;
     struct layer_plan_report rep[8];
     for (int step = 0; step < 20000; step++) {
@@ -122,7 +134,7 @@ START_TEST(a_slow_stage_loses_layers_and_gets_them_back) {
   srand(5);
   int cap[4] = {5, 16, 5, 16};
   struct layer_plan p;
-  ck_assert_int_eq(layer_plan_init(&p, 4, 16, cap, 1), 0);
+  ck_assert_int_eq(layer_plan_init(&p, 4, 1, 16, 8, cap, 1), 0);
   double slow[4] = {1, 1, 1, 1};
   struct layer_plan_report rep[4];
   int shed = 0, back = 0;
@@ -146,7 +158,7 @@ START_TEST(a_slow_stage_loses_layers_and_gets_them_back) {
   ck_assert_int_eq(memcmp(p.split, p.even, 4 * sizeof(int)), 0);
   layer_plan_free(&p);
   /* --no-resplit: measured, never moved */
-  ck_assert_int_eq(layer_plan_init(&p, 4, 16, NULL, 0), 0);
+  ck_assert_int_eq(layer_plan_init(&p, 4, 1, 16, 8, NULL, 0), 0);
   for (int step = 1; step <= 60; step++) {
     slow[1] = 3;
     synth(4, p.split, slow, 0.05, 0, rep);
@@ -154,6 +166,49 @@ START_TEST(a_slow_stage_loses_layers_and_gets_them_back) {
   }
   ck_assert_double_gt(p.slowdown[1], 2.5);
   layer_plan_free(&p);
+}
+END_TEST
+
+/* With replicas, the plan picks what it predicts fastest. One slow rank among pipelines of 2
+ * stages: moving its stage's layers costs every pipeline (the split is the same in all), so its
+ * pipeline gives up micro-batches instead (4 pipelines at 2x; 2 pipelines at 3x: 4 + 12
+ * micro-batches take 57 layer times, layers 7 + 1 take 61). The same stage slow in every
+ * pipeline (a slower kind of device there): no other pipeline can take the work, so layers
+ * move, as in a single pipeline of 4. Either way the plan's predicted time beats the even
+ * plan's by the planner's 5% at least, and the micro-batches keep their total. */
+START_TEST(layers_or_micro_batches_whichever_is_predicted_faster) {
+  srand(3);
+  struct {
+    int S, R, layers, mbs, slow_stage, slow_replicas;
+    double factor;
+    int want_layers_moved, want_data_moved;
+  } c[] = {{2, 4, 4, 32, 1, 1, 2.0, 0, 1},
+           {2, 2, 8, 16, 1, 1, 3.0, 0, 1},
+           {2, 2, 8, 16, 1, 2, 2.0, 1, 0},
+           {4, 1, 16, 8, 1, 1, 2.0, 1, 0}};
+  for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+    struct layer_plan p;
+    ck_assert_int_eq(layer_plan_init(&p, c[k].S, c[k].R, c[k].layers, c[k].mbs, NULL, 1), 0);
+    double slow[8];
+    for (int i = 0; i < c[k].S * c[k].R; i++)
+      slow[i] = i % c[k].S == c[k].slow_stage && i / c[k].S < c[k].slow_replicas ? c[k].factor : 1;
+    struct layer_plan_report rep[8];
+    for (int step = 0; step < 3 * LAYER_PLAN_WINDOW; step++) {
+      synth_r(c[k].S, c[k].R, p.split, p.data, slow, 0.05, 0, rep);
+      layer_plan_step(&p, rep);
+    }
+    int layers_moved = memcmp(p.split, p.even, (size_t)c[k].S * sizeof(int)) != 0;
+    int data_moved = memcmp(p.data, p.even_data, (size_t)c[k].R * sizeof(int)) != 0, total = 0;
+    for (int r = 0; r < c[k].R; r++)
+      total += p.data[r];
+    ck_assert_int_eq(total, c[k].mbs);
+    ck_assert_msg(layers_moved == c[k].want_layers_moved, "case %zu: layers moved %d", k,
+                  layers_moved);
+    ck_assert_msg(data_moved == c[k].want_data_moved, "case %zu: data moved %d", k, data_moved);
+    ck_assert_double_lt(layer_plan_time(&p, p.split, p.data, p.planned),
+                        0.95 * layer_plan_time(&p, p.even, p.even_data, p.planned));
+    layer_plan_free(&p);
+  }
 }
 END_TEST
 
@@ -265,6 +320,7 @@ int main(void) {
   tcase_add_test(t, layers_with_ends_split_exactly_within_memory);
   tcase_add_test(t, noise_alone_never_moves_a_layer);
   tcase_add_test(t, a_slow_stage_loses_layers_and_gets_them_back);
+  tcase_add_test(t, layers_or_micro_batches_whichever_is_predicted_faster);
   tcase_add_test(t, a_stage_holds_only_its_layers);
   tcase_add_test(t, moving_layers_keeps_every_bit_and_the_loss);
   suite_add_tcase(s, t);
