@@ -277,6 +277,14 @@ float *gpt_param(const struct gpt *m, float *base, enum gpt_param p, int layer) 
          (gpt_is_layer_param(p) ? (size_t)(layer - m->l0) * gpt_per_layer(m, p) : 0);
 }
 
+/* The thread's CPU time once the device is done, when m->time_layers asks for it (a sync per
+ * pass costs a GPU its overlap, so the data-parallel path does not); else 0. */
+static uint64_t layer_clock(const struct gpt *m) {
+  if (!m->time_layers) return 0;
+  m->ops->sync();
+  return c4_thread_cpu_ns();
+}
+
 /* The forward pass of the held layers [l0, l1) on slot sl; the embedding first when l0 is 0 (a
  * later stage's input is already in place in `encoded`), the head and the loss when l1 is the
  * last layer. Returns the mean position loss, 0 without the head. */
@@ -290,8 +298,7 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
   if (l0 == 0)
     o->encoder_fwd(a->encoded, sl->tokens, gpt_param(m, P, GPT_WTE, 0), gpt_param(m, P, GPT_WPE, 0),
                    B, T, C);
-  o->sync();
-  uint64_t t1 = c4_thread_cpu_ns();
+  uint64_t t1 = layer_clock(m);
   const float *in = a->encoded;
   for (int l = l0; l < l1; l++) {
     struct gpt_layer_acts *v = &a->layer[l];
@@ -313,8 +320,7 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
     o->residual_fwd(v->res3, v->res2, v->fcproj, (size_t)N * C);
     in = v->res3;
   }
-  o->sync();
-  m->layers_s += (double)(c4_thread_cpu_ns() - t1) * 1e-9;
+  m->layers_s += (double)(layer_clock(m) - t1) * 1e-9;
   if (l1 < c->layers) return 0;
   o->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, in, gpt_param(m, P, GPT_LNFW, 0),
                    gpt_param(m, P, GPT_LNFB, 0), N, C);
@@ -347,8 +353,7 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
                      gpt_param(m, G, GPT_LNFB, 0), d->lnf, a->layer[L - 1].res3,
                      gpt_param(m, P, GPT_LNFW, 0), a->lnf_mean, a->lnf_rstd, N, C);
   }
-  o->sync();
-  uint64_t t1 = c4_thread_cpu_ns();
+  uint64_t t1 = layer_clock(m);
   for (int l = l1 - 1; l >= l0; l--) {
     struct gpt_layer_acts *v = &a->layer[l], *dv = &d->layer[l];
     const float *in = l > l0 ? a->layer[l - 1].res3 : a->encoded;
@@ -370,8 +375,7 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
     o->layernorm_bwd(din, gpt_param(m, G, GPT_LN1W, l), gpt_param(m, G, GPT_LN1B, l), dv->ln1, in,
                      gpt_param(m, P, GPT_LN1W, l), v->ln1_mean, v->ln1_rstd, N, C);
   }
-  o->sync();
-  m->layers_s += (double)(c4_thread_cpu_ns() - t1) * 1e-9;
+  m->layers_s += (double)(layer_clock(m) - t1) * 1e-9;
   if (l0 == 0)
     o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), d->encoded, sl->tokens,
                    B, T, C);

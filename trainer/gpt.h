@@ -93,6 +93,7 @@ struct gpt {
    * and backward (the caller resets it): what a pipeline stage's time is divided by to tell a
    * slow stage from one with more layers (on a GPU, the host's share only: --pp runs on CPUs) */
   double layers_s;
+  int time_layers; /* 1: keep layers_s (pipeline stages set it); 0: not timed, no extra syncs */
 };
 
 /* Fills cfg's derived sizes into m->info and allocates everything through ops for micro-batches

@@ -94,6 +94,7 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   tp->plan_up = 1;
   tp->l0 = model->l0;
   tp->l1 = model->l1;
+  model->time_layers = 1;
   tp->slots = sched_1f1b_in_flight(tp->stage, stages, m);
   size_t bytes = gpt_boundary_bytes(model), N = (size_t)model->B * model->cfg.context;
   tp->order = calloc((size_t)2 * m, sizeof *tp->order);
@@ -146,13 +147,14 @@ static struct spent since(struct spent t0) {
 
 static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now_ns()}; }
 
-/* A pass computed for `took`: the drill makes it take tp->slow times as long (of CPU time, as a
- * slower device would), and the step's busy times count it. */
+/* A pass computed for `took`: the drill makes it take tp->slow times as long, as a slower
+ * device would (its wall time by sleeping, its CPU time by counting), and the step's busy
+ * times count it. */
 static void compute_done(struct train_pipe *tp, struct spent took) {
-  double cpu = (double)took.cpu * 1e-9, s = cpu * (tp->slow - 1);
+  double cpu = (double)took.cpu * 1e-9, s = (double)took.wall * 1e-9 * (tp->slow - 1);
   if (s < 0) s = 0;
   tp->work_s += cpu;
-  tp->busy_s += cpu + s;
+  tp->busy_s += cpu * (tp->slow > 1 ? tp->slow : 1);
   tp->wall_s += (double)took.wall * 1e-9 + s;
   if (s <= 0) return;
   struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};

@@ -36,8 +36,8 @@ struct train_pipe {
   int *tok, *tgt; /* host B x T */
   double slow;    /* drill (--slow): each pass takes this many times as long (1: none) */
   /* The last step's compute, in the thread's CPU time (on a machine with more ranks than cores,
-   * wall time would count the other ranks' turns as this stage's slowness), the drill's sleep
-   * added: a stage slow because another job shares its core does not show here (c4mon's verdict
+   * wall time would count the other ranks' turns as this stage's slowness), times the drill's
+   * factor: a stage slow because another job shares its core does not show here (c4mon's verdict
    * names that one); a slower core or the drill does. */
   double busy_s;
   double wall_s;   /* the same compute in wall time (the pipeline's idle share is the rest) */
