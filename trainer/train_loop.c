@@ -86,13 +86,17 @@ static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops
   return ops;
 }
 
-static double median(double *v, int n) {
+static void sort(double *v, int n) {
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
       double t = v[j];
       v[j] = v[j - 1];
       v[j - 1] = t;
     }
+}
+
+static double median(double *v, int n) {
+  sort(v, n);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -127,14 +131,8 @@ static double pipe_pace(const struct train_pipe *tp, const struct step_report *r
     double units = (tp->split[s] + tp->plan.ends[s]) * mr;
     if (units > 0 && rep[i].compute_s > 0) v[n++] = rep[i].compute_s / units;
   }
-  if (!n) return 0;
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return v[(n - 1) / 2];
+  sort(v, n);
+  return n ? v[(n - 1) / 2] : 0;
 }
 
 /* The median over the ranks of their compute's wall time over the time the step-time model
@@ -332,7 +330,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     step++;
     int old_mb[nsplit], old_layers[pp];
     memcpy(old_mb, mb, sizeof old_mb);
-    memcpy(old_layers, tp.split ? tp.split : old_layers, pp > 1 ? sizeof old_layers : 0);
+    if (pp > 1) memcpy(old_layers, tp.split, sizeof old_layers);
     int moved = pp > 1 ? train_pipe_replan(&tp, &dp, &m, mine.monitor_slow, err, sizeof err) : 0;
     if (moved < 0) {
       fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
