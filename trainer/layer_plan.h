@@ -12,7 +12,12 @@
  * ratio that a slow machine or the drill does not move), and the result by the step's lower
  * median over the ranks (a burst of the machine's other work moves every rank alike, and with two
  * the lower median is the faster one). A rank's slowdown is the median of its last
- * LAYER_PLAN_WINDOW such ratios (at least LAYER_PLAN_MIN_STEPS).
+ * LAYER_PLAN_WINDOW such ratios (at least LAYER_PLAN_MIN_STEPS). Noise, measured: 4 stages of 8
+ * layers (width 64) for 300 steps on the 2 cores under load 17: each step's ratio had a log
+ * standard deviation of 0.07-0.08, 99th percentile 1.24-1.38, worst 2.1, and the slowdowns
+ * stayed under 1.15; synthetic steps at 1.5 times that noise (tests/unit/test_layer_plan.c)
+ * never re-planned in 20,000 steps of 4 and of 8 stages (Malleus's 1.2 and 0.3), at 1.9 times
+ * twice.
  *
  * The model of a replica's step under 1F1B: with stage s taking t_s = slowdown x (layers + ends)
  * per micro-batch, m micro-batches take sum(t_s) + (m - 1) x max(t_s): each micro-batch crosses
