@@ -42,8 +42,8 @@ static int recv_chunks(struct pipe *p, int from_next, float *buf, size_t bytes) 
 
 /* One round at this stage: a[] are the stages' first layers now (a[stages] = layers), to[] the
  * new ones; *moved says whether any boundary moved anywhere. */
-static int round_trip(struct train_pipe *tp, struct gpt *model, int *a, const int *to, int *moved,
-                      char *err, size_t errlen) {
+static int one_round(struct train_pipe *tp, struct gpt *model, int *a, const int *to, int *moved,
+                     char *err, size_t errlen) {
   int S = tp->stages, s = tp->stage, na[S + 1];
   na[0] = 0;
   na[S] = a[S];
@@ -107,7 +107,7 @@ int train_pipe_move(struct train_pipe *tp, struct gpt *model, const int *split, 
     return -1;
   }
   for (int moved = 1, rounds = 0; moved; rounds++) {
-    if (rounds > a[S] || round_trip(tp, model, a, to, &moved, err, errlen)) {
+    if (rounds > a[S] || one_round(tp, model, a, to, &moved, err, errlen)) {
       if (rounds > a[S]) snprintf(err, errlen, "the layers did not reach their stages");
       return -1;
     }
