@@ -596,7 +596,8 @@ static void same_checkpoints(const char *a_dir, const char *b_dir) {
 /* --pp 4 with stage 1 3x slow in steps 5-25: its layers move to the others once the plan has
  * seen it (LAYER_PLAN_MIN_STEPS), and back once it has healed; the layers' weights and moments
  * move whole and the arithmetic is the same wherever a layer runs, so every step's loss and the
- * final model are the bits of the run that never moved a layer. */
+ * final model are the bits of the run that never moved a layer. A checkpoint written while the
+ * layers are moved resumes on one rank with the losses of a run that never stopped. */
 START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   ck_assert_int_eq(run("pp4", RESPLIT " --layers 8 --local-ranks 4 --pp 4 --ckpt-dir %s/pp4", dir),
                    0);
@@ -620,6 +621,28 @@ START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   json_decref(got);
   json_decref(want);
   same_checkpoints("pp4", "kept");
+  /* a checkpoint written while the layers are moved resumes on one rank as from any other */
+  const char *small = "--width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 "
+                      "--eval-windows 8 --json --layers 8";
+  ck_assert_int_eq(run("moved",
+                       "%s --steps 20 --local-ranks 4 --pp 4 --slow 1:3:5:40 "
+                       "--ckpt-dir %s/mv --ckpt-every 20",
+                       small, dir),
+                   0);
+  got = events("moved", "step");
+  json_t *layers = json_object_get(json_array_get(got, 19), "layers");
+  ck_assert_int_lt(json_integer_value(json_array_get(layers, 1)), 2);
+  json_decref(got);
+  ck_assert_int_eq(run("resumed", "%s --steps 30 --ckpt-dir %s/mv", small, dir), 0);
+  ck_assert_int_eq(run("straight", "%s --steps 30", small), 0);
+  got = events("resumed", "step");
+  want = events("straight", "step");
+  ck_assert_int_eq(json_array_size(got), 10);
+  for (int st = 21; st <= 30; st++)
+    ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "step %d: %f vs %f", st,
+                  step_loss(got, st), step_loss(want, st));
+  json_decref(got);
+  json_decref(want);
 }
 END_TEST
 
