@@ -113,9 +113,9 @@ double layer_plan_time(const struct layer_plan *p, const int *split, const int *
 }
 
 /* The step's ratios into the windows, then every rank's slowdown and every stage's ends from
- * the windows; returns 1 when every rank has enough steps to say. */
+ * the windows; returns 1 when every rank has enough steps to say, or c4mon names one. */
 static int measure(struct layer_plan *p, const struct layer_plan_report *rep) {
-  int S = p->stages, n = S * p->replicas, k = 0, ready = 1;
+  int S = p->stages, n = S * p->replicas, k = 0, ready = 1, named_any = 0;
   double rate[n], sorted[n], ends[n];
   for (int i = 0; i < n; i++) {
     rate[i] = ends[i] = 0;
@@ -140,12 +140,13 @@ static int measure(struct layer_plan *p, const struct layer_plan_report *rep) {
     p->monitor[i] = rep[i].monitor_factor;
     p->monitor_age[i]++;
     int named = p->monitor_age[i] <= LAYER_PLAN_WINDOW && p->monitor[i] > 0;
+    named_any |= named;
     if (p->count[i] >= LAYER_PLAN_MIN_STEPS) {
       double r[LAYER_PLAN_WINDOW];
       memcpy(r, p->rel + i * LAYER_PLAN_WINDOW, sizeof r);
       p->slowdown[i] = median(r, p->count[i]);
-    } else if (!named) {
-      ready = 0;
+    } else {
+      ready = 0; /* it keeps the slowdown it had (1 at first) */
     }
     if (named && p->monitor[i] > p->slowdown[i]) p->slowdown[i] = p->monitor[i];
   }
@@ -159,7 +160,7 @@ static int measure(struct layer_plan *p, const struct layer_plan_report *rep) {
     }
     p->ends[s] = m ? median(e, m) : 0;
   }
-  return ready;
+  return ready || named_any; /* c4mon's word does not wait for the windows */
 }
 
 /* The replicas' micro-batches for layer split `split`: by each replica's pace against a healthy

@@ -212,6 +212,33 @@ START_TEST(layers_or_micro_batches_whichever_is_predicted_faster) {
 }
 END_TEST
 
+/* c4mon's straggler factor for a rank moves layers at once, before any window has filled, and
+ * the plan's own measurement takes over after LAYER_PLAN_WINDOW steps: a rank c4mon called 3x
+ * slow that measures healthy gets its layers back. */
+START_TEST(c4mon_s_verdict_moves_layers_before_the_windows_fill) {
+  srand(9);
+  struct layer_plan p;
+  ck_assert_int_eq(layer_plan_init(&p, 4, 1, 16, 8, NULL, 1), 0);
+  double ones[4] = {1, 1, 1, 1};
+  struct layer_plan_report rep[4];
+  synth(4, p.split, ones, 0.05, 0, rep);
+  ck_assert_int_eq(layer_plan_step(&p, rep), 0); /* one step: nothing to go by */
+  synth(4, p.split, ones, 0.05, 0, rep);
+  rep[2].monitor_factor = 3.0;
+  ck_assert_int_eq(layer_plan_step(&p, rep), 1);
+  ck_assert_int_lt(p.split[2], 4);
+  int back = 0;
+  for (int step = 3; step <= 3 + 3 * LAYER_PLAN_WINDOW && !back; step++) {
+    synth(4, p.split, ones, 0.05, 0, rep);
+    rep[2].monitor_factor = 3.0; /* the verdict stands; the rank is not slow */
+    layer_plan_step(&p, rep);
+    if (p.split[2] == 4) back = step;
+  }
+  ck_assert_int_gt(back, LAYER_PLAN_WINDOW);
+  layer_plan_free(&p);
+}
+END_TEST
+
 /* --- the model's layers --- */
 
 static const struct gpt_config cfg = {
@@ -321,6 +348,7 @@ int main(void) {
   tcase_add_test(t, noise_alone_never_moves_a_layer);
   tcase_add_test(t, a_slow_stage_loses_layers_and_gets_them_back);
   tcase_add_test(t, layers_or_micro_batches_whichever_is_predicted_faster);
+  tcase_add_test(t, c4mon_s_verdict_moves_layers_before_the_windows_fill);
   tcase_add_test(t, a_stage_holds_only_its_layers);
   tcase_add_test(t, moving_layers_keeps_every_bit_and_the_loss);
   suite_add_tcase(s, t);
