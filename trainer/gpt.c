@@ -140,7 +140,9 @@ static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
   sl->dacts = o->alloc(m->nacts * sizeof(float));
   sl->tokens = o->alloc(N * sizeof(int));
   sl->targets = o->alloc(N * sizeof(int));
-  if (!sl->a.layer || !sl->d.layer || !sl->acts || !sl->dacts || !sl->tokens || !sl->targets)
+  sl->seg_len = malloc(N * sizeof(int));
+  if (!sl->a.layer || !sl->d.layer || !sl->acts || !sl->dacts || !sl->tokens || !sl->targets ||
+      !sl->seg_len)
     return -1;
   carve(&m->cfg, m->B, m->l0, m->l1, sl->acts, &sl->a);
   carve(&m->cfg, m->B, m->l0, m->l1, sl->dacts, &sl->d);
@@ -153,6 +155,7 @@ static void free_slot(const struct c4k_ops *o, struct gpt_slot *sl) {
     if (dev[i]) o->free(dev[i]);
   free(sl->a.layer);
   free(sl->d.layer);
+  free(sl->seg_len);
   memset(sl, 0, sizeof *sl);
 }
 
@@ -285,19 +288,67 @@ static uint64_t layer_clock(const struct gpt *m) {
   return c4_thread_cpu_ns();
 }
 
+/* Rows (positions) of the micro-batch in slot sl: B x T, or a packed one's tokens. */
+static int slot_rows(const struct gpt *m, const struct gpt_slot *sl) {
+  int n = 0;
+  for (int i = 0; i < sl->nseg; i++)
+    n += sl->seg_len[i];
+  return sl->nseg ? n : m->B * m->cfg.context;
+}
+
+/* The embedding (forward, or its backward into the gradients): the whole B x T micro-batch, or
+ * each sequence of a packed one as a batch of one from position 0, so its positions restart. */
+static void encode(struct gpt *m, struct gpt_slot *sl, int bwd) {
+  const struct c4k_ops *o = m->ops;
+  int C = m->cfg.width, at = 0;
+  float *P = m->params, *G = m->grads;
+  for (int i = 0; i < (sl->nseg ? sl->nseg : 1); i++) {
+    int B = sl->nseg ? 1 : m->B, T = sl->nseg ? sl->seg_len[i] : m->cfg.context;
+    size_t row = (size_t)at * C;
+    if (bwd)
+      o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), sl->d.encoded + row,
+                     sl->tokens + at, B, T, C);
+    else
+      o->encoder_fwd(sl->a.encoded + row, sl->tokens + at, gpt_param(m, P, GPT_WTE, 0),
+                     gpt_param(m, P, GPT_WPE, 0), B, T, C);
+    at += B * T;
+  }
+}
+
+/* Causal self-attention of one layer (v; dv and bwd for its backward pass). A packed micro-batch
+ * is attended sequence by sequence, each a batch of one of its own length: the block-diagonal
+ * mask, so no position sees another sequence, and no work is spent on the blocks it masks. A
+ * sequence's scores (NH x len x len) follow the previous one's in att: they take NH x sum(len^2)
+ * floats, at most B x NH x T x T as each len <= T and sum(len) <= B x T. */
+static void attend(struct gpt *m, struct gpt_slot *sl, struct gpt_layer_acts *v,
+                   struct gpt_layer_acts *dv, int bwd) {
+  const struct c4k_ops *o = m->ops;
+  int C = m->cfg.width, NH = m->cfg.heads, at = 0;
+  size_t att = 0;
+  for (int i = 0; i < (sl->nseg ? sl->nseg : 1); i++) {
+    int B = sl->nseg ? 1 : m->B, T = sl->nseg ? sl->seg_len[i] : m->cfg.context;
+    size_t q = (size_t)at * 3 * C, y = (size_t)at * C;
+    if (bwd)
+      o->attention_bwd(dv->qkv + q, dv->att + att, dv->atty + y, v->qkv + q, v->att + att, B, T, C,
+                       NH);
+    else
+      o->attention_fwd(v->atty + y, v->att + att, v->qkv + q, B, T, C, NH);
+    at += B * T;
+    att += (size_t)B * NH * T * T;
+  }
+}
+
 /* The forward pass of the held layers [l0, l1) on slot sl; the embedding first when l0 is 0 (a
  * later stage's input is already in place in `encoded`), the head and the loss when l1 is the
- * last layer. Returns the mean position loss, 0 without the head. */
-static float forward(struct gpt *m, struct gpt_slot *sl) {
+ * last layer. Returns the sum of the position losses, 0 without the head. */
+static double forward(struct gpt *m, struct gpt_slot *sl) {
   int l0 = m->l0, l1 = m->l1;
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
-  int B = m->B, T = c->context, C = c->width, NH = c->heads, V = c->vocab, N = B * T;
+  int C = c->width, V = c->vocab, N = slot_rows(m, sl);
   struct gpt_acts *a = &sl->a;
   float *P = m->params;
-  if (l0 == 0)
-    o->encoder_fwd(a->encoded, sl->tokens, gpt_param(m, P, GPT_WTE, 0), gpt_param(m, P, GPT_WPE, 0),
-                   B, T, C);
+  if (l0 == 0) encode(m, sl, 0);
   uint64_t t1 = layer_clock(m);
   const float *in = a->encoded;
   for (int l = l0; l < l1; l++) {
@@ -306,7 +357,7 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
                      gpt_param(m, P, GPT_LN1B, l), N, C);
     o->matmul_fwd(v->qkv, v->ln1, gpt_param(m, P, GPT_QKVW, l), gpt_param(m, P, GPT_QKVB, l), N, C,
                   3 * C);
-    o->attention_fwd(v->atty, v->att, v->qkv, B, T, C, NH);
+    attend(m, sl, v, NULL, 0);
     o->matmul_fwd(v->attproj, v->atty, gpt_param(m, P, GPT_ATTPROJW, l),
                   gpt_param(m, P, GPT_ATTPROJB, l), N, C, C);
     o->residual_fwd(v->res2, in, v->attproj, (size_t)N * C);
@@ -330,7 +381,7 @@ static float forward(struct gpt *m, struct gpt_slot *sl) {
   double sum = 0;
   for (int i = 0; i < N; i++)
     sum += m->host_losses[i];
-  return (float)(sum / N);
+  return sum;
 }
 
 /* The backward pass of the held layers [l0, l1) on slot sl, in reverse order, adding into
@@ -341,7 +392,7 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
   int l0 = m->l0, l1 = m->l1;
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
-  int B = m->B, T = c->context, C = c->width, NH = c->heads, V = c->vocab, N = B * T;
+  int C = c->width, V = c->vocab, N = slot_rows(m, sl);
   struct gpt_acts *a = &sl->a, *d = &sl->d;
   float *P = m->params, *G = m->grads;
   int L = c->layers;
@@ -369,35 +420,69 @@ static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
     o->residual_bwd(din, dv->attproj, dv->res2, (size_t)N * C);
     o->matmul_bwd(dv->atty, gpt_param(m, G, GPT_ATTPROJW, l), gpt_param(m, G, GPT_ATTPROJB, l),
                   dv->attproj, v->atty, gpt_param(m, P, GPT_ATTPROJW, l), N, C, C);
-    o->attention_bwd(dv->qkv, dv->att, dv->atty, v->qkv, v->att, B, T, C, NH);
+    attend(m, sl, v, dv, 1);
     o->matmul_bwd(dv->ln1, gpt_param(m, G, GPT_QKVW, l), gpt_param(m, G, GPT_QKVB, l), dv->qkv,
                   v->ln1, gpt_param(m, P, GPT_QKVW, l), N, C, 3 * C);
     o->layernorm_bwd(din, gpt_param(m, G, GPT_LN1W, l), gpt_param(m, G, GPT_LN1B, l), dv->ln1, in,
                      gpt_param(m, P, GPT_LN1W, l), v->ln1_mean, v->ln1_rstd, N, C);
   }
   m->layers_s += (double)(layer_clock(m) - t1) * 1e-9;
-  if (l0 == 0)
-    o->encoder_bwd(gpt_param(m, G, GPT_WTE, 0), gpt_param(m, G, GPT_WPE, 0), d->encoded, sl->tokens,
-                   B, T, C);
+  if (l0 == 0) encode(m, sl, 1);
 }
 
 static void upload_batch(struct gpt *m, struct gpt_slot *sl, const int *tokens,
                          const int *targets) {
   size_t n = (size_t)m->B * m->cfg.context * sizeof(int);
+  sl->nseg = 0;
   m->ops->upload(sl->tokens, tokens, n);
   m->ops->upload(sl->targets, targets, n);
 }
 
 float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, float dloss) {
   upload_batch(m, &m->slot[0], tokens, targets);
-  float loss = forward(m, &m->slot[0]);
+  double loss = forward(m, &m->slot[0]);
+  m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
+  backward(m, &m->slot[0], dloss);
+  return (float)(loss / ((double)m->B * m->cfg.context));
+}
+
+float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets) {
+  upload_batch(m, &m->slot[0], tokens, targets);
+  return (float)(forward(m, &m->slot[0]) / ((double)m->B * m->cfg.context));
+}
+
+int gpt_packed_fits(const struct gpt *m, const int *seg_len, int nseg) {
+  long n = 0;
+  for (int i = 0; i < nseg; i++) {
+    if (seg_len[i] < 1 || seg_len[i] > m->cfg.context) return 0;
+    n += seg_len[i];
+  }
+  return nseg > 0 && n <= (long)m->B * m->cfg.context;
+}
+
+/* Uploads a packed micro-batch into slot 0; its tokens are the sum of seg_len. */
+static void upload_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
+                          int nseg) {
+  struct gpt_slot *sl = &m->slot[0];
+  memcpy(sl->seg_len, seg_len, (size_t)nseg * sizeof(int));
+  sl->nseg = nseg;
+  size_t n = (size_t)slot_rows(m, sl) * sizeof(int);
+  m->ops->upload(sl->tokens, tokens, n);
+  m->ops->upload(sl->targets, targets, n);
+}
+
+double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
+                       int nseg, float dloss) {
+  upload_packed(m, tokens, targets, seg_len, nseg);
+  double loss = forward(m, &m->slot[0]);
   m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
   backward(m, &m->slot[0], dloss);
   return loss;
 }
 
-float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets) {
-  upload_batch(m, &m->slot[0], tokens, targets);
+double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
+                       int nseg) {
+  upload_packed(m, tokens, targets, seg_len, nseg);
   return forward(m, &m->slot[0]);
 }
 
@@ -405,7 +490,7 @@ float gpt_stage_forward(struct gpt *m, int sl, const int *tokens, const int *tar
                         const float *in) {
   upload_batch(m, &m->slot[sl], tokens, targets);
   if (m->l0 > 0) m->ops->upload(m->slot[sl].a.encoded, in, gpt_boundary_bytes(m));
-  return forward(m, &m->slot[sl]);
+  return (float)(forward(m, &m->slot[sl]) / ((double)m->B * m->cfg.context));
 }
 
 void gpt_stage_output(struct gpt *m, int sl, float *out) {

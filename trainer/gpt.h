@@ -67,6 +67,8 @@ struct gpt_slot {
   float *acts, *dacts; /* nacts floats each */
   struct gpt_acts a, d;
   int *tokens, *targets; /* B x T */
+  int nseg;              /* 0: B x T positions; else a packed micro-batch of nseg sequences */
+  int *seg_len;          /* host: their lengths, in the order they sit in tokens */
 };
 
 struct gpt {
@@ -143,6 +145,24 @@ float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, 
 
 /* Forward only (no gradients): mean loss over the micro-batch. */
 float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets);
+
+/* --- packed micro-batches: sequences of their own lengths end to end, none attending to
+ * another, each with positions from 0 (docs.h) --- */
+
+/* 1 when nseg sequences of lengths seg_len fit one micro-batch: each 1..T long and B x T
+ * positions in all (what the activations were sized for). */
+int gpt_packed_fits(const struct gpt *m, const int *seg_len, int nseg);
+
+/* One packed micro-batch: tokens and targets (host) hold the sequences end to end (sum of
+ * seg_len positions; gpt_packed_fits must hold). Like gpt_step_microbatch, but returns the SUM
+ * of the position losses, and the backward pass adds the gradient of that sum times dloss (one
+ * over the tokens of the global batch, so every token weighs the same whatever the packing). */
+double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
+                       int nseg, float dloss);
+
+/* Forward only: the sum of the position losses of a packed micro-batch. */
+double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
+                       int nseg);
 
 /* --- pipeline stages: the held layers [l0, l1) on slot `slot` (the first stage's l0 is 0, the
  * last stage's l1 is layers; tokens and targets are host B x T for every stage) --- */

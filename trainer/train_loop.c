@@ -66,10 +66,8 @@ static void timed_matmul_bwd(float *dinp, float *dw, float *dbias, const float *
   gemm_flops += 4.0 * N * C * OC;
 }
 
-/* The kernels for o->device: the CPU ops with matmuls timed, or the CUDA ops from
- * libc4k-cuda.so (beside the program, else on the library path). */
-static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
-                                      size_t errlen) {
+const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
+                                     size_t errlen) {
   if (strcmp(o->device, "cpu") == 0) {
     timed_base = &c4k_cpu_ops;
     *timed = c4k_cpu_ops;
@@ -176,7 +174,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
   struct c4k_ops timed;
-  const struct c4k_ops *ops = pick_ops(o, &timed, err, sizeof err);
+  const struct c4k_ops *ops = train_pick_ops(o, &timed, err, sizeof err);
   if (!ops) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     text_data_free(&data);

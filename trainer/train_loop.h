@@ -34,12 +34,25 @@ struct train_opts {
   const char *monitor_sub; /* c4mon's subscription port ADDR:PORT for straggler verdicts */
   int eval_windows;        /* held-out windows for the eval loss at start and end */
   int pp;                  /* pipeline stages (1: none); the ranks are pp x replicas */
+  int max_context;         /* > 0: --data read as documents of up to this many positions */
+  int assign;              /* with max_context: how a step's sequences go to the ranks */
   double stage_mem_mb;     /* --pp: the memory a stage may hold, which caps its layers (0: none) */
 };
+
+/* --assign: by the cost model (time linear plus quadratic in length, train_docs.h); or by token
+ * count, the ranks' speeds weighed as the straggler planner weighs them, in the order the
+ * sequences come (a data loader's packing) or longest first (seq_assign.h). */
+enum { TRAIN_ASSIGN_COST, TRAIN_ASSIGN_TOKENS, TRAIN_ASSIGN_TOKENS_SORTED, TRAIN_ASSIGN_POLICIES };
 
 /* Exit status of a rank that stopped because a peer was lost or silent: its launcher should
  * restart the job on the healthy ranks from the last checkpoint. */
 #define C4TRAIN_EXIT_PEER_LOST 75
+
+/* The kernels for o->device: the CPU ops (openblas threads set) with matmuls timed through
+ * *timed, or the CUDA ops from libc4k-cuda.so (beside the program, else on the library path).
+ * NULL with err filled when they cannot be loaded. */
+const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
+                                     size_t errlen);
 
 /* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
 int train_run(const struct train_opts *o, const struct c4_ranks *r);

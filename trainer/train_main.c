@@ -8,8 +8,11 @@
 #include "c4_cli.h"
 #include "c4_env.h"
 #include "c4_ranks.h"
+#include "docs.h"
 #include "launch.h"
+#include "layout.h"
 #include "text_data.h"
+#include "train_docs.h"
 #include "train_loop.h"
 
 static void usage(FILE *f) {
@@ -46,6 +49,20 @@ static void usage(FILE *f) {
       "                       a slow stage's layers move to the others and back\n"
       "  --stage-mem MB       --pp: the memory a stage may use, which caps the layers the\n"
       "                       planner gives it (default: no cap)\n"
+      "  --max-context N      read --data as documents (paragraphs between blank lines, or\n"
+      "                       JSON lines with a \"text\" each) of up to N positions, packed\n"
+      "                       into micro-batches of B x N positions; N is the model's context\n"
+      "  --assign POLICY      with --max-context: a step's sequences go to the ranks by the\n"
+      "                       cost model's predicted time (cost, the default), or by token\n"
+      "                       count in the order they come (tokens) or longest first\n"
+      "                       (tokens-sorted), the ranks' measured speeds weighed in all\n"
+      "  --data-stats         with --max-context: print the length distribution and exit\n"
+      "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
+      "                       4000) cut from --data, lengths up to --max-context, and exit\n"
+      "  --layout auto        with --local-ranks N: probe every --pp dividing N and every\n"
+      "                       --micro-batch (the global batch kept) for --probe-steps steps\n"
+      "                       (default: a tenth of --steps over the candidates, at least 4),\n"
+      "                       print the table and train with the fastest\n"
       "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
       "                       from the last checkpoint (with --ckpt-dir)\n"
       "  --json               one JSON object per line (start, step, end) from rank 0\n"
@@ -65,6 +82,28 @@ static int parse_int(const char *flag, const char *v, int min, int max, int *out
 
 static int parse_double(const char *flag, const char *v, double min, double max, double *out) {
   return c4_cli_double("c4train", flag, v, min, max, out);
+}
+
+/* --data-stats (the documents' lengths) or --synth-corpus (a corpus cut from --data). */
+static int docs_command(const struct train_opts *o, const char *synth, int ndocs) {
+  char err[512];
+  if (synth) {
+    struct text_data src;
+    if (text_data_load(&src, o->data, o->max_context, err, sizeof err) ||
+        docs_write_synthetic(synth, src.bytes, src.len, ndocs, o->max_context, o->seed, err,
+                             sizeof err)) {
+      if (src.bytes) text_data_free(&src);
+      return c4_cli_fail("c4train", "%s", err);
+    }
+    text_data_free(&src);
+    return C4_EXIT_OK;
+  }
+  struct doc_set d;
+  if (docs_load(&d, o->data, o->max_context, err, sizeof err))
+    return c4_cli_fail("c4train", "%s", err);
+  docs_print_stats(&d, o->data, stdout);
+  docs_free(&d);
+  return C4_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
@@ -118,6 +157,13 @@ int main(int argc, char **argv) {
     O_JSON_OUT,
     O_WARMUP,
     O_PP,
+    O_MAXCTX,
+    O_ASSIGN,
+    O_STATS,
+    O_SYNTH,
+    O_SYNTH_DOCS,
+    O_LAYOUT,
+    O_PROBE_STEPS,
     O_STAGE_MEM
   };
   static const struct option opts[] = {{"data", 1, 0, O_DATA},
@@ -147,11 +193,19 @@ int main(int argc, char **argv) {
                                        {"json-out", 1, 0, O_JSON_OUT},
                                        {"warmup", 1, 0, O_WARMUP},
                                        {"pp", 1, 0, O_PP},
+                                       {"max-context", 1, 0, O_MAXCTX},
+                                       {"assign", 1, 0, O_ASSIGN},
+                                       {"data-stats", 0, 0, O_STATS},
+                                       {"synth-corpus", 1, 0, O_SYNTH},
+                                       {"synth-docs", 1, 0, O_SYNTH_DOCS},
+                                       {"layout", 1, 0, O_LAYOUT},
+                                       {"probe-steps", 1, 0, O_PROBE_STEPS},
                                        {"stage-mem", 1, 0, O_STAGE_MEM},
                                        {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'},
                                        {0, 0, 0, 0}};
-  int c, bad = 0, seed = 1;
+  int c, bad = 0, seed = 1, stats = 0, synth_docs = 4000, layout_auto_on = 0, probe_steps = 0;
+  const char *synth = NULL;
   double x;
   while (!bad && (c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
     switch (c) {
@@ -216,6 +270,22 @@ int main(int argc, char **argv) {
     case O_JSON_OUT: o.json_out = optarg; break;
     case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
     case O_PP: bad |= parse_int("--pp", optarg, 1, 1024, &o.pp); break;
+    case O_MAXCTX: bad |= parse_int("--max-context", optarg, 1, 65536, &o.max_context); break;
+    case O_ASSIGN:
+      o.assign = train_docs_policy(optarg);
+      if (o.assign < 0)
+        bad = c4_cli_usage("c4train", "--assign wants cost, tokens or tokens-sorted, not '%s'",
+                           optarg);
+      break;
+    case O_STATS: stats = 1; break;
+    case O_SYNTH: synth = optarg; break;
+    case O_LAYOUT:
+      if (strcmp(optarg, "auto"))
+        bad = c4_cli_usage("c4train", "--layout wants auto, not '%s'", optarg);
+      layout_auto_on = 1;
+      break;
+    case O_PROBE_STEPS: bad |= parse_int("--probe-steps", optarg, 4, 1 << 20, &probe_steps); break;
+    case O_SYNTH_DOCS: bad |= parse_int("--synth-docs", optarg, 10, 1 << 24, &synth_docs); break;
     case O_STAGE_MEM: bad |= parse_double("--stage-mem", optarg, 0, 1e9, &o.stage_mem_mb); break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
@@ -229,6 +299,24 @@ int main(int argc, char **argv) {
   if (o.cfg.width % o.cfg.heads)
     return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o.cfg.width,
                         o.cfg.heads);
+  if ((stats || synth) && o.max_context < 1)
+    return c4_cli_usage("c4train", "%s needs --max-context",
+                        stats ? "--data-stats" : "--synth-corpus");
+  if (synth || stats) return docs_command(&o, synth, synth_docs);
+  if (layout_auto_on && lo.ranks < 1)
+    return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
+                                   "--local-ranks N");
+  if (layout_auto_on) {
+    struct layout_probe cand[64];
+    int n = layout_candidates(&o, lo.ranks, cand, 64);
+    if (!probe_steps) probe_steps = n ? o.steps / (10 * n) : 4;
+    if (probe_steps < 4) probe_steps = 4;
+    char err[512];
+    if (layout_auto(argc, argv, &o, lo.ranks, probe_steps, o.json ? stderr : stdout, err,
+                    sizeof err) < 0)
+      return c4_cli_fail("c4train", "%s", err);
+  }
+  if (o.max_context > 0) o.cfg.context = o.max_context;
   if (lo.ranks > 0) {
     lo.restart = o.ckpt_dir != NULL;
     int status;
@@ -245,5 +333,5 @@ int main(int argc, char **argv) {
          getenv("C4_COLL_TIMEOUT_MS") ? getenv("C4_COLL_TIMEOUT_MS") : "15000", 1);
   setenv("C4_BOOTSTRAP_TIMEOUT_MS",
          getenv("C4_BOOTSTRAP_TIMEOUT_MS") ? getenv("C4_BOOTSTRAP_TIMEOUT_MS") : "30000", 1);
-  return train_run(&o, &r);
+  return o.max_context > 0 ? train_docs_run(&o, &r) : train_run(&o, &r);
 }

@@ -11,7 +11,10 @@
 #      planner's re-split on 4 ranks with one at half speed (train_bench.sh);
 #   h. the traffic planner: 1,024 hosts x 8 ports, max link load over the lower bound for
 #      c4plan's placement and for random hashing, and the time to plan (c4-plan-bench);
-#   i. hostile input: the connect delay a listener flood costs (hostile_bench.sh).
+#   i. hostile input: the connect delay a listener flood costs (hostile_bench.sh);
+#   j. c4train on documents of variable length: cost-balanced against token-count assignment
+#      (varlen_bench.sh);
+#   k. c4train --layout auto against an exhaustive sweep of the layouts (layout_bench.sh).
 # Every figure is the median of $C4_BENCH_RUNS runs (default 5). Prints a table with targets and
 # writes it as JSON to BUILD/bench.json. Exit 0 when every figure was measured (a missed target
 # is reported, not an error), 1 when a measurement failed, 2 on bad usage.
@@ -199,6 +202,11 @@ bash "$(dirname "$0")/detect_bench.sh" "$BUILD" || echo "   the detection bench 
 
 # g. The trainer (writes $BUILD/bench-train.json).
 bash "$(dirname "$0")/train_bench.sh" "$BUILD" || echo "   the trainer bench failed" >&2
+
+# j. The trainer on documents of variable length (writes $BUILD/bench-varlen.json).
+bash "$(dirname "$0")/varlen_bench.sh" "$BUILD" || echo "   the variable-length bench failed" >&2
+# k. --layout auto against an exhaustive sweep (writes $BUILD/bench-layout.json).
+bash "$(dirname "$0")/layout_bench.sh" "$BUILD" || echo "   the layout bench failed" >&2
 
 # h. The traffic planner (targets: plan <= 1.05 x the bound, <= 100 ms).
 echo

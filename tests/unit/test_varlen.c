@@ -1,0 +1,400 @@
+/* test_varlen.c -- variable-length training data: packed micro-batches never attend across a
+ * sequence boundary (a sequence's losses are those it has alone, whatever is packed beside it),
+ * their loss and gradient equal the sequences' run one by one, a full-length sequence packed
+ * equals the fixed-window path, gradients weighted by tokens are the same however the sequences
+ * are assigned to ranks and micro-batches; documents read from paragraphs and JSON lines, cut at
+ * --max-context, with errors that name the file and line; and the program: c4train trains the
+ * same losses step by step whether a step's sequences are assigned by cost or by token count. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "docs.h"
+#include "gpt.h"
+#include "seq_assign.h"
+
+static const struct gpt_config tiny = {
+    .vocab = 256, .context = 8, .layers = 2, .heads = 2, .width = 8};
+
+static void fill_tokens(int *tok, int *tgt, int n, unsigned seed) {
+  for (int i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    tok[i] = (int)(seed >> 16) % 256;
+    tgt[i] = (int)(seed >> 8) % 256;
+  }
+}
+
+static double max_diff(const float *a, const float *b, size_t n, double *scale) {
+  double worst = 0;
+  *scale = 0;
+  for (size_t k = 0; k < n; k++) {
+    worst = fmax(worst, fabs((double)a[k] - b[k]));
+    *scale = fmax(*scale, fabs((double)a[k]));
+  }
+  return worst;
+}
+
+/* Every sequence's position losses in a packed micro-batch are exactly its losses alone; changing
+ * another sequence's tokens changes none of them. */
+START_TEST(packed_sequences_never_attend_across_their_boundary) {
+  struct gpt m;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&m, &tiny, &c4k_cpu_ops, 2, 5, err, sizeof err), 0);
+  int len[] = {3, 5, 8}, tok[16], tgt[16], other[16];
+  ck_assert(gpt_packed_fits(&m, len, 3));
+  fill_tokens(tok, tgt, 16, 21);
+  gpt_eval_packed(&m, tok, tgt, len, 3);
+  float packed[16];
+  memcpy(packed, m.host_losses, sizeof packed);
+  for (int s = 0, at = 0; s < 3; at += len[s++]) {
+    gpt_eval_packed(&m, tok + at, tgt + at, &len[s], 1);
+    for (int t = 0; t < len[s]; t++)
+      ck_assert_msg(fabsf(packed[at + t] - m.host_losses[t]) <= 1e-6f * fabsf(m.host_losses[t]),
+                    "sequence %d position %d: packed %g, alone %g", s, t, packed[at + t],
+                    m.host_losses[t]);
+  }
+  /* the first and last sequences' tokens changed: the middle one's losses stay the same */
+  memcpy(other, tok, sizeof other);
+  for (int t = 0; t < 3; t++)
+    other[t] = (other[t] + 17) % 256;
+  for (int t = 8; t < 16; t++)
+    other[t] = (other[t] + 91) % 256;
+  gpt_eval_packed(&m, other, tgt, len, 3);
+  for (int t = 3; t < 8; t++)
+    ck_assert_float_eq(m.host_losses[t], packed[t]);
+  int changed = 0;
+  for (int t = 8; t < 16; t++)
+    changed += m.host_losses[t] != packed[t];
+  ck_assert_int_gt(changed, 0); /* the change did reach the last sequence */
+  int too_long[] = {9}, too_many[] = {8, 8, 1};
+  ck_assert(!gpt_packed_fits(&m, too_long, 1));
+  ck_assert(!gpt_packed_fits(&m, too_many, 3));
+  gpt_free(&m);
+}
+END_TEST
+
+/* The loss and gradient of a packed micro-batch equal the sums over its sequences run alone. */
+START_TEST(packed_loss_and_gradient_equal_the_sequences_one_by_one) {
+  struct gpt m;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&m, &tiny, &c4k_cpu_ops, 2, 5, err, sizeof err), 0);
+  int len[] = {8, 1, 4, 2}, tok[15], tgt[15];
+  fill_tokens(tok, tgt, 15, 33);
+  float d = 1.0f / 15;
+  gpt_zero_grad(&m);
+  double packed = gpt_step_packed(&m, tok, tgt, len, 4, d);
+  float *g = malloc(m.nparams * sizeof *g);
+  ck_assert_ptr_nonnull(g);
+  memcpy(g, m.grads, m.nparams * sizeof *g);
+  gpt_zero_grad(&m);
+  double alone = 0;
+  for (int s = 0, at = 0; s < 4; at += len[s++])
+    alone += gpt_step_packed(&m, tok + at, tgt + at, &len[s], 1, d);
+  ck_assert_double_le(fabs(packed - alone), 1e-6 * alone);
+  double scale, worst = max_diff(g, m.grads, m.nparams, &scale);
+  ck_assert_double_gt(scale, 1e-3);
+  ck_assert_double_le(worst, 1e-5 * scale);
+  free(g);
+  gpt_free(&m);
+}
+END_TEST
+
+/* Two sequences of the full context, packed, are the fixed-window path's micro-batch of 2. */
+START_TEST(full_length_sequences_packed_equal_fixed_windows) {
+  struct gpt m;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&m, &tiny, &c4k_cpu_ops, 2, 5, err, sizeof err), 0);
+  int len[] = {8, 8}, tok[16], tgt[16];
+  fill_tokens(tok, tgt, 16, 44);
+  double window = gpt_eval_microbatch(&m, tok, tgt) * 16.0;
+  double packed = gpt_eval_packed(&m, tok, tgt, len, 2);
+  ck_assert_double_le(fabs(packed - window), 1e-5 * window);
+  gpt_free(&m);
+}
+END_TEST
+
+/* A step's sequences assigned to 4 ranks by cost and packed into micro-batches, each gradient
+ * scaled by one over the step's tokens and summed over the ranks (the allreduce), give the same
+ * gradient as an even split by count (round robin, one sequence a micro-batch). */
+START_TEST(token_weighted_gradients_equal_the_even_split) {
+  struct gpt m;
+  char err[256];
+  ck_assert_int_eq(gpt_init(&m, &tiny, &c4k_cpu_ops, 2, 6, err, sizeof err), 0);
+  enum { N = 10, RANKS = 4 };
+  int len[N] = {8, 1, 3, 7, 2, 8, 5, 1, 6, 4}, start[N], total = 0;
+  for (int i = 0; i < N; i++) {
+    start[i] = total;
+    total += len[i];
+  }
+  int *tok = malloc(sizeof(int) * total), *tgt = malloc(sizeof(int) * total);
+  float *even = malloc(m.nparams * sizeof *even);
+  ck_assert(tok && tgt && even);
+  fill_tokens(tok, tgt, total, 55);
+  float d = 1.0f / (float)total;
+  gpt_zero_grad(&m);
+  for (int i = 0; i < N; i++)
+    gpt_step_packed(&m, tok + start[i], tgt + start[i], &len[i], 1, d);
+  memcpy(even, m.grads, m.nparams * sizeof *even);
+  double cost[N], speed[RANKS] = {1, 1, 2, 1};
+  int rank_of[N];
+  for (int i = 0; i < N; i++)
+    cost[i] = len[i] + 0.5 * len[i] * len[i];
+  seq_assign_ranks(N, cost, RANKS, speed, 0, rank_of);
+  gpt_zero_grad(&m); /* the ranks' gradients summed: each adds into the same buffer */
+  for (int r = 0; r < RANKS; r++) {
+    int mine[N], mlen[N], n = 0, mb_of[N];
+    for (int i = 0; i < N; i++)
+      if (rank_of[i] == r) {
+        mine[n] = i;
+        mlen[n++] = len[i];
+      }
+    int nmb = seq_assign_pack(n, mlen, 2 * tiny.context, mb_of);
+    for (int b = 0; b < nmb; b++) {
+      int btok[16], btgt[16], blen[N], nseg = 0, at = 0;
+      for (int k = 0; k < n; k++)
+        if (mb_of[k] == b) {
+          memcpy(btok + at, tok + start[mine[k]], sizeof(int) * mlen[k]);
+          memcpy(btgt + at, tgt + start[mine[k]], sizeof(int) * mlen[k]);
+          at += mlen[k];
+          blen[nseg++] = mlen[k];
+        }
+      ck_assert(gpt_packed_fits(&m, blen, nseg));
+      gpt_step_packed(&m, btok, btgt, blen, nseg, d);
+    }
+  }
+  double scale, worst = max_diff(even, m.grads, m.nparams, &scale);
+  ck_assert_double_gt(scale, 1e-3);
+  ck_assert_double_le(worst, 1e-5 * scale);
+  free(tok);
+  free(tgt);
+  free(even);
+  gpt_free(&m);
+}
+END_TEST
+
+/* --- documents --- */
+
+static char path[64];
+
+static void write_file(const char *text) {
+  strcpy(path, "/tmp/c4-varlen-XXXXXX");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+START_TEST(paragraphs_become_sequences_cut_at_the_max_context) {
+  /* 12 paragraphs: "p0".."p9" style lines, one two-line paragraph, one of 25 bytes */
+  char text[1024] = "\n\n";
+  for (int i = 0; i < 10; i++)
+    sprintf(text + strlen(text), "para %d\n\n  \n", i);
+  strcat(text, "two\nlines\n\nabcdefghijklmnopqrstuvwxy");
+  write_file(text);
+  struct doc_set d;
+  char err[256];
+  ck_assert_int_eq(docs_load(&d, path, 10, err, sizeof err), 0);
+  ck_assert(!d.jsonl);
+  /* 10 of "para N" (6 positions), "two\nlines" (8), 25 bytes cut as 10 + 10 + 4 positions */
+  ck_assert_int_eq(d.n, 14);
+  ck_assert_int_eq(d.len[0], 5);
+  ck_assert_int_eq(d.len[10], 8);
+  ck_assert_int_eq(d.len[11], 10);
+  ck_assert_int_eq(d.len[12], 10);
+  ck_assert_int_eq(d.len[13], 4);
+  ck_assert_int_eq(d.ntrain, 12);
+  int tok[10], tgt[10];
+  docs_copy(&d, 12, tok, tgt);
+  ck_assert_int_eq(tok[0], 'k'); /* the second piece starts where the first's targets end */
+  ck_assert_int_eq(tgt[9], 'u');
+  docs_copy(&d, 10, tok, tgt);
+  ck_assert_int_eq(tok[3], '\n');
+  int idx[64];
+  int n = docs_step(&d, 1, 7, 40, idx, 64), tokens = 0;
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_lt(idx[i], d.ntrain); /* never a held-out sequence */
+    tokens += d.len[idx[i]];
+  }
+  ck_assert_int_ge(tokens, 40);
+  ck_assert_int_lt(tokens - d.len[idx[n - 1]], 40);
+  docs_free(&d);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(json_lines_are_read_and_bad_lines_named) {
+  char text[2048] = "";
+  for (int i = 0; i < 11; i++)
+    sprintf(text + strlen(text), "{\"text\": \"doc %d\\nwith \\u00e9\", \"id\": %d}\n\n", i, i);
+  write_file(text);
+  struct doc_set d;
+  char err[256];
+  ck_assert_int_eq(docs_load(&d, path, 64, err, sizeof err), 0);
+  ck_assert(d.jsonl);
+  ck_assert_int_eq(d.n, 11);
+  ck_assert_int_eq(d.len[0], 12); /* "doc 0\nwith " and a two-byte e-acute: 13 bytes */
+  docs_free(&d);
+  unlink(path);
+  write_file("{\"text\": \"fine\"}\n{\"text\": 3}\n");
+  ck_assert_int_eq(docs_load(&d, path, 64, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "line 2"));
+  ck_assert_ptr_nonnull(strstr(err, "\"text\""));
+  unlink(path);
+  write_file("{\"text\": \"fine\"}\n{\"text\": \"broken\n");
+  ck_assert_int_eq(docs_load(&d, path, 64, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "line 2"));
+  unlink(path);
+  write_file("one\n\ntwo\n");
+  ck_assert_int_eq(docs_load(&d, path, 64, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "at least 10"));
+  unlink(path);
+  ck_assert_int_eq(docs_load(&d, "/nonexistent/c4-docs", 64, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "/nonexistent/c4-docs"));
+}
+END_TEST
+
+/* The synthetic corpus reads back with the long tail it promises. */
+START_TEST(synthetic_corpus_is_long_tailed) {
+  unsigned char src[8192];
+  for (size_t i = 0; i < sizeof src; i++)
+    src[i] = (unsigned char)('a' + i % 26);
+  strcpy(path, "/tmp/c4-varlen-XXXXXX");
+  close(mkstemp(path));
+  char err[256];
+  ck_assert_int_eq(docs_write_synthetic(path, src, sizeof src, 4000, 2048, 3, err, sizeof err), 0);
+  struct doc_set d;
+  ck_assert_int_eq(docs_load(&d, path, 2048, err, sizeof err), 0);
+  ck_assert_int_eq(d.n, 4000);
+  int under128 = 0, over1024 = 0, at_cap = 0, shortest = 1 << 30;
+  for (int i = 0; i < d.n; i++) {
+    under128 += d.len[i] < 128;
+    over1024 += d.len[i] > 1024;
+    at_cap += d.len[i] == 2048;
+    shortest = d.len[i] < shortest ? d.len[i] : shortest;
+  }
+  /* Pareto(32, 1.1): P(len < 128) = 0.78, P(> 1024) = 0.022, P(cap) = 0.010; 4,000 draws keep
+   * each within a few standard deviations of these bounds */
+  ck_assert_int_ge(shortest, 31);
+  ck_assert_int_ge(under128, 3000);
+  ck_assert_int_le(under128, 3240);
+  ck_assert_int_ge(over1024, 50);
+  ck_assert_int_le(over1024, 130);
+  ck_assert_int_ge(at_cap, 20);
+  docs_free(&d);
+  unlink(path);
+}
+END_TEST
+
+/* --- the program ($C4_BUILD_DIR/bin/c4train) --- */
+
+static void c4train(char *out, size_t len, const char *args) {
+  const char *b = getenv("C4_BUILD_DIR");
+  snprintf(out, len, "%s/bin/c4train %s", b ? b : "build", args);
+}
+
+/* The step lines' losses and per-rank tokens of one run; returns the steps read. */
+static int run_steps(const char *args, double *loss, int *rank0_tokens, int max) {
+  char cmd[2048];
+  c4train(cmd, sizeof cmd, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, p)) {
+    json_t *j = json_loads(line, 0, NULL);
+    ck_assert_msg(j != NULL, "not JSON: %s", line);
+    if (strcmp(json_string_value(json_object_get(j, "event")), "step") == 0 && n < max) {
+      loss[n] = json_real_value(json_object_get(j, "loss"));
+      rank0_tokens[n++] =
+          (int)json_integer_value(json_array_get(json_object_get(j, "rank_tokens"), 0));
+    }
+    json_decref(j);
+  }
+  ck_assert_int_eq(pclose(p), 0);
+  return n;
+}
+
+/* Two ranks, 12 steps, the same seed: assigned by cost or by token count, the ranks get
+ * different sequences, but every token weighs the same in the gradient, so the losses are the
+ * same step by step (measured: within 7e-10 relative, the order of the sums being all that
+ * differs; the bound allows 1,000 times that), and they fall. */
+START_TEST(the_assignment_does_not_change_the_losses) {
+  char corpus[] = "/tmp/c4-varlen-corpus-XXXXXX", cmd[2048], args[1024];
+  close(mkstemp(corpus));
+  snprintf(args, sizeof args, "--max-context 64 --synth-corpus %s --synth-docs 400", corpus);
+  c4train(cmd, sizeof cmd, args);
+  ck_assert_int_eq(system(cmd), 0);
+  double loss[2][12];
+  int tok[2][12];
+  const char *policy[2] = {"cost", "tokens"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args,
+             "--local-ranks 2 --max-context 64 --data %s --layers 1 --width 16 --heads 2 "
+             "--micro-batch 2 --microbatches 4 --steps 12 --eval-windows 4 --json --assign %s",
+             corpus, policy[k]);
+    ck_assert_int_eq(run_steps(args, loss[k], tok[k], 12), 12);
+  }
+  int differ = 0;
+  for (int s = 0; s < 12; s++) {
+    differ += tok[0][s] != tok[1][s];
+    ck_assert_msg(fabs(loss[0][s] - loss[1][s]) <= 1e-6 * loss[1][s], "step %d: %.9f vs %.9f",
+                  s + 1, loss[0][s], loss[1][s]);
+  }
+  ck_assert_int_gt(differ, 0);
+  ck_assert_double_lt(loss[0][11], loss[0][0] - 0.1);
+  unlink(corpus);
+}
+END_TEST
+
+/* --data-stats prints the distribution; misuse is a usage error naming the flag. */
+START_TEST(data_stats_and_usage_errors) {
+  char cmd[2048], line[512];
+  c4train(cmd, sizeof cmd, "--max-context 512 --data-stats");
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  int saw_summary = 0, saw_bucket = 0;
+  while (fgets(line, sizeof line, p)) {
+    saw_summary |= strstr(line, "sequences (") != NULL && strstr(line, "tokens") != NULL;
+    saw_bucket |= strncmp(line, "256-511", 7) == 0;
+  }
+  ck_assert_int_eq(pclose(p), 0);
+  ck_assert(saw_summary && saw_bucket);
+  const char *bad[] = {"--data-stats", "--max-context 64 --assign fastest",
+                       "--max-context 0 --data-stats"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char args[256];
+    snprintf(args, sizeof args, "%s 2>/dev/null", bad[i]);
+    c4train(cmd, sizeof cmd, args);
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", bad[i], st);
+  }
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("varlen");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, packed_sequences_never_attend_across_their_boundary);
+  tcase_add_test(tc, packed_loss_and_gradient_equal_the_sequences_one_by_one);
+  tcase_add_test(tc, full_length_sequences_packed_equal_fixed_windows);
+  tcase_add_test(tc, token_weighted_gradients_equal_the_even_split);
+  tcase_add_test(tc, paragraphs_become_sequences_cut_at_the_max_context);
+  tcase_add_test(tc, json_lines_are_read_and_bad_lines_named);
+  tcase_add_test(tc, synthetic_corpus_is_long_tailed);
+  suite_add_tcase(s, tc);
+  TCase *prog = tcase_create("program");
+  tcase_set_timeout(prog, 240);
+  tcase_add_test(prog, the_assignment_does_not_change_the_losses);
+  tcase_add_test(prog, data_stats_and_usage_errors);
+  suite_add_tcase(s, prog);
+  return s;
+}
+
+int main(void) { return c4_check_run(suite()); }

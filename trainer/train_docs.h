@@ -1,0 +1,21 @@
+/* train_docs.h -- one rank of c4train on documents (--max-context): each global step's sequences
+ * (docs.h) are assigned across the data-parallel ranks by predicted time, then packed into
+ * micro-batches within each rank (seq_assign.h); every token weighs the same in the gradient
+ * whatever the assignment; the cost model (seq_cost.h) is refitted from every step's timings. */
+#ifndef C4_TRAIN_DOCS_H
+#define C4_TRAIN_DOCS_H
+
+#include "c4_ranks.h"
+#include "train_loop.h"
+
+/* Runs this rank to o->steps on the documents of o->data, cut at o->max_context (also the
+ * model's context), o->micro_batch x o->max_context positions a micro-batch and o->microbatches
+ * times that a step. Data-parallel only: not with --pp or --ckpt-dir (refused with a message).
+ * Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
+int train_docs_run(const struct train_opts *o, const struct c4_ranks *r);
+
+/* The --assign policy named s (cost, tokens, tokens-sorted), or -1; and its name. */
+int train_docs_policy(const char *s);
+const char *train_docs_policy_name(int policy);
+
+#endif
