@@ -38,10 +38,6 @@ struct step_report {
   double monitor_slow; /* c4mon's straggler factor for it, 0 when c4mon names none */
   int64_t recoveries;  /* c4mon's `recovered` events that cleared a verdict on it */
   double pipe_s;       /* --pp: the wall time of its forward and backward passes, waits included */
-  /* first_s and compute_s as the step-time model takes them: on CPUs the thread's CPU time
-   * (times the drill's factor), so that ranks sharing cores, or a job beside them, do not read
-   * as stragglers (each rank stands for a device of its own); on GPUs the wall time */
-  double model_first_s, model_s;
   int32_t microbatches;
   int32_t pad;
 };
@@ -131,17 +127,6 @@ static double pipe_pace(const struct train_pipe *tp, const struct step_report *r
   }
   sort(v, n);
   return n ? v[(n - 1) / 2] : 0;
-}
-
-/* The median over the ranks of their compute's wall time over the time the step-time model
- * took (the CPU time on CPUs: under a CPU quota of half a core, 2): the bound's seconds are
- * wall seconds. */
-static double wall_per_model(const struct step_report *rep, int world) {
-  double v[world];
-  int n = 0;
-  for (int i = 0; i < world; i++)
-    if (rep[i].model_s > 0 && rep[i].compute_s > 0) v[n++] = rep[i].compute_s / rep[i].model_s;
-  return n ? median(v, n) : 1;
 }
 
 static void print_split(FILE *f, int world, const int *mb) {
@@ -286,9 +271,6 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       status = C4TRAIN_EXIT_PEER_LOST;
       goto out;
     }
-    uint64_t c0 = c4_thread_cpu_ns();
-    double model_first_s = 0, drill = slow_now ? o->slow_factor : 1;
-    int on_cpu = strcmp(o->device, "cpu") == 0;
     for (int k = 0; pp == 1 && k < mb[rank]; k++) {
       uint64_t tk = c4_now_ns();
       for (int b = 0; b < B; b++)
@@ -299,20 +281,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
         ops->sync();
         first_s = (double)(c4_now_ns() - t0) * 1e-9;
-        model_first_s = on_cpu ? (double)(c4_thread_cpu_ns() - c0) * 1e-9 * drill : first_s;
       }
     }
     ops->sync();
-    double cpu_s = (double)(c4_thread_cpu_ns() - c0) * 1e-9 * drill;
     struct step_report mine = {.loss_sum = loss_sum,
                                .first_s = first_s,
                                .compute_s = pp > 1 ? tp.wall_s : (double)(c4_now_ns() - t0) * 1e-9,
                                .monitor_slow = sub ? mon_sub_factor(sub) : 0,
                                .recoveries = sub ? mon_sub_recoveries(sub) : 0,
                                .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
-                               .microbatches = mb[me],
-                               .model_first_s = model_first_s};
-    mine.model_s = on_cpu ? cpu_s : mine.compute_s;
+                               .microbatches = mb[me]};
     if ((pp > 1 ? train_pipe_allreduce(&tp, &dp, &m) : dp_allreduce(&dp, m.grads, m.nparams)) ||
         dp_allgather(&dp, &mine, rep, sizeof mine)) {
       fprintf(stderr,
@@ -362,14 +340,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
       }
       for (int i = 0; pp == 1 && i < world; i++)
         told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
-                                                   .first_s = rep[i].model_first_s,
-                                                   .total_s = rep[i].model_s},
+                                                   .first_s = rep[i].first_s,
+                                                   .total_s = rep[i].compute_s},
                                           .monitor_factor = rep[i].monitor_slow,
                                           .recoveries = (long)rep[i].recoveries};
       if (pp == 1) resplit_step(&plan, told);
-      double to_wall = wall_per_model(rep, world); /* the model's seconds to the step's */
-      mb_secs[timed_steps - 1] = pp > 1 ? pipe_pace(&tp, rep, world) : plan.per_mb_s * to_wall;
-      fixed_secs[timed_steps - 1] = plan.fixed_s * to_wall;
+      mb_secs[timed_steps - 1] = pp > 1 ? pipe_pace(&tp, rep, world) : plan.per_mb_s;
+      fixed_secs[timed_steps - 1] = plan.fixed_s;
     }
     if (rank == 0) {
       step_tps[step] = tps;
