@@ -162,15 +162,17 @@ static const int8_t layouts[][8] = {
     [C4_REC_COMM] = {1 + 8, STR, 4 * 4, STR, 8},
     [C4_REC_LINK] = {1 + 8 + 8 + 4 + 4 + 1 + 8},
     [C4_REC_RANK] = {1 + 4 + 4 + 1, STR, 8 * 4},
+    [C4_REC_PATH] = {1 + 8 + 8 + 1 + 1 + 2 + 8 * 3 + 12, STR, 12, STR},
 };
 static const uint8_t string_sizes[][4] = {
     [C4_REC_XFER] = {C4_HOST_MAX, C4_HOST_MAX},
     [C4_REC_COLL] = {C4_NAME_MAX, C4_NAME_MAX, C4_NAME_MAX, C4_NAME_MAX},
     [C4_REC_COMM] = {64, C4_HOST_MAX},
     [C4_REC_RANK] = {C4_HOST_MAX},
+    [C4_REC_PATH] = {C4_HOST_MAX, C4_HOST_MAX},
 };
 
-static int known_kind(uint32_t kind) { return kind >= C4_REC_XFER && kind <= C4_REC_RANK; }
+static int known_kind(uint32_t kind) { return kind >= C4_REC_XFER && kind <= C4_REC_PATH; }
 
 size_t c4_frame_record_size(uint32_t kind) {
   if (!known_kind(kind)) return 0;
@@ -250,6 +252,19 @@ static void put_rank(struct cur *c, const struct c4_rank_record *k) {
   put_le(c, k->dropped, 8);
 }
 
+static void put_path(struct cur *c, const struct c4_path_record *a) {
+  put_le(c, a->conn_id, 8);
+  put_le(c, a->nccl_comm, 8);
+  put_le(c, a->sock, 1);
+  put_le(c, a->nsocks, 1);
+  put_le(c, a->src_port, 2);
+  put_le(c, a->bytes, 8);
+  put_le(c, a->busy_ns, 8);
+  put_le(c, a->t, 8);
+  put_end(c, &a->self);
+  put_end(c, &a->peer);
+}
+
 static void put_comm(struct cur *c, const struct c4_comm_record *m) {
   put_le(c, m->comm, 8);
   put_lstr(c, m->name, 64);
@@ -273,6 +288,8 @@ size_t c4_frame_put_record(uint8_t *out, size_t cap, const struct c4_record *r) 
     put_link(&c, &r->link);
   else if (r->kind == C4_REC_RANK)
     put_rank(&c, &r->rank);
+  else if (r->kind == C4_REC_PATH)
+    put_path(&c, &r->path);
   else
     put_comm(&c, &r->comm);
   return c.bad ? 0 : cap - c.left;
@@ -459,6 +476,20 @@ static void get_rank(struct cur *c, struct c4_rank_record *k) {
   if (k->event > C4_RANK_LOST) c->bad = 1;
 }
 
+static void get_path(struct cur *c, struct c4_path_record *a) {
+  a->conn_id = get_le(c, 8);
+  a->nccl_comm = get_le(c, 8);
+  a->sock = (uint8_t)get_le(c, 1);
+  a->nsocks = (uint8_t)get_le(c, 1);
+  a->src_port = (uint16_t)get_le(c, 2);
+  a->bytes = get_le(c, 8);
+  a->busy_ns = get_le(c, 8);
+  a->t = get_le(c, 8);
+  get_end(c, &a->self);
+  get_end(c, &a->peer);
+  if (a->sock >= a->nsocks) c->bad = 1;
+}
+
 static void get_comm(struct cur *c, struct c4_comm_record *m) {
   m->comm = get_le(c, 8);
   get_lstr(c, m->name, 64);
@@ -492,6 +523,8 @@ int c4_frame_get_record(const uint8_t *in, size_t len, struct c4_record *r) {
     get_link(&c, &r->link);
   else if (r->kind == C4_REC_RANK)
     get_rank(&c, &r->rank);
+  else if (r->kind == C4_REC_PATH)
+    get_path(&c, &r->path);
   else
     get_comm(&c, &r->comm);
   return c.bad ? C4_EPROTO : (int)need;

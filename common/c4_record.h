@@ -99,6 +99,24 @@ struct c4_link_info {
   uint8_t dir;
 };
 
+/* One data socket's share of a connection over a span of its busy time (the net plugin's
+ * multipath weights, sending side): bytes the peer acknowledged while the socket had data in
+ * flight, and that busy time. With C4_PLAN, socket `sock` of a host pair is bound to the plan's
+ * flow `sock` of that pair (src_port), so c4mon can tell which path of the fabric each rate is. */
+struct c4_path_record {
+  uint64_t conn_id;   /* the connection's xfer records' conn_id */
+  uint64_t nccl_comm; /* 0 when NCCL gave none */
+  uint8_t sock;       /* data socket index, below nsocks */
+  uint8_t nsocks;
+  uint16_t src_port; /* its local port, 0 when unknown */
+  uint32_t reserved;
+  uint64_t bytes;   /* acknowledged over the span */
+  uint64_t busy_ns; /* the span: time with data unacknowledged */
+  uint64_t t;       /* the span's end */
+  struct c4_identity self;
+  struct c4_identity peer;
+};
+
 /* c4mon's own view of one rank's stream, never sent by a rank: a heartbeat it received, or the
  * stream's end (BYE: a clean goodbye; LOST: the connection ended without one). c4mon writes them
  * as "hb" and "end" trace lines so that detection can be replayed. */
@@ -113,7 +131,14 @@ struct c4_rank_record {
   uint64_t entered, done, dropped; /* the heartbeat's counts (0 for an end) */
 };
 
-enum { C4_REC_XFER = 1, C4_REC_COLL = 2, C4_REC_COMM = 3, C4_REC_LINK = 4, C4_REC_RANK = 5 };
+enum {
+  C4_REC_XFER = 1,
+  C4_REC_COLL = 2,
+  C4_REC_COMM = 3,
+  C4_REC_LINK = 4,
+  C4_REC_RANK = 5,
+  C4_REC_PATH = 6
+};
 
 /* What the per-process ring carries. */
 struct c4_record {
@@ -125,6 +150,7 @@ struct c4_record {
     struct c4_comm_record comm;
     struct c4_link_record link;
     struct c4_rank_record rank;
+    struct c4_path_record path;
   };
 };
 

@@ -62,6 +62,26 @@ static json_t *link_json(const struct c4_link_record *l) {
                    conn, "dir", l->dir == C4_DIR_SEND ? "send" : "recv", "t", (json_int_t)l->t);
 }
 
+/* One data socket's rate over a span (the plugin's multipath weights). */
+static json_t *path_json(const struct c4_path_record *a) {
+  char conn[17];
+  snprintf(conn, sizeof conn, "%016" PRIx64, a->conn_id);
+  json_t *j =
+      json_pack("{s:i, s:s, s:o, s:s, s:i, s:i, s:s, s:s, s:i, s:i, s:i}", "v", C4_RECORD_VERSION,
+                "type", "path", "comm", comm_json(a->nccl_comm), "conn", conn, "rank", a->self.rank,
+                "peer", a->peer.rank, "host", a->self.host, "peer_host", a->peer.host, "sock",
+                a->sock, "nsocks", a->nsocks, "src_port", a->src_port);
+  if (j) {
+    json_t *more =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:i, s:i}", "bytes", (json_int_t)a->bytes, "busy_ns",
+                  (json_int_t)a->busy_ns, "t", (json_int_t)a->t, "pid", (json_int_t)a->self.pid,
+                  "peer_pid", (json_int_t)a->peer.pid, "dev", a->self.dev, "peer_dev", a->peer.dev);
+    json_object_update(j, more);
+    json_decref(more);
+  }
+  return j;
+}
+
 /* A heartbeat c4mon received ("hb") or the end of a rank's stream ("end"). */
 static json_t *rank_json(const struct c4_rank_record *k) {
   if (k->event == C4_RANK_HB)
@@ -81,6 +101,7 @@ json_t *c4_record_json(const struct c4_record *r) {
   case C4_REC_COMM: return comm_record_json(&r->comm);
   case C4_REC_LINK: return link_json(&r->link);
   case C4_REC_RANK: return rank_json(&r->rank);
+  case C4_REC_PATH: return path_json(&r->path);
   default: return NULL;
   }
 }

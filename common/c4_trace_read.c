@@ -189,6 +189,28 @@ static void parse_link(struct parse *p, struct c4_link_record *l) {
   l->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;
 }
 
+/* Required: conn, host, peer_host, sock, nsocks, bytes, busy_ns, t. */
+static void parse_path(struct parse *p, struct c4_path_record *a) {
+  a->conn_id = get_id(p, "conn", 0);
+  a->nccl_comm = opt_id(p, "comm", 0);
+  get_str(p, "host", a->self.host, C4_HOST_MAX);
+  get_str(p, "peer_host", a->peer.host, C4_HOST_MAX);
+  a->self.rank = (int32_t)opt_int(p, "rank", INT32_MIN, INT32_MAX, -1);
+  a->peer.rank = (int32_t)opt_int(p, "peer", INT32_MIN, INT32_MAX, -1);
+  a->self.pid = (uint32_t)opt_int(p, "pid", 0, UINT32_MAX, a->self.rank >= 0 ? a->self.rank : 0);
+  a->peer.pid =
+      (uint32_t)opt_int(p, "peer_pid", 0, UINT32_MAX, a->peer.rank >= 0 ? a->peer.rank : 0);
+  a->self.dev = (int32_t)opt_int(p, "dev", INT32_MIN, INT32_MAX, -1);
+  a->peer.dev = (int32_t)opt_int(p, "peer_dev", INT32_MIN, INT32_MAX, -1);
+  a->nsocks = (uint8_t)get_int(p, "nsocks", 1, UINT8_MAX);
+  a->sock = (uint8_t)get_int(p, "sock", 0, UINT8_MAX);
+  if (!p->bad && a->sock >= a->nsocks) fail(p, "sock", "is not below nsocks");
+  a->src_port = (uint16_t)opt_int(p, "src_port", 0, UINT16_MAX, 0);
+  a->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
+  a->busy_ns = (uint64_t)get_int(p, "busy_ns", 0, INT64_MAX);
+  a->t = get_time(p, "t");
+}
+
 void c4_trace_minimal(struct c4_record *r) {
   if (r->kind == C4_REC_XFER) {
     struct c4_xfer_record *x = &r->xfer;
@@ -270,6 +292,10 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
   } else if (!p.bad && !strcmp(type, "link")) {
     out->kind = C4_REC_LINK;
     parse_link(&p, &out->link);
+    rc = 1;
+  } else if (!p.bad && !strcmp(type, "path")) {
+    out->kind = C4_REC_PATH;
+    parse_path(&p, &out->path);
     rc = 1;
   } else if (!p.bad && !strcmp(type, "comm")) {
     out->kind = C4_REC_COMM;

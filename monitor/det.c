@@ -50,6 +50,7 @@ int c4_det_init(const struct c4_det_config *cfg) {
   det_coll_init(&ctx);
   det_matrix_init(&ctx);
   ctx.progress = det_hang_take_progress;
+  det_paths_init(&ctx);
   det_ranks_init(&ctx);
   det_hang_init(&ctx);
   if (cfg->plan && det_plan_load(cfg->plan) != 0) return C4_EINVAL;
@@ -86,6 +87,10 @@ void c4_det_take(const struct c4_det_job *job, const struct c4_record *r) {
     det_coll_take_comm(job, &r->comm);
     c4_mon_windows_take(job, r);
     break;
+  case C4_REC_PATH:
+    c4_det_advance(r->path.t);
+    det_paths_take(job, &r->path);
+    break;
   case C4_REC_RANK:
     c4_det_advance(r->rank.t);
     det_ident_learn(&idents, r->rank.host, r->rank.pid, r->rank.rank);
@@ -102,6 +107,7 @@ void c4_det_advance(uint64_t now) {
   ctx.now = now;
   if (now < periodic_at) return;
   periodic_at = now + 50000000ull;
+  det_paths_advance(); /* first: the matrix asks it which cells a slow path explains */
   det_matrix_advance();
   det_ranks_advance();
   det_hang_advance();
@@ -128,6 +134,7 @@ void c4_det_reset(void) {
   det_coll_reset();
   det_hang_reset();
   det_matrix_reset();
+  det_paths_reset();
   det_plan_reset();
   det_ranks_reset();
   memset(&ctx.cfg, 0, sizeof ctx.cfg);

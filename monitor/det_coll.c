@@ -36,6 +36,7 @@ struct rank_state {
   float ref, thr;         /* the baseline and threshold it is judged (or was raised) against */
   float evidence;         /* excess over the threshold, in margins, summed over this run past it */
   uint64_t hot_since;
+  long hot_from; /* the comm's completed count when this run past the threshold began */
   uint8_t flagged, calm, hot_run;
   uint8_t last; /* times last to arrive in the last K */
 };
@@ -228,7 +229,13 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
   struct rank_state *rs = &s->rank[r];
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
-  double factor = factor_of(s, stat, rs->ref);
+  /* The factor from the ratios since the run past the threshold began (three at least): the
+   * statistic, a median of K, crosses the threshold with about half its ratios slow, and would
+   * put the slowdown somewhere between the old gap and the new. */
+  long since = s->completed - rs->hot_from + 1;
+  int len = stat_len(s), n = since < 3 ? 3 : since > len ? len : (int)since;
+  if (n > len) n = len;
+  double factor = factor_of(s, fmax(stat, ring_median(rs->ring, s->completed, n)), rs->ref);
   char key[320];
   straggler_key(s, r, key, sizeof key);
   struct det_finding f = {.kind = "straggler",
@@ -300,7 +307,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
   }
   if (stat >= rs->thr) {
-    if (!rs->hot_run++) rs->hot_since = t, rs->evidence = 0;
+    if (!rs->hot_run++) rs->hot_since = t, rs->hot_from = s->completed, rs->evidence = 0;
     rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
     /* against its peers (no baseline yet), being 1.3x the median rank twice in a row is no
      * burst: no evidence summed */

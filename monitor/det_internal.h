@@ -47,9 +47,26 @@ void det_matrix_reset(void);
 /* The traffic plan's paths (det_plan.c): which path a host pair's traffic takes. */
 int det_plan_load(const char *path);
 int det_plan_path_of(const char *src_host, const char *dst_host); /* path index or -1 */
+/* 1 when the plan spreads the pair's flows over more than one path: its cell cannot name one. */
+int det_plan_split(const char *src_host, const char *dst_host);
+/* The paths of the pair's flows, in the plan's order (up to max); returns how many. */
+int det_plan_flow_paths(const char *src_host, const char *dst_host, int *paths, int max);
+/* The path data socket sock of the pair takes: the plan's flow with its source port src_port,
+ * else (src_port 0, or no port planned) the pair's flow sock; -1 when the plan does not say (a
+ * socket whose planned bind failed went wherever ECMP hashed it). */
+int det_plan_sock_path(const char *src_host, const char *dst_host, int sock, int src_port);
 const char *det_plan_path_name(int path);
 int det_plan_npaths(void);
 void det_plan_reset(void);
+
+/* Congested paths from the plugin's path records (det_paths.c). */
+void det_paths_init(const struct det_ctx *ctx);
+void det_paths_take(const struct c4_det_job *job, const struct c4_path_record *a);
+void det_paths_advance(void);
+/* 1 when a path the pair's data sockets take is under a path verdict or on its way to one: the
+ * matrix takes the pair's cell as explained. */
+int det_paths_explains(const char *src_host, const char *dst_host);
+void det_paths_reset(void);
 
 void det_ranks_init(const struct det_ctx *ctx);
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k);

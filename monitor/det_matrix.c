@@ -25,6 +25,11 @@
 #define CELL_CAP (1 << 18)
 #define CLASSES 4 /* size classes kept per cell and half-window */
 #define STREAK 3
+#define SPLIT_WAIT 4 /* evaluations a split pair's link finding waits for the path records */
+/* hot_cell: 0 judged freely, 2 explained by a finding, 3 in a verdict; ON_SLOW_PATH: its host
+ * pair's data sockets take a path under a verdict (det_paths.c), explained unless its NIC is slow
+ * both ways on cells off that path too */
+#define ON_SLOW_PATH 4
 #define EVIDENCE 2.0f
 #define MAX_CANDS 4096
 
@@ -56,7 +61,6 @@ struct cell {
    * how far past it is well outside its noise; judged: it has a baseline */
   float d, d_all, margin;
   int judged;
-  float n_usual; /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -403,17 +407,17 @@ static struct cand *cand_get(const char *key) {
 }
 
 /* Counts one more evaluation in a row for key, excess (how far past its margin, in margins) its
- * evidence; returns 1 when it is due to be raised (STREAK evaluations in a row and EVIDENCE
+ * evidence; returns 1 when it is due to be raised (streak evaluations in a row and EVIDENCE
  * summed: a burst of a loaded host's noise just past the margin does not make it), 2 when it is
  * raised already (its cells stop teaching their baselines), else 0. */
-static int sighting(const char *key, uint64_t window_start, float excess) {
+static int sighting(const char *key, uint64_t window_start, float excess, int streak) {
   struct cand *c = cand_get(key);
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
   if (!c->streak++) c->first_seen = window_start, c->evidence = 0;
   c->evidence += excess;
-  return c->raised ? 2 : c->streak >= STREAK && c->evidence >= EVIDENCE;
+  return c->raised ? 2 : c->streak >= streak && c->evidence >= EVIDENCE;
 }
 
 static uint64_t cand_first_seen(const char *key) {
@@ -480,7 +484,11 @@ static int at_nic(int i, const void *arg) {
 }
 static int is_cell(int i, const void *arg) { return i == *(const int *)arg; }
 
-static void find_paths(uint64_t wstart, char *hot_cell) {
+/* Paths of several cells (one_cell 0) are judged before NICs: a path's hot cells leave and enter
+ * several NICs. Paths of one cell (one_cell 1) after them: a NIC slow both ways explains its
+ * cells out and in, where the one-cell path would explain one of them and leave the other as a
+ * second verdict. */
+static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
   int np = det_plan_npaths();
   if (!np) return;
   int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
@@ -491,7 +499,9 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   if (!cells || !hot || !as_link || !maxv || !path || !margin) goto out;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    path[i] = c->n ? det_plan_path_of(m.node[c->src].host, m.node[c->dst].host) : -1;
+    const char *a = m.node[c->src].host, *b = m.node[c->dst].host;
+    /* a pair the plan spreads over several paths cannot name one: its sockets' rates do */
+    path[i] = c->n && hot_cell[i] < 2 && !det_plan_split(a, b) ? det_plan_path_of(a, b) : -1;
     if (path[i] < 0) continue;
     cells[path[i]]++;
     if (cell_hot(c)) {
@@ -506,13 +516,14 @@ static void find_paths(uint64_t wstart, char *hot_cell) {
   /* A path the plan gives one cell (one host pair crosses that spine) is named when that cell is
    * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot. */
   for (int p = 0; p < np; p++) {
-    if (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3)
+    if ((cells[p] == 1) != one_cell ||
+        (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3))
       continue;
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
-    int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1);
+    int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1, STREAK);
     for (int i = 0; due && i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 3; /* in a verdict */
     if (due != 1) continue;
@@ -563,7 +574,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
-    int due = sighting(key, wstart, eff / margin - 1);
+    int due = sighting(key, wstart, eff / margin - 1, STREAK);
     for (int i = 0; due && i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
     if (due && by_src) nd->row_slow = 3;
@@ -584,38 +595,52 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
 }
 
 struct way {
-  int cells[2], hot[2]; /* out of the NIC, into it */
-  float dev[2];         /* summed over its hot cells */
+  int cells[2], hot[2]; /* out of the NIC, into it: judged, and hot */
+  int off_path;         /* its cells off a slow path at least half a margin slow */
+  float dev[2];         /* deviations summed over its cells */
+  float u[2];           /* the same in margins (dev / margin) */
 };
 
-/* A NIC slow both ways: two thirds of the cells out of it and into it hot, some each way. With
- * few peers (a ring gives each NIC one cell each way) neither its row nor its column has the two
- * cells find_nics needs, and one degraded NIC would be two slow links. One verdict, named by the
- * slower direction. */
+/* A NIC slow both ways, where its row and column alone do not make it (find_nics needs two
+ * cells): two thirds of its cells hot, some each way. With two cells or fewer each way (a ring
+ * gives a NIC one), its cells are pooled instead: the mean of k cells' deviations, each in its own
+ * margins, has 1/sqrt(k) of one cell's spread, so a mean past 1/sqrt(k) margins is as unlikely
+ * from noise alone as one cell past its margin; and each way's mean must be past half a margin
+ * (slow both ways, not one cell slow enough for two). Cells on a path under a verdict count too,
+ * when some cell off it is slow: a NIC explains cells on the path and off it, the path only those
+ * on it. One verdict instead of two links, named by the slower direction. */
 static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
   struct way *w = NULL;
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
-    if (!c->n || !c->judged || hot_cell[i] >= 2) continue;
+    if (!c->n || !c->judged || (hot_cell[i] >= 2 && hot_cell[i] != ON_SLOW_PATH) || c->margin <= 0)
+      continue;
     if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
-    int hot = dev_of(c) >= c->margin;
     for (int d = 0; d < 2; d++) {
       struct way *x = &w[d ? c->dst : c->src];
       x->cells[d]++;
-      x->hot[d] += hot;
-      if (hot) x->dev[d] += dev_of(c);
+      x->hot[d] += dev_of(c) >= c->margin;
+      x->off_path += hot_cell[i] != ON_SLOW_PATH && dev_of(c) >= 0.5f * c->margin;
+      x->dev[d] += dev_of(c);
+      x->u[d] += dev_of(c) / c->margin;
     }
   }
   for (int k = 0; w && k < m.nnodes; k++) {
     const struct way *x = &w[k];
-    int cells = x->cells[0] + x->cells[1], hot = x->hot[0] + x->hot[1];
-    if (!x->hot[0] || !x->hot[1] || hot * 3 < cells * 2) continue;
+    int cells = x->cells[0] + x->cells[1];
+    if (!x->cells[0] || !x->cells[1]) continue;
+    float pooled = (x->u[0] + x->u[1]) / (float)cells * sqrtf((float)cells);
+    int few = x->cells[0] <= 2 && x->cells[1] <= 2, hot = x->hot[0] + x->hot[1];
+    if (!x->off_path || (few ? x->u[0] < 0.5f * (float)x->cells[0] ||
+                                   x->u[1] < 0.5f * (float)x->cells[1] || pooled < 1
+                             : !x->hot[0] || !x->hot[1] || hot * 3 < cells * 2))
+      continue;
     struct node *nd = &m.node[k];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
-    float out = x->dev[0] / (float)x->hot[0], in = x->dev[1] / (float)x->hot[1];
+    float out = x->dev[0] / (float)x->cells[0], in = x->dev[1] / (float)x->cells[1];
     float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
-    int due = sighting(key, wstart, margin > 0 ? eff / margin - 1 : 1);
+    int due = sighting(key, wstart, few || margin <= 0 ? pooled - 1 : eff / margin - 1, STREAK);
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
     if (due != 1) continue;
@@ -663,8 +688,13 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
              d->host, d->dev);
-    int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1);
-    if (due) hot_cell[i] = 3;
+    /* A host pair the plan spreads over several paths: its cell cannot tell a slow link from a
+     * slow path, its data sockets' rates can (det_paths.c, a 4 s window): they get SPLIT_WAIT
+     * more evaluations to speak first. */
+    int split = det_plan_split(s->host, d->host);
+    int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1,
+                       split ? STREAK + SPLIT_WAIT : STREAK);
+    hot_cell[i] = due ? 3 : 2; /* on its way to a verdict: its hot samples teach nothing */
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
                             .where = "link",
@@ -724,9 +754,7 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    /* a window with fewer transfers than the cell usually has is noisier, by the square root */
-    c->margin = det_noise_margin(nz, &ctx->noise) *
-                (c->n_usual > (float)c->n ? sqrtf(c->n_usual / (float)c->n) : 1.0f);
+    c->margin = det_noise_margin(nz, &ctx->noise);
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
@@ -736,19 +764,18 @@ static int judged_cells(void) {
 }
 
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
- * stands on them: then what they held back was the fault's start (a fault never becomes a
- * baseline). */
+ * stands on them or a finding is building up over them and they are hot: then what they held
+ * back was the fault's start (a fault never becomes a baseline, also when its verdict takes more
+ * than the three held-back evaluations to gather its evidence). */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n) continue;
-    if (hot_cell[i] == 3) {
+    if (hot_cell[i] >= 3 || (hot_cell[i] == 2 && cell_hot(c))) {
       det_noise_drop(&m.noise[i]);
       continue;
     }
     det_noise_add(&m.noise[i], c->v - m.overall);
-    struct cell *w = &m.cell[i];
-    w->n_usual = w->n_usual ? 0.9f * w->n_usual + 0.1f * (float)c->n : (float)c->n;
   }
 }
 
@@ -875,10 +902,15 @@ static void evaluate(uint64_t w) {
     m.cand[i].seen = 0;
   uint64_t wstart = (w - 1) * HALF_NS;
   det_book_each("straggler", straggler_explains, hot_cell);
-  find_paths(wstart, hot_cell);
+  for (int i = 0; i < m.ncells; i++)
+    if (m.cell[i].n && hot_cell[i] < 2 &&
+        det_paths_explains(m.node[m.cell[i].src].host, m.node[m.cell[i].dst].host))
+      hot_cell[i] = ON_SLOW_PATH;
+  find_paths(wstart, hot_cell, 0);
   find_nics(wstart, hot_cell, 1);
   find_nics(wstart, hot_cell, 0);
   find_nics_both_ways(wstart, hot_cell);
+  find_paths(wstart, hot_cell, 1);
   find_links(wstart, hot_cell);
   learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */

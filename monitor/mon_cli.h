@@ -20,7 +20,7 @@ struct mon_cmd {
 
 /* The subcommands, each in its own mon_cmd_NAME.c. */
 extern const struct mon_cmd c4_mon_cmd_serve, c4_mon_cmd_record, c4_mon_cmd_replay,
-    c4_mon_cmd_status, c4_mon_cmd_top, c4_mon_cmd_matrix, c4_mon_cmd_events;
+    c4_mon_cmd_status, c4_mon_cmd_top, c4_mon_cmd_matrix, c4_mon_cmd_events, c4_mon_cmd_timeline;
 
 /* Set by SIGINT and SIGTERM; long-running subcommands stop when it becomes nonzero. */
 extern volatile int c4_mon_stop;

@@ -51,6 +51,11 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
     t_bad = c4_mon_time_ok(r->rank.t, offset);
     n_bad = r->rank.entered > INT64_MAX || r->rank.done > INT64_MAX || r->rank.dropped > INT64_MAX;
     break;
+  case C4_REC_PATH:
+    t_bad = c4_mon_time_ok(r->path.t, offset);
+    n_bad =
+        r->path.bytes > INT64_MAX || r->path.busy_ns > INT64_MAX || r->path.sock >= r->path.nsocks;
+    break;
   default: *why = "unknown record kind"; return -1;
   }
   if (t_bad)
@@ -76,6 +81,8 @@ void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_
     shift(&r->link.t, offset);
   } else if (r->kind == C4_REC_RANK) {
     shift(&r->rank.t, offset);
+  } else if (r->kind == C4_REC_PATH) {
+    shift(&r->path.t, offset);
   }
   if (r->kind == C4_REC_RANK)
     s->heartbeats += r->rank.event == C4_RANK_HB;
@@ -97,6 +104,7 @@ uint64_t c4_mon_record_time(const struct c4_record *r) {
   case C4_REC_COMM: return r->comm.t;
   case C4_REC_LINK: return r->link.t;
   case C4_REC_RANK: return r->rank.t;
+  case C4_REC_PATH: return r->path.t;
   default: return 0;
   }
 }

@@ -7,9 +7,11 @@
 #   - steps 131-180: rank 1's sends to rank 2 are limited to 80 Mbit/s inside the plugin
 #     (C4_FAULT rate ... from_step=131,to_step=180, docs/fault.md: a bad link).
 # c4mon's verdicts print as they come (c4mon events --follow), beside c4train's steps and the
-# straggler planner's re-splits; at the end c4train's tokens/s before, during and after the slow
-# steps, the delay matrix as a picture (OUT/matrix.png: taken at c4mon's first comm_slow verdict
-# in the slow-link steps, else at the end), and the score: c4mon's events against the faults injected
+# straggler planner's re-splits (read from c4train's JSON step log with jq); at the end c4train's
+# tokens/s before, during and after the slow steps, the delay matrix as a picture (OUT/matrix.png:
+# taken at c4mon's first comm_slow verdict in the slow-link steps, else at the end), the run's
+# timeline (OUT/timeline.png, c4mon timeline: each rank's tokens/s by step, the faults shaded
+# under their names, c4mon's verdicts from raised to cleared), and the score: c4mon's events against the faults injected
 # (tools/demo-expected.json, c4mon events --score): each must be found with its class and place,
 # and nothing else raised. Exits 1 on a miss or a false alarm. About 60 s.
 # Usage: tools/demo.sh [BUILD_DIR]   (OUT: $C4_DEMO_OUT, default demo-out/)
@@ -20,8 +22,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${C4_DEMO_OUT:-$PWD/demo-out}
 STEPS=220 # the faults end at step 180; the rest shows the recovery
 [ -x "$BIN/c4train" ] && [ -x "$BIN/c4mon" ] || { echo "demo: build first (make)" >&2; exit 2; }
+command -v jq >/dev/null || { echo "demo: jq not found; run make deps" >&2; exit 2; }
 mkdir -p "$OUT"
-rm -f "$OUT"/events.jsonl "$OUT"/train.jsonl "$OUT"/matrix.png "$OUT"/score.json "$OUT"/timeline.svg "$OUT"/marks
+rm -f "$OUT"/events.jsonl "$OUT"/train.jsonl "$OUT"/matrix.png "$OUT"/score.json "$OUT"/timeline.png
 touch "$OUT/events.jsonl" "$OUT/train.jsonl"
 
 free_port() { # a port nothing listens on, below the ephemeral range
@@ -46,8 +49,8 @@ echo
 pids+=($!)
 sleep 0.3
 
-# c4train: rank 0 prints a line per step (shown every 10th, and each re-split) and writes the
-# same as JSON lines to train.jsonl (the steps' times, for the score); the plugin streams every
+# c4train: rank 0 writes a JSON line per step to train.jsonl (shown every 10th, and each step
+# that follows a re-split; the steps' times place the score's windows); the plugin streams every
 # rank to c4mon and paces rank 1's sends in steps 131-180.
 C4_HOSTNAME=node-%r C4_MONITOR="127.0.0.1:$MON" C4_TOKEN=demo C4_JOB=demo C4_DEBUG=NONE \
   C4_FAULT="rate:rank=1,peer=2,mbps=80,from_step=131,to_step=180" \
@@ -56,10 +59,16 @@ C4_HOSTNAME=node-%r C4_MONITOR="127.0.0.1:$MON" C4_TOKEN=demo C4_JOB=demo C4_DEB
   >"$OUT/c4train.out" 2>"$OUT/c4train.log" &
 train=$!
 pids+=($train)
-tail --pid="$train" -s 0.2 -n +1 -f "$OUT/c4train.out" | while read -r word n rest; do
-  [ "$word" = step ] && { [ $((n % 10)) = 0 ] || [[ $rest == *re-split* ]]; } &&
-    printf 'step %-6s c4train: %s\n' "$n" "$rest"
-done &
+tail --pid="$train" -s 0.2 -n +1 -f "$OUT/train.jsonl" | jq --unbuffered -rn '
+  def pad($n): tostring | if length < $n then " " * ($n - length) + . else . end;
+  def split: map(tostring) | join(",");
+  foreach (inputs | select(.event == "step")) as $s ({}; {prev: .now, now: $s};
+    .prev as $p | .now |
+    select(.step % 10 == 0 or ($p != null and $p.split != .split)) |
+    "step \(.step | pad(4))   c4train: loss \(.loss * 1e4 | round / 1e4 | pad(6))" +
+    "  \(.tokens_per_s | round | pad(6)) tok/s  \(.step_ms * 10 | round / 10 | pad(6)) ms" +
+    "  split \(.split | split)" +
+    (if $p != null and $p.split != .split then "  (re-split from \($p.split | split))" else "" end))' &
 pids+=($!)
 # c4mon's verdicts as they come, each with the step it came in
 "$BIN/c4mon" events "$OUT/events.jsonl" --follow --text --steps "$OUT/train.jsonl" &
@@ -83,8 +92,16 @@ sleep 1.5 # the last verdicts (recoveries) reach c4mon's file and the screen
 [ "$matrix_taken" = 1 ] || { picture; echo "  (no comm_slow verdict came: the matrix picture is c4mon's state at the end)"; }
 
 echo
-sed -n 's/^tokens\/s, median of the steps: /tokens\/s (median of the steps): /p; s/^done: /c4train: /p' "$OUT/c4train.out"
-echo "pictures: $OUT/matrix.png (the delay matrix$([ "$matrix_taken" = 1 ] && echo " at c4mon's first comm_slow verdict in the slow-link steps"))"
+jq -r 'select(.event == "end") |
+  "c4train: \(.steps) steps, loss \(.loss * 1e4 | round / 1e4), eval loss " +
+  "\(.eval_loss_start * 1e4 | round / 1e4) -> \(.eval_loss * 1e4 | round / 1e4), " +
+  "\(.tokens_per_s | round) tok/s, split \(.split | map(tostring) | join(","))",
+  (.slow_phases // empty | "tokens/s (median of the steps): \(.before | round) before the slow " +
+  "steps, \(.during | round) in steps 41-100, \(.after | round) after")' "$OUT/train.jsonl"
+"$BIN/c4mon" timeline "$OUT/events.jsonl" --steps "$OUT/train.jsonl" --expect "$HERE/demo-expected.json" \
+  --png "$OUT/timeline.png" >/dev/null || echo "  (no timeline: c4mon timeline failed, above)"
+echo "pictures: $OUT/timeline.png (the run by step: each rank's tokens/s, the faults, c4mon's verdicts)"
+echo "          $OUT/matrix.png (the delay matrix$([ "$matrix_taken" = 1 ] && echo " at c4mon's first comm_slow verdict in the slow-link steps"))"
 echo
 echo "the faults injected against c4mon's verdicts ($HERE/demo-expected.json):"
 "$BIN/c4mon" events "$OUT/events.jsonl" --score "$HERE/demo-expected.json" --steps "$OUT/train.jsonl" \

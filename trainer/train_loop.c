@@ -351,6 +351,12 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     if (rank == 0) {
       step_tps[step] = tps;
       if (jf) {
+        double compute_ms[world], rank_tps[world];
+        for (int i = 0; i < world; i++) {
+          compute_ms[i] = rep[i].compute_s * 1e3;
+          rank_tps[i] =
+              rep[i].compute_s > 0 ? (double)rep[i].microbatches * B * T / rep[i].compute_s : 0;
+        }
         struct train_step_report sr = {.step = step,
                                        .loss = last_loss,
                                        .tokens_per_s = tps,
@@ -360,6 +366,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .split = old_mb,
                                        .slowdown = plan.slowdown,
                                        .world = nsplit,
+                                       .compute_ms = compute_ms,
+                                       .rank_tps = rank_tps,
                                        .layers = pp > 1 ? old_layers : NULL,
                                        .pipe_slowdown = tp.plan.slowdown,
                                        .ranks = world,

@@ -20,6 +20,8 @@ struct train_step_report {
   const int *split;       /* micro-batches per rank in it */
   const double *slowdown; /* the planner's per-rank slowdowns after it */
   int world;
+  const double *compute_ms;    /* each rank's compute time in it (forward, backward, --slow) */
+  const double *rank_tps;      /* each rank's tokens over its compute time */
   const int *layers;           /* --pp: layers per pipeline stage in it (NULL without) */
   const double *pipe_slowdown; /* and the pipeline plan's slowdown per rank after it (world) */
   int ranks;

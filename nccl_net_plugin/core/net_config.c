@@ -12,7 +12,8 @@
 #define DEFAULT_NTHREADS 0
 #define DEFAULT_INLINE (64 << 10)
 #define DEFAULT_CHUNK (512 << 10)
-#define DEFAULT_NOTSENT_LOWAT 0 /* off: on loopback it cost 15% of a single comm's rate */
+#define DEFAULT_PATH_PROBE_MS 200 /* bounds a connect's delay where routers do not answer */
+#define DEFAULT_NOTSENT_LOWAT 0   /* off: on loopback it cost 15% of a single comm's rate */
 
 /* C4_LISTEN_PORTS: "LO-HI" or "PORT", 1..65535; anything else is warned about and ignored. */
 static void parse_port_range(const char *v, int *lo, int *hi) {
@@ -44,5 +45,6 @@ void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->stuck_ms = (int)c4_env_long("C4_STUCK_MS", 2000, 1, 3600000);
   parse_port_range(getenv("C4_LISTEN_PORTS"), &cfg->listen_port_lo, &cfg->listen_port_hi);
   cfg->path_weights = (int)c4_env_long("C4_PATH_WEIGHTS", 1, 0, 1);
+  cfg->path_probe_ms = (int)c4_env_long("C4_PATH_PROBE_MS", DEFAULT_PATH_PROBE_MS, 0, 10000);
   cfg->notsent_lowat = (int)c4_env_long("C4_NOTSENT_LOWAT", DEFAULT_NOTSENT_LOWAT, 0, 1 << 30);
 }

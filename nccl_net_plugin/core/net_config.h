@@ -21,6 +21,8 @@ struct c4_transport_config {
   int listen_port_lo;       /* C4_LISTEN_PORTS=LO-HI: listeners take the first free port of the
                              * range (0: the kernel's choice) */
   int listen_port_hi;
+  int path_probe_ms; /* C4_PATH_PROBE_MS: without a plan, how long a connect may spend finding
+                      * distinct paths for its data sockets (0: not at all) */
   int notsent_lowat; /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
                       * (multipath comms; 0: the kernel's default) */
 };

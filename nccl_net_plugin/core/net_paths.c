@@ -14,6 +14,7 @@ void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, 
   if (i < 0 || i >= p->n || len == 0) return;
   p->bytes[i] += len;
   p->chunks[i]++;
+  if (c4_paths_weight(p, i) < 1) p->uneven[i]++;
   if (!(rate > 0)) return; /* the bytes count, the rate learns nothing */
   /* A sample weighs the time it covers, by default the time the path needs for the chunk at that
    * rate: a chunk the send buffer swallowed in microseconds still stands for the milliseconds the
@@ -22,6 +23,21 @@ void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, 
   double alpha = p->rate[i] == 0 ? 1 : 1 - exp(-carried_ns / C4_PATHS_TAU_NS);
   if (alpha > C4_PATHS_STEP_MAX && p->rate[i] != 0) alpha = C4_PATHS_STEP_MAX;
   p->rate[i] += alpha * (rate - p->rate[i]);
+  if (p->last[i] > 0) {
+    double jump = fabs(log(rate / p->last[i]));
+    if (jump > M_LN2) jump = M_LN2;
+    double beta = p->samples[i] == 1 ? 1 : 1 - exp(-carried_ns / C4_PATHS_NOISE_TAU_NS);
+    p->jump[i] += beta * (jump - p->jump[i]);
+    p->step[i] += beta * (alpha - p->step[i]);
+  }
+  p->last[i] = rate;
+  p->samples[i]++;
+}
+
+double c4_paths_noise(const struct c4_paths *p, int i) {
+  if (i < 0 || i >= p->n || p->samples[i] < 2) return 0;
+  double a = p->step[i];
+  return p->jump[i] * sqrt(M_PI) / 2 * sqrt(a / (2 - a));
 }
 
 void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns) {
@@ -33,8 +49,11 @@ double c4_paths_weight(const struct c4_paths *p, int i) {
   double best = 0;
   for (int j = 0; j < p->n; j++)
     if (p->rate[j] > best) best = p->rate[j];
-  double w = p->rate[i] / best;
-  return w >= C4_PATHS_EVEN ? 1 : w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
+  int b = c4_paths_fastest(p);
+  if (p->samples[i] < C4_PATHS_WARM) return 1;
+  double w = p->rate[i] / best, ni = c4_paths_noise(p, i), nb = c4_paths_noise(p, b);
+  if (w >= C4_PATHS_EVEN || -log(w) <= C4_PATHS_NOISE_K * sqrt(ni * ni + nb * nb)) return 1;
+  return w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
 }
 
 int c4_paths_changed(struct c4_paths *p, int i) {

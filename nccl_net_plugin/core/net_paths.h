@@ -12,11 +12,19 @@
 #define C4_PATHS_FLOOR 0.03125    /* the smallest weight (1/32): a slow path keeps being measured */
 #define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
 #define C4_PATHS_PROBE_NS 100000000 /* a path held back this long takes a chunk anyway */
-#define C4_PATHS_EVEN 0.6 /* a path at this part of the fastest's rate or more weighs as much */
+#define C4_PATHS_EVEN 0.6    /* a path at this part of the fastest's rate or more weighs as much */
+#define C4_PATHS_NOISE_K 4.0 /* ... and one within this many estimate noises of the fastest too */
+#define C4_PATHS_WARM 4      /* rate samples a path needs before it may weigh less than 1 */
+#define C4_PATHS_NOISE_TAU_NS 1000000000 /* the noise estimate's memory: a second of sending */
 
 struct c4_paths {
   int n;
-  double rate[C4_PATHS_MAX]; /* bytes per ns, smoothed; 0: not measured yet */
+  double rate[C4_PATHS_MAX];      /* bytes per ns, smoothed; 0: not measured yet */
+  double last[C4_PATHS_MAX];      /* the last sample's rate (bytes per ns), 0: none yet */
+  double jump[C4_PATHS_MAX];      /* smoothed |ln(sample / previous sample)|, at most ln 2 */
+  double step[C4_PATHS_MAX];      /* smoothed part of the way one sample moves the estimate */
+  uint64_t samples[C4_PATHS_MAX]; /* samples that carried a rate */
+  uint64_t uneven[C4_PATHS_MAX];  /* chunks counted while the path weighed less than 1 */
   uint64_t bytes[C4_PATHS_MAX];
   uint64_t chunks[C4_PATHS_MAX];
   int slow[C4_PATHS_MAX]; /* reported below half of the fastest (for the log, with hysteresis) */
@@ -39,10 +47,20 @@ void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns);
  * path spends on the chunk). A rate of 0 counts the bytes and leaves the estimate as it is. */
 void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, double span_ns);
 
-/* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's, 1 from
- * C4_PATHS_EVEN up and until both are measured. Paths nearly as fast are not told apart: a path
- * given smaller chunks measures slower for them (each burst pays a round trip), and without the
- * dead band that made equal paths drift apart. */
+/* The noise of path i's estimate, as a standard deviation of ln(rate): the samples' noise (from
+ * the smoothed jump between consecutive samples; for Gaussian noise the mean |difference| is
+ * 2 sigma / sqrt(pi)) times sqrt(a / (2 - a)), what an exponentially weighted mean that moves a
+ * of the way per sample keeps of it. Jumps count at most ln 2 each, so a path that changes speed
+ * moves it by one clipped jump, not by the size of the change. 0 until two samples. */
+double c4_paths_noise(const struct c4_paths *p, int i);
+
+/* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's, 1 until both have
+ * C4_PATHS_WARM samples and inside the dead band: from C4_PATHS_EVEN up, or wider where the paths
+ * are noisy, while ln(fastest / rate) is within C4_PATHS_NOISE_K times the noise of the difference
+ * of the two estimates (Gaussian: a false departure in 3e-5 of looks). So paths whose spread is
+ * their noise share evenly, whatever the noise is; a path given smaller
+ * chunks measures slower for them (each burst pays a round trip), and without the band that made
+ * equal paths drift apart. */
 double c4_paths_weight(const struct c4_paths *p, int i);
 
 /* Path i's share of a message: its weight over the sum of all weights (1/n while they are

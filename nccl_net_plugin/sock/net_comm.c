@@ -461,14 +461,19 @@ static void log_paths(const struct c4_comm *c) {
   for (int i = 0; i < c->paths.n; i++)
     total += c->paths.bytes[i];
   if (!c->is_send || c->paths.n < 2 || !total) return;
-  char text[C4_PATHS_MAX * 24];
-  size_t at = 0;
-  for (int i = 0; i < c->paths.n && at < sizeof text; i++)
-    at +=
-        (size_t)snprintf(text + at, sizeof text - at, "%s%d: %.3f (%.2f)", i ? ", " : "", i,
-                         (double)c->paths.bytes[i] / (double)total, c4_paths_weight(&c->paths, i));
-  C4_INFO("connection to %s (pid %u, rank %d) closed: share of bytes (weight) per data socket: %s",
-          c->peer.host, c->peer.pid, c->peer.rank, text);
+  char text[C4_PATHS_MAX * 24], noise[C4_PATHS_MAX * 24];
+  size_t at = 0, nat = 0;
+  for (int i = 0; i < c->paths.n && at < sizeof text && nat < sizeof noise; i++) {
+    const struct c4_paths *p = &c->paths;
+    at += (size_t)snprintf(text + at, sizeof text - at, "%s%d: %.3f (%.2f)", i ? ", " : "", i,
+                           (double)p->bytes[i] / (double)total, c4_paths_weight(p, i));
+    nat += (size_t)snprintf(noise + nat, sizeof noise - nat, "%s%d: %.3f (%.3f)", i ? ", " : "", i,
+                            c4_paths_noise(p, i),
+                            p->chunks[i] ? (double)p->uneven[i] / (double)p->chunks[i] : 0.0);
+  }
+  C4_INFO("connection to %s (pid %u, rank %d) closed: share of bytes (weight) per data socket: %s; "
+          "sample noise (part of chunks off even shares): %s",
+          c->peer.host, c->peer.pid, c->peer.rank, text, noise);
 }
 
 int c4_transport_close(struct c4_comm *c) {

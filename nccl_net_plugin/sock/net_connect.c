@@ -15,6 +15,7 @@
 #include "c4_random.h"
 #include "net_comm.h"
 #include "net_handshake.h"
+#include "net_path_probe.h"
 #include "net_plan.h"
 #include "net_sock.h"
 
@@ -23,7 +24,8 @@ struct conn_sock {
   int connected;
   size_t hello_sent;
   uint8_t hello[C4_HELLO_SIZE];
-  int bind_local;                /* C4_PLAN: bind to local before connecting */
+  int bind_local;                /* C4_PLAN or the probe: bind to local before connecting */
+  int probed;                    /* local's port is the probe's pick, not the plan's */
   struct sockaddr_storage local; /* the planned source address and port (0: any) */
 };
 
@@ -37,9 +39,12 @@ struct connect_state {
   size_t ack_got;
   struct c4_identity self;
   char where[96];
+  int probing; /* data sockets wait for the path probe (no plan for them) */
+  struct c4_path_probe probe;
 };
 
 static void state_free(void *handle, struct connect_state *s) {
+  if (s->probing) c4_path_probe_abort(&s->probe);
   for (int i = 0; i <= s->nsocks; i++)
     if (s->sock[i].fd >= 0) close(s->sock[i].fd);
   free(s);
@@ -96,11 +101,13 @@ static void plan_binds(struct connect_state *s) {
 /* A planned bind that failed: this socket goes on with an ephemeral port. */
 static void bind_fallback(struct connect_state *s, struct conn_sock *cs, int e) {
   char local[96];
-  C4_WARN("connect to %s: cannot use the planned source %s for a data socket: %s; it uses an "
+  C4_WARN("connect to %s: cannot use the %s source %s for a data socket: %s; it uses an "
           "ephemeral port",
-          s->where, c4_sock_addr_str(&cs->local, local, sizeof local), strerror(e));
-  atomic_fetch_add(&c4_netplan_stats.bind_fallbacks, 1);
+          s->where, cs->probed ? "probed" : "planned",
+          c4_sock_addr_str(&cs->local, local, sizeof local), strerror(e));
+  if (!cs->probed) atomic_fetch_add(&c4_netplan_stats.bind_fallbacks, 1);
   cs->bind_local = 0;
+  cs->probed = 0;
 }
 
 static int state_new(const struct c4_transport_config *cfg, int dev, void *handle,
@@ -130,8 +137,52 @@ static int state_new(const struct c4_transport_config *cfg, int dev, void *handl
     s->sock[i].fd = -1;
   }
   plan_binds(s);
+  int planned = 0;
+  for (int i = 1; i <= s->nsocks; i++)
+    planned |= s->sock[i].bind_local;
+  if (!planned && s->nsocks > 1 &&
+      c4_path_probe_start(&s->probe, &s->target.addr, cfg->path_probe_ms, s->t_start) == 0)
+    s->probing = 1;
   *out = s;
   return 0;
+}
+
+/* What the probe did, for the log: where the data sockets went. */
+static void probe_outcome(int outcome, int used, char *out, size_t len) {
+  switch (outcome) {
+  case C4_PROBE_SPREAD: snprintf(out, len, "spread over %d paths", used); break;
+  case C4_PROBE_ONE_PATH: snprintf(out, len, "left to ECMP: one path found"); break;
+  case C4_PROBE_SILENT:
+    snprintf(out, len, "left to ECMP: no answers in time (ICMP filtered?)");
+    break;
+  default: snprintf(out, len, "left to ECMP: a socket call failed"); break;
+  }
+}
+
+/* Advances the path probe; once it is done, binds the data sockets to the source ports it
+ * picked (distinct paths in turn). Returns 1 when the data sockets may dial. */
+static int probe_step(struct connect_state *s) {
+  if (!s->probing) return 1;
+  if (!c4_path_probe_step(&s->probe, c4_now_ns())) return 0;
+  s->probing = 0;
+  uint16_t ports[C4_MAX_NSOCKS];
+  int npaths = 0, n = 0;
+  if (s->probe.outcome == C4_PROBE_SPREAD)
+    n = c4_path_probe_pick(s->probe.port, (const uint32_t(*)[C4_PROBE_HOPS])s->probe.sig,
+                           C4_PROBE_PORTS, s->probe.hops, ports, s->nsocks, &npaths);
+  for (int i = 0; i < n; i++) {
+    struct conn_sock *cs = &s->sock[i + 1];
+    struct sockaddr_in *local = (struct sockaddr_in *)&cs->local;
+    memset(&cs->local, 0, sizeof cs->local);
+    local->sin_family = AF_INET;
+    local->sin_port = htons(ports[i]);
+    cs->bind_local = cs->probed = 1;
+  }
+  char what[96];
+  probe_outcome(s->probe.outcome, npaths < n ? npaths : n, what, sizeof what);
+  C4_INFO("connect to %s (%s): data sockets %s after %.1f ms (%d router hops)", s->where,
+          s->target.id.host, what, (double)(c4_now_ns() - s->t_start) / 1e6, s->probe.hops);
+  return 1;
 }
 
 /* Advances one socket: (re)connect, then write its hello. Returns 1 when its hello is out. */
@@ -196,8 +247,12 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
     if ((rc = state_new(cfg, dev, handle, &s)) != 0) return rc;
     c4_handshake_scratch_set(handle, s);
   }
-  int all_sent = 1;
+  int all_sent = 1, data_may_dial = probe_step(s);
   for (int i = 0; i <= s->nsocks; i++) {
+    if (i > 0 && !data_may_dial) {
+      all_sent = 0;
+      continue;
+    }
     rc = sock_step(cfg, s, &s->sock[i]);
     if (rc < 0) goto fail;
     all_sent &= rc;
@@ -234,7 +289,8 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
   }
   int data_fd[C4_MAX_NSOCKS];
   for (int i = 0; i < s->nsocks; i++) {
-    if (s->sock[i + 1].bind_local) atomic_fetch_add(&c4_netplan_stats.bound, 1);
+    if (s->sock[i + 1].bind_local && !s->sock[i + 1].probed)
+      atomic_fetch_add(&c4_netplan_stats.bound, 1);
     data_fd[i] = s->sock[i + 1].fd;
     s->sock[i + 1].fd = -1;
   }

@@ -24,6 +24,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "net_comm.h"
+#include "net_path_report.h"
 #include "net_paths.h"
 #include "net_sock.h"
 #include "net_tcp_rate.h"
@@ -153,6 +154,7 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int got = 0;
   double span_ns;
   double rate = finished_chunk_rate(c, s, &span_ns);
+  if (span_ns > 0) c4_path_report(c, s->index, rate * span_ns, span_ns); /* for c4mon */
   pthread_mutex_lock(&c->claim_lock);
   count_finished_chunk(c, s, rate, span_ns);
   while (c->claim_seq < atomic_load(&c->posted)) {

@@ -47,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
   struct c4_record r = {.kind = (uint32_t)(i + 1)};
-  if (i < 4) { /* seeds 0..3: one record of each kind; 4: a hello; 5: a header; 6: a rank record */
+  if (i < 4) { /* seeds 0..3: one record of each kind; 4: a hello; 5: a header; 6: a rank record;
+                  7: a path record */
     if (r.kind == C4_REC_COLL) strcpy(r.coll.func, "AllReduce");
     return c4_frame_put_record(buf, cap, &r);
   }
@@ -66,6 +67,13 @@ size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
     r.kind = C4_REC_RANK;
     r.rank.event = C4_RANK_LOST;
     strcpy(r.rank.host, "h");
+    return c4_frame_put_record(buf, cap, &r);
+  }
+  if (i == 7) { /* one data socket's rate (the plugin's multipath weights) */
+    r.kind = C4_REC_PATH;
+    r.path = (struct c4_path_record){.sock = 1, .nsocks = 2, .bytes = 100, .busy_ns = 20, .t = 5};
+    strcpy(r.path.self.host, "h0");
+    strcpy(r.path.peer.host, "h1");
     return c4_frame_put_record(buf, cap, &r);
   }
   return 0;

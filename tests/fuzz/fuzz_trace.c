@@ -69,8 +69,10 @@ size_t c4_fuzz_seed(int i, uint8_t *buf, size_t cap) {
       "\"b\",\"dir\":\"send\",\"bytes\":8,\"t_post\":1,\"t_first\":2,\"t_done\":3,\"conn\":"
       "\"0000000000000001\",\"seq\":0,\"tag\":0,\"status\":\"ok\",\"pid\":1,\"peer_pid\":2,\"dev\":"
       "0,"
-      "\"peer_dev\":0}"};
-  if (i < 0 || i >= 3 || strlen(seeds[i]) > cap) return 0;
+      "\"peer_dev\":0}",
+      "{\"v\":1,\"type\":\"path\",\"conn\":\"0000000000000001\",\"host\":\"a\",\"peer_host\":"
+      "\"b\",\"sock\":1,\"nsocks\":2,\"src_port\":49152,\"bytes\":8,\"busy_ns\":2,\"t\":3}"};
+  if (i < 0 || i >= 4 || strlen(seeds[i]) > cap) return 0;
   memcpy(buf, seeds[i], strlen(seeds[i]));
   return strlen(seeds[i]);
 }

@@ -7,6 +7,8 @@
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
 BIN=$BUILD/bin
+# shellcheck source=tests/lib/c4mon_serve.sh
+source "$(dirname "$0")/../lib/c4mon_serve.sh"
 WORK=$(mktemp -d /tmp/c4-promtool-XXXXXX)
 mon=
 cleanup() {
@@ -22,16 +24,11 @@ command -v promtool >/dev/null || fail "promtool is missing (Debian package prom
 
 promtool check rules docs/alerts.yml >"$WORK/rules" 2>&1 || fail "docs/alerts.yml: $(cat "$WORK/rules")"
 
-C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --token t \
-  >"$WORK/events" 2>"$WORK/mon.err" &
-mon=$!
-for _ in $(seq 50); do
-  grep -q "listening for ranks" "$WORK/mon.err" && break
-  sleep 0.1
-done
-ranks=$(sed -n 's/.*listening for ranks on \(.*\)$/\1/p' "$WORK/mon.err")
-metrics=$(sed -n 's|.*metrics on \(http://.*\)$|\1|p' "$WORK/mon.err")
-[ -n "$ranks" ] && [ -n "$metrics" ] || fail "c4mon did not start: $(cat "$WORK/mon.err")"
+c4mon_serve "$BIN/c4mon" "$WORK/events" "$WORK/mon.err" --listen 127.0.0.1:0 \
+  --metrics 127.0.0.1:0 --token t
+started=$?
+mon=$MON_PID ranks=$MON_RANKS metrics=$MON_METRICS
+[ "$started" = 0 ] || fail "c4mon did not start"
 
 C4_MONITOR=$ranks C4_TOKEN=t C4_JOB=promjob C4_HEARTBEAT_MS=100 \
   "$BIN/c4perf" --spawn 2 -b 64K -e 1M -n 20 >/dev/null 2>"$WORK/perf.err" ||

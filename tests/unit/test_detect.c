@@ -653,6 +653,61 @@ START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_fo
 }
 END_TEST
 
+/* A ring of 4 hosts (node r sends to node r + 1), as its receivers record it, every 20 ms at
+ * 10 GB/s times rate(src, dst, t): each NIC has one cell out and one in. */
+static void run_ring(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, uint64_t t)) {
+  static uint64_t seq;
+  for (uint64_t t = t0; t < t1; t += 20 * MS)
+    for (int s = 0; s < 4; s++) {
+      int d = (s + 1) % 4;
+      double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)s * 7) % 21) / 10.0 - 1);
+      uint64_t ns = (uint64_t)(1048576 / (10.0 * rate(s, d, t)) * jitter);
+      struct c4_record r = {.kind = C4_REC_XFER};
+      r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                       .status = C4_XFER_OK,
+                                       .conn_id = (uint64_t)(s * 8 + d),
+                                       .seq = seq++,
+                                       .bytes = 1048576,
+                                       .t_posted = t,
+                                       .t_first_byte = t + 5000,
+                                       .t_done = t + 5000 + ns};
+      r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d};
+      r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
+      snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
+      snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
+      take(&r);
+    }
+}
+
+static double node2_link_at_quarter(int s, int d, uint64_t t) {
+  return (s == 2 || d == 2) && t >= 12000 * MS ? 0.25 : 1;
+}
+
+/* make drill's degraded host link: in a ring its NIC has one cell each way, and the plan gives the
+ * cell out of it a path of its own (the hosts share a leaf). Both cells slow: one NIC verdict,
+ * not the path (which would leave the cell into the NIC as a second verdict). */
+START_TEST(a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path) {
+  char plan[] = "/tmp/c4-test-plan-XXXXXX";
+  int fd = mkstemp(plan);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(
+      "{\"v\":1,\"paths\":[{\"id\":\"s0\",\"pairs\":[[\"node0\",\"node1\"],[\"node1\",\"node2\"]]},"
+      "{\"id\":\"l0\",\"pairs\":[[\"node2\",\"node3\"]]},{\"id\":\"l1\",\"pairs\":[[\"node3\","
+      "\"node0\"]]}]}",
+      f);
+  fclose(f);
+  setup(plan);
+  unlink(plan);
+  run_ring(1000 * MS, 18000 * MS, node2_link_at_quarter);
+  json_t *e = only_comm_slow();
+  const char *where = json_string_value(json_object_get(e, "where"));
+  ck_assert_msg(!strcmp(where, "nic_tx") || !strcmp(where, "nic_rx"), "named %s", where);
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node2");
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -661,6 +716,7 @@ int main(void) {
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
+  tcase_add_test(tc, a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);

@@ -106,6 +106,22 @@ START_TEST(every_record_kind_round_trips_exactly) {
       (struct c4_rank_record){.rank = 4, .pid = 5, .event = C4_RANK_LOST, .t = 6, .dropped = 7};
   strcpy(k.rank.host, "h");
   round_trip(&k, 0);
+  struct c4_record a = {.kind = C4_REC_PATH};
+  a.path = (struct c4_path_record){.conn_id = 3,
+                                   .nccl_comm = 4,
+                                   .sock = 1,
+                                   .nsocks = 2,
+                                   .src_port = 49152,
+                                   .bytes = 1 << 20,
+                                   .busy_ns = 20000000,
+                                   .t = 5};
+  strcpy(a.path.self.host, "h0");
+  strcpy(a.path.peer.host, "h1");
+  a.path.peer.rank = 1;
+  round_trip(&a, 0);
+  memset(a.path.self.host, 'p', C4_HOST_MAX - 1);
+  memset(a.path.peer.host, 'q', C4_HOST_MAX - 1);
+  round_trip(&a, 1);
   /* every string at its longest: the kind's largest size */
   memset(x.xfer.self.host, 'a', C4_HOST_MAX - 1);
   memset(x.xfer.peer.host, 'b', C4_HOST_MAX - 1);
@@ -126,6 +142,12 @@ END_TEST
 START_TEST(records_with_bad_fields_are_refused) {
   struct c4_record x = {.kind = C4_REC_XFER}, out;
   uint8_t buf[512] = {0};
+  struct c4_record a = {.kind = C4_REC_PATH}; /* a data socket past the connection's count */
+  a.path = (struct c4_path_record){.sock = 1, .nsocks = 2, .t = 1};
+  size_t na = c4_frame_put_record(buf, sizeof buf, &a);
+  ck_assert_int_eq(c4_frame_get_record(buf, na, &out), (int)na);
+  buf[17] = 2; /* sock: its index, not below nsocks */
+  ck_assert_int_eq(c4_frame_get_record(buf, na, &out), C4_EPROTO);
   size_t n = c4_frame_put_record(buf, sizeof buf, &x);
   buf[25] = 2; /* dir */
   ck_assert_int_eq(c4_frame_get_record(buf, n, &out), C4_EPROTO);

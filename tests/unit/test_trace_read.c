@@ -76,6 +76,18 @@ START_TEST(every_record_kind_reads_back_as_written) {
   round_trip(&k);
   k.rank.event = C4_RANK_BYE;
   round_trip(&k);
+  struct c4_record a = {.kind = C4_REC_PATH};
+  a.path = (struct c4_path_record){.conn_id = 11,
+                                   .nccl_comm = 12,
+                                   .sock = 3,
+                                   .nsocks = 4,
+                                   .src_port = 49153,
+                                   .bytes = 99,
+                                   .busy_ns = 20000000,
+                                   .t = 13};
+  a.path.self = (struct c4_identity){.host = "h3", .pid = 7, .rank = 2, .dev = 0};
+  a.path.peer = (struct c4_identity){.host = "h2", .pid = 8, .rank = 3, .dev = 1};
+  round_trip(&a);
 }
 END_TEST
 
@@ -105,6 +117,12 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
   expect_bad("{\"v\":1,\"type\":\"coll\",\"v\":1}", "not a JSON object"); /* duplicate key */
   expect_bad("{\"v\":1,\"type\":\"hb\",\"rank\":1}", "\"host\" is missing");
   expect_bad("{\"v\":1,\"type\":\"end\",\"rank\":1,\"host\":\"h\",\"t\":1}", "\"clean\"");
+  expect_bad("{\"v\":1,\"type\":\"path\",\"conn\":\"0000000000000001\",\"host\":\"a\","
+             "\"peer_host\":\"b\",\"sock\":2,\"nsocks\":2,\"bytes\":1,\"busy_ns\":1,\"t\":1}",
+             "\"sock\" is not below nsocks");
+  expect_bad("{\"v\":1,\"type\":\"path\",\"conn\":\"0000000000000001\",\"host\":\"a\","
+             "\"peer_host\":\"b\",\"sock\":0,\"nsocks\":2,\"bytes\":1,\"t\":1}",
+             "\"busy_ns\" is missing");
 }
 END_TEST
 

@@ -15,14 +15,19 @@
 #            port, then c4plan assign) so the two flows of each direction take distinct spines,
 #            even chunks (C4_PATH_WEIGHTS=0);
 #   dynamic: two data sockets per connection, pinned to distinct spines by the plan, with chunks
-#            weighted by each socket's measured rate (C4_PATH_WEIGHTS=1).
+#            weighted by each socket's measured rate (C4_PATH_WEIGHTS=1);
+#   defaults: c4 as a user drops it in: no plan, no C4_* tuning variable (the plugin probes which
+#            source ports cross which spine and weighs its sockets by itself; the mean of
+#            ECMP_TRIALS runs, each probing afresh).
 # Healthy, then with one leaf-spine link (l0-s0) degraded to a quarter of RATE with tc. The bound
 # is the max-flow bound: per direction between the leaves, what the spines can carry (each
 # spine's leaf-to-leaf path at its slower link), shared by the direction's two flows, and at most
 # a host link. c4perf's own ceiling on this machine is below the bound (CPU, the ring's steps),
 # so the bound is also realized: each placement runs on a non-blocking fabric (spine links at 4x
 # RATE) whose host links run at the bound. Targets (issue 6), against the realized bound:
-# degraded, dynamic >= 0.9 of it and >= 1.3x plain ECMP; healthy, the plan >= 0.95 of it. Each
+# degraded, dynamic >= 0.9 of it and >= 1.3x plain ECMP; healthy, the plan >= 0.95 of it
+# (issue 6); the defaults (issue 19): healthy >= 0.9 of it and >= 0.95 of the static plan,
+# degraded >= 0.9 of it and >= 2x plain ECMP. Each
 # run's packet headers on leaf l0's two uplinks are captured with tcpdump and counted by c4cap (how the bytes spread over the spines), and c4cap's
 # IP byte counts must equal tcpdump's own on every capture. Prints a table and writes
 # BUILD/bench-fabric.json.
@@ -131,6 +136,7 @@ mode_env() { # MODE WORKLOAD: the plugin's environment for a placement
   ecmp) echo "C4_NSOCKS=1" ;;
   static) echo "C4_NSOCKS=1 C4_PLAN=$WORK/static-$2.plan C4_PATH_WEIGHTS=0" ;;
   dynamic) echo "C4_NSOCKS=2 C4_NTHREADS=2 C4_PLAN=$WORK/dynamic-$2.plan C4_PATH_WEIGHTS=1" ;;
+  defaults) echo "" ;;
   esac
 }
 # ITERS for about SECS at the rate the bound allows (busbw ~ edge rate; 4 MiB each)
@@ -140,8 +146,10 @@ iters() { awk -v r="$1" -v s="$SECS" 'BEGIN {n = int(r * 1e6 / 8 * s / 4194304 /
 perf_rank() {
   local h=$1 r=$2 world=$3 mport=$4 master=$5 mode=$6
   shift 6
+  local lports=C4_LISTEN_PORTS=$LPORT # the port the plans were probed for; the defaults take none
+  [ "$mode" = defaults ] && lports=C4_HOSTNAME="h$h"
   # shellcheck disable=SC2046 # the mode's variables, split on purpose
-  ip netns exec "$P-h$h" env $(mode_env "$mode" "$WORKLOAD") C4_HOSTNAME="h$h" C4_LISTEN_PORTS=$LPORT \
+  ip netns exec "$P-h$h" env $(mode_env "$mode" "$WORKLOAD") C4_HOSTNAME="h$h" "$lports" \
     NCCL_SOCKET_IFNAME=eth0 C4_DEBUG=NONE RANK=$r WORLD_SIZE=$world MASTER_ADDR="$master" \
     MASTER_PORT="$mport" "$BIN/c4perf" --plugin "$PLUGIN" --no-check -b $MSG -e $MSG "$@"
 }
@@ -187,7 +195,7 @@ bidir_once() { # MODE BOUND_MBIT: the mean rate of the four streams in Mbit/s
 
 measure() { # WORKLOAD MODE BOUND: ECMP's mean over its trials, else one run
   local trials=1 v sum=0
-  [ "$2" = ecmp ] && trials=$ECMP_TRIALS
+  [ "$2" = ecmp ] || [ "$2" = defaults ] && trials=$ECMP_TRIALS
   for _ in $(seq "$trials"); do
     v=$("$1_once" "$2" "$3")
     [ -n "$v" ] || die "$1 ($2): no figure"
@@ -268,7 +276,7 @@ run_condition() { # LABEL DEGRADED_LINK(-)
   R[$1,bound]=$b
   realize "$1" "${b%.*}" "$2"
   for w in allreduce bidir; do
-    for m in ecmp static dynamic; do
+    for m in ecmp static dynamic defaults; do
       cap_start "$1-$w-$m"
       R[$1,$w,$m]=$(measure "$w" "$m" "$b")
       R[$1,$w,$m,spines]=$(cap_stop "$1-$w-$m")
@@ -286,21 +294,24 @@ run_condition degraded l0-s0
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN {print (v >= t ? "ok" : "MISSED")}'; }
 echo
-printf '%-9s %-10s %8s %8s %8s %8s %10s %10s   %s\n' condition workload ecmp static dynamic bound \
-  realized-s realized-d "of realized (ecmp static dynamic); of bound (dynamic)"
+printf '%-9s %-10s %8s %8s %8s %8s %8s %10s %10s   %s\n' condition workload ecmp static dynamic \
+  defaults bound realized-s realized-d "of realized (ecmp static dynamic defaults); of bound (dynamic defaults)"
 for c in healthy degraded; do
   for w in allreduce bidir; do
-    printf '%-9s %-10s %8s %8s %8s %8s %10s %10s   %s %s %s; %s\n' "$c" "$w" "${R[$c,$w,ecmp]}" \
-      "${R[$c,$w,static]}" "${R[$c,$w,dynamic]}" "${R[$c,bound]}" "${R[$c,$w,static,ref]}" \
-      "${R[$c,$w,dynamic,ref]}" "$(ratio "${R[$c,$w,ecmp]}" "${R[$c,$w,static,ref]}")" \
+    printf '%-9s %-10s %8s %8s %8s %8s %8s %10s %10s   %s %s %s %s; %s %s\n' "$c" "$w" \
+      "${R[$c,$w,ecmp]}" "${R[$c,$w,static]}" "${R[$c,$w,dynamic]}" "${R[$c,$w,defaults]}" \
+      "${R[$c,bound]}" "${R[$c,$w,static,ref]}" "${R[$c,$w,dynamic,ref]}" \
+      "$(ratio "${R[$c,$w,ecmp]}" "${R[$c,$w,static,ref]}")" \
       "$(ratio "${R[$c,$w,static]}" "${R[$c,$w,static,ref]}")" \
       "$(ratio "${R[$c,$w,dynamic]}" "${R[$c,$w,dynamic,ref]}")" \
-      "$(ratio "${R[$c,$w,dynamic]}" "${R[$c,bound]}")"
+      "$(ratio "${R[$c,$w,defaults]}" "${R[$c,$w,dynamic,ref]}")" \
+      "$(ratio "${R[$c,$w,dynamic]}" "${R[$c,bound]}")" "$(ratio "${R[$c,$w,defaults]}" "${R[$c,bound]}")"
   done
 done
 echo "bench-fabric: c4cap's IP byte counts equal tcpdump's on all $CAP_AGREE captures of l0's uplinks"
 echo "(realized-s, realized-d: the static and dynamic placements on a non-blocking fabric whose host"
-echo " links run at the bound: the most c4perf gets out of the bound here)"
+echo " links run at the bound: the most c4perf gets out of the bound here; the defaults are judged"
+echo " against realized-d, two data sockets as theirs)"
 echo
 json="{\"rate_mbit\": $RATE_MBIT, \"degraded_mbit\": $DEGRADED_MBIT"
 for w in allreduce bidir; do
@@ -308,8 +319,14 @@ for w in allreduce bidir; do
   dd=$(ratio "${R[degraded,$w,dynamic]}" "${R[degraded,$w,dynamic,ref]}")
   de=$(ratio "${R[degraded,$w,dynamic]}" "${R[degraded,$w,ecmp]}")
   echo "targets, $w: healthy plan $hs of the realized bound (>= 0.95: $(verdict "$hs" 0.95)); degraded dynamic $dd of it (>= 0.9: $(verdict "$dd" 0.9)), ${de}x plain ECMP (>= 1.3: $(verdict "$de" 1.3))"
+  fh=$(ratio "${R[healthy,$w,defaults]}" "${R[healthy,$w,dynamic,ref]}")
+  fs=$(ratio "${R[healthy,$w,defaults]}" "${R[healthy,$w,static]}")
+  fd=$(ratio "${R[degraded,$w,defaults]}" "${R[degraded,$w,dynamic,ref]}")
+  fe=$(ratio "${R[degraded,$w,defaults]}" "${R[degraded,$w,ecmp]}")
+  echo "targets, $w, defaults: healthy $fh of the realized bound (>= 0.9: $(verdict "$fh" 0.9)), $fs of the static plan (>= 0.95: $(verdict "$fs" 0.95)); degraded $fd of the realized bound (>= 0.9: $(verdict "$fd" 0.9)), ${fe}x plain ECMP (>= 2: $(verdict "$fe" 2))"
+  json+=", \"${w}_healthy_defaults_of_realized\": $fh, \"${w}_healthy_defaults_of_static\": $fs, \"${w}_degraded_defaults_of_realized\": $fd, \"${w}_degraded_defaults_over_ecmp\": $fe"
   for c in healthy degraded; do
-    for m in ecmp static dynamic; do json+=", \"${c}_${w}_${m}_mbit\": ${R[$c,$w,$m]}"; done
+    for m in ecmp static dynamic defaults; do json+=", \"${c}_${w}_${m}_mbit\": ${R[$c,$w,$m]}"; done
     for m in static dynamic; do json+=", \"${c}_${w}_${m}_realized_mbit\": ${R[$c,$w,$m,ref]}"; done
   done
   json+=", \"${w}_healthy_plan_of_realized\": $hs, \"${w}_degraded_dynamic_of_realized\": $dd, \"${w}_degraded_dynamic_over_ecmp\": $de"

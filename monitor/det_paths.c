@@ -1,0 +1,323 @@
+/* det_paths.c -- congested paths from the plugin's path records: each data socket's rate (bytes
+ * acknowledged over its busy time), pooled over the last four seconds, against the best socket of
+ * the same connection on another path. The plugin's weights move a connection's bytes off a
+ * congested path, so the connection's transfers hardly slow and the delay matrix sees little; the
+ * rate the slow path still gives its socket's (smaller) chunks does not recover.
+ *
+ * A path's statistic is the mean, over the data sockets the plan puts on it, of the log of the
+ * best other-path sibling's rate over the socket's own: about 0 on a healthy fabric, and the
+ * congestion's factor when the path is slow. A slow host link or NIC slows every socket of its
+ * connections alike and leaves it near 0; sockets of connections the plan keeps on one path tell
+ * nothing of paths apart. Its noise: the path's own healthy values (det_noise) once it has a
+ * dozen, until then the pool of every socket's log ratio to its siblings, connections on one path
+ * included (their ratios are the measure's own noise), its spread scaled down by the square root
+ * of the sockets averaged. A path past z of its spreads and the minimum effect for three
+ * evaluations in a row, with enough evidence summed, is one `path` verdict under the key the
+ * matrix would use (held while the path stays past half its margin); the matrix takes the cells
+ * of its host pairs as explained. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det_index.h"
+#include "det_internal.h"
+
+#define HALF_NS 500000000ull  /* evaluations every half second */
+#define GRACE_NS 200000000ull /* records of a half-window may arrive this late */
+#define SPAN 8                /* half-windows pooled: four seconds */
+#define RING 32 /* and a sibling idle over SPAN stands by its rate over these (16 s) */
+#define MIN_BUSY_NS 20000000ull /* a socket's pooled busy time worth a rate: one sample */
+#define MAX_SOCKS (1 << 14)
+#define STREAK 3
+#define EVIDENCE 2.0f
+#define MAX_TRACKED 4096 /* paths followed */
+
+struct sock {
+  uint64_t conn;
+  int sock, path; /* path: the plan's path index, -1 not known */
+  char src[C4_HOST_MAX], dst[C4_HOST_MAX];
+  uint64_t hw[RING];
+  double bytes[RING], busy[RING];
+  /* the last evaluation: d, the log of the best sibling's rate (on another path when split) over
+   * this one's; has: d was computed; split: its sibling is on another path */
+  float d, d_recent;
+  int has, split;
+  double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
+};
+
+struct track { /* one path: its noise and its run of evaluations */
+  struct det_noise noise;
+  int streak, miss, raised, hot;
+  float evidence;
+  uint64_t first_seen;
+};
+
+static struct {
+  struct det_index socks;
+  struct track *track; /* per plan path, MAX_TRACKED */
+  uint64_t next_hw, newest_hw;
+  const struct c4_det_job *job;
+  int any_tracked;
+  struct det_noise pool; /* every socket's d: the ratio's healthy spread */
+} p;
+
+static const struct det_ctx *ctx;
+
+struct key {
+  uint64_t conn;
+  int sock;
+};
+static int match(const void *item, const void *key) {
+  const struct sock *s = item;
+  const struct key *k = key;
+  return s->conn == k->conn && s->sock == k->sock;
+}
+
+void det_paths_init(const struct det_ctx *c) { ctx = c; }
+
+void det_paths_take(const struct c4_det_job *job, const struct c4_path_record *a) {
+  if (!det_plan_npaths() || !a->busy_ns || !a->t || a->sock >= a->nsocks) return;
+  if (!p.socks.item_size)
+    p.socks =
+        (struct det_index){.item_size = sizeof(struct sock), .nslots = 2 * MAX_SOCKS, .probes = 64};
+  uint64_t hw = a->t / HALF_NS;
+  if (p.next_hw && hw < p.next_hw) return; /* its window was judged already */
+  struct key k = {a->conn_id, a->sock};
+  int added = 0;
+  struct sock *s =
+      det_index_get(&p.socks, a->conn_id * 0x9e3779b97f4a7c15ull ^ a->sock, match, &k, 1, &added);
+  if (!s) return;
+  if (added) {
+    s->conn = a->conn_id;
+    s->sock = a->sock;
+    snprintf(s->src, sizeof s->src, "%s", a->self.host);
+    snprintf(s->dst, sizeof s->dst, "%s", a->peer.host);
+    s->path = det_plan_sock_path(s->src, s->dst, a->sock, a->src_port);
+    for (int i = 0; i < RING; i++)
+      s->hw[i] = UINT64_MAX;
+  }
+  p.job = job;
+  int b = (int)(hw % RING);
+  if (s->hw[b] != hw) {
+    s->hw[b] = hw;
+    s->bytes[b] = s->busy[b] = 0;
+  }
+  s->bytes[b] += (double)a->bytes;
+  s->busy[b] += (double)a->busy_ns;
+  if (!p.next_hw) p.next_hw = hw;
+  if (hw > p.newest_hw) p.newest_hw = hw;
+}
+
+/* Socket s's bytes and busy time over the half-windows w - span + 1 .. w. */
+static void pooled(const struct sock *s, uint64_t w, int span, double *bytes, double *busy) {
+  *bytes = *busy = 0;
+  for (uint64_t h = w + 1 - (uint64_t)span; h <= w; h++) {
+    int b = (int)(h % RING);
+    if (s->hw[b] != h) continue;
+    *bytes += s->bytes[b];
+    *busy += s->busy[b];
+  }
+}
+
+/* Socket i's best sibling rate among rate[] (0: none): on another known path when there is one
+ * there (*split set), else any. A sibling with no rate of its own in the window was idle (it moved
+ * its chunks without a busy period long enough for a sample: it kept up), and its rate over the
+ * last RING half-windows stands for it (idle[]). */
+static double sibling(struct sock **v, int n, int i, const double *rate, const double *idle,
+                      int *split) {
+  double other = 0, elsewhere = 0;
+  for (int j = 0; j < n; j++) {
+    double r = rate[j] ? rate[j] : idle[j];
+    if (j == i || !r) continue;
+    if (r > other) other = r;
+    if (v[i]->path >= 0 && v[j]->path >= 0 && v[j]->path != v[i]->path && r > elsewhere)
+      elsewhere = r;
+  }
+  *split = elsewhere > 0;
+  return elsewhere ? elsewhere : other;
+}
+
+/* The n sockets of one connection: every one's d against its best sibling over the last SPAN
+ * half-windows, and d_recent over the last recent ones (the rate since a path's streak began:
+ * what the verdict's factor says; d where a socket has no rate of its own that recent). */
+static void judge_conn(struct sock **v, int n, uint64_t w, int recent) {
+  double rate[64], bytes[64], busy[64], fresh[64], idle[64];
+  for (int i = 0; i < n; i++)
+    v[i]->has = v[i]->split = 0;
+  if (n > 64) n = 64; /* C4_MAX_NSOCKS */
+  for (int i = 0; i < n; i++) {
+    double b, t;
+    pooled(v[i], w, recent, &b, &t);
+    fresh[i] = t >= MIN_BUSY_NS && b > 0 ? b / t : 0;
+    pooled(v[i], w, SPAN, &bytes[i], &busy[i]);
+    rate[i] = busy[i] >= MIN_BUSY_NS && bytes[i] > 0 ? bytes[i] / busy[i] : 0;
+    pooled(v[i], w, RING, &b, &t);
+    idle[i] = t >= MIN_BUSY_NS && b > 0 ? b / t : 0;
+  }
+  for (int i = 0; i < n; i++) {
+    struct sock *s = v[i];
+    int split, fresh_split;
+    double ref = rate[i] ? sibling(v, n, i, rate, idle, &split) : 0;
+    if (!ref) continue;
+    s->has = 1;
+    s->split = split;
+    s->d = (float)log(ref / rate[i]);
+    double fresh_ref = fresh[i] ? sibling(v, n, i, fresh, idle, &fresh_split) : 0;
+    s->d_recent = fresh_ref && fresh_split == split ? (float)log(fresh_ref / fresh[i]) : s->d;
+    s->busy_ns = busy[i];
+    s->lost_ns = busy[i] > bytes[i] / ref ? busy[i] - bytes[i] / ref : 0;
+  }
+}
+
+static int by_conn(const void *a, const void *b) {
+  const struct sock *x = *(struct sock *const *)a, *y = *(struct sock *const *)b;
+  return x->conn < y->conn ? -1 : x->conn > y->conn;
+}
+
+/* Path k this evaluation: its split sockets' mean d, how many, the time they lost. */
+struct path_sum {
+  int n;
+  double sum, sum_recent, lost;
+};
+
+/* One more evaluation of path k (S: its statistic less its baseline, F: the same over the streak's
+ * half-windows only, the factor a new verdict says; margin: how far past that is well outside the
+ * noise); raises its verdict after STREAK hot ones in a row with EVIDENCE
+ * margins of excess summed, clears it after STREAK calm ones. */
+static void follow(int k, int hot, float S, float F, float margin, double cost, int n,
+                   uint64_t wstart) {
+  struct track *t = &p.track[k];
+  char key[320];
+  snprintf(key, sizeof key, "comm_slow/%s/path/%s", p.job->name, det_plan_path_name(k));
+  t->hot = hot;
+  if (!hot) {
+    t->streak = 0;
+    if (t->raised && ++t->miss >= STREAK) {
+      det_book_clear(key, "the path's sockets are back to their usual rate", ctx->now);
+      t->raised = 0;
+    }
+    return;
+  }
+  t->miss = 0;
+  if (!t->streak++) t->first_seen = wstart, t->evidence = 0;
+  t->evidence += S / margin - 1;
+  double confidence = fmin(1.0, 0.5 * S / margin);
+  if (t->raised) {
+    det_book_update(key, exp(S), confidence, cost);
+    return;
+  }
+  if (t->streak < STREAK || t->evidence < EVIDENCE) return;
+  struct det_finding f = {.kind = "comm_slow",
+                          .where = "path",
+                          .job = p.job->name,
+                          .ranks = json_array(),
+                          .hosts = json_array(),
+                          .path = det_plan_path_name(k),
+                          .factor = exp(F),
+                          .confidence = confidence,
+                          .cost = cost,
+                          .first_seen = t->first_seen};
+  snprintf(f.detail, sizeof f.detail,
+           "its %d data socket(s) at 1/%.2f of their siblings' rate on other paths", n, exp(F));
+  det_book_raise(key, &f, ctx->now);
+  t->raised = 1;
+}
+
+/* Judges half-window w (the SPAN half-windows ending with it) and teaches the baselines. */
+static void evaluate(uint64_t w) {
+  long n = p.socks.n;
+  int np = det_plan_npaths() < MAX_TRACKED ? det_plan_npaths() : MAX_TRACKED;
+  struct sock **v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  struct path_sum *ps = calloc((size_t)(np ? np : 1), sizeof *ps);
+  if (!v || !ps) goto out;
+  for (long i = 0; i < n; i++)
+    v[i] = det_index_at(&p.socks, i);
+  qsort(v, (size_t)n, sizeof *v, by_conn);
+  /* the half-windows since the oldest running streak began (2 at least: a rate needs samples) */
+  int recent = SPAN;
+  for (int k = 0; k < np; k++)
+    if (p.track[k].streak && !p.track[k].raised) {
+      uint64_t since = p.track[k].first_seen / HALF_NS + SPAN - 1;
+      int r = since < w ? (int)(w - since + 1) : 1;
+      recent = r < 2 ? 2 : r < recent ? r : recent;
+    }
+  for (long lo = 0, hi; lo < n; lo = hi) {
+    for (hi = lo + 1; hi < n && v[hi]->conn == v[lo]->conn; hi++)
+      ;
+    judge_conn(v + lo, (int)(hi - lo), w, recent);
+  }
+  double all_busy = 0;
+  for (long i = 0; i < n; i++) {
+    const struct sock *s = v[i];
+    if (!s->has) continue;
+    all_busy += s->busy_ns;
+    if (!s->split || s->path >= np) continue;
+    ps[s->path].n++;
+    ps[s->path].sum += s->d;
+    ps[s->path].sum_recent += s->d_recent;
+    ps[s->path].lost += s->lost_ns;
+  }
+  uint64_t wstart = (w + 1 - SPAN) * HALF_NS;
+  p.any_tracked = 0;
+  for (int k = 0; k < np; k++) {
+    struct track *t = &p.track[k];
+    if (!ps[k].n) continue; /* no rate this time says nothing either way: the verdict stands */
+    float S = (float)(ps[k].sum / ps[k].n), base, margin;
+    if (det_noise_ready(&t->noise)) {
+      base = t->noise.base;
+      margin = det_noise_margin(&t->noise, &ctx->noise);
+    } else if (det_noise_ready(&p.pool)) {
+      base = p.pool.base;
+      margin = det_noise_margin_scaled(&p.pool, &ctx->noise, 1 / sqrtf((float)ps[k].n));
+    } else {
+      continue; /* nothing learned yet */
+    }
+    double cost = all_busy > 0 ? fmin(1.0, ps[k].lost / all_busy) : 0;
+    /* a raised verdict holds down to half its margin: a fault near the threshold does not come
+     * and go with the noise (each clear and raise would be a new verdict) */
+    float need = t->raised ? fmaxf(margin / 2, (float)ctx->noise.min_log) : margin;
+    float F = (float)(ps[k].sum_recent / ps[k].n) - base;
+    follow(k, S - base >= need, S - base, F, margin, cost, ps[k].n, wstart);
+    if (t->raised || t->streak)
+      det_noise_drop(&t->noise); /* the fault's start is not the path's noise */
+    else
+      det_noise_add(&t->noise, S);
+  }
+  for (int k = 0; k < np; k++)
+    p.any_tracked |= p.track[k].raised || p.track[k].streak;
+  /* the pool learns every socket's d but those of a path under a verdict or on its way to one */
+  for (long i = 0; i < n; i++) {
+    const struct sock *s = v[i];
+    if (!s->has) continue;
+    if (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak)) continue;
+    det_noise_add(&p.pool, s->d);
+  }
+out:
+  free(v);
+  free(ps);
+}
+
+void det_paths_advance(void) {
+  if (!p.next_hw || !det_plan_npaths()) return;
+  if (!p.track && !(p.track = calloc(MAX_TRACKED, sizeof *p.track))) return;
+  if (p.newest_hw > p.next_hw + 2) p.next_hw = p.newest_hw - 2;
+  while (p.next_hw <= p.newest_hw && (p.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
+    evaluate(p.next_hw);
+    p.next_hw++;
+  }
+}
+
+int det_paths_explains(const char *src_host, const char *dst_host) {
+  if (!p.any_tracked || !p.track) return 0;
+  int paths[64], n = det_plan_flow_paths(src_host, dst_host, paths, 64);
+  for (int i = 0; i < n; i++)
+    if (paths[i] < MAX_TRACKED && (p.track[paths[i]].raised || p.track[paths[i]].streak)) return 1;
+  return 0;
+}
+
+void det_paths_reset(void) {
+  det_index_reset(&p.socks);
+  free(p.track);
+  memset(&p, 0, sizeof p);
+}

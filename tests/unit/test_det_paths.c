@@ -1,0 +1,256 @@
+/* test_det_paths.c -- congested paths from hand-written path records (the rate each data socket's
+ * path gave it) on a two-leaf, two-spine ring like make drill's: a congested spine is one `path`
+ * verdict naming it even when the connections' own transfers do not slow, a slow host link (every
+ * socket of its connections alike) is none, sockets a plan keeps on one path are never a path, and
+ * healthy noise raises nothing. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check_run.h"
+#include "det.h"
+#include "mon_events.h"
+
+#define MS 1000000ull
+
+static json_t *events;
+static char plan[64];
+
+static void collect(const json_t *ev, const char *line, void *arg) {
+  (void)line;
+  (void)arg;
+  json_array_append(events, (json_t *)ev);
+}
+
+/* The drill's plan: the ring h0 -> h1 -> h3 -> h2 -> h0, two data sockets a hop; the hops between
+ * the leaves (h0 -> h1, h3 -> h2) have one socket on each spine, the others stay in their leaf.
+ * The "paths" part lists each pair once (under s0), as c4plan writes it. */
+static void setup(void) {
+  snprintf(plan, sizeof plan, "/tmp/c4-test-paths-XXXXXX");
+  int fd = mkstemp(plan);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("{\"v\":1,\"paths\":[{\"id\":\"s0\",\"pairs\":[[\"h0\",\"h1\"],[\"h3\",\"h2\"]]},"
+        "{\"id\":\"l0\",\"pairs\":[[\"h2\",\"h0\"]]},{\"id\":\"l1\",\"pairs\":[[\"h1\",\"h3\"]]}],"
+        "\"flows\":[{\"src\":\"h0\",\"dst\":\"h1\",\"path\":\"s0\",\"src_port\":49154},"
+        "{\"src\":\"h0\",\"dst\":\"h1\",\"path\":\"s1\",\"src_port\":49152},"
+        "{\"src\":\"h1\",\"dst\":\"h3\",\"path\":\"l1\",\"src_port\":null},"
+        "{\"src\":\"h1\",\"dst\":\"h3\",\"path\":\"l1\",\"src_port\":null},"
+        "{\"src\":\"h3\",\"dst\":\"h2\",\"path\":\"s0\",\"src_port\":49154},"
+        "{\"src\":\"h3\",\"dst\":\"h2\",\"path\":\"s1\",\"src_port\":49152},"
+        "{\"src\":\"h2\",\"dst\":\"h0\",\"path\":\"l0\",\"src_port\":null},"
+        "{\"src\":\"h2\",\"dst\":\"h0\",\"path\":\"l0\",\"src_port\":null}]}",
+        f);
+  fclose(f);
+  json_decref(events);
+  events = json_array();
+  c4_mon_events_reset();
+  c4_mon_events_add_sink(collect, NULL);
+  struct c4_det_config cfg = {.plan = plan};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  unlink(plan);
+}
+
+static int count(const char *kind) {
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i, e) n +=
+      !strcmp(json_string_value(json_object_get(e, "kind")), kind);
+  return n;
+}
+
+static json_t *first(const char *kind) {
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i,
+                     e) if (!strcmp(json_string_value(json_object_get(e, "kind")), kind)) return e;
+  return NULL;
+}
+
+static const char *const ring[4] = {"h0", "h1", "h3", "h2"}; /* rank r's host */
+
+/* A deterministic noise factor in [1 / (1 + a), 1 + a], log-uniform: the plugin's healthy rates
+ * spread about so between sockets of one hop (a few tens of percent, with bursts). */
+static double noise(uint64_t *state, double a) {
+  *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+  double u = (double)(*state >> 11) / 9007199254740992.0; /* [0, 1) */
+  return exp((2 * u - 1) * log(1 + a));
+}
+
+/* Path records of every data socket of the ring from t0 to t1: each socket sends a 20 ms busy
+ * sample every 100 ms at about 1 GB/s times rate(hop, sock, t), as the plugin's weights sample
+ * it. */
+static void run_paths_every(uint64_t t0, uint64_t t1, double (*rate)(int hop, int sock, uint64_t t),
+                            uint64_t every) {
+  static uint64_t state = 12345;
+  for (uint64_t t = t0; t < t1; t += every)
+    for (int hop = 0; hop < 4; hop++)
+      for (int sock = 0; sock < 2; sock++) {
+        struct c4_record r = {.kind = C4_REC_PATH};
+        double bps = 1.0 * rate(hop, sock, t) * noise(&state, 0.4); /* bytes per ns */
+        r.path = (struct c4_path_record){.conn_id = 0xc0 + (uint64_t)hop,
+                                         .sock = (uint8_t)sock,
+                                         .nsocks = 2,
+                                         .src_port = 0,
+                                         .busy_ns = 20 * MS,
+                                         .bytes = (uint64_t)(bps * 20e6),
+                                         .t = t + (uint64_t)hop * 7 * MS + (uint64_t)sock * MS};
+        r.path.self = (struct c4_identity){.rank = hop, .pid = 100 + (uint32_t)hop};
+        r.path.peer =
+            (struct c4_identity){.rank = (hop + 1) % 4, .pid = 100 + (uint32_t)(hop + 1) % 4};
+        snprintf(r.path.self.host, C4_HOST_MAX, "%s", ring[hop]);
+        snprintf(r.path.peer.host, C4_HOST_MAX, "%s", ring[(hop + 1) % 4]);
+        c4_det_take(c4_det_job("job"), &r);
+      }
+}
+
+/* The ring's transfers as their receivers record them, 1 MiB every 20 ms per hop at 1 GB/s times
+ * rate(hop, t) (the hop's time per byte; 3% jitter). */
+static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int hop, uint64_t t)) {
+  static uint64_t seq;
+  for (uint64_t t = t0; t < t1; t += 20 * MS)
+    for (int hop = 0; hop < 4; hop++) {
+      double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)hop * 7) % 21) / 10.0 - 1);
+      uint64_t ns = (uint64_t)(1048576 / rate(hop, t) * jitter);
+      struct c4_record r = {.kind = C4_REC_XFER};
+      r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                       .status = C4_XFER_OK,
+                                       .conn_id = 0xc0 + (uint64_t)hop,
+                                       .seq = seq++,
+                                       .bytes = 1048576,
+                                       .t_posted = t,
+                                       .t_first_byte = t + 5000,
+                                       .t_done = t + 5000 + ns};
+      int to = (hop + 1) % 4;
+      r.xfer.self = (struct c4_identity){.rank = to, .pid = 100 + (uint32_t)to};
+      r.xfer.peer = (struct c4_identity){.rank = hop, .pid = 100 + (uint32_t)hop};
+      snprintf(r.xfer.self.host, C4_HOST_MAX, "%s", ring[to]);
+      snprintf(r.xfer.peer.host, C4_HOST_MAX, "%s", ring[hop]);
+      c4_det_take(c4_det_job("job"), &r);
+    }
+}
+
+/* The hops that cross the spines, 3x slower from 30 s to 45 s: the weights have not yet moved
+ * their bytes off the congested spine (as at a fault's start, or in a short job). */
+static double crossing_hops_slow(int hop, uint64_t t) {
+  return (hop == 0 || hop == 2) && t >= 30000 * MS && t < 45000 * MS ? 1.0 / 3 : 1;
+}
+
+static void run_paths(uint64_t t0, uint64_t t1, double (*rate)(int hop, int sock, uint64_t t)) {
+  run_paths_every(t0, t1, rate, 100 * MS);
+}
+
+static double healthy(int hop, int sock, uint64_t t) {
+  (void)hop, (void)sock, (void)t;
+  return 1;
+}
+/* spine s1 at a tenth from 30 s to 45 s: socket 1 of hops 0 (h0 -> h1) and 2 (h3 -> h2) */
+static double spine1_congested(int hop, int sock, uint64_t t) {
+  return (hop == 0 || hop == 2) && sock == 1 && t >= 30000 * MS && t < 45000 * MS ? 0.1 : 1;
+}
+/* h2's host link at a fifth: both sockets of h3 -> h2 (hop 2) and h2 -> h0 (hop 3) */
+static double host_link_h2_slow(int hop, int sock, uint64_t t) {
+  (void)sock;
+  return (hop == 2 || hop == 3) && t >= 30000 * MS && t < 45000 * MS ? 0.2 : 1;
+}
+/* one socket of the intra-leaf hop h1 -> h3 slow: the plan keeps both on l1 */
+static double one_leaf_socket_slow(int hop, int sock, uint64_t t) {
+  return hop == 1 && sock == 1 && t >= 30000 * MS && t < 45000 * MS ? 0.1 : 1;
+}
+
+START_TEST(a_congested_spine_is_one_path_verdict_that_clears_when_it_ends) {
+  setup();
+  run_paths(1000 * MS, 60000 * MS, spine1_congested);
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  json_t *e = first("comm_slow");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "s1");
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(at > 30000 * MS && at < 35000 * MS, "flagged at %.2f s", (double)at / 1e9);
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 6 && f < 15, "factor %.2f (the spine at a tenth)", f);
+  ck_assert_int_eq(count("recovered"), 1);
+  at = (uint64_t)json_integer_value(json_object_get(first("recovered"), "t"));
+  ck_assert_msg(at > 45000 * MS && at < 52000 * MS, "cleared at %.2f s", (double)at / 1e9);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(a_slow_host_link_slows_every_socket_alike_and_is_no_path) {
+  setup();
+  run_paths(1000 * MS, 60000 * MS, host_link_h2_slow);
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 0);
+  c4_det_reset();
+}
+END_TEST
+
+START_TEST(sockets_the_plan_keeps_on_one_path_never_name_it) {
+  setup();
+  run_paths(1000 * MS, 60000 * MS, one_leaf_socket_slow);
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 0);
+  c4_det_reset();
+}
+END_TEST
+
+/* The congested spine slows the cells of the two hops that cross it too: their host pairs spread
+ * over both spines, so the cells name no path and wait for the sockets' rates, which name s1 (here
+ * a sample every second per socket, as a small job's sockets give). One verdict, no links. */
+START_TEST(a_congested_spine_that_slows_its_hops_cells_is_the_path_not_two_links) {
+  setup();
+  for (uint64_t t = 1000 * MS; t < 60000 * MS; t += 1000 * MS) {
+    run_paths_every(t, t + 1000 * MS, spine1_congested, 1000 * MS);
+    run_xfers(t, t + 1000 * MS, crossing_hops_slow);
+  }
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  json_t *e = first("comm_slow");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "s1");
+  c4_det_reset();
+}
+END_TEST
+
+/* Ten minutes of healthy noise (+-40% per sample): not one verdict. */
+START_TEST(healthy_noise_raises_nothing) {
+  setup();
+  run_paths(1000 * MS, 600000 * MS, healthy);
+  c4_det_advance(601000 * MS);
+  ck_assert_int_eq((int)json_array_size(events), 0);
+  c4_det_reset();
+}
+END_TEST
+
+/* Without a plan nothing says which path a socket takes: path records are read and ignored. */
+START_TEST(without_a_plan_path_records_name_nothing) {
+  json_decref(events);
+  events = json_array();
+  c4_mon_events_reset();
+  c4_mon_events_add_sink(collect, NULL);
+  struct c4_det_config cfg = {0};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  run_paths(1000 * MS, 60000 * MS, spine1_congested);
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq((int)json_array_size(events), 0);
+  c4_det_reset();
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("det_paths");
+  TCase *tc = tcase_create("det_paths");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, a_congested_spine_is_one_path_verdict_that_clears_when_it_ends);
+  tcase_add_test(tc, a_slow_host_link_slows_every_socket_alike_and_is_no_path);
+  tcase_add_test(tc, sockets_the_plan_keeps_on_one_path_never_name_it);
+  tcase_add_test(tc, a_congested_spine_that_slows_its_hops_cells_is_the_path_not_two_links);
+  tcase_add_test(tc, healthy_noise_raises_nothing);
+  tcase_add_test(tc, without_a_plan_path_records_name_nothing);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
