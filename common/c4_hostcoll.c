@@ -46,10 +46,19 @@ static void find_ext(struct c4_hostcoll *h, const char *all) {
 
 int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
                           struct c4_bootstrap *bs) {
+  return c4_hostcoll_ring_init_group(h, api, dev, bs, NULL, bs->world);
+}
+
+int c4_hostcoll_ring_init_group(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
+                                struct c4_bootstrap *bs, const int *members, int n) {
   memset(h, 0, sizeof *h);
   h->api = api;
-  h->rank = bs->rank;
-  h->world = bs->world;
+  h->rank = 0;
+  while (members && h->rank < n && members[h->rank] != bs->rank)
+    h->rank++;
+  if (!members) h->rank = bs->rank;
+  h->world = n;
+  if (n < 1 || h->rank >= n) return C4_EINVAL;
   h->inflight = (int)c4_env_long("C4_COLL_INFLIGHT", 4, 1, MAX_INFLIGHT);
   h->slice_bytes = (size_t)c4_env_long("C4_COLL_SLICE_BYTES", 1 << 20, 4096, 1 << 30);
   h->timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
@@ -64,8 +73,12 @@ int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
     rc = C4_EREMOTE;
     memset(mine, 0, sizeof mine); /* still take part, so the others fail fast, not on a timeout */
   }
-  int brc = c4_bootstrap_allgather(bs, mine, all, HANDLE_BYTES);
+  char *every = members ? calloc((size_t)bs->world, HANDLE_BYTES) : all;
+  int brc = every ? c4_bootstrap_allgather(bs, mine, every, HANDLE_BYTES) : C4_ENOMEM;
   if (!rc) rc = brc;
+  for (int i = 0; members && every && i < n; i++) /* the group's handles, in ring order */
+    memcpy(all + (size_t)i * HANDLE_BYTES, every + (size_t)members[i] * HANDLE_BYTES, HANDLE_BYTES);
+  if (every != all) free(every);
   char *next = all + (size_t)((h->rank + 1) % h->world) * HANDLE_BYTES;
   uint64_t start = c4_now_ns(), deadline = start + (uint64_t)h->timeout_ms * 1000000ull;
   while (!rc && (!h->send_comm || !h->recv_comm)) {

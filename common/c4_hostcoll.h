@@ -40,6 +40,13 @@ struct c4_hostcoll {
 int c4_hostcoll_ring_init(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
                           struct c4_bootstrap *bs);
 
+/* The same for a ring of some of bs's ranks: members[0 .. n) (bs ranks in ring order, this rank
+ * among them; NULL: all of bs, n its world). Every rank of bs calls it at once, each with its own
+ * group, all groups of the same size n (with n 1 no rank calls the plugin, so none may join a
+ * larger group then). C4_EINVAL when this rank is not a member. */
+int c4_hostcoll_ring_init_group(struct c4_hostcoll *h, struct c4_netapi *api, int dev,
+                                struct c4_bootstrap *bs, const int *members, int n);
+
 /* In-place sum of count floats across all ranks: ring reduce-scatter, then ring allgather, each
  * step pipelined in slices with several requests in flight. Reported to the plugin (c4ExtColl*)
  * as one AllReduce collective record, when the plugin offers that. count need not divide by the

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_clock.h"
 #include "gpt_rng.h"
 
-/* Carves one activation buffer (base NULL: only counts) into m's views; returns floats used. */
-static size_t carve(const struct gpt_config *c, int B, float *base, struct gpt_acts *a) {
+/* Carves one activation buffer (base NULL: only counts) into views for layers [l0, l1): the
+ * residual stream entering l0 (`encoded`: the embedding's output on the first stage, the previous
+ * stage's on the others), each of those layers, and the head only when l1 is the last layer.
+ * Returns floats used. */
+static size_t carve(const struct gpt_config *c, int B, int l0, int l1, float *base,
+                    struct gpt_acts *a) {
   size_t N = (size_t)B * c->context, C = c->width, V = c->vocab, at = 0;
   struct gpt_layer_acts none;
 #define TAKE(ptr, n)                                                                               \
@@ -21,7 +26,7 @@ static size_t carve(const struct gpt_config *c, int B, float *base, struct gpt_a
     at += (n);                                                                                     \
   } while (0)
   TAKE(a->encoded, N * C);
-  for (int l = 0; l < c->layers; l++) {
+  for (int l = l0; l < l1; l++) {
     struct gpt_layer_acts *v = base ? &a->layer[l] : &none;
     TAKE(v->ln1, N * C);
     TAKE(v->ln1_mean, N);
@@ -39,6 +44,7 @@ static size_t carve(const struct gpt_config *c, int B, float *base, struct gpt_a
     TAKE(v->fcproj, N * C);
     TAKE(v->res3, N * C);
   }
+  if (l1 < c->layers) return at;
   TAKE(a->lnf, N * C);
   TAKE(a->lnf_mean, N);
   TAKE(a->lnf_rstd, N);
@@ -71,28 +77,59 @@ static void layout_params(struct gpt *m) {
     t->offset = off;
     off += t->count;
   }
-  m->nparams = off;
 }
 
-/* GPT-2's initialisation, drawn on the host in parameter order so every device gets the same
- * bits for a seed. */
+int gpt_is_layer_param(int p) {
+  return p != GPT_WTE && p != GPT_WPE && p != GPT_LNFW && p != GPT_LNFB;
+}
+
+size_t gpt_per_layer(const struct gpt *m, int p) {
+  return m->info[p].count / (size_t)m->cfg.layers;
+}
+
+/* Where each tensor starts when layers [l0, l1) are held (at[], may be NULL); returns the floats
+ * of the whole window. With every layer held this is the checkpoint's layout (info[].offset). */
+static size_t window_layout(const struct gpt *m, int l0, int l1, size_t *at) {
+  size_t off = 0;
+  for (int p = 0; p < GPT_NPARAMS; p++) {
+    if (at) at[p] = off;
+    off += gpt_is_layer_param(p) ? gpt_per_layer(m, p) * (size_t)(l1 - l0) : m->info[p].count;
+  }
+  return off;
+}
+
+size_t gpt_stage_bytes(const struct gpt *m, int layers, int with_head, int slots) {
+  int L = m->cfg.layers;
+  struct gpt_acts count_only = {0};
+  size_t acts = with_head ? carve(&m->cfg, m->B, L - layers, L, NULL, &count_only)
+                          : carve(&m->cfg, m->B, 0, layers, NULL, &count_only);
+  return (4 * window_layout(m, 0, layers, NULL) + 2 * (size_t)slots * acts) * sizeof(float);
+}
+
+/* GPT-2's initialisation, drawn on the host in the checkpoint's parameter order so every device
+ * and every layer split gets the same bits for a seed; only the held layers are stored. */
 static void init_params(struct gpt *m, float *host, unsigned long long seed) {
   struct gpt_rng rng;
   gpt_rng_seed(&rng, seed);
   float resid_std = 0.02f / sqrtf(2.0f * (float)m->cfg.layers);
   for (int i = 0; i < GPT_NPARAMS; i++) {
     const struct gpt_tensor_info *t = &m->info[i];
-    float *p = host + t->offset;
+    size_t per = gpt_is_layer_param(i) ? gpt_per_layer(m, i) : t->count;
+    size_t from = gpt_is_layer_param(i) ? per * (size_t)m->l0 : 0;
+    size_t to = gpt_is_layer_param(i) ? per * (size_t)m->l1 : t->count;
+    float *p = host + m->at[i];
     int is_ln_weight = i == GPT_LN1W || i == GPT_LN2W || i == GPT_LNFW;
     int is_bias = i == GPT_QKVB || i == GPT_ATTPROJB || i == GPT_FCB || i == GPT_FCPROJB ||
                   i == GPT_LN1B || i == GPT_LN2B || i == GPT_LNFB;
     float std = (i == GPT_ATTPROJW || i == GPT_FCPROJW) ? resid_std : 0.02f;
-    for (size_t k = 0; k < t->count; k++)
-      p[k] = is_ln_weight ? 1.0f : is_bias ? 0.0f : std * gpt_rng_normal(&rng);
+    for (size_t k = 0; k < t->count; k++) {
+      float v = is_ln_weight ? 1.0f : is_bias ? 0.0f : std * gpt_rng_normal(&rng);
+      if (k >= from && k < to) p[k - from] = v;
+    }
   }
 }
 
-/* Allocates slot sl's buffers and views; 0 or -1. */
+/* Allocates slot sl's buffers and views for the held layers; 0 or -1. */
 static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
   const struct c4k_ops *o = m->ops;
   size_t N = (size_t)m->B * m->cfg.context;
@@ -107,8 +144,8 @@ static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
   if (!sl->a.layer || !sl->d.layer || !sl->acts || !sl->dacts || !sl->tokens || !sl->targets ||
       !sl->seg_len)
     return -1;
-  carve(&m->cfg, m->B, sl->acts, &sl->a);
-  carve(&m->cfg, m->B, sl->dacts, &sl->d);
+  carve(&m->cfg, m->B, m->l0, m->l1, sl->acts, &sl->a);
+  carve(&m->cfg, m->B, m->l0, m->l1, sl->dacts, &sl->d);
   return 0;
 }
 
@@ -142,8 +179,39 @@ int gpt_slots(struct gpt *m, int n, char *err, size_t errlen) {
   return 0;
 }
 
-int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
-             unsigned long long seed, char *err, size_t errlen) {
+int gpt_window(struct gpt *m, int l0, int l1, float *params, float *adam_m, float *adam_v,
+               char *err, size_t errlen) {
+  const struct c4k_ops *o = m->ops;
+  int n = m->nslots;
+  for (int i = 0; i < m->nslots; i++)
+    free_slot(o, &m->slot[i]);
+  m->nslots = 0;
+  void *dev[] = {m->params, m->grads, m->adam_m, m->adam_v};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i]) o->free(dev[i]);
+  m->l0 = l0;
+  m->l1 = l1;
+  m->nparams = window_layout(m, l0, l1, m->at);
+  struct gpt_acts count_only = {0};
+  m->nacts = carve(&m->cfg, m->B, l0, l1, NULL, &count_only);
+  size_t bytes = m->nparams * sizeof(float);
+  m->params = o->alloc(bytes);
+  m->grads = o->alloc(bytes);
+  m->adam_m = o->alloc(bytes);
+  m->adam_v = o->alloc(bytes);
+  if (!m->params || !m->grads || !m->adam_m || !m->adam_v || gpt_slots(m, n, err, errlen)) {
+    snprintf(err, errlen, "out of memory for layers %d-%d: %zu parameters, %zu activations", l0,
+             l1 - 1, m->nparams, m->nacts);
+    return -1;
+  }
+  o->upload(m->params, params, bytes);
+  o->upload(m->adam_m, adam_m, bytes);
+  o->upload(m->adam_v, adam_v, bytes);
+  return 0;
+}
+
+int gpt_init_layers(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
+                    unsigned long long seed, int l0, int l1, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
   if (cfg->vocab < 2 || cfg->context < 1 || cfg->layers < 1 || cfg->heads < 1 || cfg->width < 1 ||
       cfg->width % cfg->heads != 0 || B < 1) {
@@ -153,12 +221,20 @@ int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *
              cfg->vocab, cfg->context, cfg->layers, cfg->heads, cfg->width, B);
     return -1;
   }
+  if (l0 < 0 || l1 <= l0 || l1 > cfg->layers) {
+    snprintf(err, errlen, "layers %d to %d are not a range of the model's %d", l0, l1 - 1,
+             cfg->layers);
+    return -1;
+  }
   m->cfg = *cfg;
   m->ops = ops;
   m->B = B;
+  m->l0 = l0;
+  m->l1 = l1;
   layout_params(m);
+  m->nparams = window_layout(m, l0, l1, m->at);
   struct gpt_acts count_only = {0};
-  m->nacts = carve(cfg, B, NULL, &count_only);
+  m->nacts = carve(cfg, B, l0, l1, NULL, &count_only);
   size_t N = (size_t)B * cfg->context;
   m->host_losses = malloc(N * sizeof(float));
   float *host = malloc(m->nparams * sizeof(float));
@@ -180,6 +256,11 @@ int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *
   return 0;
 }
 
+int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
+             unsigned long long seed, char *err, size_t errlen) {
+  return gpt_init_layers(m, cfg, ops, B, seed, 0, cfg->layers > 0 ? cfg->layers : 1, err, errlen);
+}
+
 void gpt_free(struct gpt *m) {
   const struct c4k_ops *o = m->ops;
   void *dev[] = {m->params, m->grads, m->adam_m, m->adam_v};
@@ -195,9 +276,16 @@ void gpt_free(struct gpt *m) {
 void gpt_zero_grad(struct gpt *m) { m->ops->zero(m->grads, m->nparams * sizeof(float)); }
 
 float *gpt_param(const struct gpt *m, float *base, enum gpt_param p, int layer) {
-  const struct gpt_tensor_info *t = &m->info[p];
-  int per_layer = p != GPT_WTE && p != GPT_WPE && p != GPT_LNFW && p != GPT_LNFB;
-  return base + t->offset + (per_layer ? (size_t)layer * (t->count / (size_t)m->cfg.layers) : 0);
+  return base + m->at[p] +
+         (gpt_is_layer_param(p) ? (size_t)(layer - m->l0) * gpt_per_layer(m, p) : 0);
+}
+
+/* The thread's CPU time once the device is done, when m->time_layers asks for it (a sync per
+ * pass costs a GPU its overlap, so the data-parallel path does not); else 0. */
+static uint64_t layer_clock(const struct gpt *m) {
+  if (!m->time_layers) return 0;
+  m->ops->sync();
+  return c4_thread_cpu_ns();
 }
 
 /* Rows (positions) of the micro-batch in slot sl: B x T, or a packed one's tokens. */
@@ -250,17 +338,19 @@ static void attend(struct gpt *m, struct gpt_slot *sl, struct gpt_layer_acts *v,
   }
 }
 
-/* The forward pass of layers [l0, l1) on slot sl; the embedding first when l0 is 0 (the input
- * of a later first layer is already in place), the head and the loss when l1 is the last
- * layer. Returns the mean position loss, 0 without the head. */
-static double forward(struct gpt *m, struct gpt_slot *sl, int l0, int l1) {
+/* The forward pass of the held layers [l0, l1) on slot sl; the embedding first when l0 is 0 (a
+ * later stage's input is already in place in `encoded`), the head and the loss when l1 is the
+ * last layer. Returns the sum of the position losses, 0 without the head. */
+static double forward(struct gpt *m, struct gpt_slot *sl) {
+  int l0 = m->l0, l1 = m->l1;
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
   int C = c->width, V = c->vocab, N = slot_rows(m, sl);
   struct gpt_acts *a = &sl->a;
   float *P = m->params;
   if (l0 == 0) encode(m, sl, 0);
-  const float *in = l0 ? a->layer[l0 - 1].res3 : a->encoded;
+  uint64_t t1 = layer_clock(m);
+  const float *in = a->encoded;
   for (int l = l0; l < l1; l++) {
     struct gpt_layer_acts *v = &a->layer[l];
     o->layernorm_fwd(v->ln1, v->ln1_mean, v->ln1_rstd, in, gpt_param(m, P, GPT_LN1W, l),
@@ -281,6 +371,7 @@ static double forward(struct gpt *m, struct gpt_slot *sl, int l0, int l1) {
     o->residual_fwd(v->res3, v->res2, v->fcproj, (size_t)N * C);
     in = v->res3;
   }
+  m->layers_s += (double)(layer_clock(m) - t1) * 1e-9;
   if (l1 < c->layers) return 0;
   o->layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, in, gpt_param(m, P, GPT_LNFW, 0),
                    gpt_param(m, P, GPT_LNFB, 0), N, C);
@@ -293,10 +384,12 @@ static double forward(struct gpt *m, struct gpt_slot *sl, int l0, int l1) {
   return sum;
 }
 
-/* The backward pass of layers [l0, l1) on slot sl, in reverse order, adding into m->grads: from
- * the loss when l1 is the last layer, else from the gradient already in place at the output of
- * layer l1 - 1; through the embedding when l0 is 0. The slot's gradients were zeroed. */
-static void backward(struct gpt *m, struct gpt_slot *sl, int l0, int l1, float dloss) {
+/* The backward pass of the held layers [l0, l1) on slot sl, in reverse order, adding into
+ * m->grads: from the loss when l1 is the last layer, else from the gradient already in place at
+ * the output of layer l1 - 1; through the embedding when l0 is 0, else leaving the input's
+ * gradient in d->encoded. The slot's gradients were zeroed. */
+static void backward(struct gpt *m, struct gpt_slot *sl, float dloss) {
+  int l0 = m->l0, l1 = m->l1;
   const struct c4k_ops *o = m->ops;
   const struct gpt_config *c = &m->cfg;
   int C = c->width, V = c->vocab, N = slot_rows(m, sl);
@@ -311,10 +404,11 @@ static void backward(struct gpt *m, struct gpt_slot *sl, int l0, int l1, float d
                      gpt_param(m, G, GPT_LNFB, 0), d->lnf, a->layer[L - 1].res3,
                      gpt_param(m, P, GPT_LNFW, 0), a->lnf_mean, a->lnf_rstd, N, C);
   }
+  uint64_t t1 = layer_clock(m);
   for (int l = l1 - 1; l >= l0; l--) {
     struct gpt_layer_acts *v = &a->layer[l], *dv = &d->layer[l];
-    const float *in = l ? a->layer[l - 1].res3 : a->encoded;
-    float *din = l ? d->layer[l - 1].res3 : d->encoded;
+    const float *in = l > l0 ? a->layer[l - 1].res3 : a->encoded;
+    float *din = l > l0 ? d->layer[l - 1].res3 : d->encoded;
     o->residual_bwd(dv->res2, dv->fcproj, dv->res3, (size_t)N * C);
     o->matmul_bwd(dv->fch_gelu, gpt_param(m, G, GPT_FCPROJW, l), gpt_param(m, G, GPT_FCPROJB, l),
                   dv->fcproj, v->fch_gelu, gpt_param(m, P, GPT_FCPROJW, l), N, 4 * C, C);
@@ -332,6 +426,7 @@ static void backward(struct gpt *m, struct gpt_slot *sl, int l0, int l1, float d
     o->layernorm_bwd(din, gpt_param(m, G, GPT_LN1W, l), gpt_param(m, G, GPT_LN1B, l), dv->ln1, in,
                      gpt_param(m, P, GPT_LN1W, l), v->ln1_mean, v->ln1_rstd, N, C);
   }
+  m->layers_s += (double)(layer_clock(m) - t1) * 1e-9;
   if (l0 == 0) encode(m, sl, 1);
 }
 
@@ -345,15 +440,15 @@ static void upload_batch(struct gpt *m, struct gpt_slot *sl, const int *tokens,
 
 float gpt_step_microbatch(struct gpt *m, const int *tokens, const int *targets, float dloss) {
   upload_batch(m, &m->slot[0], tokens, targets);
-  double loss = forward(m, &m->slot[0], 0, m->cfg.layers);
+  double loss = forward(m, &m->slot[0]);
   m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
-  backward(m, &m->slot[0], 0, m->cfg.layers, dloss);
+  backward(m, &m->slot[0], dloss);
   return (float)(loss / ((double)m->B * m->cfg.context));
 }
 
 float gpt_eval_microbatch(struct gpt *m, const int *tokens, const int *targets) {
   upload_batch(m, &m->slot[0], tokens, targets);
-  return (float)(forward(m, &m->slot[0], 0, m->cfg.layers) / ((double)m->B * m->cfg.context));
+  return (float)(forward(m, &m->slot[0]) / ((double)m->B * m->cfg.context));
 }
 
 int gpt_packed_fits(const struct gpt *m, const int *seg_len, int nseg) {
@@ -379,42 +474,38 @@ static void upload_packed(struct gpt *m, const int *tokens, const int *targets, 
 double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
                        int nseg, float dloss) {
   upload_packed(m, tokens, targets, seg_len, nseg);
-  double loss = forward(m, &m->slot[0], 0, m->cfg.layers);
+  double loss = forward(m, &m->slot[0]);
   m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
-  backward(m, &m->slot[0], 0, m->cfg.layers, dloss);
+  backward(m, &m->slot[0], dloss);
   return loss;
 }
 
 double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
                        int nseg) {
   upload_packed(m, tokens, targets, seg_len, nseg);
-  return forward(m, &m->slot[0], 0, m->cfg.layers);
+  return forward(m, &m->slot[0]);
 }
 
-/* The residual stream entering layer l (0 < l < layers) of slot sl, or its gradient. */
-static float *boundary(struct gpt *m, int sl, int l, int grad) {
-  return grad ? m->slot[sl].d.layer[l - 1].res3 : m->slot[sl].a.layer[l - 1].res3;
-}
-
-float gpt_stage_forward(struct gpt *m, int sl, int l0, int l1, const int *tokens,
-                        const int *targets, const float *in) {
+float gpt_stage_forward(struct gpt *m, int sl, const int *tokens, const int *targets,
+                        const float *in) {
   upload_batch(m, &m->slot[sl], tokens, targets);
-  if (l0 > 0) m->ops->upload(boundary(m, sl, l0, 0), in, gpt_boundary_bytes(m));
-  return (float)(forward(m, &m->slot[sl], l0, l1) / ((double)m->B * m->cfg.context));
+  if (m->l0 > 0) m->ops->upload(m->slot[sl].a.encoded, in, gpt_boundary_bytes(m));
+  return (float)(forward(m, &m->slot[sl]) / ((double)m->B * m->cfg.context));
 }
 
-void gpt_stage_output(struct gpt *m, int sl, int l1, float *out) {
-  m->ops->download(out, boundary(m, sl, l1, 0), gpt_boundary_bytes(m));
+void gpt_stage_output(struct gpt *m, int sl, float *out) {
+  m->ops->download(out, m->slot[sl].a.layer[m->l1 - 1].res3, gpt_boundary_bytes(m));
 }
 
-void gpt_stage_backward(struct gpt *m, int sl, int l0, int l1, float dloss, const float *dout) {
+void gpt_stage_backward(struct gpt *m, int sl, float dloss, const float *dout) {
   m->ops->zero(m->slot[sl].dacts, m->nacts * sizeof(float));
-  if (l1 < m->cfg.layers) m->ops->upload(boundary(m, sl, l1, 1), dout, gpt_boundary_bytes(m));
-  backward(m, &m->slot[sl], l0, l1, dloss);
+  if (m->l1 < m->cfg.layers)
+    m->ops->upload(m->slot[sl].d.layer[m->l1 - 1].res3, dout, gpt_boundary_bytes(m));
+  backward(m, &m->slot[sl], dloss);
 }
 
-void gpt_stage_input_grad(struct gpt *m, int sl, int l0, float *din) {
-  m->ops->download(din, boundary(m, sl, l0, 1), gpt_boundary_bytes(m));
+void gpt_stage_input_grad(struct gpt *m, int sl, float *din) {
+  m->ops->download(din, m->slot[sl].d.encoded, gpt_boundary_bytes(m));
 }
 
 size_t gpt_boundary_bytes(const struct gpt *m) {
@@ -430,5 +521,6 @@ double gpt_flops_per_token(const struct gpt *m) {
   const struct gpt_config *c = &m->cfg;
   /* 6 per parameter (forward 2, backward 4) plus attention's QK^T and AV: 6 * L * T * C
    * (averaged over the causal triangle: half of 12 L T C) */
-  return 6.0 * (double)m->nparams + 6.0 * c->layers * (double)c->context * c->width;
+  return 6.0 * (double)window_layout(m, 0, c->layers, NULL) +
+         6.0 * c->layers * (double)c->context * c->width;
 }

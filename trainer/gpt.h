@@ -75,14 +75,27 @@ struct gpt {
   struct gpt_config cfg;
   const struct c4k_ops *ops;
   int B; /* micro-batch size the activations are sized for */
-  struct gpt_tensor_info info[GPT_NPARAMS];
-  size_t nparams;         /* floats in params (and grads, m, v) */
+  struct gpt_tensor_info
+      info[GPT_NPARAMS]; /* the whole model's tensors, as checkpoints hold them */
+  /* The layers held, [l0, l1): all of them, or a pipeline stage's. The token and position
+   * embeddings and the final layernorm are held whatever the window (they are small, and every
+   * stage then applies the same AdamW step to them). Per-layer tensors hold only the window's
+   * layers, stacked: tensor p starts at at[p] in params (grads, m, v); activations are carved
+   * for the window only, the head's only on the stage with the last layer. */
+  int l0, l1;
+  size_t at[GPT_NPARAMS];
+  size_t nparams;         /* floats in params (and grads, m, v): the window's */
   float *params, *grads;  /* ops memory */
   float *adam_m, *adam_v; /* ops memory */
   size_t nacts;           /* floats in one slot's activations */
   struct gpt_slot *slot;  /* nslots, 1 after gpt_init */
   int nslots;
   float *host_losses; /* B x T, host */
+  /* CPU seconds of the calling thread in the held layers' passes, added up by every forward
+   * and backward (the caller resets it): what a pipeline stage's time is divided by to tell a
+   * slow stage from one with more layers (on a GPU, the host's share only: --pp runs on CPUs) */
+  double layers_s;
+  int time_layers; /* 1: keep layers_s (pipeline stages set it); 0: not timed, no extra syncs */
 };
 
 /* Fills cfg's derived sizes into m->info and allocates everything through ops for micro-batches
@@ -92,6 +105,29 @@ struct gpt {
 int gpt_init(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
              unsigned long long seed, char *err, size_t errlen);
 void gpt_free(struct gpt *m);
+
+/* gpt_init holding only layers [l0, l1) (a pipeline stage): the same bits for those layers as
+ * the whole model's gpt_init, the others never allocated. */
+int gpt_init_layers(struct gpt *m, const struct gpt_config *cfg, const struct c4k_ops *ops, int B,
+                    unsigned long long seed, int l0, int l1, char *err, size_t errlen);
+
+/* Makes m hold layers [l0, l1) instead: the old buffers are freed, new ones allocated for the
+ * window and filled from host params, adam_m and adam_v (m->nparams floats each, in the new
+ * window's layout: gpt_layers.h builds them), the gradients zero, the activation slots carved
+ * again. 0, or -1 with err filled when memory is short (m then holds nothing usable). */
+int gpt_window(struct gpt *m, int l0, int l1, float *params, float *adam_m, float *adam_v,
+               char *err, size_t errlen);
+
+/* Bytes a model holding `layers` layers (the head's activations too when with_head) takes on
+ * its device with `slots` micro-batches in flight: parameters, gradients, AdamW's moments and
+ * the activations with their gradients. */
+size_t gpt_stage_bytes(const struct gpt *m, int layers, int with_head, int slots);
+
+/* 1 for the per-layer tensors, 0 for the embeddings and the final layernorm. */
+int gpt_is_layer_param(int p);
+
+/* Floats of per-layer tensor p in one layer. */
+size_t gpt_per_layer(const struct gpt *m, int p);
 
 /* Parameter p of layer `layer` (ignored for wte, wpe, lnf) inside base: m->params, m->grads,
  * m->adam_m or m->adam_v. */
@@ -128,8 +164,8 @@ double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, con
 double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
                        int nseg);
 
-/* --- pipeline stages: layers [l0, l1) of the model on slot `slot` (the first stage's l0 is 0,
- * the last stage's l1 is layers; tokens and targets are host B x T for every stage) --- */
+/* --- pipeline stages: the held layers [l0, l1) on slot `slot` (the first stage's l0 is 0, the
+ * last stage's l1 is layers; tokens and targets are host B x T for every stage) --- */
 
 /* Makes room for n micro-batches in flight (slots 0..n-1; n >= 1). Returns 0, or -1 with err
  * filled when memory is short (the slots there were stay). */
@@ -139,22 +175,22 @@ int gpt_slots(struct gpt *m, int n, char *err, size_t errlen);
  * one stage sends the next, and the gradient it gets back. */
 size_t gpt_boundary_bytes(const struct gpt *m);
 
-/* Forward through layers [l0, l1): from the tokens when l0 is 0, else from `in` (host, the
+/* Forward through the held layers: from the tokens when l0 is 0, else from `in` (host, the
  * previous stage's output); through the head when l1 is the last layer, returning the mean
  * position loss (else 0). */
-float gpt_stage_forward(struct gpt *m, int slot, int l0, int l1, const int *tokens,
-                        const int *targets, const float *in);
+float gpt_stage_forward(struct gpt *m, int slot, const int *tokens, const int *targets,
+                        const float *in);
 
 /* The output of layer l1 - 1 of that forward pass into host `out` (gpt_boundary_bytes). */
-void gpt_stage_output(struct gpt *m, int slot, int l1, float *out);
+void gpt_stage_output(struct gpt *m, int slot, float *out);
 
 /* Backward through layers [l1 - 1 .. l0], adding into m->grads: from the loss (scaled by dloss
  * as in gpt_step_microbatch) when l1 is the last layer, else from `dout` (host, the gradient of
  * the output the next stage sent back). */
-void gpt_stage_backward(struct gpt *m, int slot, int l0, int l1, float dloss, const float *dout);
+void gpt_stage_backward(struct gpt *m, int slot, float dloss, const float *dout);
 
 /* The gradient of that stage's input (l0 > 0) into host `din`, for the previous stage. */
-void gpt_stage_input_grad(struct gpt *m, int slot, int l0, float *din);
+void gpt_stage_input_grad(struct gpt *m, int slot, float *din);
 
 /* AdamW on every parameter with the (already reduced) gradients; t is the 1-based step. */
 void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t);

@@ -8,10 +8,12 @@
 #include <math.h>
 #include <stdlib.h>
 
-static long fill(double t, int n, const double *rate, const int *cap, int least, int *out) {
+static long fill(double t, int n, const double *rate, const double *fixed, const int *cap,
+                 int least, int *out) {
   long sum = 0;
   for (int i = 0; i < n; i++) {
-    double k = rate[i] > 0 ? floor(t * rate[i] * (1 + 1e-12)) : 0;
+    double left = t - (fixed ? fixed[i] : 0);
+    double k = rate[i] > 0 && left > 0 ? floor(left * rate[i] * (1 + 1e-12)) : 0;
     long v = (long)k;
     if (cap && v > cap[i]) v = cap[i];
     if (v < least) v = least;
@@ -21,10 +23,16 @@ static long fill(double t, int n, const double *rate, const int *cap, int least,
   return sum;
 }
 
+/* A worker's time: its fixed time (fixed NULL: none) plus its units at its rate. */
+static double busy(int i, const double *rate, const double *fixed, const int *out) {
+  return (fixed ? fixed[i] : 0) + out[i] / rate[i];
+}
+
 /* c4_split_units with every worker given at least `least` units (least * n <= total, least <=
- * every cap): the same search, and the trim never takes a worker below least. */
-static double split_at_least(int total, int n, const double *rate, const int *cap, int least,
-                             int *out) {
+ * every cap) and a fixed time fixed[i] besides its units (NULL: none): the same search, and the
+ * trim never takes a worker below least. */
+static double split_at_least(int total, int n, const double *rate, const double *fixed,
+                             const int *cap, int least, int *out) {
   if (n < 1 || total < 0 || (long)least * n > total) return -1;
   double best_rate = 0;
   long room = 0;
@@ -34,31 +42,35 @@ static double split_at_least(int total, int n, const double *rate, const int *ca
   }
   if (best_rate <= 0 || room < total) return -1;
   double lo = 0, hi = total / best_rate;
-  while (fill(hi, n, rate, cap, least, out) < total) /* caps may push it further */
+  for (int i = 0; fixed && i < n; i++)
+    hi += fixed[i];
+  while (fill(hi, n, rate, fixed, cap, least, out) < total) /* caps may push it further */
     hi *= 2;
   for (int it = 0; it < 200; it++) {
     double mid = (lo + hi) / 2;
-    if (fill(mid, n, rate, cap, least, out) >= total)
+    if (fill(mid, n, rate, fixed, cap, least, out) >= total)
       hi = mid;
     else
       lo = mid;
   }
-  long sum = fill(hi, n, rate, cap, least, out);
+  long sum = fill(hi, n, rate, fixed, cap, least, out);
   while (sum > total) { /* trim from the current bottleneck */
     int worst = -1;
     for (int i = 0; i < n; i++)
-      if (out[i] > least && (worst < 0 || out[i] / rate[i] > out[worst] / rate[worst])) worst = i;
+      if (out[i] > least &&
+          (worst < 0 || busy(i, rate, fixed, out) > busy(worst, rate, fixed, out)))
+        worst = i;
     out[worst]--;
     sum--;
   }
   double t = 0;
   for (int i = 0; i < n; i++)
-    if (out[i] > 0 && out[i] / rate[i] > t) t = out[i] / rate[i];
+    if (out[i] > 0 && busy(i, rate, fixed, out) > t) t = busy(i, rate, fixed, out);
   return t;
 }
 
 double c4_split_units(int total, int n, const double *rate, const int *cap, int *out) {
-  return split_at_least(total, n, rate, cap, 0, out);
+  return split_at_least(total, n, rate, NULL, cap, 0, out);
 }
 
 static double *rates_of(int n, const double *slowdown) {
@@ -70,7 +82,7 @@ static double *rates_of(int n, const double *slowdown) {
 
 double c4_split_microbatches(int total, int n, const double *slowdown, int *out) {
   double *r = n > 0 ? rates_of(n, slowdown) : NULL;
-  double t = r ? split_at_least(total, n, r, NULL, total >= n, out) : -1;
+  double t = r ? split_at_least(total, n, r, NULL, NULL, total >= n, out) : -1;
   free(r);
   return t;
 }
@@ -80,6 +92,19 @@ double c4_split_layers(int layers, int stages, const double *slowdown, const int
   double *r = stages > 0 ? rates_of(stages, slowdown) : NULL;
   double t = r ? c4_split_units(layers, stages, r, max_layers, out) : -1;
   free(r);
+  return t;
+}
+
+double c4_split_layers_ends(int layers, int stages, const double *slowdown, const double *ends,
+                            const int *max_layers, int *out) {
+  double *r = stages > 0 ? rates_of(stages, slowdown) : NULL;
+  double *fixed = r ? malloc((size_t)stages * sizeof *fixed) : NULL;
+  for (int i = 0; fixed && i < stages; i++)
+    fixed[i] = ends[i] * slowdown[i];
+  double t =
+      fixed && layers >= stages ? split_at_least(layers, stages, r, fixed, max_layers, 1, out) : -1;
+  free(r);
+  free(fixed);
   return t;
 }
 

@@ -25,6 +25,14 @@ double c4_split_microbatches(int total, int n, const double *slowdown, int *out)
 double c4_split_layers(int layers, int stages, const double *slowdown, const int *max_layers,
                        int *out);
 
+/* The same for a pipeline whose stages also do fixed work besides their layers (the first stage
+ * the embedding, the last the head): ends[i], in healthy layer times, counts in stage i's time
+ * at its slowdown. Every stage keeps at least one layer (a stage with none has nothing to
+ * measure it by). Returns the slowest stage's time in healthy layer times, or -1 when the limits
+ * cannot hold all layers or there are fewer layers than stages. */
+double c4_split_layers_ends(int layers, int stages, const double *slowdown, const double *ends,
+                            const int *max_layers, int *out);
+
 /* Malleus's hysteresis: a rank is a straggler at slowdown >= 1.2, and a plan made for `planned`
  * slowdowns is redone only when some rank's measured slowdown moved by 0.3 or more from it and
  * that rank is, or was, a straggler; or when a rank planned as a straggler now reads healthy

@@ -10,7 +10,10 @@
  * whole step by its micro-batches, without each step's common factor (step_model_add) and over 8
  * steps, it read up to 1.37. On synthetic steps with that noise (tests/unit/test_step_model.c),
  * 60,000 steps of 4, 6 and 8 ranks each read at most 1.24 and never left the even split (the
- * straggler threshold and the 0.3 move of planner.h, and a new split paying 5%: resplit.c). */
+ * straggler threshold and the 0.3 move of planner.h, and a new split paying 5%: resplit.c).
+ * Wall times: a rank starved by its neighbours reads slow (45 uneven steps of 1,000 at load 18 to
+ * 23). Thread CPU time instead (tried: docs/benchmarks.md) still left a stretch of 14, and
+ * parted c4train's reading of a --slow rank from the lateness c4mon sees on the wire. */
 #ifndef C4_STEP_MODEL_H
 #define C4_STEP_MODEL_H
 

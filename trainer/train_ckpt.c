@@ -15,10 +15,12 @@
 
 #include "c4_err.h"
 #include "ckpt.h"
+#include "gpt_layers.h"
 
-/* The tensor list over host copies of params, m and v (3 * GPT_NPARAMS entries). */
+/* The tensor list over whole-model host copies of params, m and v (3 * GPT_NPARAMS entries). */
 static void tensors(const struct gpt *m, float *host, struct c4_ckpt_tensor *t,
                     char names[][C4_CKPT_MAX_NAME]) {
+  size_t n = gpt_full_floats(m);
   static const char *prefix[3] = {"", "adam.m.", "adam.v."};
   for (int part = 0; part < 3; part++)
     for (int p = 0; p < GPT_NPARAMS; p++) {
@@ -29,7 +31,7 @@ static void tensors(const struct gpt *m, float *host, struct c4_ckpt_tensor *t,
       t[i].ndim = info->ndim;
       for (int d = 0; d < info->ndim; d++)
         t[i].shape[d] = info->shape[d];
-      t[i].data = host + (size_t)part * m->nparams + info->offset;
+      t[i].data = host + (size_t)part * n + info->offset;
     }
 }
 
@@ -70,25 +72,27 @@ static void prune(const char *dir) {
   closedir(d);
 }
 
-int train_ckpt_save(struct gpt *m, const struct train_opts *o, int step, int world, char *err,
-                    size_t errlen) {
+int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int step, int world,
+                    char *err, size_t errlen) {
   if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) {
     snprintf(err, errlen, "%s: %s", o->ckpt_dir, strerror(errno));
     return -1;
   }
   size_t n = m->nparams;
-  float *host = malloc(3 * n * sizeof(float));
+  float *host = full ? NULL : malloc(3 * n * sizeof(float));
   struct c4_ckpt_tensor t[3 * GPT_NPARAMS];
   static char names[3 * GPT_NPARAMS][C4_CKPT_MAX_NAME];
   char path[4096];
-  if (!host) {
+  if (!full && !host) {
     snprintf(err, errlen, "out of memory for %zu parameters", n);
     return -1;
   }
-  m->ops->download(host, m->params, n * sizeof(float));
-  m->ops->download(host + n, m->adam_m, n * sizeof(float));
-  m->ops->download(host + 2 * n, m->adam_v, n * sizeof(float));
-  tensors(m, host, t, names);
+  if (!full) { /* the whole model is held: its layout is the checkpoint's */
+    m->ops->download(host, m->params, n * sizeof(float));
+    m->ops->download(host + n, m->adam_m, n * sizeof(float));
+    m->ops->download(host + 2 * n, m->adam_v, n * sizeof(float));
+  }
+  tensors(m, full ? full : host, t, names);
   json_t *meta =
       json_pack("{s:i,s:i,s:o,s:i,s:i,s:I,s:f,s:s}", "step", step, "world", world, "model",
                 config_json(&m->cfg), "micro_batch", o->micro_batch, "microbatches",
@@ -148,11 +152,13 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
     c4_ckpt_close(ck);
     return -1;
   }
-  size_t n = m->nparams;
-  float *host = malloc(3 * n * sizeof(float));
+  size_t n = gpt_full_floats(m), w = m->nparams;
+  float *host = malloc(3 * n * sizeof(float)), *win = malloc(w * sizeof(float));
   struct c4_ckpt_tensor t[3 * GPT_NPARAMS];
   static char names[3 * GPT_NPARAMS][C4_CKPT_MAX_NAME];
-  if (!host) {
+  if (!host || !win) {
+    free(host);
+    free(win);
     snprintf(err, errlen, "out of memory for %zu parameters", n);
     c4_ckpt_close(ck);
     return -1;
@@ -160,13 +166,16 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
   tensors(m, host, t, names);
   rc = c4_ckpt_load(ck, t, 3 * GPT_NPARAMS, err, errlen);
   c4_ckpt_close(ck);
-  if (rc == 0) {
-    m->ops->upload(m->params, host, n * sizeof(float));
-    m->ops->upload(m->adam_m, host + n, n * sizeof(float));
-    m->ops->upload(m->adam_v, host + 2 * n, n * sizeof(float));
+  if (rc == 0) { /* the layers this rank holds */
+    float *part[3] = {m->params, m->adam_m, m->adam_v};
+    for (int k = 0; k < 3; k++) {
+      gpt_full_to_window(m, host + (size_t)k * n, win);
+      m->ops->upload(part[k], win, w * sizeof(float));
+    }
     *step = (int)at;
     snprintf(err, errlen, "%s", path);
   }
   free(host);
+  free(win);
   return rc ? -1 : 1;
 }

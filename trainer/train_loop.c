@@ -19,6 +19,7 @@
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "dp.h"
+#include "gpt_layers.h"
 #include "mon_sub.h"
 #include "planner.h"
 #include "resplit.h"
@@ -79,13 +80,17 @@ const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops 
   return ops;
 }
 
-static double median(double *v, int n) {
+static void sort(double *v, int n) {
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
       double t = v[j];
       v[j] = v[j - 1];
       v[j - 1] = t;
     }
+}
+
+static double median(double *v, int n) {
+  sort(v, n);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -110,6 +115,20 @@ static double eval_loss(struct gpt *m, const struct train_opts *o, const struct 
   return sum / ((o->eval_windows + B - 1) / B);
 }
 
+/* --pp: the step's healthy pace, wall seconds per layer (its ends counted as layers) per
+ * micro-batch: the lower median over the ranks, so a slow one does not set it. */
+static double pipe_pace(const struct train_pipe *tp, const struct step_report *rep, int world) {
+  double v[world];
+  int n = 0;
+  for (int i = 0; i < world; i++) {
+    int s = i % tp->stages, mr = tp->plan.data[i / tp->stages];
+    double units = (tp->split[s] + tp->plan.ends[s]) * mr;
+    if (units > 0 && rep[i].compute_s > 0) v[n++] = rep[i].compute_s / units;
+  }
+  sort(v, n);
+  return n ? v[(n - 1) / 2] : 0;
+}
+
 static void print_split(FILE *f, int world, const int *mb) {
   for (int i = 0; i < world; i++)
     fprintf(f, "%s%d", i ? "," : "", mb[i]);
@@ -120,11 +139,6 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   int rank = r->rank, world = r->world, status = 1;
   /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
   int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
-  if (o->pp > 1 && o->slow_rank >= 0) { /* nothing re-splits a pipeline's layers yet */
-    fprintf(stderr, "c4train: rank %d: --slow is a drill for the data re-split, not for --pp\n",
-            rank);
-    return 1;
-  }
   if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
     /* the stages' kernels go through the ops table like the rest, but their links use the net
      * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */
@@ -159,7 +173,15 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     return C4TRAIN_EXIT_PEER_LOST;
   }
   struct gpt m;
-  if (gpt_init(&m, &o->cfg, ops, o->micro_batch, o->seed, err, sizeof err)) {
+  int l0 = 0, l1 = o->cfg.layers; /* --pp: the stage's layers alone */
+  if (o->pp > 1 && train_pipe_even_layers(o->cfg.layers, o->pp, rank % o->pp, &l0, &l1)) {
+    fprintf(stderr, "c4train: rank %d: %d layers cannot fill %d pipeline stages\n", rank,
+            o->cfg.layers, o->pp);
+    dp_close(&dp);
+    text_data_free(&data);
+    return 1;
+  }
+  if (gpt_init_layers(&m, &o->cfg, ops, o->micro_batch, o->seed, l0, l1, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     dp_close(&dp);
     text_data_free(&data);
@@ -186,11 +208,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     goto out;
   }
   int *mb = plan.split;
-  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, mb[me], err, sizeof err)) {
+  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, o->microbatches,
+                                o->stage_mem_mb * 1048576.0, o->resplit, err, sizeof err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     status = C4TRAIN_EXIT_PEER_LOST;
     goto out;
   }
+  if (pp > 1) mb = tp.plan.data; /* --pp: the pipeline plan splits the replicas' micro-batches */
 
   int step = 0; /* steps done */
   if (o->ckpt_dir) {
@@ -205,7 +229,12 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     if (rc > 0 && rank == 0 && !o->json)
       printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
   }
-  double eval_start = o->eval_windows && rank == 0 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  double eval_start =
+      o->eval_windows && rank == 0 && pp == 1 ? eval_loss(&m, o, &data, tok, tgt) : 0;
+  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_start)) {
+    status = C4TRAIN_EXIT_PEER_LOST;
+    goto out;
+  }
   /* rank 0's JSON lines: on stdout (--json) or, beside the text, in a file (--json-out) */
   if (rank == 0 && !o->json && o->json_out && !(jf = fopen(o->json_out, "a"))) {
     fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
@@ -213,15 +242,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   if (rank == 0 && o->json) jf = stdout;
   if (rank == 0) {
-    if (jf) train_report_start(jf, world, o->device, m.nparams, step, eval_start);
+    if (jf) train_report_start(jf, world, o->device, gpt_full_floats(&m), step, eval_start);
     if (!o->json)
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
              "eval loss %.4f\n",
-             world, o->device, m.nparams, o->microbatches, B, T, o->data, eval_start);
+             world, o->device, gpt_full_floats(&m), o->microbatches, B, T, o->data, eval_start);
     fflush(stdout);
   }
   const float dloss = 1.0f / ((float)o->microbatches * B * T);
-  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0;
+  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0,
+         pipe_ideal_s = 0;
   int timed_steps = 0, first = step, ckpt_failed = 0;
   while (step < o->steps) {
     uint64_t t_step = c4_now_ns();
@@ -232,6 +262,9 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     gpt_zero_grad(&m);
     double loss_sum = 0, gemm0 = gemm_seconds, first_s = 0;
     uint64_t t0 = c4_now_ns();
+    int slow_now = orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
+                   step + 1 <= o->slow_to;
+    tp.slow = slow_now ? o->slow_factor : 1;
     if (pp > 1 && train_pipe_step(&tp, &m, &data, o->seed, step, start, dloss, &loss_sum)) {
       fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", rank,
               step + 1);
@@ -244,9 +277,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
         text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
                          tok + b * T, tgt + b * T);
       loss_sum += (double)gpt_step_microbatch(&m, tok, tgt, dloss) * B * T;
-      if (orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
-          step + 1 <= o->slow_to)
-        sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+      if (slow_now) sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
       if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
         ops->sync();
         first_s = (double)(c4_now_ns() - t0) * 1e-9;
@@ -255,12 +286,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     ops->sync();
     struct step_report mine = {.loss_sum = loss_sum,
                                .first_s = first_s,
-                               .compute_s = pp > 1 ? tp.busy_s : (double)(c4_now_ns() - t0) * 1e-9,
+                               .compute_s = pp > 1 ? tp.wall_s : (double)(c4_now_ns() - t0) * 1e-9,
                                .monitor_slow = sub ? mon_sub_factor(sub) : 0,
                                .recoveries = sub ? mon_sub_recoveries(sub) : 0,
                                .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
                                .microbatches = mb[me]};
-    if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
+    if ((pp > 1 ? train_pipe_allreduce(&tp, &dp, &m) : dp_allreduce(&dp, m.grads, m.nparams)) ||
+        dp_allgather(&dp, &mine, rep, sizeof mine)) {
       fprintf(stderr,
               "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
               "the healthy ranks\n",
@@ -272,22 +304,39 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
     gpt_adamw(&m, lr, o->weight_decay, step + 1);
     step++;
+    int old_mb[nsplit], old_layers[pp];
+    memcpy(old_mb, mb, sizeof old_mb);
+    if (pp > 1) memcpy(old_layers, tp.split, sizeof old_layers);
+    int moved = pp > 1 ? train_pipe_replan(&tp, &dp, &m, mine.monitor_slow, err, sizeof err) : 0;
+    if (moved < 0) {
+      fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
     double total = 0;
     for (int i = 0; i < world; i++)
       total += rep[i].loss_sum;
     last_loss = total / ((double)o->microbatches * B * T);
     double secs = (double)(c4_now_ns() - t_step) * 1e-9;
     double tps = (double)o->microbatches * B * T / secs;
-    int old_mb[nsplit];
-    memcpy(old_mb, mb, sizeof old_mb);
     if (step > first + 1) { /* the first step warms caches: not a speed sample */
       step_secs[timed_steps] = secs;
       gemm_s_steps += gemm_seconds - gemm0;
       compute_s_steps += mine.compute_s;
       timed_steps++;
-      for (int i = 0; i < world; i++) { /* --pp: every stage's busy and whole time */
-        pipe_busy_s += rep[i].compute_s;
-        pipe_wall_s += rep[i].pipe_s;
+      for (int r = 0; pp > 1 && r < nsplit; r++) { /* --pp: each pipeline's stages x its time */
+        double longest = 0, sum = 0, most = 0;
+        for (int i = r * pp; i < (r + 1) * pp; i++) {
+          sum += rep[i].compute_s;
+          most = rep[i].compute_s > most ? rep[i].compute_s : most;
+          longest = rep[i].pipe_s > longest ? rep[i].pipe_s : longest;
+        }
+        pipe_busy_s += sum;
+        pipe_wall_s += pp * longest;
+        /* 1F1B at these stage times, nothing lost: each micro-batch crosses every stage once,
+         * and the slowest stage paces the other m - 1 */
+        int mr = rep[r * pp].microbatches > 0 ? rep[r * pp].microbatches : 1;
+        pipe_ideal_s += pp * (sum / mr + (mr - 1) * most / mr);
       }
       for (int i = 0; pp == 1 && i < world; i++)
         told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
@@ -296,7 +345,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                           .monitor_factor = rep[i].monitor_slow,
                                           .recoveries = (long)rep[i].recoveries};
       if (pp == 1) resplit_step(&plan, told);
-      mb_secs[timed_steps - 1] = plan.per_mb_s;
+      mb_secs[timed_steps - 1] = pp > 1 ? pipe_pace(&tp, rep, world) : plan.per_mb_s;
       fixed_secs[timed_steps - 1] = plan.fixed_s;
     }
     if (rank == 0) {
@@ -319,7 +368,10 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                        .world = nsplit,
                                        .compute_ms = compute_ms,
                                        .rank_tps = rank_tps,
-                                       .ranks = world};
+                                       .layers = pp > 1 ? old_layers : NULL,
+                                       .pipe_slowdown = tp.plan.slowdown,
+                                       .ranks = world,
+                                       .stages = pp};
         train_report_step(jf, &sr);
       }
       if (!o->json) {
@@ -330,25 +382,55 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
           printf("  -> re-split ");
           print_split(stdout, nsplit, mb);
         }
+        if (pp > 1) {
+          printf("  layers ");
+          print_split(stdout, pp, old_layers);
+        }
+        if (moved) {
+          printf("  -> layers moved ");
+          print_split(stdout, pp, tp.split);
+        }
         printf("\n");
       }
       fflush(stdout);
     }
-    if (o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps) &&
-        rank == 0 && train_ckpt_save(&m, o, step, world, err, sizeof err)) {
+    int ckpt_now =
+        o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps);
+    float *full = NULL; /* --pp: the whole model, for the moment of the checkpoint */
+    if (ckpt_now && pp > 1 && !(full = malloc(3 * gpt_full_floats(&m) * sizeof *full))) {
+      fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", rank);
+      goto out;
+    }
+    if (ckpt_now && pp > 1 && train_pipe_gather(&tp, &dp, &m, full)) {
+      fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", rank,
+              step);
+      free(full);
+      status = C4TRAIN_EXIT_PEER_LOST;
+      goto out;
+    }
+    if (ckpt_now && rank == 0 && train_ckpt_save(&m, full, o, step, world, err, sizeof err)) {
       fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, err);
       ckpt_failed = 1; /* training goes on; the exit status says it */
     }
+    free(full);
+  }
+  double eval_end = 0;
+  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_end)) {
+    status = C4TRAIN_EXIT_PEER_LOST;
+    goto out;
   }
   if (rank == 0) {
-    double eval_end = o->eval_windows ? eval_loss(&m, o, &data, tok, tgt) : 0;
+    if (pp == 1 && o->eval_windows) eval_end = eval_loss(&m, o, &data, tok, tgt);
     double even_mb[nsplit];
     int even[nsplit];
     for (int i = 0; i < nsplit; i++)
       even_mb[i] = 1.0;
     c4_split_microbatches(o->microbatches, nsplit, even_mb, even);
-    double ratio = resplit_bottleneck(nsplit, even, plan.planned) /
-                   resplit_bottleneck(nsplit, mb, plan.planned);
+    double ratio =
+        pp > 1 ? layer_plan_time(&tp.plan, tp.plan.even, tp.plan.even_data, tp.plan.planned) /
+                     layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned)
+               : resplit_bottleneck(nsplit, even, plan.planned) /
+                     resplit_bottleneck(nsplit, mb, plan.planned);
     /* the median step: the steady pace, not the steps before the planner's first re-split */
     double mid = timed_steps ? median(step_secs, timed_steps) : 0;
     double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
@@ -360,8 +442,13 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     double bound = t_mb > 0 ? (double)o->microbatches * B * T /
                                   (t_fixed + resplit_bottleneck(nsplit, mb, plan.planned) * t_mb)
                             : 0;
+    if (pp > 1) /* the pipeline's: its plan's time in healthy layer times, at the measured pace */
+      bound = t_mb > 0 ? (double)o->microbatches * B * T /
+                             (layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned) * t_mb)
+                       : 0;
     /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
     double bubble = pipe_wall_s > 0 ? 1 - pipe_busy_s / pipe_wall_s : 0;
+    double bubble_bound = pipe_ideal_s > 0 ? 1 - pipe_busy_s / pipe_ideal_s : 0;
     double phases[3];
     int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
     if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
@@ -379,6 +466,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
                                     .planned_speedup = ratio,
                                     .bound_tokens_per_s = bound,
                                     .pipeline_bubble = bubble,
+                                    .pipeline_bubble_bound = bubble_bound,
                                     .split = mb,
                                     .slow_phases = with_phases ? phases : NULL};
       train_report_end(jf, &er);

@@ -36,6 +36,7 @@ struct train_opts {
   int pp;                  /* pipeline stages (1: none); the ranks are pp x replicas */
   int max_context;         /* > 0: --data read as documents of up to this many positions */
   int assign;              /* with max_context: how a step's sequences go to the ranks */
+  double stage_mem_mb;     /* --pp: the memory a stage may hold, which caps its layers (0: none) */
 };
 
 /* --assign: by the cost model (time linear plus quadratic in length, train_docs.h); or by token

@@ -17,56 +17,60 @@
 
 static void usage(FILE *f) {
   fprintf(
-      f, "usage: c4train [options]\n"
-         "Trains a GPT-2-style byte-level model, data-parallel, and re-splits the global batch\n"
-         "around slow ranks (the straggler planner).\n"
-         "  --data FILE          training text (default " C4_DEFAULT_DATA ", on every Debian\n"
-         "                       system); bytes are the tokens; the last 10%% is held out\n"
-         "  --layers L --width C --heads H --context T   model (default 2, 64, 4, 64)\n"
-         "  --micro-batch B      sequences per micro-batch (default 4)\n"
-         "  --microbatches M     micro-batches per global step, split among ranks (default 16)\n"
-         "  --steps N            train to step N (default 50)\n"
-         "  --lr X --wd X        AdamW learning rate and weight decay (default 0.002, 0)\n"
-         "  --warmup N           steps of linear learning-rate warm-up (default 10)\n"
-         "  --seed S             parameters and data order (default 1)\n"
-         "  --device cpu|cuda    cpu: OpenBLAS, gradients over the c4 net plugin's host ring;\n"
-         "                       cuda: libc4k-cuda.so and NCCL (set NCCL_NET_PLUGIN=c4)\n"
-         "  --threads N          OpenBLAS threads per rank (default 1)\n"
-         "  --bucket-mb X        allreduce bucket size (default 1)\n"
-         "  --plugin PATH        net plugin for the CPU ring (default: the one beside c4train)\n"
-         "  --slow R:F[:A[:B]]   drill: launcher rank R computes F times slower (in steps A..B)\n"
-         "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
-         "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
-         "  --ckpt-every N       steps between checkpoints (default 10)\n"
-         "  --ckpt-strict        a damaged newest checkpoint stops the run (default: say which\n"
-         "                       file and why, and resume from the newest intact one)\n"
-         "  --monitor ADDR:PORT  c4mon's subscription port: straggler factors for the planner;\n"
-         "                       with --local-ranks, lost or hung ranks are stopped at once\n"
-         "  --eval-windows N     held-out windows for the eval loss at start and end (default 32)\n"
-         "  --pp P               pipeline parallelism: P stages of the layers (1F1B), the ranks\n"
-         "                       P x replicas, rank r stage r %% P (default 1)\n"
-         "  --max-context N      read --data as documents (paragraphs between blank lines, or\n"
-         "                       JSON lines with a \"text\" each) of up to N positions, packed\n"
-         "                       into micro-batches of B x N positions; N is the model's context\n"
-         "  --assign POLICY      with --max-context: a step's sequences go to the ranks by the\n"
-         "                       cost model's predicted time (cost, the default), or by token\n"
-         "                       count in the order they come (tokens) or longest first\n"
-         "                       (tokens-sorted), the ranks' measured speeds weighed in all\n"
-         "  --data-stats         with --max-context: print the length distribution and exit\n"
-         "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
-         "                       4000) cut from --data, lengths up to --max-context, and exit\n"
-         "  --layout auto        with --local-ranks N: probe every --pp dividing N and every\n"
-         "                       --micro-batch (the global batch kept) for --probe-steps steps\n"
-         "                       (default: a tenth of --steps over the candidates, at least 4),\n"
-         "                       print the table and train with the fastest\n"
-         "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
-         "                       from the last checkpoint (with --ckpt-dir)\n"
-         "  --json               one JSON object per line (start, step, end) from rank 0\n"
-         "  --json-out FILE      the same lines appended to FILE, the text staying on stdout\n"
-         "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
-         "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n"
-         "  -h, --help   -V, --version\n"
-         "exit: 0 ok, 1 failure, 2 bad usage\n");
+      f,
+      "usage: c4train [options]\n"
+      "Trains a GPT-2-style byte-level model, data-parallel, and re-splits the global batch\n"
+      "around slow ranks (the straggler planner).\n"
+      "  --data FILE          training text (default " C4_DEFAULT_DATA ", on every Debian\n"
+      "                       system); bytes are the tokens; the last 10%% is held out\n"
+      "  --layers L --width C --heads H --context T   model (default 2, 64, 4, 64)\n"
+      "  --micro-batch B      sequences per micro-batch (default 4)\n"
+      "  --microbatches M     micro-batches per global step, split among ranks (default 16)\n"
+      "  --steps N            train to step N (default 50)\n"
+      "  --lr X --wd X        AdamW learning rate and weight decay (default 0.002, 0)\n"
+      "  --warmup N           steps of linear learning-rate warm-up (default 10)\n"
+      "  --seed S             parameters and data order (default 1)\n"
+      "  --device cpu|cuda    cpu: OpenBLAS, gradients over the c4 net plugin's host ring;\n"
+      "                       cuda: libc4k-cuda.so and NCCL (set NCCL_NET_PLUGIN=c4)\n"
+      "  --threads N          OpenBLAS threads per rank (default 1)\n"
+      "  --bucket-mb X        allreduce bucket size (default 1)\n"
+      "  --plugin PATH        net plugin for the CPU ring (default: the one beside c4train)\n"
+      "  --slow R:F[:A[:B]]   drill: launcher rank R computes F times slower (in steps A..B)\n"
+      "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
+      "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
+      "  --ckpt-every N       steps between checkpoints (default 10)\n"
+      "  --ckpt-strict        a damaged newest checkpoint stops the run (default: say which\n"
+      "                       file and why, and resume from the newest intact one)\n"
+      "  --monitor ADDR:PORT  c4mon's subscription port: straggler factors for the planner;\n"
+      "                       with --local-ranks, lost or hung ranks are stopped at once\n"
+      "  --eval-windows N     held-out windows for the eval loss at start and end (default 32)\n"
+      "  --pp P               pipeline parallelism: P stages of the layers (1F1B), the ranks\n"
+      "                       P x replicas, rank r stage r %% P (default 1); unless --no-resplit,\n"
+      "                       a slow stage's layers move to the others and back\n"
+      "  --stage-mem MB       --pp: the memory a stage may use, which caps the layers the\n"
+      "                       planner gives it (default: no cap)\n"
+      "  --max-context N      read --data as documents (paragraphs between blank lines, or\n"
+      "                       JSON lines with a \"text\" each) of up to N positions, packed\n"
+      "                       into micro-batches of B x N positions; N is the model's context\n"
+      "  --assign POLICY      with --max-context: a step's sequences go to the ranks by the\n"
+      "                       cost model's predicted time (cost, the default), or by token\n"
+      "                       count in the order they come (tokens) or longest first\n"
+      "                       (tokens-sorted), the ranks' measured speeds weighed in all\n"
+      "  --data-stats         with --max-context: print the length distribution and exit\n"
+      "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
+      "                       4000) cut from --data, lengths up to --max-context, and exit\n"
+      "  --layout auto        with --local-ranks N: probe every --pp dividing N and every\n"
+      "                       --micro-batch (the global batch kept) for --probe-steps steps\n"
+      "                       (default: a tenth of --steps over the candidates, at least 4),\n"
+      "                       print the table and train with the fastest\n"
+      "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
+      "                       from the last checkpoint (with --ckpt-dir)\n"
+      "  --json               one JSON object per line (start, step, end) from rank 0\n"
+      "  --json-out FILE      the same lines appended to FILE, the text staying on stdout\n"
+      "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
+      "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n"
+      "  -h, --help   -V, --version\n"
+      "exit: 0 ok, 1 failure, 2 bad usage\n");
 }
 
 static int parse_int(const char *flag, const char *v, int min, int max, int *out) {
@@ -159,7 +163,8 @@ int main(int argc, char **argv) {
     O_SYNTH,
     O_SYNTH_DOCS,
     O_LAYOUT,
-    O_PROBE_STEPS
+    O_PROBE_STEPS,
+    O_STAGE_MEM
   };
   static const struct option opts[] = {{"data", 1, 0, O_DATA},
                                        {"layers", 1, 0, O_LAYERS},
@@ -195,6 +200,7 @@ int main(int argc, char **argv) {
                                        {"synth-docs", 1, 0, O_SYNTH_DOCS},
                                        {"layout", 1, 0, O_LAYOUT},
                                        {"probe-steps", 1, 0, O_PROBE_STEPS},
+                                       {"stage-mem", 1, 0, O_STAGE_MEM},
                                        {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'},
                                        {0, 0, 0, 0}};
@@ -280,6 +286,7 @@ int main(int argc, char **argv) {
       break;
     case O_PROBE_STEPS: bad |= parse_int("--probe-steps", optarg, 4, 1 << 20, &probe_steps); break;
     case O_SYNTH_DOCS: bad |= parse_int("--synth-docs", optarg, 10, 1 << 24, &synth_docs); break;
+    case O_STAGE_MEM: bad |= parse_double("--stage-mem", optarg, 0, 1e9, &o.stage_mem_mb); break;
     case 'h': usage(stdout); return C4_EXIT_OK;
     case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
     default: return c4_cli_bad_option("c4train", argv, c);

@@ -1,33 +1,100 @@
-/* train_pipe.c -- a pipeline stage's step: the 1F1B order, each forward waiting for its input
- * from the previous stage and sending its output on without waiting, each backward waiting for
- * its gradient from the next stage and sending the input's gradient back the same way. A slot's
- * send buffer is reused only once its last send is done. */
+/* train_pipe.c -- a pipeline stage's setup and step: the 1F1B order, each forward waiting for
+ * its input from the previous stage and sending its output on without waiting, each backward
+ * waiting for its gradient from the next stage and sending the input's gradient back the same
+ * way. A slot's send buffer is reused only once its last send is done. */
 #include "train_pipe.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "c4_clock.h"
 #include "planner.h"
 
-int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
-                    int m, char *err, size_t errlen) {
-  memset(tp, 0, sizeof *tp);
-  int L = model->cfg.layers, split[stages];
+int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1) {
+  if (stages < 1 || layers < stages || stage < 0 || stage >= stages) return -1;
+  int split[stages];
   double even[stages];
   for (int s = 0; s < stages; s++)
     even[s] = 1.0;
-  if (L < stages || c4_split_layers(L, stages, even, NULL, split) < 0) {
-    snprintf(err, errlen, "%d layers cannot fill %d pipeline stages", L, stages);
+  if (c4_split_layers(layers, stages, even, NULL, split) < 0) return -1;
+  *l0 = 0;
+  for (int s = 0; s < stage; s++)
+    *l0 += split[s];
+  *l1 = *l0 + split[stage];
+  return 0;
+}
+
+/* The ring of this stage across the replicas: ranks stage, stage + P, stage + 2P, ... */
+static int group_init(struct train_pipe *tp, struct dp *d, char *err, size_t errlen) {
+  int n = d->world / tp->stages, members[n];
+  if (n < 2) return 0;
+  for (int i = 0; i < n; i++)
+    members[i] = tp->stage + i * tp->stages;
+  if (c4_hostcoll_ring_init_group(&tp->group, &d->api, 0, &d->bs, members, n)) {
+    snprintf(err, errlen, "the ring of pipeline stage %d across %d replicas did not connect",
+             tp->stage, n);
     return -1;
   }
+  tp->group_up = 1;
+  return 0;
+}
+
+/* The most layers each stage can hold within stage_mem bytes (its slots, and the head on the
+ * last stage, counted), at most what leaves every other stage one. */
+static void caps(const struct train_pipe *tp, const struct gpt *model, int m, double stage_mem,
+                 int *cap) {
+  int L = model->cfg.layers;
+  for (int s = 0; s < tp->stages; s++) {
+    int slots = sched_1f1b_in_flight(s, tp->stages, m);
+    cap[s] = 0;
+    while (cap[s] < L - (tp->stages - 1) &&
+           (double)gpt_stage_bytes(model, cap[s] + 1, s == tp->stages - 1, slots) <= stage_mem)
+      cap[s]++;
+  }
+}
+
+int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
+                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen) {
+  memset(tp, 0, sizeof *tp);
+  int L = model->cfg.layers, m = microbatches; /* the most one replica can be given */
   tp->stage = rank % stages;
   tp->stages = stages;
-  tp->m = m;
-  for (int s = 0; s < tp->stage; s++)
-    tp->l0 += split[s];
-  tp->l1 = tp->l0 + split[tp->stage];
+  tp->cap = m;
+  tp->slow = 1;
+  tp->split = calloc((size_t)stages, sizeof *tp->split);
+  for (int s = 0, l0, l1; tp->split && s < stages; s++)
+    if (train_pipe_even_layers(L, stages, s, &l0, &l1) == 0) tp->split[s] = l1 - l0;
+  if (!tp->split || tp->split[stages - 1] < 1) {
+    snprintf(err, errlen, "%d layers cannot fill %d pipeline stages", L, stages);
+    train_pipe_free(tp);
+    return -1;
+  }
+  int cap[stages];
+  if (stage_mem > 0) caps(tp, model, m, stage_mem, cap);
+  for (int s = 0; stage_mem > 0 && s < stages; s++)
+    if (cap[s] < tp->split[s]) {
+      snprintf(err, errlen,
+               "--stage-mem %.0f MB does not hold stage %d's %d layers of the even split (%.1f MB)",
+               stage_mem / 1048576, s, tp->split[s],
+               (double)gpt_stage_bytes(model, tp->split[s], s == stages - 1,
+                                       sched_1f1b_in_flight(s, stages, m)) /
+                   1048576);
+      train_pipe_free(tp);
+      return -1;
+    }
+  if (layer_plan_init(&tp->plan, stages, d->world / stages, L, microbatches,
+                      stage_mem > 0 ? cap : NULL, resplit)) {
+    snprintf(err, errlen, "out of memory for the layer plan");
+    train_pipe_free(tp);
+    return -1;
+  }
+  tp->plan_up = 1;
+  tp->l0 = model->l0;
+  tp->l1 = model->l1;
+  model->time_layers = 1;
   tp->slots = sched_1f1b_in_flight(tp->stage, stages, m);
   size_t bytes = gpt_boundary_bytes(model), N = (size_t)model->B * model->cfg.context;
   tp->order = calloc((size_t)2 * m, sizeof *tp->order);
@@ -44,17 +111,55 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
     ok = tp->in[i] && tp->out[i];
   }
   if (!ok || gpt_slots(model, tp->slots, err, errlen)) {
-    if (ok) snprintf(err, errlen, "out of memory for %d pipeline slots", tp->slots);
+    if (!ok) snprintf(err, errlen, "out of memory for %d pipeline slots", tp->slots);
     train_pipe_free(tp);
     return -1;
   }
-  sched_1f1b(tp->stage, stages, m, tp->order);
+  tp->m = tp->plan.data[rank / stages];
+  sched_1f1b(tp->stage, stages, tp->m, tp->order);
   int prev = tp->stage > 0 ? rank - 1 : -1, next = tp->stage < stages - 1 ? rank + 1 : -1;
-  if (pipe_init(&tp->link, d, prev, next, err, errlen)) {
+  if (pipe_init(&tp->link, d, prev, next, err, errlen) || group_init(tp, d, err, errlen)) {
     train_pipe_free(tp);
     return -1;
   }
   return 0;
+}
+
+/* The slots were made for the most micro-batches in flight at any m (train_pipe_init). */
+int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen) {
+  if (m < 1 || m > tp->cap) {
+    snprintf(err, errlen, "%d micro-batches for a pipeline made for 1 to %d", m, tp->cap);
+    return -1;
+  }
+  tp->m = m;
+  sched_1f1b(tp->stage, tp->stages, m, tp->order);
+  return 0;
+}
+
+/* CPU and wall time of a pass's compute, the waits for a neighbour left out. */
+struct spent {
+  uint64_t cpu, wall;
+};
+
+static struct spent since(struct spent t0) {
+  return (struct spent){c4_thread_cpu_ns() - t0.cpu, c4_now_ns() - t0.wall};
+}
+
+static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now_ns()}; }
+
+/* A pass computed for `took`: the drill makes it take tp->slow times as long, as a slower
+ * device would (its wall time by sleeping, its CPU time by counting), and the step's busy
+ * times count it. */
+static void compute_done(struct train_pipe *tp, struct spent took) {
+  double cpu = (double)took.cpu * 1e-9, s = (double)took.wall * 1e-9 * (tp->slow - 1);
+  if (s < 0) s = 0;
+  tp->work_s += cpu;
+  tp->busy_s += cpu * (tp->slow > 1 ? tp->slow : 1);
+  tp->wall_s += (double)took.wall * 1e-9 + s;
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_data *data,
@@ -62,7 +167,8 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
   int B = model->B, T = model->cfg.context, last = tp->stage == tp->stages - 1;
   size_t bytes = gpt_boundary_bytes(model);
   *loss_sum = 0;
-  tp->busy_s = 0;
+  tp->busy_s = tp->wall_s = tp->work_s = 0;
+  model->layers_s = 0;
   for (int k = 0; k < 2 * tp->m; k++) {
     int mb = tp->order[k].microbatch, sl = mb % tp->slots;
     if (!tp->order[k].backward) {
@@ -70,24 +176,34 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
         text_data_sample(data, seed, (uint64_t)step, (uint64_t)(first + mb) * B + b, T,
                          tp->tok + b * T, tp->tgt + b * T);
       if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return -1;
-      uint64_t t0 = c4_now_ns();
-      float loss = gpt_stage_forward(model, sl, tp->l0, tp->l1, tp->tok, tp->tgt, tp->in[sl]);
+      struct spent t0 = now();
+      float loss = gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]);
       if (last) *loss_sum += (double)loss * B * T;
+      struct spent took = since(t0);
       if (!last) {
         if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
-        gpt_stage_output(model, sl, tp->l1, tp->out[sl]);
+        t0 = now();
+        gpt_stage_output(model, sl, tp->out[sl]);
+        struct spent more = since(t0);
+        took.cpu += more.cpu;
+        took.wall += more.wall;
       }
-      tp->busy_s += (double)(c4_now_ns() - t0) * 1e-9;
+      compute_done(tp, took);
       if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return -1;
     } else {
       if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return -1;
-      uint64_t t0 = c4_now_ns();
-      gpt_stage_backward(model, sl, tp->l0, tp->l1, dloss, tp->in[sl]);
+      struct spent t0 = now();
+      gpt_stage_backward(model, sl, dloss, tp->in[sl]);
+      struct spent took = since(t0);
       if (tp->stage > 0) {
         if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
-        gpt_stage_input_grad(model, sl, tp->l0, tp->out[sl]);
+        t0 = now();
+        gpt_stage_input_grad(model, sl, tp->out[sl]);
+        struct spent more = since(t0);
+        took.cpu += more.cpu;
+        took.wall += more.wall;
       }
-      tp->busy_s += (double)(c4_now_ns() - t0) * 1e-9;
+      compute_done(tp, took);
       if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)
         return -1;
     }
@@ -96,10 +212,14 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
     if (pipe_wait(&tp->link, tp->sent[i])) return -1;
     tp->sent[i] = -1;
   }
+  tp->layers_s = model->layers_s;
+
   return 0;
 }
 
 void train_pipe_free(struct train_pipe *tp) {
+  if (tp->plan_up) layer_plan_free(&tp->plan);
+  if (tp->group_up) c4_hostcoll_ring_close(&tp->group);
   if (tp->link.api) pipe_close(&tp->link);
   for (int i = 0; i < tp->slots; i++) {
     if (tp->in) free(tp->in[i]);
@@ -109,6 +229,7 @@ void train_pipe_free(struct train_pipe *tp) {
   free(tp->out);
   free(tp->sent);
   free(tp->order);
+  free(tp->split);
   free(tp->tok);
   free(tp->tgt);
   memset(tp, 0, sizeof *tp);

@@ -1,39 +1,64 @@
 /* train_pipe.h -- one rank of a pipeline-parallel c4train (--pp P): rank r is stage r % P of
- * data-parallel replica r / P; the stage holds layers [l0, l1) of the planner's even layer split,
+ * data-parallel replica r / P; the stage holds only its layers [l0, l1) (gpt.h's window: the
+ * memory of the weights, AdamW's moments, the gradients and the activations shrinks with P),
  * runs its replica's micro-batches in 1F1B order (sched_1f1b.h), receives activations from the
- * previous stage and gradients from the next over the net plugin (pipe.h), and adds its layers'
- * gradients into the model's gradient vector, zero elsewhere. The data-parallel allreduce of
- * that whole vector then sums every stage of every replica at once (the tied token embedding's
- * two halves, the first stage's and the last's, included), so every rank applies the same AdamW
- * step to the whole model: each rank keeps all the weights (the memory of a pipeline stage is
- * not saved; what is split is the compute). */
+ * previous stage and gradients from the next over the net plugin (pipe.h). Its layers'
+ * gradients are summed over the same stage of every replica (a ring of those ranks); the
+ * embeddings and the final layernorm, which every stage holds, over all ranks (the tied token
+ * embedding's two halves, the first stage's and the last's, included), so every rank applies the
+ * same AdamW step to what it holds. The layer split can change between steps: layers move to
+ * their new stage with their weights and moments, over the same links (train_pipe_move). */
 #ifndef C4_TRAIN_PIPE_H
 #define C4_TRAIN_PIPE_H
 
 #include <stddef.h>
 
+#include "c4_hostcoll.h"
 #include "dp.h"
 #include "gpt.h"
+#include "layer_plan.h"
 #include "pipe.h"
 #include "sched_1f1b.h"
 #include "text_data.h"
 
 struct train_pipe {
   int stage, stages, l0, l1;
-  int m; /* micro-batches of this replica per step */
+  int m;   /* micro-batches of this replica per step */
+  int cap; /* the most it has room for (the order's length is 2 x cap) */
   struct pipe link;
+  struct c4_hostcoll group; /* this stage's ring across the replicas (up when there are 2+) */
+  int group_up;
   struct sched_op *order; /* 2m */
   float **in, **out;      /* per slot: host boundary buffers, received and sent */
   int *sent;              /* per slot: the send handle of out[slot], -1 when none */
   int slots;
+  int *split;     /* layers per stage now (stages entries) */
   int *tok, *tgt; /* host B x T */
-  double busy_s;  /* compute time of the last step (no waiting) */
+  double slow;    /* drill (--slow): each pass takes this many times as long (1: none) */
+  /* The last step's compute, in the thread's CPU time (on a machine with more ranks than cores,
+   * wall time would count the other ranks' turns as this stage's slowness), times the drill's
+   * factor: a stage slow because another job shares its core does not show here (c4mon's verdict
+   * names that one); a slower core or the drill does. */
+  double busy_s;
+  double wall_s;   /* the same compute in wall time (the pipeline's idle share is the rest) */
+  double layers_s; /* of which in the held layers (the drill's share not included) */
+  double work_s;   /* busy_s without the drill: the layers, the ends and the copies */
+  struct layer_plan plan; /* the layer re-split's decisions (the same on every rank) */
+  int plan_up;
 };
 
-/* Sets up rank `rank` of `world` (a multiple of stages, layers >= stages) for m micro-batches a
- * step: the layer split, the slots, the links. Collective over d. Returns 0, or -1 with err. */
+/* The layers stage `stage` of `stages` holds in the even split of `layers`: [*l0, *l1). Returns
+ * 0, or -1 when there are fewer layers than stages. */
+int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1);
+
+/* Sets up rank `rank` of d's world (a multiple of stages) for `microbatches` a step among the
+ * replicas, the model already holding its stage's layers: the slots, the links, the stage's
+ * ring, the plan of layers and micro-batches (tp->plan: its even split to begin with)
+ * (re-splitting when resplit is 1, each stage capped to the layers that fit in stage_mem bytes
+ * of parameters, gradients, moments and activations, 0: no cap). Collective over d. Returns 0,
+ * or -1 with err. */
 int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
-                    int m, char *err, size_t errlen);
+                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen);
 
 /* One step's forward and backward passes of this replica's micro-batches: global micro-batch
  * indices first .. first + m - 1 of step `step` (sampled from data with seed, as the
@@ -41,6 +66,37 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
  * losses (last stage; 0 elsewhere). Returns 0, or -1 when a neighbour is gone or silent. */
 int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_data *data,
                     unsigned long long seed, int step, int first, float dloss, double *loss_sum);
+
+/* Sums the gradients as the header says. Collective over d. 0, or -1 when a peer is lost. */
+int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model);
+
+/* The whole model's params, adam_m and adam_v (3 x gpt_full_floats, the checkpoint's layout)
+ * into full on every rank: each stage of replica 0 gives its layers, rank 0 the rest, summed
+ * over d (for the moment of a checkpoint every rank holds the whole model once more). 0 or -1. */
+int train_pipe_gather(struct train_pipe *tp, struct dp *d, const struct gpt *model, float *full);
+
+/* Mean loss over `windows` held-out windows, through the pipeline forward only; every stage of
+ * every replica calls it (replica 0 computes, the others wait) and gets the mean. 0 or -1. */
+int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,
+                    const struct text_data *data, int windows, double *loss);
+
+/* Moves layers so that stage s holds split[s] of them (every stage at least one), weights and
+ * AdamW's moments bit for bit, over the pipeline links: in rounds, each stage hands its
+ * neighbours the layers bound further that way, until all are home. Collective over the
+ * pipeline. Returns 0, or -1 with err (a lost neighbour, or memory). */
+int train_pipe_move(struct train_pipe *tp, struct gpt *model, const int *split, char *err,
+                    size_t errlen);
+
+/* Makes the stage run m micro-batches a step from now on (the 1F1B order and the slots follow).
+ * 0, or -1 with err when memory is short. */
+int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen);
+
+/* After a step's optimizer update: every rank shares its timings (and c4mon's factor for it, 0
+ * when none), the plan takes the step, and when it makes a new plan the layers move
+ * (train_pipe_move) and the replica takes its new micro-batches (tp->plan.data). Collective over
+ * d. Returns 1 on a new plan, 0 when none, -1 with err when a peer was lost. */
+int train_pipe_replan(struct train_pipe *tp, struct dp *d, struct gpt *model, double monitor,
+                      char *err, size_t errlen);
 
 void train_pipe_free(struct train_pipe *tp);
 

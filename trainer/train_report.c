@@ -34,13 +34,17 @@ void train_report_start(FILE *f, int world, const char *device, size_t params, i
 }
 
 void train_report_step(FILE *f, const struct train_step_report *r) {
-  emit(f,
-       json_pack("{s:s, s:i, s:f, s:f, s:f, s:I, s:I, s:o, s:o, s:o, s:o}", "event", "step", "step",
-                 r->step, "loss", r->loss, "tokens_per_s", r->tokens_per_s, "step_ms", r->step_ms,
-                 "t_start_ns", (json_int_t)r->t_start_ns, "t_ns", (json_int_t)r->t_ns, "split",
-                 int_array(r->split, r->world), "slowdown", real_array(r->slowdown, r->world),
-                 "compute_ms", real_array(r->compute_ms, r->ranks), "rank_tokens_per_s",
-                 real_array(r->rank_tps, r->ranks)));
+  json_t *j = json_pack(
+      "{s:s, s:i, s:f, s:f, s:f, s:I, s:I, s:o, s:o, s:o, s:o}", "event", "step", "step", r->step,
+      "loss", r->loss, "tokens_per_s", r->tokens_per_s, "step_ms", r->step_ms, "t_start_ns",
+      (json_int_t)r->t_start_ns, "t_ns", (json_int_t)r->t_ns, "split",
+      int_array(r->split, r->world), "slowdown", real_array(r->slowdown, r->world), "compute_ms",
+      real_array(r->compute_ms, r->ranks), "rank_tokens_per_s", real_array(r->rank_tps, r->ranks));
+  if (j && r->layers) {
+    json_object_set_new(j, "layers", int_array(r->layers, r->stages));
+    json_object_set_new(j, "pipe_slowdown", real_array(r->pipe_slowdown, r->ranks));
+  }
+  emit(f, j);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -74,6 +78,8 @@ void train_report_end(FILE *f, const struct train_end_report *r) {
       "model_gflops", r->model_gflops, "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
       r->bound_tokens_per_s, "split", int_array(r->split, r->world));
   if (o) json_object_set_new(o, "pipeline_bubble", json_real(r->pipeline_bubble));
+  if (o && r->pipeline_bubble > 0)
+    json_object_set_new(o, "pipeline_bubble_bound", json_real(r->pipeline_bubble_bound));
   if (o && r->slow_phases)
     json_object_set_new(o, "slow_phases",
                         json_pack("{s:f, s:f, s:f}", "before", r->slow_phases[0], "during",

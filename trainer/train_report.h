@@ -20,9 +20,12 @@ struct train_step_report {
   const int *split;       /* micro-batches per rank in it */
   const double *slowdown; /* the planner's per-rank slowdowns after it */
   int world;
-  const double *compute_ms; /* each rank's compute time in it (forward, backward, --slow) */
-  const double *rank_tps;   /* each rank's tokens over its compute time */
+  const double *compute_ms;    /* each rank's compute time in it (forward, backward, --slow) */
+  const double *rank_tps;      /* each rank's tokens over its compute time */
+  const int *layers;           /* --pp: layers per pipeline stage in it (NULL without) */
+  const double *pipe_slowdown; /* and the pipeline plan's slowdown per rank after it (world) */
   int ranks;
+  int stages;
 };
 
 /* {"event":"step",...} */
@@ -33,7 +36,9 @@ struct train_end_report {
   int steps, world;
   double loss, eval_loss_start, eval_loss, tokens_per_s, gemm_share, gemm_gflops, model_gflops,
       planned_speedup, bound_tokens_per_s;
-  double pipeline_bubble; /* --pp: the stages' share of time spent waiting; 0 without */
+  double pipeline_bubble;       /* --pp: the stages' share of time spent waiting; 0 without */
+  double pipeline_bubble_bound; /* and 1F1B's share at the stages' measured times (unequal
+                                   stages wait more than (P - 1) / (m + P - 1)) */
   const int *split;
   const double *slow_phases; /* --slow: median tokens/s before, in and after its steps; or NULL */
 };

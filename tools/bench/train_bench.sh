@@ -18,8 +18,13 @@
 #      not even (target 0);
 #   5. a pipeline of 4 stages (--pp 4, 8 layers, 8 micro-batches a step) on the four confined
 #      ranks: the share of the stages' time spent waiting against 1F1B's (P - 1) / (m + P - 1)
-#      = 3/11 (target: within 10% of it).
-# Medians of $C4_BENCH_RUNS runs (default 3) for 1 and 2, one run each of 3 and 4. Writes
+#      = 3/11 (target: within 10% of it), and against 1F1B's share at the stages' measured
+#      times (the first stage also embeds, the last runs the head: unequal stages wait more);
+#   6. the same four confined ranks as 4 stages of 16 layers with stage 1 at 2x: tokens/s with
+#      the pipeline planner's re-split (layers move off stage 1) against --no-resplit (target
+#      >= 1.3x), and against the planner's bound: its plan's predicted step at the measured
+#      healthy pace (target >= 0.95).
+# Medians of $C4_BENCH_RUNS runs (default 3) for 1, 2, 5 and 6, one run each of 3 and 4. Writes
 # BUILD/bench-train.json.
 # Usage: tools/bench/train_bench.sh [BUILD_DIR]
 set -uo pipefail
@@ -74,7 +79,7 @@ confine() { # launcher pid, n, share
   done
 }
 release() { for g in "$cg_root"/c4bench-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
-confined_run() { # c4train args...: the end line's tokens_per_s and planned_speedup
+confined_run() { # c4train args...: the end line
   "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
   local pid=$!
   confine "$pid" 4 "$share"
@@ -132,15 +137,36 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
 fi
 heal_ratio=$(ratio "$heal_after" "$heal_before")
 
-bubbles=()
+bubbles=() bubble_bounds=()
 if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
   PIPE=(--local-ranks 4 --pp 4 --layers 8 --width 128 --heads 4 --context 64 --micro-batch 4
     --microbatches 8 --steps 16 --eval-windows 0 --json)
   for _ in $(seq "$RUNS"); do
-    bubbles+=("$(confined_run "${PIPE[@]}" | field pipeline_bubble)")
+    out=$(confined_run "${PIPE[@]}")
+    bubbles+=("$(field pipeline_bubble <<<"$out")")
+    bubble_bounds+=("$(field pipeline_bubble_bound <<<"$out")")
   done
 fi
+
+# 6. a stage at 2x in a 4-stage pipeline: the layer re-split
+pipe_with=() pipe_without=() pipe_bound=()
+if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
+  SLOWPIPE=(--local-ranks 4 --pp 4 --layers 16 --width 96 --heads 4 --context 64 --micro-batch 2
+    --microbatches 8 --steps 40 --eval-windows 0 --slow 1:2.0 --json)
+  for _ in $(seq "$RUNS"); do
+    out=$(confined_run "${SLOWPIPE[@]}")
+    pipe_with+=("$(field tokens_per_s <<<"$out")")
+    pipe_bound+=("$(field bound_tokens_per_s <<<"$out")")
+    pipe_without+=("$(confined_run "${SLOWPIPE[@]}" --no-resplit | field tokens_per_s)")
+  done
+fi
+pw=$(printf '%s\n' "${pipe_with[@]}" | median)
+pwo=$(printf '%s\n' "${pipe_without[@]}" | median)
+pb=$(printf '%s\n' "${pipe_bound[@]}" | median)
+pipe_gain=$(ratio "$pw" "$pwo")
+pipe_of_bound=$(ratio "$pw" "$pb")
 bubble=$(printf '%s\n' "${bubbles[@]}" | median)
+bubble_at=$(printf '%s\n' "${bubble_bounds[@]}" | median)
 bubble_ideal=$(awk 'BEGIN {printf "%.4f", 3 / 11}')
 bubble_ratio=$(ratio "$bubble" "$bubble_ideal")
 
@@ -163,6 +189,9 @@ printf '%-62s %10s %10s %8s %s\n' "rank 2 at 3x in steps 21-60: tokens/s 16-20 s
 printf '%-62s %10s %10s %8s %s\n' "  steps after the heal until the split is even again" "${heal_even:-never}" "" "" "<= 20 $(awk -v n="${heal_even:-x}" 'BEGIN {if (n !~ /^[0-9]+$/) print "MISSED"; else if (n <= 20) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s %s\n' "no fault, 1,000 steps: steps with an uneven split" "$nofault_uneven" "" "" "0 $(awk -v n="$nofault_uneven" 'BEGIN {if (n !~ /^[0-9]+$/) print "not measured"; else if (n == 0) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s %s\n' "pipeline, 4 stages, 8 micro-batches: idle share vs 1F1B's 3/11" "$bubble" "$bubble_ideal" "$bubble_ratio" "0.9-1.1 $(awk -v r="$bubble_ratio" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= 0.9 && r <= 1.1) print "met"; else print "MISSED"}')"
+printf '%-62s %10s %10s %8s\n' "  idle share vs 1F1B's at the stages' measured times" "$bubble" "$bubble_at" "$(ratio "$bubble" "$bubble_at")"
+printf '%-62s %10s %10s %8s %s\n' "pipeline, stage 1 of 4 at 2x: tokens/s layers re-split vs not" "$pw" "$pwo" "$pipe_gain" ">= 1.3 $(verdict "$pipe_gain" 1.3)"
+printf '%-62s %10s %10s %8s %s\n' "  re-split tokens/s vs the pipeline planner's bound" "$pw" "$pb" "$pipe_of_bound" ">= 0.95 $(verdict "$pipe_of_bound" 0.95)"
 num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
-printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s}\n' \
-  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" >"$BUILD/bench-train.json"
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s, "pipeline_bubble_bound": %s, "pipe_resplit_tokens_per_s": %s, "pipe_even_tokens_per_s": %s, "pipe_bound_tokens_per_s": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" "$(num "$bubble_at")" "$(num "$pw")" "$(num "$pwo")" "$(num "$pb")" >"$BUILD/bench-train.json"

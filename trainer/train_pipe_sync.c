@@ -1,0 +1,63 @@
+/* train_pipe_sync.c -- what a pipeline's ranks do together besides the step: sum the gradients
+ * (a stage's layers over its replicas, the rest over all), gather the whole model for a
+ * checkpoint, and compute the held-out loss through the stages. */
+#include "train_pipe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_layers.h"
+
+int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model) {
+  size_t lay0 = model->at[GPT_LN1W], lay1 = model->at[GPT_LNFW]; /* the per-layer tensors */
+  if (dp_allreduce(d, model->grads, lay0) ||
+      dp_allreduce(d, model->grads + lay1, model->nparams - lay1))
+    return -1;
+  for (size_t at = lay0; tp->group_up && at < lay1; at += d->bucket_floats) {
+    size_t len = lay1 - at < d->bucket_floats ? lay1 - at : d->bucket_floats;
+    if (c4_hostcoll_allreduce_f32(&tp->group, model->grads + at, len)) return -1;
+  }
+  return 0;
+}
+
+int train_pipe_gather(struct train_pipe *tp, struct dp *d, const struct gpt *model, float *full) {
+  size_t F = gpt_full_floats(model), n = model->nparams;
+  memset(full, 0, 3 * F * sizeof(float));
+  float *win = d->rank < tp->stages ? malloc(n * sizeof(float)) : NULL;
+  if (d->rank < tp->stages && !win) return -1;
+  const float *part[3] = {model->params, model->adam_m, model->adam_v};
+  for (int k = 0; win && k < 3; k++) {
+    model->ops->download(win, part[k], n * sizeof(float));
+    gpt_window_to_full(model, win, full + (size_t)k * F);
+    for (int p = 0; d->rank != 0 && p < GPT_NPARAMS; p++) /* rank 0 alone gives the shared ones */
+      if (!gpt_is_layer_param(p))
+        memset(full + (size_t)k * F + model->info[p].offset, 0,
+               model->info[p].count * sizeof(float));
+  }
+  free(win);
+  return dp_allreduce(d, full, 3 * F);
+}
+
+int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,
+                    const struct text_data *data, int windows, double *loss) {
+  int B = model->B, T = model->cfg.context, last = tp->stage == tp->stages - 1;
+  double sum = 0;
+  for (int done = 0; d->rank < tp->stages && done < windows; done += B) {
+    for (int b = 0; b < B; b++)
+      text_data_eval(data, (done + b) % windows, windows, T, tp->tok + b * T, tp->tgt + b * T);
+    if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[0], gpt_boundary_bytes(model))) return -1;
+    float l = gpt_stage_forward(model, 0, tp->tok, tp->tgt, tp->in[0]);
+    if (last) sum += l;
+    if (!last) {
+      gpt_stage_output(model, 0, tp->out[0]);
+      int h = pipe_isend(&tp->link, 1, tp->out[0], gpt_boundary_bytes(model));
+      if (h < 0 || pipe_wait(&tp->link, h)) return -1;
+    }
+  }
+  double mine = last && windows > 0 && d->rank < tp->stages ? sum / ((windows + B - 1) / B) : 0;
+  double *all = malloc((size_t)d->world * sizeof *all);
+  int rc = all ? dp_allgather(d, &mine, all, sizeof mine) : -1;
+  *loss = all ? all[tp->stages - 1] : 0;
+  free(all);
+  return rc;
+}
