@@ -134,11 +134,44 @@ static void print_split(FILE *f, int world, const int *mb) {
     fprintf(f, "%s%d", i ? "," : "", mb[i]);
 }
 
-int train_run(const struct train_opts *o, const struct c4_ranks *r) {
-  char err[512] = "";
-  int rank = r->rank, world = r->world, status = 1;
-  /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
-  int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
+/* One rank's run: what its setup makes, and what its steps carry to the next and to the end. */
+struct run {
+  const struct train_opts *o;
+  int rank, world, orig_rank, B, T;
+  int pp, nsplit, me; /* with --pp, the split is among the data-parallel replicas, each a pipe */
+  char err[512];
+  struct text_data data;
+  struct c4k_ops timed;
+  const struct c4k_ops *ops;
+  struct dp dp;
+  struct gpt m;
+  struct mon_sub *sub;
+  int *tok, *tgt;
+  struct step_report *rep;
+  struct resplit_report *told;
+  double *step_secs, *step_tps, *mb_secs, *fixed_secs; /* by timed step; step_tps by step */
+  FILE *jf;
+  struct resplit plan;
+  int plan_up;
+  struct train_pipe tp;
+  int *mb; /* the micro-batches per rank (or, --pp, per replica) */
+  int step, first, timed_steps, ckpt_failed;
+  double eval_start, last_loss, gemm_s_steps, compute_s_steps, pipe_busy_s, pipe_wall_s,
+      pipe_ideal_s;
+  float dloss;
+};
+
+/* What one step carries from its compute to its report. */
+struct step_state {
+  uint64_t t_step, t0;
+  double gemm0, secs, tps;
+  struct step_report mine;
+  int *old_mb, *old_layers; /* the split and the layers the step ran with */
+  int moved;                /* --pp: layers moved after it */
+};
+
+/* The options --pp cannot run with. */
+static int run_check_opts(const struct train_opts *o, int rank, int world) {
   if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
     /* the stages' kernels go through the ops table like the rest, but their links use the net
      * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */
@@ -152,356 +185,472 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
             rank, o->pp, o->pp, world, o->microbatches);
     return 1;
   }
-  struct text_data data;
-  if (text_data_load(&data, o->data, o->cfg.context, err, sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+  return 0;
+}
+
+/* Data, kernels, ring and model; on failure what was opened is closed again. */
+static int run_open(struct run *s, const struct c4_ranks *r) {
+  const struct train_opts *o = s->o;
+  int rank = s->rank;
+  if (text_data_load(&s->data, o->data, o->cfg.context, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;
   }
   /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
-  struct c4k_ops timed;
-  const struct c4k_ops *ops = train_pick_ops(o, &timed, err, sizeof err);
-  if (!ops) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    text_data_free(&data);
+  s->ops = train_pick_ops(o, &s->timed, s->err, sizeof s->err);
+  if (!s->ops) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    text_data_free(&s->data);
     return 1;
   }
-  struct dp dp;
-  if (dp_init(&dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, err,
-              sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    text_data_free(&data);
+  if (dp_init(&s->dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, s->err,
+              sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    text_data_free(&s->data);
     return C4TRAIN_EXIT_PEER_LOST;
   }
-  struct gpt m;
   int l0 = 0, l1 = o->cfg.layers; /* --pp: the stage's layers alone */
   if (o->pp > 1 && train_pipe_even_layers(o->cfg.layers, o->pp, rank % o->pp, &l0, &l1)) {
     fprintf(stderr, "c4train: rank %d: %d layers cannot fill %d pipeline stages\n", rank,
             o->cfg.layers, o->pp);
-    dp_close(&dp);
-    text_data_free(&data);
+    dp_close(&s->dp);
+    text_data_free(&s->data);
     return 1;
   }
-  if (gpt_init_layers(&m, &o->cfg, ops, o->micro_batch, o->seed, l0, l1, err, sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    dp_close(&dp);
-    text_data_free(&data);
+  if (gpt_init_layers(&s->m, &o->cfg, s->ops, o->micro_batch, o->seed, l0, l1, s->err,
+                      sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    dp_close(&s->dp);
+    text_data_free(&s->data);
     return 1;
   }
-  struct mon_sub *sub = o->monitor_sub ? mon_sub_start(o->monitor_sub, rank, NULL, NULL) : NULL;
-  int B = o->micro_batch, T = o->cfg.context;
-  int *tok = malloc(sizeof(int) * (size_t)B * T), *tgt = malloc(sizeof(int) * (size_t)B * T);
-  struct step_report *rep = calloc((size_t)world, sizeof *rep);
-  struct resplit_report *told = calloc((size_t)world, sizeof *told);
-  double *step_secs = calloc((size_t)o->steps + 1, sizeof *step_secs);
-  double *step_tps = calloc((size_t)o->steps + 1, sizeof *step_tps); /* by step number */
-  FILE *jf = NULL;
-  double *mb_secs = calloc((size_t)o->steps + 1, sizeof *mb_secs);
-  double *fixed_secs = calloc((size_t)o->steps + 1, sizeof *fixed_secs);
-  /* with --pp, the split is among the data-parallel replicas (kept even), each a pipeline */
-  int pp = o->pp > 1 ? o->pp : 1, nsplit = world / pp, me = rank / pp;
-  struct resplit plan;
-  int plan_up = resplit_init(&plan, nsplit, o->microbatches, o->resplit && pp == 1) == 0;
-  struct train_pipe tp = {0};
-  if (!tok || !tgt || !rep || !told || !step_secs || !mb_secs || !fixed_secs || !step_tps ||
-      !plan_up) {
-    fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
-    goto out;
-  }
-  int *mb = plan.split;
-  if (pp > 1 && train_pipe_init(&tp, &dp, &m, rank, pp, o->microbatches,
-                                o->stage_mem_mb * 1048576.0, o->resplit, err, sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    status = C4TRAIN_EXIT_PEER_LOST;
-    goto out;
-  }
-  if (pp > 1) mb = tp.plan.data; /* --pp: the pipeline plan splits the replicas' micro-batches */
+  return 0;
+}
 
-  int step = 0; /* steps done */
-  if (o->ckpt_dir) {
-    char warn[1024];
-    int rc = train_ckpt_resume(&m, o, &step, err, sizeof err, warn, sizeof warn);
-    if (rc < 0) {
-      fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-      goto out;
-    }
-    if (rc > 0 && warn[0] && rank == 0)
-      fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, err);
-    if (rc > 0 && rank == 0 && !o->json)
-      printf("resumed from step %d (%s) on %d ranks\n", step, err, world);
+/* The monitor's subscription, the buffers, the planner and (--pp) the pipeline. */
+static int run_alloc(struct run *s) {
+  const struct train_opts *o = s->o;
+  s->sub = o->monitor_sub ? mon_sub_start(o->monitor_sub, s->rank, NULL, NULL) : NULL;
+  s->tok = malloc(sizeof(int) * (size_t)s->B * s->T);
+  s->tgt = malloc(sizeof(int) * (size_t)s->B * s->T);
+  s->rep = calloc((size_t)s->world, sizeof *s->rep);
+  s->told = calloc((size_t)s->world, sizeof *s->told);
+  s->step_secs = calloc((size_t)o->steps + 1, sizeof *s->step_secs);
+  s->step_tps = calloc((size_t)o->steps + 1, sizeof *s->step_tps);
+  s->mb_secs = calloc((size_t)o->steps + 1, sizeof *s->mb_secs);
+  s->fixed_secs = calloc((size_t)o->steps + 1, sizeof *s->fixed_secs);
+  s->plan_up = resplit_init(&s->plan, s->nsplit, o->microbatches, o->resplit && s->pp == 1) == 0;
+  if (!s->tok || !s->tgt || !s->rep || !s->told || !s->step_secs || !s->mb_secs || !s->fixed_secs ||
+      !s->step_tps || !s->plan_up) {
+    fprintf(stderr, "c4train: rank %d: out of memory\n", s->rank);
+    return 1;
   }
-  double eval_start =
-      o->eval_windows && rank == 0 && pp == 1 ? eval_loss(&m, o, &data, tok, tgt) : 0;
-  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_start)) {
-    status = C4TRAIN_EXIT_PEER_LOST;
-    goto out;
+  s->mb = s->plan.split;
+  if (s->pp > 1 &&
+      train_pipe_init(&s->tp, &s->dp, &s->m, s->rank, s->pp, o->microbatches,
+                      o->stage_mem_mb * 1048576.0, o->resplit, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
+    return C4TRAIN_EXIT_PEER_LOST;
   }
+  if (s->pp > 1) s->mb = s->tp.plan.data; /* --pp: the pipeline plan splits the replicas' */
+  return 0;
+}
+
+/* --ckpt-dir: the step to start from, and the model as it was then. */
+static int run_resume(struct run *s) {
+  if (!s->o->ckpt_dir) return 0;
+  char warn[1024];
+  int rc = train_ckpt_resume(&s->m, s->o, &s->step, s->err, sizeof s->err, warn, sizeof warn);
+  if (rc < 0) {
+    fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
+    return 1;
+  }
+  if (rc > 0 && warn[0] && s->rank == 0)
+    fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, s->err);
+  if (rc > 0 && s->rank == 0 && !s->o->json)
+    printf("resumed from step %d (%s) on %d ranks\n", s->step, s->err, s->world);
+  return 0;
+}
+
+/* The starting eval loss, and rank 0's opening lines. */
+static int run_begin(struct run *s) {
+  const struct train_opts *o = s->o;
+  int rank = s->rank;
+  s->eval_start = o->eval_windows && rank == 0 && s->pp == 1
+                      ? eval_loss(&s->m, o, &s->data, s->tok, s->tgt)
+                      : 0;
+  if (s->pp > 1 &&
+      train_pipe_eval(&s->tp, &s->dp, &s->m, &s->data, o->eval_windows, &s->eval_start))
+    return C4TRAIN_EXIT_PEER_LOST;
   /* rank 0's JSON lines: on stdout (--json) or, beside the text, in a file (--json-out) */
-  if (rank == 0 && !o->json && o->json_out && !(jf = fopen(o->json_out, "a"))) {
+  if (rank == 0 && !o->json && o->json_out && !(s->jf = fopen(o->json_out, "a"))) {
     fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
-    goto out;
+    return 1;
   }
-  if (rank == 0 && o->json) jf = stdout;
+  if (rank == 0 && o->json) s->jf = stdout;
   if (rank == 0) {
-    if (jf) train_report_start(jf, world, o->device, gpt_full_floats(&m), step, eval_start);
+    if (s->jf)
+      train_report_start(s->jf, s->world, o->device, gpt_full_floats(&s->m), s->step,
+                         s->eval_start);
     if (!o->json)
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
              "eval loss %.4f\n",
-             world, o->device, gpt_full_floats(&m), o->microbatches, B, T, o->data, eval_start);
+             s->world, o->device, gpt_full_floats(&s->m), o->microbatches, s->B, s->T, o->data,
+             s->eval_start);
     fflush(stdout);
   }
-  const float dloss = 1.0f / ((float)o->microbatches * B * T);
-  double gemm_s_steps = 0, compute_s_steps = 0, last_loss = 0, pipe_busy_s = 0, pipe_wall_s = 0,
-         pipe_ideal_s = 0;
-  int timed_steps = 0, first = step, ckpt_failed = 0;
-  while (step < o->steps) {
-    uint64_t t_step = c4_now_ns();
-    dp_step(&dp, step + 1);
-    int start = 0;
-    for (int i = 0; i < me; i++)
-      start += mb[i];
-    gpt_zero_grad(&m);
-    double loss_sum = 0, gemm0 = gemm_seconds, first_s = 0;
-    uint64_t t0 = c4_now_ns();
-    int slow_now = orig_rank == o->slow_rank && o->slow_factor > 1 && step + 1 >= o->slow_from &&
-                   step + 1 <= o->slow_to;
-    tp.slow = slow_now ? o->slow_factor : 1;
-    if (pp > 1 && train_pipe_step(&tp, &m, &data, o->seed, step, start, dloss, &loss_sum)) {
-      fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", rank,
-              step + 1);
-      status = C4TRAIN_EXIT_PEER_LOST;
-      goto out;
+  return 0;
+}
+
+/* This rank's forward and backward passes of the step (--pp: the pipeline's), its report filled. */
+static int step_compute(struct run *s, struct step_state *st) {
+  const struct train_opts *o = s->o;
+  int B = s->B, T = s->T;
+  st->t_step = c4_now_ns();
+  dp_step(&s->dp, s->step + 1);
+  int start = 0;
+  for (int i = 0; i < s->me; i++)
+    start += s->mb[i];
+  gpt_zero_grad(&s->m);
+  double loss_sum = 0, first_s = 0;
+  st->gemm0 = gemm_seconds;
+  uint64_t t0 = st->t0 = c4_now_ns();
+  int slow_now = s->orig_rank == o->slow_rank && o->slow_factor > 1 &&
+                 s->step + 1 >= o->slow_from && s->step + 1 <= o->slow_to;
+  s->tp.slow = slow_now ? o->slow_factor : 1;
+  if (s->pp > 1 &&
+      train_pipe_step(&s->tp, &s->m, &s->data, o->seed, s->step, start, s->dloss, &loss_sum)) {
+    fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", s->rank,
+            s->step + 1);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  for (int k = 0; s->pp == 1 && k < s->mb[s->rank]; k++) {
+    uint64_t tk = c4_now_ns();
+    for (int b = 0; b < B; b++)
+      text_data_sample(&s->data, o->seed, (uint64_t)s->step, (uint64_t)(start + k) * B + b, T,
+                       s->tok + b * T, s->tgt + b * T);
+    loss_sum += (double)gpt_step_microbatch(&s->m, s->tok, s->tgt, s->dloss) * B * T;
+    if (slow_now) sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+    if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
+      s->ops->sync();
+      first_s = (double)(c4_now_ns() - t0) * 1e-9;
     }
-    for (int k = 0; pp == 1 && k < mb[rank]; k++) {
-      uint64_t tk = c4_now_ns();
-      for (int b = 0; b < B; b++)
-        text_data_sample(&data, o->seed, (uint64_t)step, (uint64_t)(start + k) * B + b, T,
-                         tok + b * T, tgt + b * T);
-      loss_sum += (double)gpt_step_microbatch(&m, tok, tgt, dloss) * B * T;
-      if (slow_now) sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
-      if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
-        ops->sync();
-        first_s = (double)(c4_now_ns() - t0) * 1e-9;
-      }
+  }
+  s->ops->sync();
+  int pp = s->pp;
+  st->mine =
+      (struct step_report){.loss_sum = loss_sum,
+                           .first_s = first_s,
+                           .compute_s = pp > 1 ? s->tp.wall_s : (double)(c4_now_ns() - t0) * 1e-9,
+                           .monitor_slow = s->sub ? mon_sub_factor(s->sub) : 0,
+                           .recoveries = s->sub ? mon_sub_recoveries(s->sub) : 0,
+                           .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
+                           .microbatches = s->mb[s->me]};
+  return 0;
+}
+
+/* The gradients summed and the reports shared, the optimizer step, and (--pp) the layers'
+ * re-split; the split and layers the step ran with kept for its report. */
+static int step_exchange(struct run *s, struct step_state *st) {
+  const struct train_opts *o = s->o;
+  if ((s->pp > 1 ? train_pipe_allreduce(&s->tp, &s->dp, &s->m)
+                 : dp_allreduce(&s->dp, s->m.grads, s->m.nparams)) ||
+      dp_allgather(&s->dp, &st->mine, s->rep, sizeof st->mine)) {
+    fprintf(stderr,
+            "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
+            "the healthy ranks\n",
+            s->rank, s->step + 1);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  /* linear warm-up: Adam's first steps are its largest, and a small model diverges */
+  float lr = s->step < o->warmup ? o->lr * (float)(s->step + 1) / (float)o->warmup : o->lr;
+  gpt_adamw(&s->m, lr, o->weight_decay, s->step + 1);
+  s->step++;
+  memcpy(st->old_mb, s->mb, sizeof(int) * (size_t)s->nsplit);
+  if (s->pp > 1) memcpy(st->old_layers, s->tp.split, sizeof(int) * (size_t)s->pp);
+  st->moved = s->pp > 1 ? train_pipe_replan(&s->tp, &s->dp, &s->m, st->mine.monitor_slow, s->err,
+                                            sizeof s->err)
+                        : 0;
+  if (st->moved < 0) {
+    fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  return 0;
+}
+
+/* --pp: each pipeline's stages x its time, the time they were busy, and 1F1B's at these stage
+ * times with nothing lost: each micro-batch crosses every stage once, and the slowest stage
+ * paces the other m - 1. */
+static void step_pipe_times(struct run *s) {
+  int pp = s->pp;
+  for (int r = 0; r < s->nsplit; r++) {
+    double longest = 0, sum = 0, most = 0;
+    for (int i = r * pp; i < (r + 1) * pp; i++) {
+      sum += s->rep[i].compute_s;
+      most = s->rep[i].compute_s > most ? s->rep[i].compute_s : most;
+      longest = s->rep[i].pipe_s > longest ? s->rep[i].pipe_s : longest;
     }
-    ops->sync();
-    struct step_report mine = {.loss_sum = loss_sum,
-                               .first_s = first_s,
-                               .compute_s = pp > 1 ? tp.wall_s : (double)(c4_now_ns() - t0) * 1e-9,
-                               .monitor_slow = sub ? mon_sub_factor(sub) : 0,
-                               .recoveries = sub ? mon_sub_recoveries(sub) : 0,
-                               .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
-                               .microbatches = mb[me]};
-    if ((pp > 1 ? train_pipe_allreduce(&tp, &dp, &m) : dp_allreduce(&dp, m.grads, m.nparams)) ||
-        dp_allgather(&dp, &mine, rep, sizeof mine)) {
-      fprintf(stderr,
-              "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
-              "the healthy ranks\n",
-              rank, step + 1);
-      status = C4TRAIN_EXIT_PEER_LOST;
-      goto out;
-    }
-    /* linear warm-up: Adam's first steps are its largest, and a small model diverges */
-    float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
-    gpt_adamw(&m, lr, o->weight_decay, step + 1);
-    step++;
-    int old_mb[nsplit], old_layers[pp];
-    memcpy(old_mb, mb, sizeof old_mb);
-    if (pp > 1) memcpy(old_layers, tp.split, sizeof old_layers);
-    int moved = pp > 1 ? train_pipe_replan(&tp, &dp, &m, mine.monitor_slow, err, sizeof err) : 0;
-    if (moved < 0) {
-      fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-      status = C4TRAIN_EXIT_PEER_LOST;
-      goto out;
-    }
-    double total = 0;
-    for (int i = 0; i < world; i++)
-      total += rep[i].loss_sum;
-    last_loss = total / ((double)o->microbatches * B * T);
-    double secs = (double)(c4_now_ns() - t_step) * 1e-9;
-    double tps = (double)o->microbatches * B * T / secs;
-    if (step > first + 1) { /* the first step warms caches: not a speed sample */
-      step_secs[timed_steps] = secs;
-      gemm_s_steps += gemm_seconds - gemm0;
-      compute_s_steps += mine.compute_s;
-      timed_steps++;
-      for (int r = 0; pp > 1 && r < nsplit; r++) { /* --pp: each pipeline's stages x its time */
-        double longest = 0, sum = 0, most = 0;
-        for (int i = r * pp; i < (r + 1) * pp; i++) {
-          sum += rep[i].compute_s;
-          most = rep[i].compute_s > most ? rep[i].compute_s : most;
-          longest = rep[i].pipe_s > longest ? rep[i].pipe_s : longest;
-        }
-        pipe_busy_s += sum;
-        pipe_wall_s += pp * longest;
-        /* 1F1B at these stage times, nothing lost: each micro-batch crosses every stage once,
-         * and the slowest stage paces the other m - 1 */
-        int mr = rep[r * pp].microbatches > 0 ? rep[r * pp].microbatches : 1;
-        pipe_ideal_s += pp * (sum / mr + (mr - 1) * most / mr);
-      }
-      for (int i = 0; pp == 1 && i < world; i++)
-        told[i] = (struct resplit_report){.step = {.microbatches = rep[i].microbatches,
-                                                   .first_s = rep[i].first_s,
-                                                   .total_s = rep[i].compute_s},
-                                          .monitor_factor = rep[i].monitor_slow,
-                                          .recoveries = (long)rep[i].recoveries};
-      if (pp == 1) resplit_step(&plan, told);
-      mb_secs[timed_steps - 1] = pp > 1 ? pipe_pace(&tp, rep, world) : plan.per_mb_s;
-      fixed_secs[timed_steps - 1] = plan.fixed_s;
-    }
-    if (rank == 0) {
-      step_tps[step] = tps;
-      if (jf) {
-        double compute_ms[world], rank_tps[world];
-        for (int i = 0; i < world; i++) {
-          compute_ms[i] = rep[i].compute_s * 1e3;
-          rank_tps[i] =
-              rep[i].compute_s > 0 ? (double)rep[i].microbatches * B * T / rep[i].compute_s : 0;
-        }
-        struct train_step_report sr = {.step = step,
-                                       .loss = last_loss,
-                                       .tokens_per_s = tps,
-                                       .step_ms = secs * 1e3,
-                                       .t_start_ns = t_step,
-                                       .t_ns = t_step + (uint64_t)(secs * 1e9),
-                                       .split = old_mb,
-                                       .slowdown = plan.slowdown,
-                                       .world = nsplit,
-                                       .compute_ms = compute_ms,
-                                       .rank_tps = rank_tps,
-                                       .layers = pp > 1 ? old_layers : NULL,
-                                       .pipe_slowdown = tp.plan.slowdown,
-                                       .ranks = world,
-                                       .stages = pp};
-        train_report_step(jf, &sr);
-      }
-      if (!o->json) {
-        printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", step, last_loss, tps,
-               secs * 1e3);
-        print_split(stdout, nsplit, old_mb);
-        if (memcmp(old_mb, mb, sizeof old_mb) != 0) {
-          printf("  -> re-split ");
-          print_split(stdout, nsplit, mb);
-        }
-        if (pp > 1) {
-          printf("  layers ");
-          print_split(stdout, pp, old_layers);
-        }
-        if (moved) {
-          printf("  -> layers moved ");
-          print_split(stdout, pp, tp.split);
-        }
-        printf("\n");
-      }
-      fflush(stdout);
-    }
-    int ckpt_now =
-        o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps);
-    float *full = NULL; /* --pp: the whole model, for the moment of the checkpoint */
-    if (ckpt_now && pp > 1 && !(full = malloc(3 * gpt_full_floats(&m) * sizeof *full))) {
-      fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", rank);
-      goto out;
-    }
-    if (ckpt_now && pp > 1 && train_pipe_gather(&tp, &dp, &m, full)) {
-      fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", rank,
-              step);
-      free(full);
-      status = C4TRAIN_EXIT_PEER_LOST;
-      goto out;
-    }
-    if (ckpt_now && rank == 0 && train_ckpt_save(&m, full, o, step, world, err, sizeof err)) {
-      fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, err);
-      ckpt_failed = 1; /* training goes on; the exit status says it */
-    }
+    s->pipe_busy_s += sum;
+    s->pipe_wall_s += pp * longest;
+    int mr = s->rep[r * pp].microbatches > 0 ? s->rep[r * pp].microbatches : 1;
+    s->pipe_ideal_s += pp * (sum / mr + (mr - 1) * most / mr);
+  }
+}
+
+/* The step's loss and pace; past the first step, its times as a speed sample and the data
+ * planner's next split. */
+static void step_account(struct run *s, struct step_state *st) {
+  const struct train_opts *o = s->o;
+  double total = 0;
+  for (int i = 0; i < s->world; i++)
+    total += s->rep[i].loss_sum;
+  s->last_loss = total / ((double)o->microbatches * s->B * s->T);
+  st->secs = (double)(c4_now_ns() - st->t_step) * 1e-9;
+  st->tps = (double)o->microbatches * s->B * s->T / st->secs;
+  if (s->step <= s->first + 1) return; /* the first step warms caches: not a speed sample */
+  s->step_secs[s->timed_steps] = st->secs;
+  s->gemm_s_steps += gemm_seconds - st->gemm0;
+  s->compute_s_steps += st->mine.compute_s;
+  s->timed_steps++;
+  if (s->pp > 1) step_pipe_times(s);
+  for (int i = 0; s->pp == 1 && i < s->world; i++)
+    s->told[i] = (struct resplit_report){.step = {.microbatches = s->rep[i].microbatches,
+                                                  .first_s = s->rep[i].first_s,
+                                                  .total_s = s->rep[i].compute_s},
+                                         .monitor_factor = s->rep[i].monitor_slow,
+                                         .recoveries = (long)s->rep[i].recoveries};
+  if (s->pp == 1) resplit_step(&s->plan, s->told);
+  s->mb_secs[s->timed_steps - 1] =
+      s->pp > 1 ? pipe_pace(&s->tp, s->rep, s->world) : s->plan.per_mb_s;
+  s->fixed_secs[s->timed_steps - 1] = s->plan.fixed_s;
+}
+
+/* Rank 0's JSON line of the step. */
+static void step_report_json(struct run *s, const struct step_state *st) {
+  int world = s->world;
+  double compute_ms[world], rank_tps[world];
+  for (int i = 0; i < world; i++) {
+    compute_ms[i] = s->rep[i].compute_s * 1e3;
+    rank_tps[i] = s->rep[i].compute_s > 0
+                      ? (double)s->rep[i].microbatches * s->B * s->T / s->rep[i].compute_s
+                      : 0;
+  }
+  struct train_step_report sr = {.step = s->step,
+                                 .loss = s->last_loss,
+                                 .tokens_per_s = st->tps,
+                                 .step_ms = st->secs * 1e3,
+                                 .t_start_ns = st->t_step,
+                                 .t_ns = st->t_step + (uint64_t)(st->secs * 1e9),
+                                 .split = st->old_mb,
+                                 .slowdown = s->plan.slowdown,
+                                 .world = s->nsplit,
+                                 .compute_ms = compute_ms,
+                                 .rank_tps = rank_tps,
+                                 .layers = s->pp > 1 ? st->old_layers : NULL,
+                                 .pipe_slowdown = s->tp.plan.slowdown,
+                                 .ranks = world,
+                                 .stages = s->pp};
+  train_report_step(s->jf, &sr);
+}
+
+/* Rank 0's text line of the step: its split and layers, and where they move next. */
+static void step_report_text(struct run *s, const struct step_state *st) {
+  printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms  split ", s->step, s->last_loss, st->tps,
+         st->secs * 1e3);
+  print_split(stdout, s->nsplit, st->old_mb);
+  if (memcmp(st->old_mb, s->mb, sizeof(int) * (size_t)s->nsplit) != 0) {
+    printf("  -> re-split ");
+    print_split(stdout, s->nsplit, s->mb);
+  }
+  if (s->pp > 1) {
+    printf("  layers ");
+    print_split(stdout, s->pp, st->old_layers);
+  }
+  if (st->moved) {
+    printf("  -> layers moved ");
+    print_split(stdout, s->pp, s->tp.split);
+  }
+  printf("\n");
+}
+
+/* --ckpt-every: the model written at its steps and at the last (--pp: gathered from the stages
+ * first). A checkpoint not written does not stop the run; the exit status says it. */
+static int step_checkpoint(struct run *s) {
+  const struct train_opts *o = s->o;
+  int step = s->step;
+  if (!(o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps)))
+    return 0;
+  float *full = NULL; /* --pp: the whole model, for the moment of the checkpoint */
+  if (s->pp > 1 && !(full = malloc(3 * gpt_full_floats(&s->m) * sizeof *full))) {
+    fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", s->rank);
+    return 1;
+  }
+  if (s->pp > 1 && train_pipe_gather(&s->tp, &s->dp, &s->m, full)) {
+    fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", s->rank,
+            step);
     free(full);
+    return C4TRAIN_EXIT_PEER_LOST;
   }
+  if (s->rank == 0 && train_ckpt_save(&s->m, full, o, step, s->world, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, s->err);
+    s->ckpt_failed = 1;
+  }
+  free(full);
+  return 0;
+}
+
+/* One global step, from its compute to its checkpoint. */
+static int run_step(struct run *s) {
+  int old_mb[s->nsplit], old_layers[s->pp];
+  struct step_state st = {.old_mb = old_mb, .old_layers = old_layers};
+  int rc = step_compute(s, &st);
+  if (!rc) rc = step_exchange(s, &st);
+  if (rc) return rc;
+  step_account(s, &st);
+  if (s->rank == 0) {
+    s->step_tps[s->step] = st.tps;
+    if (s->jf) step_report_json(s, &st);
+    if (!s->o->json) step_report_text(s, &st);
+    fflush(stdout);
+  }
+  return step_checkpoint(s);
+}
+
+/* The planned split's speedup over an even one, in the planner's model of the step. */
+static double run_planned_speedup(struct run *s) {
+  int nsplit = s->nsplit;
+  double even_mb[nsplit];
+  int even[nsplit];
+  for (int i = 0; i < nsplit; i++)
+    even_mb[i] = 1.0;
+  c4_split_microbatches(s->o->microbatches, nsplit, even_mb, even);
+  const struct layer_plan *lp = &s->tp.plan;
+  return s->pp > 1 ? layer_plan_time(lp, lp->even, lp->even_data, lp->planned) /
+                         layer_plan_time(lp, s->tp.split, s->mb, lp->planned)
+                   : resplit_bottleneck(nsplit, even, s->plan.planned) /
+                         resplit_bottleneck(nsplit, s->mb, s->plan.planned);
+}
+
+/* The planner's bound: its split's slowest rank at the measured pace (the model's fixed part and
+ * part per micro-batch), communication and optimizer left out; --pp: the pipeline plan's time in
+ * healthy layer times, at the measured pace. */
+static double run_bound(struct run *s) {
+  double tokens = (double)s->o->microbatches * s->B * s->T;
+  double t_mb = s->timed_steps ? median(s->mb_secs, s->timed_steps) : 0;
+  double t_fixed = s->timed_steps ? median(s->fixed_secs, s->timed_steps) : 0;
+  if (t_mb <= 0) return 0;
+  if (s->pp > 1)
+    return tokens / (layer_plan_time(&s->tp.plan, s->tp.split, s->mb, s->tp.plan.planned) * t_mb);
+  return tokens / (t_fixed + resplit_bottleneck(s->nsplit, s->mb, s->plan.planned) * t_mb);
+}
+
+/* Rank 0's closing line in text. */
+static void run_report_text(struct run *s, const struct train_end_report *er) {
+  const struct train_opts *o = s->o;
+  printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
+         "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
+         "split ",
+         er->steps, er->loss, er->eval_loss_start, er->eval_loss, er->tokens_per_s,
+         er->model_gflops, 100 * er->gemm_share, er->gemm_gflops, er->planned_speedup);
+  print_split(stdout, s->nsplit, s->mb);
+  printf("\n");
+  if (er->slow_phases)
+    printf("tokens/s, median of the steps: %.0f before the slow steps, %.0f in steps %d-%d, "
+           "%.0f after\n",
+           er->slow_phases[0], er->slow_phases[1], o->slow_from, o->slow_to, er->slow_phases[2]);
+  fflush(stdout);
+}
+
+/* The closing eval loss, and rank 0's figures of the whole run. */
+static int run_end(struct run *s) {
+  const struct train_opts *o = s->o;
   double eval_end = 0;
-  if (pp > 1 && train_pipe_eval(&tp, &dp, &m, &data, o->eval_windows, &eval_end)) {
-    status = C4TRAIN_EXIT_PEER_LOST;
-    goto out;
+  if (s->pp > 1 && train_pipe_eval(&s->tp, &s->dp, &s->m, &s->data, o->eval_windows, &eval_end))
+    return C4TRAIN_EXIT_PEER_LOST;
+  if (s->rank != 0) return 0;
+  if (s->pp == 1 && o->eval_windows) eval_end = eval_loss(&s->m, o, &s->data, s->tok, s->tgt);
+  /* the median step: the steady pace, not the steps before the planner's first re-split */
+  double mid = s->timed_steps ? median(s->step_secs, s->timed_steps) : 0;
+  double tps = mid > 0 ? (double)o->microbatches * s->B * s->T / mid : 0;
+  double phases[3];
+  int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
+  if (with_phases)
+    train_slow_phases(s->step_tps, s->first + 2, s->step, o->slow_from, o->slow_to, phases);
+  /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
+  struct train_end_report er = {
+      .steps = s->step,
+      .world = s->nsplit,
+      .loss = s->last_loss,
+      .eval_loss_start = s->eval_start,
+      .eval_loss = eval_end,
+      .tokens_per_s = tps,
+      .gemm_share = s->compute_s_steps > 0 ? s->gemm_s_steps / s->compute_s_steps : 0,
+      .gemm_gflops = gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
+      .model_gflops = tps * gpt_flops_per_token(&s->m) * 1e-9,
+      .planned_speedup = run_planned_speedup(s),
+      .bound_tokens_per_s = run_bound(s),
+      .pipeline_bubble = s->pipe_wall_s > 0 ? 1 - s->pipe_busy_s / s->pipe_wall_s : 0,
+      .pipeline_bubble_bound = s->pipe_ideal_s > 0 ? 1 - s->pipe_busy_s / s->pipe_ideal_s : 0,
+      .split = s->mb,
+      .slow_phases = with_phases ? phases : NULL};
+  if (s->jf) train_report_end(s->jf, &er);
+  if (!o->json) run_report_text(s, &er);
+  return 0;
+}
+
+/* Everything run_open and run_alloc made (each free takes NULL or a zeroed object). */
+static void run_close(struct run *s) {
+  if (s->jf && s->jf != stdout) fclose(s->jf);
+  if (s->sub) mon_sub_stop(s->sub);
+  free(s->tok);
+  free(s->tgt);
+  train_pipe_free(&s->tp);
+  if (s->plan_up) resplit_free(&s->plan);
+  free(s->rep);
+  free(s->told);
+  free(s->step_secs);
+  free(s->step_tps);
+  free(s->mb_secs);
+  free(s->fixed_secs);
+  gpt_free(&s->m);
+  dp_close(&s->dp);
+  text_data_free(&s->data);
+}
+
+int train_run(const struct train_opts *o, const struct c4_ranks *r) {
+  if (run_check_opts(o, r->rank, r->world)) return 1;
+  static struct run zero;
+  struct run *s = malloc(sizeof *s);
+  if (!s) {
+    fprintf(stderr, "c4train: rank %d: out of memory\n", r->rank);
+    return 1;
   }
-  if (rank == 0) {
-    if (pp == 1 && o->eval_windows) eval_end = eval_loss(&m, o, &data, tok, tgt);
-    double even_mb[nsplit];
-    int even[nsplit];
-    for (int i = 0; i < nsplit; i++)
-      even_mb[i] = 1.0;
-    c4_split_microbatches(o->microbatches, nsplit, even_mb, even);
-    double ratio =
-        pp > 1 ? layer_plan_time(&tp.plan, tp.plan.even, tp.plan.even_data, tp.plan.planned) /
-                     layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned)
-               : resplit_bottleneck(nsplit, even, plan.planned) /
-                     resplit_bottleneck(nsplit, mb, plan.planned);
-    /* the median step: the steady pace, not the steps before the planner's first re-split */
-    double mid = timed_steps ? median(step_secs, timed_steps) : 0;
-    double tps = mid > 0 ? (double)o->microbatches * B * T / mid : 0;
-    double gemm_share = compute_s_steps > 0 ? gemm_s_steps / compute_s_steps : 0;
-    /* the planner's bound: its split's slowest rank at the measured pace (the model's fixed
-     * part and part per micro-batch), communication and optimizer left out */
-    double t_mb = timed_steps ? median(mb_secs, timed_steps) : 0;
-    double t_fixed = timed_steps ? median(fixed_secs, timed_steps) : 0;
-    double bound = t_mb > 0 ? (double)o->microbatches * B * T /
-                                  (t_fixed + resplit_bottleneck(nsplit, mb, plan.planned) * t_mb)
-                            : 0;
-    if (pp > 1) /* the pipeline's: its plan's time in healthy layer times, at the measured pace */
-      bound = t_mb > 0 ? (double)o->microbatches * B * T /
-                             (layer_plan_time(&tp.plan, tp.split, mb, tp.plan.planned) * t_mb)
-                       : 0;
-    /* --pp: the share of the stages' time spent waiting (1F1B's bubble, and transfers) */
-    double bubble = pipe_wall_s > 0 ? 1 - pipe_busy_s / pipe_wall_s : 0;
-    double bubble_bound = pipe_ideal_s > 0 ? 1 - pipe_busy_s / pipe_ideal_s : 0;
-    double phases[3];
-    int with_phases = o->slow_rank >= 0 && o->slow_factor > 1;
-    if (with_phases) train_slow_phases(step_tps, first + 2, step, o->slow_from, o->slow_to, phases);
-    if (jf) {
-      struct train_end_report er = {.steps = step,
-                                    .world = nsplit,
-                                    .loss = last_loss,
-                                    .eval_loss_start = eval_start,
-                                    .eval_loss = eval_end,
-                                    .tokens_per_s = tps,
-                                    .gemm_share = gemm_share,
-                                    .gemm_gflops =
-                                        gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0,
-                                    .model_gflops = tps * gpt_flops_per_token(&m) * 1e-9,
-                                    .planned_speedup = ratio,
-                                    .bound_tokens_per_s = bound,
-                                    .pipeline_bubble = bubble,
-                                    .pipeline_bubble_bound = bubble_bound,
-                                    .split = mb,
-                                    .slow_phases = with_phases ? phases : NULL};
-      train_report_end(jf, &er);
-    }
-    if (!o->json) {
-      printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
-             "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
-             "split ",
-             step, last_loss, eval_start, eval_end, tps, tps * gpt_flops_per_token(&m) * 1e-9,
-             100 * gemm_share, gemm_seconds > 0 ? gemm_flops / gemm_seconds * 1e-9 : 0, ratio);
-      print_split(stdout, nsplit, mb);
-      printf("\n");
-      if (with_phases)
-        printf("tokens/s, median of the steps: %.0f before the slow steps, %.0f in steps %d-%d, "
-               "%.0f after\n",
-               phases[0], phases[1], o->slow_from, o->slow_to, phases[2]);
-      fflush(stdout);
-    }
+  *s = zero;
+  s->o = o;
+  s->rank = r->rank;
+  s->world = r->world;
+  /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
+  s->orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", r->rank, 0, INT_MAX);
+  s->B = o->micro_batch;
+  s->T = o->cfg.context;
+  s->pp = o->pp > 1 ? o->pp : 1;
+  s->nsplit = s->world / s->pp;
+  s->me = s->rank / s->pp;
+  s->dloss = 1.0f / ((float)o->microbatches * s->B * s->T);
+  int status = run_open(s, r);
+  if (status) {
+    free(s);
+    return status;
   }
-  status = ckpt_failed ? 1 : 0;
-out:
-  if (jf && jf != stdout) fclose(jf);
-  if (sub) mon_sub_stop(sub);
-  free(tok);
-  free(tgt);
-  train_pipe_free(&tp);
-  if (plan_up) resplit_free(&plan);
-  free(rep);
-  free(told);
-  free(step_secs);
-  free(step_tps);
-  free(mb_secs);
-  free(fixed_secs);
-  gpt_free(&m);
-  dp_close(&dp);
-  text_data_free(&data);
+  status = run_alloc(s);
+  if (!status) status = run_resume(s);
+  if (!status) status = run_begin(s);
+  s->first = s->step;
+  while (!status && s->step < o->steps)
+    status = run_step(s);
+  if (!status) status = run_end(s);
+  if (!status) status = s->ckpt_failed ? 1 : 0;
+  run_close(s);
+  free(s);
   return status;
 }
