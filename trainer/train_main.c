@@ -106,222 +106,253 @@ static int docs_command(const struct train_opts *o, const char *synth, int ndocs
   return C4_EXIT_OK;
 }
 
-int main(int argc, char **argv) {
-  struct train_opts o = {
-      .cfg = {.vocab = 256, .context = 64, .layers = 2, .heads = 4, .width = 64},
-      .micro_batch = 4,
-      .microbatches = 16,
-      .steps = 50,
-      .lr = 2e-3f,
-      .warmup = 10,
-      .seed = 1,
-      .data = C4_DEFAULT_DATA,
-      .device = "cpu",
-      .bucket_bytes = 1 << 20,
-      .threads = 1,
-      .slow_rank = -1,
-      .slow_factor = 1,
-      .slow_from = 1,
-      .slow_to = 1 << 30,
-      .resplit = 1,
-      .ckpt_every = 10,
-      .eval_windows = 32,
-      .pp = 1,
-  };
-  struct launch_opts lo = {.ranks = 0, .restart = 1};
-  enum {
-    O_DATA = 256,
-    O_LAYERS,
-    O_WIDTH,
-    O_HEADS,
-    O_CONTEXT,
-    O_MB,
-    O_MBS,
-    O_STEPS,
-    O_LR,
-    O_WD,
-    O_SEED,
-    O_DEVICE,
-    O_THREADS,
-    O_BUCKET,
-    O_PLUGIN,
-    O_SLOW,
-    O_NORESPLIT,
-    O_CKPT,
-    O_CKPT_EVERY,
-    O_CKPT_STRICT,
-    O_MONITOR,
-    O_EVAL,
-    O_LOCAL,
-    O_JSON,
-    O_JSON_OUT,
-    O_WARMUP,
-    O_PP,
-    O_MAXCTX,
-    O_ASSIGN,
-    O_STATS,
-    O_SYNTH,
-    O_SYNTH_DOCS,
-    O_LAYOUT,
-    O_PROBE_STEPS,
-    O_STAGE_MEM
-  };
-  static const struct option opts[] = {{"data", 1, 0, O_DATA},
-                                       {"layers", 1, 0, O_LAYERS},
-                                       {"width", 1, 0, O_WIDTH},
-                                       {"heads", 1, 0, O_HEADS},
-                                       {"context", 1, 0, O_CONTEXT},
-                                       {"micro-batch", 1, 0, O_MB},
-                                       {"microbatches", 1, 0, O_MBS},
-                                       {"steps", 1, 0, O_STEPS},
-                                       {"lr", 1, 0, O_LR},
-                                       {"wd", 1, 0, O_WD},
-                                       {"seed", 1, 0, O_SEED},
-                                       {"device", 1, 0, O_DEVICE},
-                                       {"threads", 1, 0, O_THREADS},
-                                       {"bucket-mb", 1, 0, O_BUCKET},
-                                       {"plugin", 1, 0, O_PLUGIN},
-                                       {"slow", 1, 0, O_SLOW},
-                                       {"no-resplit", 0, 0, O_NORESPLIT},
-                                       {"ckpt-dir", 1, 0, O_CKPT},
-                                       {"ckpt-every", 1, 0, O_CKPT_EVERY},
-                                       {"ckpt-strict", 0, 0, O_CKPT_STRICT},
-                                       {"monitor", 1, 0, O_MONITOR},
-                                       {"eval-windows", 1, 0, O_EVAL},
-                                       {"local-ranks", 1, 0, O_LOCAL},
-                                       {"json", 0, 0, O_JSON},
-                                       {"json-out", 1, 0, O_JSON_OUT},
-                                       {"warmup", 1, 0, O_WARMUP},
-                                       {"pp", 1, 0, O_PP},
-                                       {"max-context", 1, 0, O_MAXCTX},
-                                       {"assign", 1, 0, O_ASSIGN},
-                                       {"data-stats", 0, 0, O_STATS},
-                                       {"synth-corpus", 1, 0, O_SYNTH},
-                                       {"synth-docs", 1, 0, O_SYNTH_DOCS},
-                                       {"layout", 1, 0, O_LAYOUT},
-                                       {"probe-steps", 1, 0, O_PROBE_STEPS},
-                                       {"stage-mem", 1, 0, O_STAGE_MEM},
-                                       {"help", 0, 0, 'h'},
-                                       {"version", 0, 0, 'V'},
-                                       {0, 0, 0, 0}};
-  int c, bad = 0, seed = 1, stats = 0, synth_docs = 4000, layout_auto_on = 0, probe_steps = 0;
-  const char *synth = NULL;
+enum {
+  O_DATA = 256,
+  O_LAYERS,
+  O_WIDTH,
+  O_HEADS,
+  O_CONTEXT,
+  O_MB,
+  O_MBS,
+  O_STEPS,
+  O_LR,
+  O_WD,
+  O_SEED,
+  O_DEVICE,
+  O_THREADS,
+  O_BUCKET,
+  O_PLUGIN,
+  O_SLOW,
+  O_NORESPLIT,
+  O_CKPT,
+  O_CKPT_EVERY,
+  O_CKPT_STRICT,
+  O_MONITOR,
+  O_EVAL,
+  O_LOCAL,
+  O_JSON,
+  O_JSON_OUT,
+  O_WARMUP,
+  O_PP,
+  O_MAXCTX,
+  O_ASSIGN,
+  O_STATS,
+  O_SYNTH,
+  O_SYNTH_DOCS,
+  O_LAYOUT,
+  O_PROBE_STEPS,
+  O_STAGE_MEM
+};
+
+static const struct option long_opts[] = {{"data", 1, 0, O_DATA},
+                                          {"layers", 1, 0, O_LAYERS},
+                                          {"width", 1, 0, O_WIDTH},
+                                          {"heads", 1, 0, O_HEADS},
+                                          {"context", 1, 0, O_CONTEXT},
+                                          {"micro-batch", 1, 0, O_MB},
+                                          {"microbatches", 1, 0, O_MBS},
+                                          {"steps", 1, 0, O_STEPS},
+                                          {"lr", 1, 0, O_LR},
+                                          {"wd", 1, 0, O_WD},
+                                          {"seed", 1, 0, O_SEED},
+                                          {"device", 1, 0, O_DEVICE},
+                                          {"threads", 1, 0, O_THREADS},
+                                          {"bucket-mb", 1, 0, O_BUCKET},
+                                          {"plugin", 1, 0, O_PLUGIN},
+                                          {"slow", 1, 0, O_SLOW},
+                                          {"no-resplit", 0, 0, O_NORESPLIT},
+                                          {"ckpt-dir", 1, 0, O_CKPT},
+                                          {"ckpt-every", 1, 0, O_CKPT_EVERY},
+                                          {"ckpt-strict", 0, 0, O_CKPT_STRICT},
+                                          {"monitor", 1, 0, O_MONITOR},
+                                          {"eval-windows", 1, 0, O_EVAL},
+                                          {"local-ranks", 1, 0, O_LOCAL},
+                                          {"json", 0, 0, O_JSON},
+                                          {"json-out", 1, 0, O_JSON_OUT},
+                                          {"warmup", 1, 0, O_WARMUP},
+                                          {"pp", 1, 0, O_PP},
+                                          {"max-context", 1, 0, O_MAXCTX},
+                                          {"assign", 1, 0, O_ASSIGN},
+                                          {"data-stats", 0, 0, O_STATS},
+                                          {"synth-corpus", 1, 0, O_SYNTH},
+                                          {"synth-docs", 1, 0, O_SYNTH_DOCS},
+                                          {"layout", 1, 0, O_LAYOUT},
+                                          {"probe-steps", 1, 0, O_PROBE_STEPS},
+                                          {"stage-mem", 1, 0, O_STAGE_MEM},
+                                          {"help", 0, 0, 'h'},
+                                          {"version", 0, 0, 'V'},
+                                          {0, 0, 0, 0}};
+
+/* The command line: the run's options, the launcher's, and the commands that replace a run. */
+struct cli {
+  struct train_opts o;
+  struct launch_opts lo;
+  int stats, synth_docs, layout_auto_on, probe_steps;
+  const char *synth;
+};
+
+/* --slow RANK:FACTOR[:FROM_STEP[:TO_STEP]]; nonzero when bad (said). */
+static int parse_slow(char *v, struct train_opts *o) {
+  char *f[4] = {v, NULL, NULL, NULL};
+  const char *whole = v;
+  for (int i = 1; i < 4 && f[i - 1]; i++) {
+    f[i] = strchr(f[i - 1], ':');
+    if (f[i]) *f[i]++ = 0;
+  }
+  if (!f[1])
+    return c4_cli_usage("c4train", "--slow wants RANK:FACTOR[:FROM[:TO]] (e.g. 2:2.0), not '%s'",
+                        whole);
+  int bad = 0;
+  bad |= parse_int("--slow (rank)", f[0], 0, 1 << 24, &o->slow_rank);
+  bad |= parse_double("--slow (factor)", f[1], 1, 1000, &o->slow_factor);
+  if (f[2]) bad |= parse_int("--slow (from step)", f[2], 1, 1 << 30, &o->slow_from);
+  if (f[3]) bad |= parse_int("--slow (to step)", f[3], 1, 1 << 30, &o->slow_to);
+  return bad;
+}
+
+/* The model and its optimizer: *bad set when the value is bad; 0 when c is not one of them. */
+static int parse_model_opt(int c, const char *v, struct train_opts *o, int *bad) {
   double x;
-  while (!bad && (c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
-    switch (c) {
-    case O_DATA: o.data = optarg; break;
-    case O_LAYERS: bad |= parse_int("--layers", optarg, 1, 256, &o.cfg.layers); break;
-    case O_WIDTH: bad |= parse_int("--width", optarg, 1, 65536, &o.cfg.width); break;
-    case O_HEADS: bad |= parse_int("--heads", optarg, 1, 1024, &o.cfg.heads); break;
-    case O_CONTEXT: bad |= parse_int("--context", optarg, 1, 65536, &o.cfg.context); break;
-    case O_MB: bad |= parse_int("--micro-batch", optarg, 1, 65536, &o.micro_batch); break;
-    case O_MBS: bad |= parse_int("--microbatches", optarg, 1, 1 << 20, &o.microbatches); break;
-    case O_STEPS: bad |= parse_int("--steps", optarg, 0, 1 << 30, &o.steps); break;
-    case O_LR:
-      bad |= parse_double("--lr", optarg, 0, 10, &x);
-      o.lr = (float)x;
-      break;
-    case O_WD:
-      bad |= parse_double("--wd", optarg, 0, 10, &x);
-      o.weight_decay = (float)x;
-      break;
-    case O_SEED:
-      bad |= parse_int("--seed", optarg, 0, 1 << 30, &seed);
-      o.seed = (uint64_t)seed;
-      break;
-    case O_DEVICE:
-      if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda")) {
-        bad = c4_cli_usage("c4train", "--device wants cpu or cuda, not '%s'", optarg);
-      }
-      o.device = optarg;
-      break;
-    case O_THREADS: bad |= parse_int("--threads", optarg, 1, 256, &o.threads); break;
-    case O_BUCKET:
-      bad |= parse_double("--bucket-mb", optarg, 0.001, 4096, &x);
-      o.bucket_bytes = (size_t)(x * 1048576);
-      break;
-    case O_PLUGIN: o.plugin = optarg; break;
-    case O_SLOW: {
-      /* RANK:FACTOR[:FROM_STEP[:TO_STEP]] */
-      char *f[4] = {optarg, NULL, NULL, NULL};
-      for (int i = 1; i < 4 && f[i - 1]; i++) {
-        f[i] = strchr(f[i - 1], ':');
-        if (f[i]) *f[i]++ = 0;
-      }
-      if (!f[1]) {
-        bad = c4_cli_usage("c4train", "--slow wants RANK:FACTOR[:FROM[:TO]] (e.g. 2:2.0), not '%s'",
-                           optarg);
-        break;
-      }
-      bad |= parse_int("--slow (rank)", f[0], 0, 1 << 24, &o.slow_rank);
-      bad |= parse_double("--slow (factor)", f[1], 1, 1000, &o.slow_factor);
-      if (f[2]) bad |= parse_int("--slow (from step)", f[2], 1, 1 << 30, &o.slow_from);
-      if (f[3]) bad |= parse_int("--slow (to step)", f[3], 1, 1 << 30, &o.slow_to);
-      break;
+  int seed;
+  switch (c) {
+  case O_LAYERS: *bad |= parse_int("--layers", v, 1, 256, &o->cfg.layers); break;
+  case O_WIDTH: *bad |= parse_int("--width", v, 1, 65536, &o->cfg.width); break;
+  case O_HEADS: *bad |= parse_int("--heads", v, 1, 1024, &o->cfg.heads); break;
+  case O_CONTEXT: *bad |= parse_int("--context", v, 1, 65536, &o->cfg.context); break;
+  case O_MB: *bad |= parse_int("--micro-batch", v, 1, 65536, &o->micro_batch); break;
+  case O_MBS: *bad |= parse_int("--microbatches", v, 1, 1 << 20, &o->microbatches); break;
+  case O_STEPS: *bad |= parse_int("--steps", v, 0, 1 << 30, &o->steps); break;
+  case O_WARMUP: *bad |= parse_int("--warmup", v, 0, 1 << 30, &o->warmup); break;
+  case O_LR:
+    *bad |= parse_double("--lr", v, 0, 10, &x);
+    o->lr = (float)x;
+    break;
+  case O_WD:
+    *bad |= parse_double("--wd", v, 0, 10, &x);
+    o->weight_decay = (float)x;
+    break;
+  case O_SEED:
+    seed = (int)o->seed;
+    *bad |= parse_int("--seed", v, 0, 1 << 30, &seed);
+    o->seed = (uint64_t)seed;
+    break;
+  default: return 0;
+  }
+  return 1;
+}
+
+/* Where and how the ranks run (device, ring, drills, checkpoints, reports, pipeline). */
+static int parse_run_opt(int c, char *v, struct cli *a, int *bad) {
+  struct train_opts *o = &a->o;
+  double x;
+  switch (c) {
+  case O_DATA: o->data = v; break;
+  case O_DEVICE:
+    if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+      *bad = c4_cli_usage("c4train", "--device wants cpu or cuda, not '%s'", v);
+    o->device = v;
+    break;
+  case O_THREADS: *bad |= parse_int("--threads", v, 1, 256, &o->threads); break;
+  case O_BUCKET:
+    *bad |= parse_double("--bucket-mb", v, 0.001, 4096, &x);
+    o->bucket_bytes = (size_t)(x * 1048576);
+    break;
+  case O_PLUGIN: o->plugin = v; break;
+  case O_SLOW: *bad = parse_slow(v, o); break;
+  case O_NORESPLIT: o->resplit = 0; break;
+  case O_CKPT: o->ckpt_dir = v; break;
+  case O_CKPT_EVERY: *bad |= parse_int("--ckpt-every", v, 1, 1 << 30, &o->ckpt_every); break;
+  case O_CKPT_STRICT: o->ckpt_strict = 1; break;
+  case O_MONITOR: o->monitor_sub = a->lo.monitor_sub = v; break;
+  case O_EVAL: *bad |= parse_int("--eval-windows", v, 0, 1 << 20, &o->eval_windows); break;
+  case O_LOCAL: *bad |= parse_int("--local-ranks", v, 1, 1024, &a->lo.ranks); break;
+  case O_JSON: o->json = 1; break;
+  case O_JSON_OUT: o->json_out = v; break;
+  case O_PP: *bad |= parse_int("--pp", v, 1, 1024, &o->pp); break;
+  case O_STAGE_MEM: *bad |= parse_double("--stage-mem", v, 0, 1e9, &o->stage_mem_mb); break;
+  default: return 0;
+  }
+  return 1;
+}
+
+/* Documents (--max-context and its commands) and --layout auto. */
+static int parse_docs_opt(int c, const char *v, struct cli *a, int *bad) {
+  struct train_opts *o = &a->o;
+  switch (c) {
+  case O_MAXCTX: *bad |= parse_int("--max-context", v, 1, 65536, &o->max_context); break;
+  case O_ASSIGN:
+    o->assign = train_docs_policy(v);
+    if (o->assign < 0)
+      *bad = c4_cli_usage("c4train", "--assign wants cost, tokens or tokens-sorted, not '%s'", v);
+    break;
+  case O_STATS: a->stats = 1; break;
+  case O_SYNTH: a->synth = v; break;
+  case O_SYNTH_DOCS: *bad |= parse_int("--synth-docs", v, 10, 1 << 24, &a->synth_docs); break;
+  case O_LAYOUT:
+    if (strcmp(v, "auto")) *bad = c4_cli_usage("c4train", "--layout wants auto, not '%s'", v);
+    a->layout_auto_on = 1;
+    break;
+  case O_PROBE_STEPS: *bad |= parse_int("--probe-steps", v, 4, 1 << 20, &a->probe_steps); break;
+  default: return 0;
+  }
+  return 1;
+}
+
+/* The options into *a. Returns -1 to go on, or the exit status (--help, --version, bad usage). */
+static int parse_args(int argc, char **argv, struct cli *a) {
+  int c, bad = 0;
+  while (!bad && (c = getopt_long(argc, argv, ":hV", long_opts, NULL)) != -1) {
+    if (parse_model_opt(c, optarg, &a->o, &bad) || parse_run_opt(c, optarg, a, &bad) ||
+        parse_docs_opt(c, optarg, a, &bad))
+      continue;
+    if (c == 'h') {
+      usage(stdout);
+      return C4_EXIT_OK;
     }
-    case O_NORESPLIT: o.resplit = 0; break;
-    case O_CKPT: o.ckpt_dir = optarg; break;
-    case O_CKPT_EVERY: bad |= parse_int("--ckpt-every", optarg, 1, 1 << 30, &o.ckpt_every); break;
-    case O_CKPT_STRICT: o.ckpt_strict = 1; break;
-    case O_MONITOR: o.monitor_sub = lo.monitor_sub = optarg; break;
-    case O_EVAL: bad |= parse_int("--eval-windows", optarg, 0, 1 << 20, &o.eval_windows); break;
-    case O_LOCAL: bad |= parse_int("--local-ranks", optarg, 1, 1024, &lo.ranks); break;
-    case O_JSON: o.json = 1; break;
-    case O_JSON_OUT: o.json_out = optarg; break;
-    case O_WARMUP: bad |= parse_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
-    case O_PP: bad |= parse_int("--pp", optarg, 1, 1024, &o.pp); break;
-    case O_MAXCTX: bad |= parse_int("--max-context", optarg, 1, 65536, &o.max_context); break;
-    case O_ASSIGN:
-      o.assign = train_docs_policy(optarg);
-      if (o.assign < 0)
-        bad = c4_cli_usage("c4train", "--assign wants cost, tokens or tokens-sorted, not '%s'",
-                           optarg);
-      break;
-    case O_STATS: stats = 1; break;
-    case O_SYNTH: synth = optarg; break;
-    case O_LAYOUT:
-      if (strcmp(optarg, "auto"))
-        bad = c4_cli_usage("c4train", "--layout wants auto, not '%s'", optarg);
-      layout_auto_on = 1;
-      break;
-    case O_PROBE_STEPS: bad |= parse_int("--probe-steps", optarg, 4, 1 << 20, &probe_steps); break;
-    case O_SYNTH_DOCS: bad |= parse_int("--synth-docs", optarg, 10, 1 << 24, &synth_docs); break;
-    case O_STAGE_MEM: bad |= parse_double("--stage-mem", optarg, 0, 1e9, &o.stage_mem_mb); break;
-    case 'h': usage(stdout); return C4_EXIT_OK;
-    case 'V': c4_cli_version("c4train"); return C4_EXIT_OK;
-    default: return c4_cli_bad_option("c4train", argv, c);
+    if (c == 'V') {
+      c4_cli_version("c4train");
+      return C4_EXIT_OK;
     }
+    return c4_cli_bad_option("c4train", argv, c);
   }
   if (bad) return C4_EXIT_USAGE;
   if (optind < argc) return c4_cli_usage("c4train", "unexpected argument '%s'", argv[optind]);
-  if (o.json && o.json_out)
+  return -1;
+}
+
+/* The options that do not go together. Returns -1 when they do, else the exit status. */
+static int check_args(const struct cli *a) {
+  const struct train_opts *o = &a->o;
+  if (o->json && o->json_out)
     return c4_cli_usage("c4train", "--json and --json-out: the lines go to one place, not both");
-  if (o.cfg.width % o.cfg.heads)
-    return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o.cfg.width,
-                        o.cfg.heads);
-  if ((stats || synth) && o.max_context < 1)
+  if (o->cfg.width % o->cfg.heads)
+    return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o->cfg.width,
+                        o->cfg.heads);
+  if ((a->stats || a->synth) && o->max_context < 1)
     return c4_cli_usage("c4train", "%s needs --max-context",
-                        stats ? "--data-stats" : "--synth-corpus");
-  if (synth || stats) return docs_command(&o, synth, synth_docs);
-  if (layout_auto_on && lo.ranks < 1)
+                        a->stats ? "--data-stats" : "--synth-corpus");
+  return -1;
+}
+
+/* --layout auto: the probes, each a job of its own, and the fastest layout written into a->o. */
+static int layout_command(int argc, char **argv, struct cli *a) {
+  if (a->lo.ranks < 1)
     return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
                                    "--local-ranks N");
-  if (layout_auto_on) {
-    struct layout_probe cand[64];
-    int n = layout_candidates(&o, lo.ranks, cand, 64);
-    if (!probe_steps) probe_steps = n ? o.steps / (10 * n) : 4;
-    if (probe_steps < 4) probe_steps = 4;
-    char err[512];
-    if (layout_auto(argc, argv, &o, lo.ranks, probe_steps, o.json ? stderr : stdout, err,
-                    sizeof err) < 0)
-      return c4_cli_fail("c4train", "%s", err);
-  }
-  if (o.max_context > 0) o.cfg.context = o.max_context;
-  if (lo.ranks > 0) {
-    lo.restart = o.ckpt_dir != NULL;
-    int status;
-    if (launch_local(&lo, &status) < 0) return status;
-  }
+  struct layout_probe cand[64];
+  int n = layout_candidates(&a->o, a->lo.ranks, cand, 64);
+  int probe_steps = a->probe_steps;
+  if (!probe_steps) probe_steps = n ? a->o.steps / (10 * n) : 4;
+  if (probe_steps < 4) probe_steps = 4;
+  char err[512];
+  if (layout_auto(argc, argv, &a->o, a->lo.ranks, probe_steps, a->o.json ? stderr : stdout, err,
+                  sizeof err) < 0)
+    return c4_cli_fail("c4train", "%s", err);
+  return -1;
+}
+
+/* This process as one rank of the job, its place read from the launcher's environment. */
+static int rank_command(const struct train_opts *o) {
   struct c4_ranks r;
   char err[512];
   if (c4_ranks_from_env(&r, err, sizeof err)) {
@@ -333,5 +364,43 @@ int main(int argc, char **argv) {
          getenv("C4_COLL_TIMEOUT_MS") ? getenv("C4_COLL_TIMEOUT_MS") : "15000", 1);
   setenv("C4_BOOTSTRAP_TIMEOUT_MS",
          getenv("C4_BOOTSTRAP_TIMEOUT_MS") ? getenv("C4_BOOTSTRAP_TIMEOUT_MS") : "30000", 1);
-  return o.max_context > 0 ? train_docs_run(&o, &r) : train_run(&o, &r);
+  return o->max_context > 0 ? train_docs_run(o, &r) : train_run(o, &r);
+}
+
+int main(int argc, char **argv) {
+  struct cli a = {
+      .o = {.cfg = {.vocab = 256, .context = 64, .layers = 2, .heads = 4, .width = 64},
+            .micro_batch = 4,
+            .microbatches = 16,
+            .steps = 50,
+            .lr = 2e-3f,
+            .warmup = 10,
+            .seed = 1,
+            .data = C4_DEFAULT_DATA,
+            .device = "cpu",
+            .bucket_bytes = 1 << 20,
+            .threads = 1,
+            .slow_rank = -1,
+            .slow_factor = 1,
+            .slow_from = 1,
+            .slow_to = 1 << 30,
+            .resplit = 1,
+            .ckpt_every = 10,
+            .eval_windows = 32,
+            .pp = 1},
+      .lo = {.ranks = 0, .restart = 1},
+      .synth_docs = 4000,
+  };
+  int rc = parse_args(argc, argv, &a);
+  if (rc < 0) rc = check_args(&a);
+  if (rc >= 0) return rc;
+  if (a.synth || a.stats) return docs_command(&a.o, a.synth, a.synth_docs);
+  if (a.layout_auto_on && (rc = layout_command(argc, argv, &a)) >= 0) return rc;
+  if (a.o.max_context > 0) a.o.cfg.context = a.o.max_context;
+  if (a.lo.ranks > 0) {
+    a.lo.restart = a.o.ckpt_dir != NULL;
+    int status;
+    if (launch_local(&a.lo, &status) < 0) return status;
+  }
+  return rank_command(&a.o);
 }
