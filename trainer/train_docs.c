@@ -233,164 +233,246 @@ static void assign_step(const struct train_opts *o, const struct seq_cost *model
   }
 }
 
-int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
-  char err[512] = "";
-  int rank = r->rank, world = r->world, status = 1;
-  int orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", rank, 0, INT_MAX);
+/* One rank's run on documents: what its setup makes, and what its steps carry to the end. */
+struct docs_run {
+  const struct train_opts *o;
+  int rank, world, orig_rank;
+  char err[512];
+  struct doc_set d;
+  struct c4k_ops timed;
+  const struct c4k_ops *ops;
+  struct dp dp;
+  struct gpt m;
+  long cap, budget; /* positions in a micro-batch, and in a step */
+  struct seq_cost model;
+  int model_up;
+  struct docs_step_bufs b;
+  int bufs_up;
+  struct docs_report *rep;
+  double *tps, *ctps;         /* tokens/s and over the slowest compute, steps of a fitted model */
+  double *all_tps, *all_ctps; /* the same, every step but the first */
+  double *bound;              /* per policy, o->steps apart: the cost model's tokens/s */
+  struct seq_cost_sample *samples;
+  FILE *jf;
+  double eval_start, last_loss;
+  int timed_steps, warm_steps;
+};
+
+/* Data, kernels, ring and model; on failure what was opened is closed again. */
+static int docs_open(struct docs_run *s, const struct c4_ranks *r) {
+  const struct train_opts *o = s->o;
+  int rank = s->rank;
   if (o->pp > 1 || o->ckpt_dir) {
     fprintf(stderr, "c4train: rank %d: --max-context trains data-parallel only: not with %s\n",
             rank, o->pp > 1 ? "--pp" : "--ckpt-dir");
     return 1;
   }
-  struct doc_set d;
-  if (docs_load(&d, o->data, o->max_context, err, sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+  if (docs_load(&s->d, o->data, o->max_context, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;
   }
-  struct c4k_ops timed;
-  const struct c4k_ops *ops = train_pick_ops(o, &timed, err, sizeof err);
-  if (!ops) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    docs_free(&d);
+  s->ops = train_pick_ops(o, &s->timed, s->err, sizeof s->err);
+  if (!s->ops) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    docs_free(&s->d);
     return 1;
   }
-  struct dp dp;
-  if (dp_init(&dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, err,
-              sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    docs_free(&d);
+  if (dp_init(&s->dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, s->err,
+              sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    docs_free(&s->d);
     return C4TRAIN_EXIT_PEER_LOST;
   }
-  struct gpt m;
-  if (gpt_init(&m, &o->cfg, ops, o->micro_batch, o->seed, err, sizeof err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    dp_close(&dp);
-    docs_free(&d);
+  if (gpt_init(&s->m, &o->cfg, s->ops, o->micro_batch, o->seed, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+    dp_close(&s->dp);
+    docs_free(&s->d);
     return 1;
   }
-  long cap = (long)o->micro_batch * o->max_context, budget = cap * o->microbatches;
+  return 0;
+}
+
+/* The cost model, the buffers, and rank 0's JSON lines' file. */
+static int docs_alloc(struct docs_run *s) {
+  const struct train_opts *o = s->o;
+  size_t steps = (size_t)o->steps;
+  s->cap = (long)o->micro_batch * o->max_context;
+  s->budget = s->cap * o->microbatches;
   /* the prior: FLOPs per token (6 per parameter) and per squared token (attention's 12 L C) */
-  struct seq_cost model;
-  int model_up = seq_cost_init(&model, world, 6.0 * (double)m.nparams,
-                               12.0 * o->cfg.layers * o->cfg.width) == 0;
-  struct docs_step_bufs b;
-  int bufs_up = bufs_init(&b, (int)(budget < INT_MAX / 2 ? budget : INT_MAX / 2), (size_t)cap) == 0;
-  struct docs_report *rep = calloc((size_t)world, sizeof *rep);
-  double *tps = calloc((size_t)o->steps + 1, sizeof *tps);
-  double *ctps = calloc((size_t)o->steps + 1, sizeof *ctps);
-  double *all_tps = calloc((size_t)o->steps + 1, sizeof *all_tps),
-         *all_ctps = calloc((size_t)o->steps + 1, sizeof *all_ctps);
-  double *bound = calloc((size_t)o->steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *bound);
-  struct seq_cost_sample *samples = calloc((size_t)world, sizeof *samples);
-  FILE *jf = NULL;
-  if (!model_up || !bufs_up || !rep || !tps || !ctps || !all_tps || !all_ctps || !bound ||
-      !samples) {
-    fprintf(stderr, "c4train: rank %d: out of memory\n", rank);
-    goto out;
+  s->model_up = seq_cost_init(&s->model, s->world, 6.0 * (double)s->m.nparams,
+                              12.0 * o->cfg.layers * o->cfg.width) == 0;
+  int max_seq = (int)(s->budget < INT_MAX / 2 ? s->budget : INT_MAX / 2);
+  s->bufs_up = bufs_init(&s->b, max_seq, (size_t)s->cap) == 0;
+  s->rep = calloc((size_t)s->world, sizeof *s->rep);
+  s->tps = calloc(steps + 1, sizeof *s->tps);
+  s->ctps = calloc(steps + 1, sizeof *s->ctps);
+  s->all_tps = calloc(steps + 1, sizeof *s->all_tps);
+  s->all_ctps = calloc(steps + 1, sizeof *s->all_ctps);
+  s->bound = calloc(steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *s->bound);
+  s->samples = calloc((size_t)s->world, sizeof *s->samples);
+  if (!s->model_up || !s->bufs_up || !s->rep || !s->tps || !s->ctps || !s->all_tps ||
+      !s->all_ctps || !s->bound || !s->samples) {
+    fprintf(stderr, "c4train: rank %d: out of memory\n", s->rank);
+    return 1;
   }
-  if (rank == 0 && !o->json && o->json_out && !(jf = fopen(o->json_out, "a"))) {
+  if (s->rank == 0 && !o->json && o->json_out && !(s->jf = fopen(o->json_out, "a"))) {
     fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
-    goto out;
+    return 1;
   }
-  if (rank == 0 && o->json) jf = stdout;
-  double eval_start = o->eval_windows && rank == 0 ? eval_docs(&m, &d, o->eval_windows, &b) : 0;
-  if (rank == 0 && !o->json)
-    printf("c4train: %d ranks on %s, %zu parameters, %d sequences (max %d positions) from %s, "
-           "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
-           world, o->device, m.nparams, d.n, o->max_context, o->data, budget, cap,
-           policy_names[o->assign], eval_start);
-  int timed_steps = 0, warm_steps = 0;
-  double last_loss = 0;
-  for (int step = 0; step < o->steps; step++) {
-    uint64_t t_step = c4_now_ns();
-    dp_step(&dp, step + 1);
-    int n = docs_step(&d, o->seed, (uint64_t)step, budget, b.idx, b.max_seq);
-    long tokens = 0;
-    for (int i = 0; i < n; i++) {
-      b.len[i] = d.len[b.idx[i]];
-      tokens += b.len[i];
+  if (s->rank == 0 && o->json) s->jf = stdout;
+  return 0;
+}
+
+/* This rank's share of the step's sequences, packed and run; its report filled. */
+static void docs_compute(struct docs_run *s, int step, int n, long tokens,
+                         struct docs_report *mine) {
+  const struct train_opts *o = s->o;
+  struct docs_step_bufs *b = &s->b;
+  int nmine = 0;
+  for (int i = 0; i < n; i++)
+    if (b->rank_of[i] == s->rank) {
+      b->mine[nmine] = b->idx[i];
+      b->mine_len[nmine++] = b->len[i];
+      mine->tokens += b->len[i];
+      mine->sumsq += (double)b->len[i] * b->len[i];
     }
-    int fitted = model.fitted;
-    double pred[TRAIN_ASSIGN_POLICIES];
-    assign_step(o, &model, world, n, &b, pred);
-    double predicted = pred[o->assign];
-    int nmine = 0;
-    struct docs_report mine = {0};
-    for (int i = 0; i < n; i++)
-      if (b.rank_of[i] == rank) {
-        b.mine[nmine] = b.idx[i];
-        b.mine_len[nmine++] = b.len[i];
-        mine.tokens += b.len[i];
-        mine.sumsq += (double)b.len[i] * b.len[i];
-      }
-    int nmb = seq_assign_pack(nmine, b.mine_len, (int)cap, b.mb_of);
-    double slow = orig_rank == o->slow_rank && step + 1 >= o->slow_from && step + 1 <= o->slow_to
-                      ? o->slow_factor
-                      : 1;
-    gpt_zero_grad(&m);
-    uint64_t t0 = c4_now_ns();
-    mine.loss_sum = run_packed(&m, &d, b.mine, nmine, b.mb_of, nmb, &b, 1.0f / (float)tokens, slow);
-    ops->sync();
-    mine.compute_s = (double)(c4_now_ns() - t0) * 1e-9;
-    if (dp_allreduce(&dp, m.grads, m.nparams) || dp_allgather(&dp, &mine, rep, sizeof mine)) {
-      fprintf(stderr, "c4train: rank %d: a peer was lost at step %d\n", rank, step + 1);
-      status = C4TRAIN_EXIT_PEER_LOST;
-      goto out;
-    }
-    float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
-    gpt_adamw(&m, lr, o->weight_decay, step + 1);
-    double loss = 0, compute = 0;
-    for (int i = 0; i < world; i++) {
-      loss += rep[i].loss_sum;
-      compute = rep[i].compute_s > compute ? rep[i].compute_s : compute;
-      samples[i] = (struct seq_cost_sample){rep[i].tokens, rep[i].sumsq, rep[i].compute_s};
-    }
-    last_loss = loss / (double)tokens;
-    if (step > 0) seq_cost_add(&model, samples); /* the first step warms caches: not a sample */
-    double secs = (double)(c4_now_ns() - t_step) * 1e-9;
-    if (step > 0) { /* the first step warms caches */
-      all_tps[warm_steps] = (double)tokens / secs;
-      all_ctps[warm_steps++] = (double)tokens / compute;
-    }
-    if (step > 0 && fitted) { /* the steps assigned by a fitted model */
-      tps[timed_steps] = (double)tokens / secs;
-      ctps[timed_steps] = (double)tokens / compute;
-      for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-        bound[p * o->steps + timed_steps] = (double)tokens / pred[p];
-      timed_steps++;
-    }
-    if (rank == 0)
-      print_step(jf, !o->json, step + 1, last_loss, (double)tokens, secs, compute,
-                 fitted ? predicted : 0, rep, world);
+  int nmb = seq_assign_pack(nmine, b->mine_len, (int)s->cap, b->mb_of);
+  double slow = s->orig_rank == o->slow_rank && step + 1 >= o->slow_from && step + 1 <= o->slow_to
+                    ? o->slow_factor
+                    : 1;
+  gpt_zero_grad(&s->m);
+  uint64_t t0 = c4_now_ns();
+  mine->loss_sum =
+      run_packed(&s->m, &s->d, b->mine, nmine, b->mb_of, nmb, b, 1.0f / (float)tokens, slow);
+  s->ops->sync();
+  mine->compute_s = (double)(c4_now_ns() - t0) * 1e-9;
+}
+
+/* The step's loss and the slowest rank's compute; the cost model's sample and the step's speed
+ * figures (past the first step, which warms caches). */
+static double docs_account(struct docs_run *s, int step, long tokens, int fitted,
+                           const double *pred, uint64_t t_step, double *secs) {
+  double loss = 0, compute = 0;
+  for (int i = 0; i < s->world; i++) {
+    loss += s->rep[i].loss_sum;
+    compute = s->rep[i].compute_s > compute ? s->rep[i].compute_s : compute;
+    s->samples[i] =
+        (struct seq_cost_sample){s->rep[i].tokens, s->rep[i].sumsq, s->rep[i].compute_s};
   }
-  if (rank == 0) {
-    struct docs_summary s = {
-        .steps = o->steps,
-        .loss = last_loss,
-        .eval_start = eval_start,
-        .eval_end = o->eval_windows ? eval_docs(&m, &d, o->eval_windows, &b) : 0,
-        /* the steps a fitted model assigned, else all but the first */
-        .tps = timed_steps ? median(tps, timed_steps) : median(all_tps, warm_steps),
-        .compute_tps = timed_steps ? median(ctps, timed_steps) : median(all_ctps, warm_steps),
-        .model = &model};
+  s->last_loss = loss / (double)tokens;
+  if (step > 0) seq_cost_add(&s->model, s->samples);
+  *secs = (double)(c4_now_ns() - t_step) * 1e-9;
+  if (step > 0) {
+    s->all_tps[s->warm_steps] = (double)tokens / *secs;
+    s->all_ctps[s->warm_steps++] = (double)tokens / compute;
+  }
+  if (step > 0 && fitted) { /* the steps assigned by a fitted model */
+    s->tps[s->timed_steps] = (double)tokens / *secs;
+    s->ctps[s->timed_steps] = (double)tokens / compute;
     for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-      s.bound_tps[p] = median(bound + p * o->steps, timed_steps);
-    print_end(jf, !o->json, o, &s);
+      s->bound[p * s->o->steps + s->timed_steps] = (double)tokens / pred[p];
+    s->timed_steps++;
   }
-  status = 0;
-out:
-  if (jf && jf != stdout) fclose(jf);
-  free(rep);
-  free(tps);
-  free(ctps);
-  free(all_tps);
-  free(all_ctps);
-  free(bound);
-  free(samples);
-  if (bufs_up) bufs_free(&b);
-  if (model_up) seq_cost_free(&model);
-  gpt_free(&m);
-  dp_close(&dp);
-  docs_free(&d);
+  return compute;
+}
+
+/* One step: the sequences drawn and assigned, this rank's run, the exchange, the optimizer step,
+ * the accounts and rank 0's line. */
+static int docs_step_run(struct docs_run *s, int step) {
+  const struct train_opts *o = s->o;
+  struct docs_step_bufs *b = &s->b;
+  uint64_t t_step = c4_now_ns();
+  dp_step(&s->dp, step + 1);
+  int n = docs_step(&s->d, o->seed, (uint64_t)step, s->budget, b->idx, b->max_seq);
+  long tokens = 0;
+  for (int i = 0; i < n; i++) {
+    b->len[i] = s->d.len[b->idx[i]];
+    tokens += b->len[i];
+  }
+  int fitted = s->model.fitted;
+  double pred[TRAIN_ASSIGN_POLICIES];
+  assign_step(o, &s->model, s->world, n, b, pred);
+  struct docs_report mine = {0};
+  docs_compute(s, step, n, tokens, &mine);
+  if (dp_allreduce(&s->dp, s->m.grads, s->m.nparams) ||
+      dp_allgather(&s->dp, &mine, s->rep, sizeof mine)) {
+    fprintf(stderr, "c4train: rank %d: a peer was lost at step %d\n", s->rank, step + 1);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
+  gpt_adamw(&s->m, lr, o->weight_decay, step + 1);
+  double secs, compute = docs_account(s, step, tokens, fitted, pred, t_step, &secs);
+  if (s->rank == 0)
+    print_step(s->jf, !o->json, step + 1, s->last_loss, (double)tokens, secs, compute,
+               fitted ? pred[o->assign] : 0, s->rep, s->world);
+  return 0;
+}
+
+/* Rank 0's closing figures: the steps a fitted model assigned, else all but the first. */
+static void docs_end(struct docs_run *s) {
+  const struct train_opts *o = s->o;
+  int n = s->timed_steps;
+  struct docs_summary sum = {
+      .steps = o->steps,
+      .loss = s->last_loss,
+      .eval_start = s->eval_start,
+      .eval_end = o->eval_windows ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0,
+      .tps = n ? median(s->tps, n) : median(s->all_tps, s->warm_steps),
+      .compute_tps = n ? median(s->ctps, n) : median(s->all_ctps, s->warm_steps),
+      .model = &s->model};
+  for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
+    sum.bound_tps[p] = median(s->bound + p * o->steps, n);
+  print_end(s->jf, !o->json, o, &sum);
+}
+
+/* Everything docs_open and docs_alloc made. */
+static void docs_close(struct docs_run *s) {
+  if (s->jf && s->jf != stdout) fclose(s->jf);
+  free(s->rep);
+  free(s->tps);
+  free(s->ctps);
+  free(s->all_tps);
+  free(s->all_ctps);
+  free(s->bound);
+  free(s->samples);
+  if (s->bufs_up) bufs_free(&s->b);
+  if (s->model_up) seq_cost_free(&s->model);
+  gpt_free(&s->m);
+  dp_close(&s->dp);
+  docs_free(&s->d);
+}
+
+int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
+  static struct docs_run zero;
+  struct docs_run *s = malloc(sizeof *s);
+  if (!s) {
+    fprintf(stderr, "c4train: rank %d: out of memory\n", r->rank);
+    return 1;
+  }
+  *s = zero;
+  s->o = o;
+  s->rank = r->rank;
+  s->world = r->world;
+  s->orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", r->rank, 0, INT_MAX);
+  int status = docs_open(s, r);
+  if (status) {
+    free(s);
+    return status;
+  }
+  status = docs_alloc(s);
+  if (!status) {
+    s->eval_start =
+        o->eval_windows && s->rank == 0 ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0;
+    if (s->rank == 0 && !o->json)
+      printf("c4train: %d ranks on %s, %zu parameters, %d sequences (max %d positions) from %s, "
+             "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
+             s->world, o->device, s->m.nparams, s->d.n, o->max_context, o->data, s->budget, s->cap,
+             policy_names[o->assign], s->eval_start);
+  }
+  for (int step = 0; !status && step < o->steps; step++)
+    status = docs_step_run(s, step);
+  if (!status && s->rank == 0) docs_end(s);
+  docs_close(s);
+  free(s);
   return status;
 }
