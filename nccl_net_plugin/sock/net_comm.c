@@ -18,6 +18,17 @@
 #include "c4_telemetry.h"
 #include "net_sock.h"
 
+/* A socket's local port in host order, 0 when the kernel does not say: read once here, so the
+ * path records the helpers send carry it without a system call each. */
+static uint16_t local_port(int fd) {
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0) return 0;
+  if (sa.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&sa)->sin_port);
+  if (sa.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&sa)->sin6_port);
+  return 0;
+}
+
 int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                    uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
                    int ctrl_fd, const int *data_fd, int nsocks, struct c4_comm **out) {
@@ -43,6 +54,8 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
                                   .conn_id = conn_id,
                                   .dir = (uint8_t)(is_send ? C4_DIR_SEND : C4_DIR_RECV)};
   memcpy(c->data_fd, data_fd, sizeof(int) * (size_t)nsocks);
+  for (int i = 0; i < nsocks; i++)
+    c->data_port[i] = local_port(data_fd[i]);
   pthread_mutex_init(&c->claim_lock, NULL);
   for (int i = 0; i < C4_MAX_REQUESTS; i++) {
     c->reqs[i].comm = c;

@@ -56,6 +56,7 @@ struct c4_comm {
   int ctrl_fd;
   int nsocks;
   int data_fd[C4_MAX_NSOCKS];
+  uint16_t data_port[C4_MAX_NSOCKS]; /* each data socket's local port (path records), 0: unknown */
   uint64_t conn_id;
   uint64_t nccl_comm;
   struct c4_identity self, peer;
