@@ -238,55 +238,57 @@ static int sock_step(const struct c4_transport_config *cfg, struct connect_state
   return cs->hello_sent == C4_HELLO_SIZE;
 }
 
-int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
-                         void *handle, struct c4_comm **out) {
-  *out = NULL;
-  struct connect_state *s = c4_handshake_scratch_get(handle);
-  int rc;
-  if (!s) {
-    if ((rc = state_new(cfg, dev, handle, &s)) != 0) return rc;
-    c4_handshake_scratch_set(handle, s);
-  }
+/* Advances the control socket and, once the probe lets them dial, the data sockets. Returns 1
+ * when every hello is out, 0 while some is not, or a negative code (logged). */
+static int socks_step(const struct c4_transport_config *cfg, struct connect_state *s) {
   int all_sent = 1, data_may_dial = probe_step(s);
   for (int i = 0; i <= s->nsocks; i++) {
     if (i > 0 && !data_may_dial) {
       all_sent = 0;
       continue;
     }
-    rc = sock_step(cfg, s, &s->sock[i]);
-    if (rc < 0) goto fail;
+    int rc = sock_step(cfg, s, &s->sock[i]);
+    if (rc < 0) return rc;
     all_sent &= rc;
   }
+  return all_sent;
+}
+
+/* Reads the listener's ack on the control socket once every hello is out, within the connect
+ * and handshake timeouts. Returns 1 when an OK ack is in, 0 while it is not, or a negative code
+ * (logged). */
+static int ack_step(const struct c4_transport_config *cfg, struct connect_state *s, int all_sent) {
   uint64_t waited_ms = (c4_now_ns() - s->t_start) / 1000000ull;
-  if (!all_sent || s->ack_got < C4_ACK_SIZE) {
-    if (all_sent) {
-      ssize_t k = c4_sock_recv_some(s->sock[0].fd, s->ack + s->ack_got, C4_ACK_SIZE - s->ack_got);
-      if (k < 0) {
-        C4_WARN("connect to %s (pid %u, rank %d): the listener closed the connection instead of "
-                "acknowledging; it is not a c4 plugin of this version, or it rejected us (see its "
-                "log)",
-                s->where, s->target.id.pid, s->target.id.rank);
-        rc = C4_EREMOTE;
-        goto fail;
-      }
-      s->ack_got += (size_t)k;
+  if (all_sent && s->ack_got < C4_ACK_SIZE) {
+    ssize_t k = c4_sock_recv_some(s->sock[0].fd, s->ack + s->ack_got, C4_ACK_SIZE - s->ack_got);
+    if (k < 0) {
+      C4_WARN("connect to %s (pid %u, rank %d): the listener closed the connection instead of "
+              "acknowledging; it is not a c4 plugin of this version, or it rejected us (see its "
+              "log)",
+              s->where, s->target.id.pid, s->target.id.rank);
+      return C4_EREMOTE;
     }
-    if (s->ack_got < C4_ACK_SIZE) {
-      if (waited_ms > (uint64_t)cfg->connect_timeout_ms + (uint64_t)cfg->handshake_timeout_ms) {
-        C4_WARN("connect to %s: no handshake ack after %llu ms", s->where,
-                (unsigned long long)waited_ms);
-        rc = C4_EREMOTE;
-        goto fail;
-      }
-      return 0;
+    s->ack_got += (size_t)k;
+  }
+  if (s->ack_got < C4_ACK_SIZE) {
+    if (waited_ms > (uint64_t)cfg->connect_timeout_ms + (uint64_t)cfg->handshake_timeout_ms) {
+      C4_WARN("connect to %s: no handshake ack after %llu ms", s->where,
+              (unsigned long long)waited_ms);
+      return C4_EREMOTE;
     }
+    return 0;
   }
   int status = c4_wire_get_ack(s->ack);
   if (status != C4_ACK_OK) {
     C4_WARN("connect to %s: %s", s->where, c4_handshake_ack_why(status));
-    rc = C4_EPROTO;
-    goto fail;
+    return C4_EPROTO;
   }
+  return 1;
+}
+
+/* Hands the acknowledged sockets over to a new comm; the state keeps none of them. */
+static int comm_from_state(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
+                           struct connect_state *s, struct c4_comm **out) {
   int data_fd[C4_MAX_NSOCKS];
   for (int i = 0; i < s->nsocks; i++) {
     if (s->sock[i + 1].bind_local && !s->sock[i + 1].probed)
@@ -296,11 +298,23 @@ int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_
   }
   int ctrl_fd = s->sock[0].fd;
   s->sock[0].fd = -1;
-  rc = c4_comm_create(1, cfg, dev, nccl_comm, s->conn_id, &s->self, &s->target.id, ctrl_fd, data_fd,
-                      s->nsocks, out);
-  state_free(handle, s);
-  return rc;
-fail:
+  return c4_comm_create(1, cfg, dev, nccl_comm, s->conn_id, &s->self, &s->target.id, ctrl_fd,
+                        data_fd, s->nsocks, out);
+}
+
+int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
+                         void *handle, struct c4_comm **out) {
+  *out = NULL;
+  struct connect_state *s = c4_handshake_scratch_get(handle);
+  int rc;
+  if (!s) {
+    if ((rc = state_new(cfg, dev, handle, &s)) != 0) return rc;
+    c4_handshake_scratch_set(handle, s);
+  }
+  int all_sent = socks_step(cfg, s);
+  rc = all_sent < 0 ? all_sent : ack_step(cfg, s, all_sent);
+  if (rc == 0) return 0; /* NCCL polls again */
+  if (rc > 0) rc = comm_from_state(cfg, dev, nccl_comm, s, out);
   state_free(handle, s);
   return rc;
 }
