@@ -324,8 +324,9 @@ static void usage(FILE *f) {
              "  -h, --help   -V, --version\n");
 }
 
-int main(int argc, char **argv) {
-  char path[PATH_MAX];
+/* The library's path from the command line, or the default. Returns -1 to go on, or the exit
+ * status to leave with (help, version, bad usage). */
+static int parse_args(int argc, char **argv, char *path, size_t len) {
   if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     usage(stdout);
     return 0;
@@ -339,23 +340,28 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (argc == 2)
-    snprintf(path, sizeof path, "%s", argv[1]);
-  else if (default_lib(path, sizeof path) < 0) {
+    snprintf(path, len, "%s", argv[1]);
+  else if (default_lib(path, len) < 0) {
     fprintf(stderr, "c4k-gpu-check: cannot find this program's directory; name the library\n");
     return 2;
   }
+  return -1;
+}
 
+/* Loads the CUDA kernels into gpu and counts the devices. Returns the count (>= 1), or -1 with
+ * the reason on stderr. */
+static int load_gpu(const char *path) {
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "c4k-gpu-check: cannot load the CUDA kernels: %s\n", dlerror());
-    return 2;
+    return -1;
   }
   device_count_fn device_count = (device_count_fn)dlsym(lib, DEVICE_COUNT_SYMBOL);
   gpu = dlsym(lib, C4K_CUDA_SYMBOL);
   if (!device_count || !gpu) {
     fprintf(stderr, "c4k-gpu-check: %s does not export %s and %s\n", path, C4K_CUDA_SYMBOL,
             DEVICE_COUNT_SYMBOL);
-    return 2;
+    return -1;
   }
   const char *why = NULL;
   int devices = device_count(&why);
@@ -364,13 +370,13 @@ int main(int argc, char **argv) {
             "c4k-gpu-check: no CUDA device (%s); nothing was run. Run it on a machine with an "
             "NVIDIA GPU and driver.\n",
             why ? why : "none found");
-    return 2;
+    return -1;
   }
+  return devices;
+}
 
-  printf("c4k-gpu-check %s: %s (%d CUDA device(s), using the first) against %s\n", C4_VERSION, path,
-         devices, cpu->name);
-  printf("%-18s %-28s %-8s %11s %11s  %s\n", "op", "shape", "output", "max abs err", "max rel err",
-         "ok");
+/* Every op at GPT-2 small's shapes and at small odd ones that catch indexing and tail errors. */
+static void test_all(void) {
   test_memory(1001);
   test_encoder(4, 64, 768, 50257);
   test_encoder(3, 5, 7, 11);
@@ -392,7 +398,19 @@ int main(int argc, char **argv) {
   test_adamw((size_t)1 << 20);
   test_adamw(1001);
   gpu->sync();
+}
 
+int main(int argc, char **argv) {
+  char path[PATH_MAX];
+  int rc = parse_args(argc, argv, path, sizeof path);
+  if (rc >= 0) return rc;
+  int devices = load_gpu(path);
+  if (devices < 0) return 2;
+  printf("c4k-gpu-check %s: %s (%d CUDA device(s), using the first) against %s\n", C4_VERSION, path,
+         devices, cpu->name);
+  printf("%-18s %-28s %-8s %11s %11s  %s\n", "op", "shape", "output", "max abs err", "max rel err",
+         "ok");
+  test_all();
   printf("%s: %d mismatch(es)\n", failures ? "FAILED" : "all ops match", failures);
   return failures ? 1 : 0;
 }
