@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "c4_record.h"
+#include "net_req_head.h"
+
 #define C4_WATCH_MAX 4096 /* comms watched at once; more are served, just not watched */
 
 struct c4_watchlist {
@@ -23,5 +26,13 @@ void c4_watchlist_add(struct c4_watchlist *w, void *comm);
 void c4_watchlist_remove(struct c4_watchlist *w, void *comm);
 /* Calls scan(comm, now) for every comm in the list, under the lock, with one c4_now_ns(). */
 void c4_watchlist_scan(struct c4_watchlist *w, void (*scan)(void *comm, uint64_t now));
+
+/* Fills rec with a pending record of the request whose head is h (the transport's own fill). */
+typedef void (*c4_req_pending_fn)(const void *comm, struct c4_req_head *h,
+                                  struct c4_xfer_record *rec);
+/* Emits one pending record for a request in state posted_state for limit_ns or longer at now,
+ * once per request (a reused slot is a new request). For a scan callback. */
+void c4_req_report_stuck(const void *comm, struct c4_req_head *h, int posted_state, uint64_t now,
+                         uint64_t limit_ns, c4_req_pending_fn pending);
 
 #endif

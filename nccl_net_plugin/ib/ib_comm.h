@@ -13,6 +13,7 @@
 #include "ib_verbs.h"
 #include "net_paths.h"
 #include "net_plan.h"
+#include "net_req_head.h"
 
 #define C4_IB_HANDLE_MARK_AT 10 /* handle byte saying "verbs listener" (0 for sockets) */
 #define C4_IB_HANDLE_MARK 0x49
@@ -82,9 +83,8 @@ int c4_ib_qp_connect(struct c4_ib_dev *d, struct ibv_qp *qp, const struct c4_ib_
 enum { C4_IB_REQ_FREE = 0, C4_IB_REQ_POSTED, C4_IB_REQ_DONE, C4_IB_REQ_ERROR };
 
 struct c4_ib_request {
+  C4_REQ_HEAD; /* seq, state, t_posted, done_bytes, stuck_reported (net_req_head.h) */
   struct c4_ib_comm *comm;
-  _Atomic uint64_t seq;
-  atomic_int state;
   int is_flush;
   int tag;
   int error;
@@ -95,11 +95,8 @@ struct c4_ib_request {
   struct c4_ib_rx_msg rx;
   uint64_t qp_len[C4_IB_MAX_QPS];
   uint64_t t_wr; /* when the WRs were posted (path samples) */
-  _Atomic uint64_t t_posted;
   _Atomic uint64_t t_first_byte;
   _Atomic uint64_t t_done;
-  _Atomic uint64_t done_bytes;
-  _Atomic uint64_t stuck_reported;
 };
 
 struct c4_ib_comm {

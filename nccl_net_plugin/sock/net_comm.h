@@ -11,6 +11,7 @@
 
 #include "net_fault.h"
 #include "net_paths.h"
+#include "net_req_head.h"
 #include "net_transport.h"
 
 enum { C4_REQ_FREE = 0, C4_REQ_POSTED, C4_REQ_DONE, C4_REQ_ERROR };
@@ -18,19 +19,15 @@ enum { C4_REQ_FREE = 0, C4_REQ_POSTED, C4_REQ_DONE, C4_REQ_ERROR };
 /* One slot of a comm's 32; slot i carries requests seq with seq % 32 == i. Fields written by the
  * caller before publication are read by helpers after an acquire of `seq` or `state`. */
 struct c4_request {
+  C4_REQ_HEAD; /* seq, state, t_posted, done_bytes, stuck_reported (net_req_head.h) */
   struct c4_comm *comm;
-  _Atomic uint64_t seq;
-  atomic_int state;
   int is_inline; /* small send on the control socket; helpers skip it */
   int large;     /* moves on the data sockets (send: posted large; receive: RTS accepted) */
   int tag;
   int error; /* C4_E* when state is ERROR */
   char *buf;
-  uint64_t size;               /* send: message size; receive: posted size */
-  _Atomic uint64_t total;      /* receive: message size once known */
-  _Atomic uint64_t done_bytes; /* bytes moved so far */
-  _Atomic uint64_t t_posted;
-  _Atomic uint64_t stuck_reported; /* seq + 1 of the request last reported stuck */
+  uint64_t size;          /* send: message size; receive: posted size */
+  _Atomic uint64_t total; /* receive: message size once known */
   _Atomic uint64_t t_first_byte;
   _Atomic uint64_t t_done;
 };

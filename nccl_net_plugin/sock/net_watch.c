@@ -2,7 +2,8 @@
  * stuck, so a stalled connection shows before it fails (or never does). The scan runs on the
  * telemetry writer thread every few milliseconds; the list's lock (net_watchlist.h) is taken only
  * there and when a comm is created or closed, never on the data path. */
-#include "c4_telemetry.h"
+#include <stddef.h>
+
 #include "net_comm.h"
 #include "net_watchlist.h"
 
@@ -12,24 +13,21 @@ void c4_watch_add(struct c4_comm *c) { c4_watchlist_add(&watch, c); }
 
 void c4_watch_remove(struct c4_comm *c) { c4_watchlist_remove(&watch, c); }
 
-/* A request is read through its atomics and kept only if its seq did not change meanwhile. */
+_Static_assert(offsetof(struct c4_request, head) == 0,
+               "pending_record casts a head to its request");
+
+/* The transport's own record of a request still outstanding. */
+static void pending_record(const void *comm, struct c4_req_head *h, struct c4_xfer_record *rec) {
+  struct c4_request *r = (struct c4_request *)h; /* the head is its first member */
+  c4_request_record(comm, r, C4_XFER_PENDING, atomic_load(&h->done_bytes), 0, rec);
+}
+
 static void scan_comm(void *comm, uint64_t now) {
   struct c4_comm *c = comm;
   if (!c->cfg.timing) return;
-  uint64_t limit = (uint64_t)c->cfg.stuck_ms * 1000000ull;
-  for (int i = 0; i < C4_MAX_REQUESTS; i++) {
-    struct c4_request *r = &c->reqs[i];
-    uint64_t seq = atomic_load_explicit(&r->seq, memory_order_acquire);
-    uint64_t posted = atomic_load_explicit(&r->t_posted, memory_order_relaxed);
-    if (atomic_load_explicit(&r->state, memory_order_acquire) != C4_REQ_POSTED || !posted ||
-        now - posted < limit || atomic_load(&r->stuck_reported) == seq + 1)
-      continue;
-    struct c4_xfer_record rec;
-    c4_request_record(c, r, C4_XFER_PENDING, atomic_load(&r->done_bytes), 0, &rec);
-    if (atomic_load_explicit(&r->seq, memory_order_acquire) != seq) continue;
-    atomic_store(&r->stuck_reported, seq + 1);
-    c4_telemetry_emit_xfer(&rec);
-  }
+  for (int i = 0; i < C4_MAX_REQUESTS; i++)
+    c4_req_report_stuck(c, &c->reqs[i].head, C4_REQ_POSTED, now,
+                        (uint64_t)c->cfg.stuck_ms * 1000000ull, pending_record);
 }
 
 void c4_watch_scan(void) { c4_watchlist_scan(&watch, scan_comm); }
