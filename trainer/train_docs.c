@@ -271,17 +271,10 @@ static int docs_open(struct docs_run *s, const struct c4_ranks *r) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;
   }
-  s->ops = train_pick_ops(o, &s->timed, s->err, sizeof s->err);
-  if (!s->ops) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+  int rc = train_open_compute(o, r, rank, &s->timed, &s->ops, &s->dp, s->err, sizeof s->err);
+  if (rc) {
     docs_free(&s->d);
-    return 1;
-  }
-  if (dp_init(&s->dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, s->err,
-              sizeof s->err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
-    docs_free(&s->d);
-    return C4TRAIN_EXIT_PEER_LOST;
+    return rc;
   }
   if (gpt_init(&s->m, &o->cfg, s->ops, o->micro_batch, o->seed, s->err, sizeof s->err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);

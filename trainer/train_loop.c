@@ -62,8 +62,10 @@ static void timed_matmul_bwd(float *dinp, float *dw, float *dbias, const float *
   gemm_flops += 4.0 * N * C * OC;
 }
 
-const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
-                                     size_t errlen) {
+/* The kernels for o->device (train_open_compute). NULL with err filled when they cannot be
+ * loaded. */
+static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
+                                      size_t errlen) {
   if (strcmp(o->device, "cpu") == 0) {
     timed_base = &c4k_cpu_ops;
     *timed = c4k_cpu_ops;
@@ -78,6 +80,22 @@ const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops 
   const struct c4k_ops *ops = h ? dlsym(h, C4K_CUDA_SYMBOL) : NULL;
   if (!ops) snprintf(err, errlen, "--device cuda: %s", h ? "no " C4K_CUDA_SYMBOL : dlerror());
   return ops;
+}
+
+int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int rank,
+                       struct c4k_ops *timed, const struct c4k_ops **ops, struct dp *dp, char *err,
+                       size_t errlen) {
+  /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
+  *ops = pick_ops(o, timed, err, errlen);
+  if (!*ops) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    return 1;
+  }
+  if (dp_init(dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, err, errlen)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    return C4TRAIN_EXIT_PEER_LOST;
+  }
+  return 0;
 }
 
 static void sort(double *v, int n) {
@@ -196,18 +214,10 @@ static int run_open(struct run *s, const struct c4_ranks *r) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;
   }
-  /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
-  s->ops = train_pick_ops(o, &s->timed, s->err, sizeof s->err);
-  if (!s->ops) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
+  int rc = train_open_compute(o, r, rank, &s->timed, &s->ops, &s->dp, s->err, sizeof s->err);
+  if (rc) {
     text_data_free(&s->data);
-    return 1;
-  }
-  if (dp_init(&s->dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, s->err,
-              sizeof s->err)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
-    text_data_free(&s->data);
-    return C4TRAIN_EXIT_PEER_LOST;
+    return rc;
   }
   int l0 = 0, l1 = o->cfg.layers; /* --pp: the stage's layers alone */
   if (o->pp > 1 && train_pipe_even_layers(o->cfg.layers, o->pp, rank % o->pp, &l0, &l1)) {

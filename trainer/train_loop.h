@@ -48,11 +48,16 @@ enum { TRAIN_ASSIGN_COST, TRAIN_ASSIGN_TOKENS, TRAIN_ASSIGN_TOKENS_SORTED, TRAIN
  * restart the job on the healthy ranks from the last checkpoint. */
 #define C4TRAIN_EXIT_PEER_LOST 75
 
-/* The kernels for o->device: the CPU ops (openblas threads set) with matmuls timed through
- * *timed, or the CUDA ops from libc4k-cuda.so (beside the program, else on the library path).
- * NULL with err filled when they cannot be loaded. */
-const struct c4k_ops *train_pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
-                                     size_t errlen);
+struct dp;
+
+/* The kernels for o->device, then the data-parallel ring over r into *dp. The kernels are the CPU
+ * ops (openblas threads set) with matmuls timed through *timed, or the CUDA ops from
+ * libc4k-cuda.so (beside the program, else on the library path); *ops points to them. Returns 0;
+ * else nothing stays open, the reason is printed for rank (err is scratch), and the result is 1
+ * (no kernels) or C4TRAIN_EXIT_PEER_LOST (no ring). */
+int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int rank,
+                       struct c4k_ops *timed, const struct c4k_ops **ops, struct dp *dp, char *err,
+                       size_t errlen);
 
 /* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
 int train_run(const struct train_opts *o, const struct c4_ranks *r);
