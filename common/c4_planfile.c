@@ -101,8 +101,9 @@ static int parse_socket_fields(json_t *flow, size_t i, struct c4_planfile_flow *
   return 0;
 }
 
-static int parse_flow(json_t *flow, size_t i, struct c4_planfile_flow *f, char *err,
-                      size_t errlen) {
+/* One of flows[] into out, a struct c4_planfile_flow (parse_item_fn). */
+static int parse_flow(json_t *flow, size_t i, void *out, char *err, size_t errlen) {
+  struct c4_planfile_flow *f = out;
   if (!json_is_object(flow)) return fail(err, errlen, C4_EINVAL, "flows[%zu] is not an object", i);
   memset(f, 0, sizeof *f);
   if (host_name(json_object_get(flow, "src"), f->src, sizeof f->src) != 0)
@@ -117,23 +118,36 @@ static int parse_flow(json_t *flow, size_t i, struct c4_planfile_flow *f, char *
   return rc ? rc : parse_socket_fields(flow, i, f, err, errlen);
 }
 
-static int parse_flows(json_t *flows, struct c4_planfile *p, char *err, size_t errlen) {
-  if (!flows) return 0;
-  if (!json_is_array(flows)) return fail(err, errlen, C4_EINVAL, "\"flows\" is not an array");
-  size_t n = json_array_size(flows), i;
-  if (n && !(p->flows = calloc(n, sizeof *p->flows)))
-    return fail(err, errlen, C4_ENOMEM, "out of memory");
-  json_t *flow;
-  json_array_foreach(flows, i, flow) {
-    p->nflows = i + 1; /* counted before it is filled, so that free sees its path */
-    int rc = parse_flow(flow, i, &p->flows[i], err, errlen);
+/* Reads item i of a list from v into out; 0, or a C4_E* code with err filled. */
+typedef int (*parse_item_fn)(json_t *v, size_t i, void *out, char *err, size_t errlen);
+
+/* Reads every item of the JSON array list into items (size bytes apart, zeroed, as many as the
+ * list holds). Each is counted in *n before it is filled, so that c4_planfile_free sees what a
+ * failed item already holds. */
+static int parse_items(json_t *list, void *items, size_t size, size_t *n, parse_item_fn parse,
+                       char *err, size_t errlen) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(list, i, v) {
+    *n = i + 1;
+    int rc = parse(v, i, (char *)items + i * size, err, errlen);
     if (rc) return rc;
   }
   return 0;
 }
 
-static int parse_path(json_t *path, size_t i, struct c4_planfile_path *out, char *err,
-                      size_t errlen) {
+static int parse_flows(json_t *flows, struct c4_planfile *p, char *err, size_t errlen) {
+  if (!flows) return 0;
+  if (!json_is_array(flows)) return fail(err, errlen, C4_EINVAL, "\"flows\" is not an array");
+  size_t n = json_array_size(flows);
+  if (n && !(p->flows = calloc(n, sizeof *p->flows)))
+    return fail(err, errlen, C4_ENOMEM, "out of memory");
+  return parse_items(flows, p->flows, sizeof *p->flows, &p->nflows, parse_flow, err, errlen);
+}
+
+/* One of paths[] into out, a struct c4_planfile_path (parse_item_fn). */
+static int parse_path(json_t *path, size_t i, void *item, char *err, size_t errlen) {
+  struct c4_planfile_path *out = item;
   const char *id = json_string_value(json_object_get(path, "id"));
   json_t *list = json_object_get(path, "pairs"), *pair;
   if (!id || !json_is_array(list))
@@ -156,16 +170,10 @@ static int parse_path(json_t *path, size_t i, struct c4_planfile_path *out, char
 static int parse_paths(json_t *paths, struct c4_planfile *p, char *err, size_t errlen) {
   if (!json_is_array(paths))
     return fail(err, errlen, C4_EINVAL, "\"paths\" is missing or not an array");
-  size_t n = json_array_size(paths), i;
+  size_t n = json_array_size(paths);
   if (n && !(p->paths = calloc(n, sizeof *p->paths)))
     return fail(err, errlen, C4_ENOMEM, "out of memory");
-  json_t *path;
-  json_array_foreach(paths, i, path) {
-    p->npaths = i + 1; /* counted before it is filled, so that free sees its id */
-    int rc = parse_path(path, i, &p->paths[i], err, errlen);
-    if (rc) return rc;
-  }
-  return 0;
+  return parse_items(paths, p->paths, sizeof *p->paths, &p->npaths, parse_path, err, errlen);
 }
 
 int c4_planfile_parse(const char *buf, size_t len, unsigned parts, struct c4_planfile **out,
