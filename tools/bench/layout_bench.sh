@@ -16,6 +16,7 @@ SWEEP=${C4_BENCH_SWEEP_STEPS:-100}
 BIN="$PWD/$BUILD/bin"
 export C4_DEBUG=${C4_DEBUG:-NONE}
 [ -x "$BIN/c4train" ] || { echo "layout bench: build $BUILD first" >&2; exit 2; }
+. "$(dirname "$0")/lib/figures.sh" # median, ratio, verdict, num, confine, release
 echo
 echo "k. --layout auto against an exhaustive sweep ..."
 MODEL=(--local-ranks 4 --layers 2 --width 64 --heads 4 --context 64 --micro-batch 4
@@ -38,11 +39,9 @@ for line in sys.stdin:
   if awk -v a="$tps" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$tps best_pp=$pp best_mb=$mb; fi
   [ "$pp" = "$chose_pp" ] && [ "$mb" = "$chose_mb" ] && chosen_tps=$tps
 done < <(awk '/^ *pp +dp/ {on = 1; next} on && NF == 7 && $1 ~ /^[0-9]+$/ {print $1, $2, $3, $4}' "$BUILD/bench-layout-auto.out")
-ratio=$(awk -v a="$chosen_tps" -v b="$best" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}')
-share=$(awk -v p="$probe_s" -v t="$auto_s" 'BEGIN {if (t > 0 && p ~ /^[0-9.]+$/) printf "%.3f", p / t; else print "nan"}')
-verdict() { awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if ((op == "ge" && r >= b) || (op == "le" && r <= b)) print "met"; else print "MISSED"}'; }
-printf '%-62s %10s %10s %8s %s\n' "--layout auto's pick (pp $chose_pp, mb $chose_mb) vs the sweep's best (pp $best_pp, mb $best_mb)" "$chosen_tps" "$best" "$ratio" ">= 0.95 $(verdict "$ratio" ge 0.95)"
-printf '%-62s %10s %10s %8s %s\n' "probing's share of the $STEPS-step run's wall time" "$probe_s" "$auto_s" "$share" "<= 0.10 $(verdict "$share" le 0.10)"
-num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
+ratio=$(ratio "$chosen_tps" "$best")
+share=$(ratio "$probe_s" "$auto_s")
+printf '%-62s %10s %10s %8s %s\n' "--layout auto's pick (pp $chose_pp, mb $chose_mb) vs the sweep's best (pp $best_pp, mb $best_mb)" "$chosen_tps" "$best" "$ratio" ">= 0.95 $(verdict "$ratio" 0.95)"
+printf '%-62s %10s %10s %8s %s\n' "probing's share of the $STEPS-step run's wall time" "$probe_s" "$auto_s" "$share" "<= 0.10 $(verdict "$share" 0.10 le)"
 printf '{"steps": %s, "sweep_steps": %s, "chosen_pp": %s, "chosen_micro_batch": %s, "chosen_tokens_per_s": %s, "best_pp": %s, "best_micro_batch": %s, "best_tokens_per_s": %s, "probe_s": %s, "run_s": %s}\n' \
   "$STEPS" "$SWEEP" "$(num "$chose_pp")" "$(num "$chose_mb")" "$(num "$chosen_tps")" "$(num "$best_pp")" "$(num "$best_mb")" "$(num "$best")" "$(num "$probe_s")" "$(num "$auto_s")" >"$BUILD/bench-layout.json"

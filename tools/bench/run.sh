@@ -29,8 +29,7 @@ export C4_DEBUG=${C4_DEBUG:-NONE}
 [ -x "$BIN/c4perf" ] && [ -f "$PLUGIN" ] || { echo "bench: build $BUILD first (make)" >&2; exit 2; }
 command -v iperf3 >/dev/null || { echo "bench: iperf3 not found; run make deps" >&2; exit 2; }
 
-median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}'; }
+. "$(dirname "$0")/lib/figures.sh" # median, ratio, verdict, num, confine, release
 port() { echo $((20000 + RANDOM % 12000)); } # below the ephemeral range (32768..)
 repeat() { for _ in $(seq "$RUNS"); do "$@"; done | median; }
 
@@ -162,7 +161,7 @@ if [ -x "$BIN/c4mon" ] && [ -x "$BIN/c4-mon-load" ]; then
 fi
 
 # The table: measure, c4, reference, ratio, target, verdict.
-verdict() { # ratio, op (ge|le), bound
+row_verdict() { # ratio, op (ge|le), bound: ok, MISSED or - (not measured)
   awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN {
     if (r !~ /^[0-9.]+$/) print "-"; else if ((op == "ge" && r >= b) || (op == "le" && r <= b)) print "ok";
     else print "MISSED" }'
@@ -171,13 +170,12 @@ rows_json=()
 row() { # label, key, c4, reference, op, bound
   local r; r=$(ratio "$3" "$4")
   local sym; sym=$([ "$5" = ge ] && echo ">=" || echo "<=")
-  printf '%-54s %10s %10s %8s %8s %s\n' "$1" "$3" "$4" "$r" "$sym $6" "$(verdict "$r" "$5" "$6")"
+  printf '%-54s %10s %10s %8s %8s %s\n' "$1" "$3" "$4" "$r" "$sym $6" "$(row_verdict "$r" "$5" "$6")"
   rows_json+=("$(printf '{"measure": "%s", "c4": %s, "reference": %s, "ratio": %s, "target": "%s %s", "met": %s}' \
     "$2" "$(num "$3")" "$(num "$4")" "$(num "$r")" "$sym" "$6" \
-    "$(met "$(verdict "$r" "$5" "$6")")")")
+    "$(met "$(row_verdict "$r" "$5" "$6")")")")
 }
 met() { if [ "$1" = ok ]; then echo true; elif [ "$1" = MISSED ]; then echo false; else echo null; fi; }
-num() { if [[ "$1" =~ ^[0-9.]+$ ]]; then echo "$1"; else echo null; fi; }
 
 echo
 printf '%-54s %10s %10s %8s %8s %s\n' "measure" "c4" "reference" "ratio" "target" ""

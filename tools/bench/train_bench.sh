@@ -34,9 +34,8 @@ BIN="$PWD/$BUILD/bin"
 export C4_DEBUG=${C4_DEBUG:-NONE}
 [ -x "$BIN/c4train" ] && [ -x "$BIN/c4-sgemm-rate" ] || { echo "train bench: build $BUILD first" >&2; exit 2; }
 
-median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
+. "$(dirname "$0")/lib/figures.sh" # median, ratio, verdict, num, confine, release
 field() { sed -n 's/.*"event":"end".*"'"$1"'":\([0-9.]*\).*/\1/p'; } # from the end line
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}'; }
 
 # 1. one rank
 ONE=(--layers 4 --width 256 --heads 4 --context 128 --micro-batch 4 --microbatches 4 --steps 8
@@ -54,37 +53,12 @@ share1=$(printf '%s\n' "${share[@]}" | median)
 rate1=$(printf '%s\n' "${rate[@]}" | median)
 ref1=$(printf '%s\n' "${ref[@]}" | median)
 
-# Moves the launcher's n rank processes into cgroups of `share` of a core each (cgroup v1 cpu,
-# or v2 with the cpu controller). Returns 1 when it cannot.
-cg_root=""
-[ -w /sys/fs/cgroup/cpu ] && cg_root=/sys/fs/cgroup/cpu
-[ -z "$cg_root" ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && [ -w /sys/fs/cgroup ] && cg_root=/sys/fs/cgroup
-confine() { # launcher pid, n, share
-  local pid=$1 n=$2 share=$3 kids=()
-  for _ in $(seq 200); do
-    mapfile -t kids < <(pgrep -P "$pid" | sort -n)
-    [ ${#kids[@]} -ge "$n" ] && break
-    sleep 0.05
-  done
-  for i in "${!kids[@]}"; do
-    local g=$cg_root/c4bench-rank$i quota
-    quota=$(awk -v s="$share" 'BEGIN {printf "%d", s * 10000}')
-    mkdir -p "$g" || return 1
-    if [ -f "$g/cpu.max" ]; then
-      echo "$quota 10000" >"$g/cpu.max"
-    else
-      echo 10000 >"$g/cpu.cfs_period_us" && echo "$quota" >"$g/cpu.cfs_quota_us"
-    fi
-    echo "${kids[$i]}" >"$g/cgroup.procs" || return 1
-  done
-}
-release() { for g in "$cg_root"/c4bench-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
 confined_run() { # c4train args...: the end line
   "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
   local pid=$!
-  confine "$pid" 4 "$share"
+  confine "$pid" 4 "$share" c4bench-rank
   wait "$pid"
-  release
+  release c4bench-rank
   grep '"event":"end"' "$BUILD/bench-train.out"
 }
 
@@ -109,9 +83,9 @@ fi
 steps_of() { # c4train args...: "step tokens_per_s even(0/1)" per line
   "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
   local pid=$!
-  confine "$pid" 4 "$share"
+  confine "$pid" 4 "$share" c4bench-rank
   wait "$pid"
-  release
+  release c4bench-rank
   python3 -c '
 import json, sys
 even = None
@@ -177,7 +151,6 @@ tb=$(printf '%s\n' "${bound[@]}" | median)
 gain=$(ratio "$tw" "$two")
 of_bound=$(ratio "$tw" "$tb")
 
-verdict() { awk -v r="$1" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
 printf '\n%-62s %10s %10s %8s %s\n' "c4train" "c4" "reference" "ratio" "target"
 printf '%-62s %10s\n' "CPU tokens/s, 1 rank, 1 thread (4 x 256, context 128)" "$tps1"
 printf '%-62s %10s\n' "  share of compute in GEMM (matmul ops)" "$share1"
@@ -192,6 +165,5 @@ printf '%-62s %10s %10s %8s %s\n' "pipeline, 4 stages, 8 micro-batches: idle sha
 printf '%-62s %10s %10s %8s\n' "  idle share vs 1F1B's at the stages' measured times" "$bubble" "$bubble_at" "$(ratio "$bubble" "$bubble_at")"
 printf '%-62s %10s %10s %8s %s\n' "pipeline, stage 1 of 4 at 2x: tokens/s layers re-split vs not" "$pw" "$pwo" "$pipe_gain" ">= 1.3 $(verdict "$pipe_gain" 1.3)"
 printf '%-62s %10s %10s %8s %s\n' "  re-split tokens/s vs the pipeline planner's bound" "$pw" "$pb" "$pipe_of_bound" ">= 0.95 $(verdict "$pipe_of_bound" 0.95)"
-num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
 printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s, "pipeline_bubble_bound": %s, "pipe_resplit_tokens_per_s": %s, "pipe_even_tokens_per_s": %s, "pipe_bound_tokens_per_s": %s}\n' \
   "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" "$(num "$bubble_at")" "$(num "$pw")" "$(num "$pwo")" "$(num "$pb")" >"$BUILD/bench-train.json"

@@ -28,35 +28,12 @@ export C4_DEBUG=${C4_DEBUG:-NONE}
 echo
 echo "j. variable-length sequences ..."
 
-cg_root=""
-[ -w /sys/fs/cgroup/cpu ] && cg_root=/sys/fs/cgroup/cpu
-[ -z "$cg_root" ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && [ -w /sys/fs/cgroup ] && cg_root=/sys/fs/cgroup
+. "$(dirname "$0")/lib/figures.sh" # median, ratio, verdict, num, confine, release
 if [ "$(id -u)" -ne 0 ] || [ -z "$cg_root" ]; then
   echo "varlen bench: needs root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
   exit 0
 fi
 share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
-# Moves the launcher's 4 rank processes into cgroups of `share` of a core each.
-confine() { # launcher pid
-  local kids=() quota
-  for _ in $(seq 200); do
-    mapfile -t kids < <(pgrep -P "$1" | sort -n)
-    [ ${#kids[@]} -ge 4 ] && break
-    sleep 0.05
-  done
-  quota=$(awk -v s="$share" 'BEGIN {printf "%d", s * 10000}')
-  for i in "${!kids[@]}"; do
-    local g=$cg_root/c4varlen-rank$i
-    mkdir -p "$g" || return 1
-    if [ -f "$g/cpu.max" ]; then
-      echo "$quota 10000" >"$g/cpu.max"
-    else
-      echo 10000 >"$g/cpu.cfs_period_us" && echo "$quota" >"$g/cpu.cfs_quota_us"
-    fi
-    echo "${kids[$i]}" >"$g/cgroup.procs" || return 1
-  done
-}
-release() { for g in "$cg_root"/c4varlen-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
 end_field() { # file, field[, key]: from the end line
   python3 -c 'import json, sys
 for line in open(sys.argv[1]):
@@ -70,13 +47,10 @@ confined() { # out file, c4train args...
   shift
   "$BIN/c4train" "$@" >"$out" &
   local pid=$!
-  confine "$pid"
+  confine "$pid" 4 "$share" c4varlen-rank
   wait "$pid"
-  release
+  release c4varlen-rank
 }
-
-median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.0f\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2; else print "nan"}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "nan"}'; }
 
 corpus="$BUILD/bench-varlen-corpus.jsonl"
 "$BIN/c4train" --max-context "$MAXCTX" --synth-corpus "$corpus" --synth-docs 4000 || exit 1
@@ -106,13 +80,12 @@ done
 confined "$BUILD/bench-varlen-windows.out" "${MODEL[@]}" --context "$MAXCTX"
 windows=$(end_field "$BUILD/bench-varlen-windows.out" tokens_per_s | awk '{printf "%.0f\n", $1}')
 
-verdict() { awk -v r="$1" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
-m() { median <<<"${tps[$1]}"; }
-mb() { median <<<"${bound[$1]}"; }
-mc() { median <<<"${ctps[$1]}"; }
+m() { median_mean %.0f <<<"${tps[$1]}"; }
+mb() { median_mean %.0f <<<"${bound[$1]}"; }
+mc() { median_mean %.0f <<<"${ctps[$1]}"; }
 c=$(m cost.none) t=$(m tokens.none) ts=$(m tokens-sorted.none) cb=$(mb cost.none)
 sc=$(m cost.2:2.0) st=$(m tokens.2:2.0) sts=$(m tokens-sorted.2:2.0) scb=$(mb cost.2:2.0)
-p() { tr ' ' '\n' <<<"${pred[$1]}" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.3f\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2; else print "nan"}'; }
+p() { median_mean %.3f <<<"${pred[$1]}"; }
 cc=$(mc cost.none) scc=$(mc cost.2:2.0)
 row() { printf '%-66s %10s %10s %8s %s\n' "$@"; }
 printf '\n%-66s %10s %10s %8s %s\n' "c4train, documents (max $MAXCTX), 4 ranks, tokens/s" "c4" "reference" "ratio" "target"
@@ -129,7 +102,6 @@ row "  the cost model's predicted gain on the same steps" "" "" "$(p tokens-sort
 row "--slow 2:2.0: cost-balanced vs the cost model's bound" "$sc" "$scb" "$(ratio "$sc" "$scb")" ">= 0.95 $(verdict "$(ratio "$sc" "$scb")" 0.95)"
 row "  over the slowest rank's compute alone (what the bound models)" "$scc" "$scb" "$(ratio "$scc" "$scb")" ""
 row "fixed windows of $MAXCTX across documents (no --max-context)" "$windows" "" "" ""
-num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
 printf '{"runs": %s, "max_context": %s, "steps": %s, "cost": %s, "tokens": %s, "tokens_sorted": %s, "cost_bound": %s, "cost_compute": %s, "predicted_gain_tokens": %s, "predicted_gain_tokens_sorted": %s, "slow_cost": %s, "slow_tokens": %s, "slow_tokens_sorted": %s, "slow_cost_bound": %s, "slow_cost_compute": %s, "slow_predicted_gain_tokens": %s, "slow_predicted_gain_tokens_sorted": %s, "windows": %s}\n' \
   "$RUNS" "$MAXCTX" "$STEPS" "$(num "$c")" "$(num "$t")" "$(num "$ts")" "$(num "$cb")" "$(num "$cc")" "$(num "$(p tokens.none)")" "$(num "$(p tokens-sorted.none)")" \
   "$(num "$sc")" "$(num "$st")" "$(num "$sts")" "$(num "$scb")" "$(num "$scc")" "$(num "$(p tokens.2:2.0)")" "$(num "$(p tokens-sorted.2:2.0)")" "$(num "$windows")" >"$BUILD/bench-varlen.json"
