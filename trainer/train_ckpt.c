@@ -108,16 +108,18 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
   return rc ? -1 : 0;
 }
 
-int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
-                      size_t errlen, char *warn, size_t warnlen) {
-  char path[4096];
-  uint64_t at = 0;
+/* The newest intact checkpoint of o->ckpt_dir (made here when missing, as saving needs it) into
+ * path and *at. Returns 1 with warn saying why a newer one was passed over (or empty), 0 when
+ * there is none to resume from, -1 with err: none intact (never silently from step 0), or
+ * --ckpt-strict and the newest damaged. */
+static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64_t *at, char *err,
+                  size_t errlen, char *warn, size_t warnlen) {
   warn[0] = 0;
   if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) { /* saving later would fail too */
     snprintf(err, errlen, "--ckpt-dir %s: cannot create it: %s", o->ckpt_dir, strerror(errno));
     return -1;
   }
-  int rc = c4_ckpt_latest(o->ckpt_dir, path, sizeof path, &at, err, errlen);
+  int rc = c4_ckpt_latest(o->ckpt_dir, path, pathlen, at, err, errlen);
   if (rc == C4_ENOTFOUND && strstr(err, "damaged")) { /* checkpoints, none intact */
     size_t k = strlen(err);
     snprintf(err + k, errlen - k,
@@ -136,22 +138,28 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
     return -1;
   }
   snprintf(warn, warnlen, "%s", err);
-  struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
-  if (!ck) return -1;
+  return 1;
+}
+
+/* 0 when ck was saved by this model and global batch, else -1 with err naming path. */
+static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_opts *o,
+                    const char *path, char *err, size_t errlen) {
   json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);
   int same_model = json_equal(json_object_get(meta, "model"), want);
   json_decref(want);
   long mb = (long)json_integer_value(json_object_get(meta, "micro_batch"));
   long mbs = (long)json_integer_value(json_object_get(meta, "microbatches"));
-  if (!same_model || mb != o->micro_batch || mbs != o->microbatches) {
-    snprintf(err, errlen,
-             "%s is for another model or global batch (its micro-batch %ld x %ld): give the same "
-             "--layers/--width/--heads/--context/--micro-batch/--microbatches, or another "
-             "--ckpt-dir",
-             path, mb, mbs);
-    c4_ckpt_close(ck);
-    return -1;
-  }
+  if (same_model && mb == o->micro_batch && mbs == o->microbatches) return 0;
+  snprintf(err, errlen,
+           "%s is for another model or global batch (its micro-batch %ld x %ld): give the same "
+           "--layers/--width/--heads/--context/--micro-batch/--microbatches, or another "
+           "--ckpt-dir",
+           path, mb, mbs);
+  return -1;
+}
+
+/* ck's parameters and AdamW moments into m, the layers this rank holds. 0, or -1 with err. */
+static int load(struct gpt *m, struct c4_ckpt *ck, char *err, size_t errlen) {
   size_t n = gpt_full_floats(m), w = m->nparams;
   float *host = malloc(3 * n * sizeof(float)), *win = malloc(w * sizeof(float));
   struct c4_ckpt_tensor t[3 * GPT_NPARAMS];
@@ -160,22 +168,35 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
     free(host);
     free(win);
     snprintf(err, errlen, "out of memory for %zu parameters", n);
-    c4_ckpt_close(ck);
     return -1;
   }
   tensors(m, host, t, names);
-  rc = c4_ckpt_load(ck, t, 3 * GPT_NPARAMS, err, errlen);
-  c4_ckpt_close(ck);
-  if (rc == 0) { /* the layers this rank holds */
+  int rc = c4_ckpt_load(ck, t, 3 * GPT_NPARAMS, err, errlen);
+  if (rc == 0) {
     float *part[3] = {m->params, m->adam_m, m->adam_v};
     for (int k = 0; k < 3; k++) {
       gpt_full_to_window(m, host + (size_t)k * n, win);
       m->ops->upload(part[k], win, w * sizeof(float));
     }
-    *step = (int)at;
-    snprintf(err, errlen, "%s", path);
   }
   free(host);
   free(win);
-  return rc ? -1 : 1;
+  return rc ? -1 : 0;
+}
+
+int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
+                      size_t errlen, char *warn, size_t warnlen) {
+  char path[4096];
+  uint64_t at = 0;
+  int rc = latest(o, path, sizeof path, &at, err, errlen, warn, warnlen);
+  if (rc <= 0) return rc;
+  struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
+  if (!ck) return -1;
+  rc = same_run(ck, m, o, path, err, errlen);
+  if (rc == 0) rc = load(m, ck, err, errlen);
+  c4_ckpt_close(ck);
+  if (rc) return -1;
+  *step = (int)at;
+  snprintf(err, errlen, "%s", path);
+  return 1;
 }
