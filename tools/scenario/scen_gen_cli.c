@@ -82,23 +82,68 @@ struct opts {
   int nfaults, bin, variant;
 };
 
+/* The long options' codes. */
+enum {
+  O_HOSTS = 256,
+  O_GPUS,
+  O_SECONDS,
+  O_RATE,
+  O_SEED,
+  O_FAULT,
+  O_BLIPS,
+  O_OUT,
+  O_BIN,
+  O_TRUTH,
+  O_PLAN,
+  O_SPINES,
+  O_VARIANT
+};
+
+/* One long option of parse's table (not --help or --version) into o; returns -1 to go on, else the
+ * exit code. */
+static int take(int c, const char *arg, struct opts *o) {
+  switch (c) {
+  case O_HOSTS:
+    if (whole(arg, 1, 100000, &o->hosts)) return bad("--hosts %s is not 1..100000", arg);
+    return -1;
+  case O_GPUS:
+    if (whole(arg, 1, 64, &o->gpus)) return bad("--gpus %s is not 1..64", arg);
+    return -1;
+  case O_SECONDS:
+    if (real(arg, 0, 86400, &o->seconds))
+      return bad("--seconds %s is not a time over 0 and at most 86400", arg);
+    return -1;
+  case O_RATE:
+    if (real(arg, 0, 10000, &o->rate))
+      return bad("--rate %s is not a rate over 0 and at most 10000 per second", arg);
+    return -1;
+  case O_SEED:
+    if (whole(arg, 0, INT64_MAX, &o->seed)) return bad("--seed %s is not 0..2^63-1", arg);
+    return -1;
+  case O_FAULT:
+    if (o->nfaults == C4_SCEN_MAX_FAULTS) return bad("more than %s faults", "64");
+    o->faults[o->nfaults++] = arg;
+    return -1;
+  case O_BLIPS:
+    if (whole(arg, 0, MAX_BLIPS, &o->blips)) return bad("--blips %s is not 0..10000", arg);
+    return -1;
+  case O_OUT: o->out = arg; return -1;
+  case O_BIN: o->bin = 1; return -1;
+  case O_TRUTH: o->truth = arg; return -1;
+  case O_PLAN: o->plan = arg; return -1;
+  case O_SPINES:
+    if (whole(arg, 1, 4096, &o->spines)) return bad("--spines %s is not 1..4096", arg);
+    return -1;
+  case O_VARIANT:
+    if ((o->variant = c4_scen_variant_of(arg)) < 0)
+      return bad("--variant %s is not full, minimal, send, recv or wrap", arg);
+    return -1;
+  default: return -1; /* not reached: parse passes the table's codes only */
+  }
+}
+
 /* Reads the options into o; returns -1 to go on, else the exit code. */
 static int parse(int argc, char **argv, struct opts *o) {
-  enum {
-    O_HOSTS = 256,
-    O_GPUS,
-    O_SECONDS,
-    O_RATE,
-    O_SEED,
-    O_FAULT,
-    O_BLIPS,
-    O_OUT,
-    O_BIN,
-    O_TRUTH,
-    O_PLAN,
-    O_SPINES,
-    O_VARIANT
-  };
   static const struct option longs[] = {{"hosts", 1, 0, O_HOSTS},     {"gpus", 1, 0, O_GPUS},
                                         {"seconds", 1, 0, O_SECONDS}, {"rate", 1, 0, O_RATE},
                                         {"seed", 1, 0, O_SEED},       {"fault", 1, 0, O_FAULT},
@@ -110,46 +155,17 @@ static int parse(int argc, char **argv, struct opts *o) {
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
-    switch (c) {
-    case O_HOSTS:
-      if (whole(optarg, 1, 100000, &o->hosts)) return bad("--hosts %s is not 1..100000", optarg);
-      break;
-    case O_GPUS:
-      if (whole(optarg, 1, 64, &o->gpus)) return bad("--gpus %s is not 1..64", optarg);
-      break;
-    case O_SECONDS:
-      if (real(optarg, 0, 86400, &o->seconds))
-        return bad("--seconds %s is not a time over 0 and at most 86400", optarg);
-      break;
-    case O_RATE:
-      if (real(optarg, 0, 10000, &o->rate))
-        return bad("--rate %s is not a rate over 0 and at most 10000 per second", optarg);
-      break;
-    case O_SEED:
-      if (whole(optarg, 0, INT64_MAX, &o->seed)) return bad("--seed %s is not 0..2^63-1", optarg);
-      break;
-    case O_FAULT:
-      if (o->nfaults == C4_SCEN_MAX_FAULTS) return bad("more than %s faults", "64");
-      o->faults[o->nfaults++] = optarg;
-      break;
-    case O_BLIPS:
-      if (whole(optarg, 0, MAX_BLIPS, &o->blips)) return bad("--blips %s is not 0..10000", optarg);
-      break;
-    case O_OUT: o->out = optarg; break;
-    case O_BIN: o->bin = 1; break;
-    case O_TRUTH: o->truth = optarg; break;
-    case O_PLAN: o->plan = optarg; break;
-    case O_SPINES:
-      if (whole(optarg, 1, 4096, &o->spines)) return bad("--spines %s is not 1..4096", optarg);
-      break;
-    case O_VARIANT:
-      if ((o->variant = c4_scen_variant_of(optarg)) < 0)
-        return bad("--variant %s is not full, minimal, send, recv or wrap", optarg);
-      break;
-    case 'h': usage(stdout); return 0;
-    case 'V': c4_cli_version("c4scen"); return 0;
-    default: return c4_cli_bad_option("c4scen gen", argv, c);
+    if (c == 'h') {
+      usage(stdout);
+      return 0;
     }
+    if (c == 'V') {
+      c4_cli_version("c4scen");
+      return 0;
+    }
+    if (c < O_HOSTS) return c4_cli_bad_option("c4scen gen", argv, c);
+    int rc = take(c, optarg, o);
+    if (rc >= 0) return rc;
   }
   if (optind < argc) return bad("unexpected argument \"%s\"", argv[optind]);
   if (!o->hosts || !o->gpus) return bad("%s", "--hosts and --gpus are required");
