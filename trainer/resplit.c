@@ -33,6 +33,7 @@ int resplit_init(struct resplit *p, int ranks, int microbatches, int enabled) {
   p->ranks = ranks;
   p->total = microbatches;
   p->enabled = enabled;
+  p->persist_s = RESPLIT_PERSIST_S;
   p->split = calloc((size_t)ranks, sizeof *p->split);
   p->slowdown = calloc((size_t)ranks, sizeof *p->slowdown);
   p->planned = calloc((size_t)ranks, sizeof *p->planned);
@@ -43,9 +44,10 @@ int resplit_init(struct resplit *p, int ranks, int microbatches, int enabled) {
   p->straggler_since = calloc((size_t)ranks, sizeof *p->straggler_since);
   p->healed_at = calloc((size_t)ranks, sizeof *p->healed_at);
   p->hold = calloc((size_t)ranks, sizeof *p->hold);
-  if (!p->steps || !p->straggler_since || !p->healed_at || !p->hold || !p->split || !p->slowdown ||
-      !p->planned || !p->monitor_factor || !p->monitor_age || !p->recoveries ||
-      step_model_init(&p->model, ranks)) {
+  p->slow_for_s = calloc((size_t)ranks, sizeof *p->slow_for_s);
+  if (!p->slow_for_s || !p->steps || !p->straggler_since || !p->healed_at || !p->hold ||
+      !p->split || !p->slowdown || !p->planned || !p->monitor_factor || !p->monitor_age ||
+      !p->recoveries || step_model_init(&p->model, ranks)) {
     resplit_free(p);
     return -1;
   }
@@ -68,6 +70,7 @@ void resplit_free(struct resplit *p) {
   free(p->straggler_since);
   free(p->healed_at);
   free(p->hold);
+  free(p->slow_for_s);
   step_model_free(&p->model);
   memset(p, 0, sizeof *p);
 }
@@ -104,15 +107,27 @@ int resplit_step(struct resplit *p, const struct resplit_report *rep) {
     p->per_mb_s = per_mb;
     p->fixed_s = fixed;
   }
+  /* `believed`: the slowdowns the plan may act on; a rank newly reading slow counts as healthy
+   * until its reading has held for RESPLIT_PERSIST_S or c4mon names it */
+  double believed[n], step_s = 0;
   for (int i = 0; i < n; i++)
-    if (p->monitor_age[i] <= STEP_MODEL_WINDOW && p->monitor_factor[i] > p->slowdown[i])
-      p->slowdown[i] = p->monitor_factor[i];
-  if (!p->enabled || !c4_split_needs_replan(n, p->planned, p->slowdown)) return 0;
+    if (rep[i].step.total_s > step_s) step_s = rep[i].step.total_s;
+  for (int i = 0; i < n; i++) {
+    p->slow_for_s[i] = p->slowdown[i] >= C4_SPLIT_STRAGGLER ? p->slow_for_s[i] + step_s : 0;
+    believed[i] = p->slowdown[i];
+    int named = p->monitor_age[i] <= STEP_MODEL_WINDOW && p->monitor_factor[i] > p->slowdown[i];
+    if (named)
+      p->slowdown[i] = believed[i] = p->monitor_factor[i];
+    else if (p->planned[i] < C4_SPLIT_STRAGGLER && p->slow_for_s[i] < p->persist_s &&
+             believed[i] >= C4_SPLIT_STRAGGLER)
+      believed[i] = 1.0;
+  }
+  if (!p->enabled || !c4_split_needs_replan(n, p->planned, believed)) return 0;
   /* a rank under the straggler threshold is healthy: planning on its noise would hand the
    * "fastest" healthy rank extra work that it then finishes last */
   double want[n];
   for (int i = 0; i < n; i++) {
-    want[i] = p->slowdown[i] < C4_SPLIT_STRAGGLER ? 1.0 : p->slowdown[i];
+    want[i] = believed[i] < C4_SPLIT_STRAGGLER ? 1.0 : believed[i];
     if (want[i] < C4_SPLIT_STRAGGLER && p->planned[i] >= C4_SPLIT_STRAGGLER &&
         p->step - p->straggler_since[i] < p->hold[i])
       want[i] = p->planned[i]; /* a heal that did not hold last time waits out its hold */

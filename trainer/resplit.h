@@ -30,7 +30,19 @@ struct resplit {
   long *straggler_since;     /* per rank: the step it was last planned as a straggler */
   long *healed_at;           /* and last judged healed */
   long *hold;                /* steps a straggler is held before a heal is believed */
+  double *slow_for_s;        /* per rank: seconds its reading has stood at the threshold */
+  double persist_s;          /* the wait below (RESPLIT_PERSIST_S unless set after init) */
 };
+
+/* How long a rank not planned as a straggler must read as one, in seconds of steps (each step
+ * counted at its slowest rank's compute), before work moves off it; c4mon naming it skips the
+ * wait. The model's window already needs a rank slow in more than half of its last 16 steps; this
+ * rides out a brief burst of the machine's other work on one rank's core, which the window alone
+ * did not. Measured (docs/benchmarks.md): 4 confined ranks of the default model, one rank's CPU
+ * quota cut to a quarter for 0.2 to 2 s every 3 to 6 s: without the wait 18 uneven steps of 1,000
+ * (two re-splits), the reading at 1.2 or more for up to 12 steps (1.7 s); a real straggler is
+ * re-split this much later. */
+#define RESPLIT_PERSIST_S 3.0
 
 /* The longest hold of a straggler whose heals did not hold (resplit.c). */
 #define RESPLIT_HOLD_MAX (16 * STEP_MODEL_WINDOW)

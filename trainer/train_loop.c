@@ -250,6 +250,7 @@ static int run_alloc(struct run *s) {
   s->mb_secs = calloc((size_t)o->steps + 1, sizeof *s->mb_secs);
   s->fixed_secs = calloc((size_t)o->steps + 1, sizeof *s->fixed_secs);
   s->plan_up = resplit_init(&s->plan, s->nsplit, o->microbatches, o->resplit && s->pp == 1) == 0;
+  if (s->plan_up) s->plan.persist_s = o->straggler_wait_s;
   if (!s->tok || !s->tgt || !s->rep || !s->told || !s->step_secs || !s->mb_secs || !s->fixed_secs ||
       !s->step_tps || !s->plan_up) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", s->rank);

@@ -26,8 +26,9 @@ struct train_opts {
   const char *json_out; /* rank 0 also writes the JSON lines here (stdout keeps the text) */
   int slow_rank;        /* launcher rank (C4TRAIN_ORIG_RANK when restarted) slowed by slow_factor */
   double slow_factor;
-  int slow_from, slow_to; /* the steps (1-based, inclusive) it is slow in */
-  int resplit;            /* 1: re-split micro-batches by measured speed */
+  int slow_from, slow_to;  /* the steps (1-based, inclusive) it is slow in */
+  int resplit;             /* 1: re-split micro-batches by measured speed */
+  double straggler_wait_s; /* seconds a rank stays slow before work moves (resplit.h) */
   const char *ckpt_dir;
   int ckpt_every;
   int ckpt_strict; /* a damaged newest checkpoint stops the run instead of an older one resuming */

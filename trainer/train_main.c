@@ -11,6 +11,7 @@
 #include "docs.h"
 #include "launch.h"
 #include "layout.h"
+#include "resplit.h"
 #include "text_data.h"
 #include "train_docs.h"
 #include "train_loop.h"
@@ -37,6 +38,8 @@ static void usage(FILE *f) {
       "  --plugin PATH        net plugin for the CPU ring (default: the one beside c4train)\n"
       "  --slow R:F[:A[:B]]   drill: launcher rank R computes F times slower (in steps A..B)\n"
       "  --no-resplit         keep the even split (to measure what re-splitting gives)\n"
+      "  --straggler-wait S   seconds a rank must stay slow before work moves off it, unless\n"
+      "                       c4mon names it (default 3: rides out brief bursts of other work)\n"
       "  --ckpt-dir DIR       checkpoints (resumed from when there is one)\n"
       "  --ckpt-every N       steps between checkpoints (default 10)\n"
       "  --ckpt-strict        a damaged newest checkpoint stops the run (default: say which\n"
@@ -141,7 +144,8 @@ enum {
   O_SYNTH_DOCS,
   O_LAYOUT,
   O_PROBE_STEPS,
-  O_STAGE_MEM
+  O_STAGE_MEM,
+  O_STRAGGLER_WAIT
 };
 
 static const struct option long_opts[] = {{"data", 1, 0, O_DATA},
@@ -161,6 +165,7 @@ static const struct option long_opts[] = {{"data", 1, 0, O_DATA},
                                           {"plugin", 1, 0, O_PLUGIN},
                                           {"slow", 1, 0, O_SLOW},
                                           {"no-resplit", 0, 0, O_NORESPLIT},
+                                          {"straggler-wait", 1, 0, O_STRAGGLER_WAIT},
                                           {"ckpt-dir", 1, 0, O_CKPT},
                                           {"ckpt-every", 1, 0, O_CKPT_EVERY},
                                           {"ckpt-strict", 0, 0, O_CKPT_STRICT},
@@ -260,6 +265,9 @@ static int parse_run_opt(int c, char *v, struct cli *a, int *bad) {
   case O_PLUGIN: o->plugin = v; break;
   case O_SLOW: *bad = parse_slow(v, o); break;
   case O_NORESPLIT: o->resplit = 0; break;
+  case O_STRAGGLER_WAIT:
+    *bad |= parse_double("--straggler-wait", v, 0, 3600, &o->straggler_wait_s);
+    break;
   case O_CKPT: o->ckpt_dir = v; break;
   case O_CKPT_EVERY: *bad |= parse_int("--ckpt-every", v, 1, 1 << 30, &o->ckpt_every); break;
   case O_CKPT_STRICT: o->ckpt_strict = 1; break;
@@ -385,6 +393,7 @@ int main(int argc, char **argv) {
             .slow_from = 1,
             .slow_to = 1 << 30,
             .resplit = 1,
+            .straggler_wait_s = RESPLIT_PERSIST_S,
             .ckpt_every = 10,
             .eval_windows = 32,
             .pp = 1},

@@ -164,6 +164,7 @@ static int sim_step(struct sim *s, const double *slow) {
 }
 
 START_TEST(a_healed_straggler_gets_the_even_split_back_within_a_few_steps) {
+  int late = 0;
   for (uint64_t seed = 1; seed <= 30; seed++) {
     rng_state = seed * 0x2545f4914f6cdd1dull;
     struct sim s = {.ranks = 4};
@@ -175,8 +176,11 @@ START_TEST(a_healed_straggler_gets_the_even_split_back_within_a_few_steps) {
                     (unsigned long long)seed, step);
     for (int step = 21; step <= 60; step++)
       if (!sim_step(&s, straggler) && !uneven_at) uneven_at = step;
-    ck_assert_msg(uneven_at && uneven_at <= 21 + STEP_MODEL_WINDOW, "seed %llu: re-split at %d",
-                  (unsigned long long)seed, uneven_at);
+    /* the window's majority, then RESPLIT_PERSIST_S of steps; each step counts at its slowest
+     * rank, no faster than the straggler's noiseless 0.010 + 0.020 x 3 x 4 s */
+    int persist = (int)ceil(RESPLIT_PERSIST_S / (0.010 + 0.020 * 3 * 4));
+    ck_assert_msg(uneven_at && uneven_at <= 21 + STEP_MODEL_WINDOW + persist,
+                  "seed %llu: re-split at %d", (unsigned long long)seed, uneven_at);
     ck_assert_int_eq(s.p.split[3], 1); /* 3x slow: one micro-batch, the floor */
     for (int step = 61; step <= 120; step++) {
       int even = sim_step(&s, healthy);
@@ -184,10 +188,15 @@ START_TEST(a_healed_straggler_gets_the_even_split_back_within_a_few_steps) {
       if (even_again)
         ck_assert_msg(even, "seed %llu: flapped at %d", (unsigned long long)seed, step);
     }
-    ck_assert_msg(even_again && even_again <= 61 + STEP_MODEL_WINDOW,
+    /* a healed rank at one micro-batch reads (t - fixed part) / 1, so the fit's error in the
+     * fixed part holds some heals past the window: over seeds 1-400, 98% were even within 16
+     * steps, all within 25 (the same before the persistence wait, which only the onset has) */
+    ck_assert_msg(even_again && even_again <= 61 + 2 * STEP_MODEL_WINDOW,
                   "seed %llu: even again at step %d", (unsigned long long)seed, even_again);
+    late += even_again > 61 + STEP_MODEL_WINDOW;
     resplit_free(&s.p);
   }
+  ck_assert_msg(late <= 2, "%d of 30 heals took longer than the window", late);
 }
 END_TEST
 
@@ -273,6 +282,40 @@ START_TEST(with_no_fault_the_split_never_leaves_even_over_1000_steps) {
 }
 END_TEST
 
+/* One rank 1.5x slow for a burst of up to 2 s (the longest burst injected on this machine,
+ * docs/benchmarks.md) moves no work; the same slowness kept up is re-split within the window's
+ * majority and RESPLIT_PERSIST_S. Without the wait, a 2 s burst is re-split (its reading crosses
+ * 1.3 after 9 of its 15 steps). */
+START_TEST(a_burst_on_one_rank_moves_no_work_a_lasting_one_does) {
+  const double step_s = 0.010 + 0.020 * 1.5 * 4; /* the slow rank's noiseless step */
+  int burst = (int)(2.0 / step_s), persist = (int)ceil(RESPLIT_PERSIST_S / step_s);
+  for (uint64_t seed = 1; seed <= 30; seed++) {
+    rng_state = seed * 0x9e3779b97f4a7c15ull;
+    struct sim s = {.ranks = 4};
+    ck_assert_int_eq(resplit_init(&s.p, 4, 16, 1), 0);
+    double healthy[4] = {1, 1, 1, 1}, slow[4] = {1, 1, 1, 1};
+    slow[seed % 4] = 1.5;
+    int step = 0, moved_at = 0;
+    for (int b = 0; b < 10; b++) { /* ten bursts, each after 2 windows of healthy steps */
+      for (int k = 0; k < 2 * STEP_MODEL_WINDOW; k++, step++)
+        ck_assert_msg(sim_step(&s, healthy), "seed %llu: uneven at step %d",
+                      (unsigned long long)seed, step);
+      for (int k = 0; k < burst; k++, step++)
+        ck_assert_msg(sim_step(&s, slow), "seed %llu: burst %d moved work at its step %d",
+                      (unsigned long long)seed, b, k + 1);
+    }
+    for (int k = 0; k < 2 * STEP_MODEL_WINDOW; k++)
+      sim_step(&s, healthy);
+    for (int k = 1; k <= 4 * STEP_MODEL_WINDOW && !moved_at; k++)
+      if (!sim_step(&s, slow)) moved_at = k;
+    ck_assert_msg(moved_at && moved_at <= STEP_MODEL_MIN_STEPS + persist + 1,
+                  "seed %llu: a lasting straggler moved work after %d steps",
+                  (unsigned long long)seed, moved_at);
+    resplit_free(&s.p);
+  }
+}
+END_TEST
+
 START_TEST(disabled_measures_but_keeps_the_even_split) {
   rng_state = 3;
   struct sim s = {.ranks = 4};
@@ -297,6 +340,7 @@ int main(void) {
   tcase_add_test(tc, a_verdict_the_timings_do_not_bear_out_lasts_one_window);
   tcase_add_test(tc, a_heal_that_does_not_hold_waits_longer_each_time);
   tcase_add_test(tc, with_no_fault_the_split_never_leaves_even_over_1000_steps);
+  tcase_add_test(tc, a_burst_on_one_rank_moves_no_work_a_lasting_one_does);
   tcase_add_test(tc, disabled_measures_but_keeps_the_even_split);
   suite_add_tcase(s, tc);
   return c4_check_run(s);

@@ -15,7 +15,9 @@
 #      the even split the planner returns to: its bound), target >= 0.97; and how many steps
 #      after the heal the split was even again;
 #   4. no fault, 1,000 steps of the default model on four confined ranks: steps whose split was
-#      not even (target 0);
+#      not even (target 0); and again with brief bursts of CPU starvation on one rank at a time
+#      (its quota cut to a quarter for 0.2 to 2 s every 3 to 6 s): a burst moves no work (target
+#      0; trainer/resplit.h's persistence wait);
 #   5. a pipeline of 4 stages (--pp 4, 8 layers, 8 micro-batches a step) on the four confined
 #      ranks: the share of the stages' time spent waiting against 1F1B's (P - 1) / (m + P - 1)
 #      = 3/11 (target: within 10% of it), and against 1F1B's share at the stages' measured
@@ -80,11 +82,30 @@ else
 fi
 # 3 and 4: the step lines of one confined run, read with python3's json (tokens/s per step and
 # whether the split is the first step's, the even one).
-steps_of() { # c4train args...: "step tokens_per_s even(0/1)" per line
+# bursts: while pid runs, every 3 to 6 s one random rank's quota is cut to a quarter for 0.2 to
+# 2 s (the machine's other work landing on one rank's core, briefly).
+bursts() { # launcher pid, share
+  local pid=$1 full g
+  full=$(awk -v s="$2" 'BEGIN {printf "%d", s * 10000}')
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep "$(awk -v r=$RANDOM 'BEGIN {print 3 + 3 * r / 32768}')"
+    g=$cg_root/c4bench-rank$((RANDOM % 4))
+    [ -d "$g" ] || continue
+    if [ -f "$g/cpu.max" ]; then echo "$((full / 4)) 10000" >"$g/cpu.max"; else echo $((full / 4)) >"$g/cpu.cfs_quota_us"; fi 2>/dev/null
+    sleep "$(awk -v r=$RANDOM 'BEGIN {print 0.2 + 1.8 * r / 32768}')"
+    if [ -f "$g/cpu.max" ]; then echo "$full 10000" >"$g/cpu.max"; else echo "$full" >"$g/cpu.cfs_quota_us"; fi 2>/dev/null
+  done
+}
+steps_of() { # c4train args...: "step tokens_per_s even(0/1)" per line ($BURSTS=1: with bursts)
   "$BIN/c4train" "$@" >"$BUILD/bench-train.out" &
-  local pid=$!
+  local pid=$! bp=""
   confine "$pid" 4 "$share" c4bench-rank
+  if [ "${BURSTS:-0}" = 1 ]; then
+    bursts "$pid" "$share" &
+    bp=$!
+  fi
   wait "$pid"
+  [ -n "$bp" ] && wait "$bp"
   release c4bench-rank
   python3 -c '
 import json, sys
@@ -96,7 +117,7 @@ for line in open(sys.argv[1]):
         print(e["step"], e["tokens_per_s"], int(e["split"] == even))' "$BUILD/bench-train.out"
 }
 window() { awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b {print $2}' | median; } # first last
-heal_before=nan heal_after=nan heal_even=nan nofault_uneven=nan
+heal_before=nan heal_after=nan heal_even=nan nofault_uneven=nan bursts_uneven=nan
 if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
   HEAL=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
     --microbatches 32 --steps 100 --eval-windows 0 --slow 2:3.0:21:60 --json)
@@ -107,6 +128,10 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
   steps_of --local-ranks 4 --steps 1000 --eval-windows 0 --json >"$BUILD/bench-nofault.steps"
   if [ "$(wc -l <"$BUILD/bench-nofault.steps")" -eq 1000 ]; then
     nofault_uneven=$(awk '$3 == 0' "$BUILD/bench-nofault.steps" | wc -l)
+  fi
+  BURSTS=1 steps_of --local-ranks 4 --steps 1000 --eval-windows 0 --json >"$BUILD/bench-bursts.steps"
+  if [ "$(wc -l <"$BUILD/bench-bursts.steps")" -eq 1000 ]; then
+    bursts_uneven=$(awk '$3 == 0' "$BUILD/bench-bursts.steps" | wc -l)
   fi
 fi
 heal_ratio=$(ratio "$heal_after" "$heal_before")
@@ -161,9 +186,10 @@ printf '%-62s %10s\n' "  the planner's predicted gain over the even split" "$pre
 printf '%-62s %10s %10s %8s %s\n' "rank 2 at 3x in steps 21-60: tokens/s 16-20 steps after vs before" "$heal_after" "$heal_before" "$heal_ratio" ">= 0.97 $(verdict "$heal_ratio" 0.97)"
 printf '%-62s %10s %10s %8s %s\n' "  steps after the heal until the split is even again" "${heal_even:-never}" "" "" "<= 20 $(awk -v n="${heal_even:-x}" 'BEGIN {if (n !~ /^[0-9]+$/) print "MISSED"; else if (n <= 20) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s %s\n' "no fault, 1,000 steps: steps with an uneven split" "$nofault_uneven" "" "" "0 $(awk -v n="$nofault_uneven" 'BEGIN {if (n !~ /^[0-9]+$/) print "not measured"; else if (n == 0) print "met"; else print "MISSED"}')"
+printf '%-62s %10s %10s %8s %s\n' "  the same with one rank's CPU cut to 1/4 for 0.2-2 s every 3-6 s" "$bursts_uneven" "" "" "0 $(awk -v n="$bursts_uneven" 'BEGIN {if (n !~ /^[0-9]+$/) print "not measured"; else if (n == 0) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s %s\n' "pipeline, 4 stages, 8 micro-batches: idle share vs 1F1B's 3/11" "$bubble" "$bubble_ideal" "$bubble_ratio" "0.9-1.1 $(awk -v r="$bubble_ratio" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= 0.9 && r <= 1.1) print "met"; else print "MISSED"}')"
 printf '%-62s %10s %10s %8s\n' "  idle share vs 1F1B's at the stages' measured times" "$bubble" "$bubble_at" "$(ratio "$bubble" "$bubble_at")"
 printf '%-62s %10s %10s %8s %s\n' "pipeline, stage 1 of 4 at 2x: tokens/s layers re-split vs not" "$pw" "$pwo" "$pipe_gain" ">= 1.3 $(verdict "$pipe_gain" 1.3)"
 printf '%-62s %10s %10s %8s %s\n' "  re-split tokens/s vs the pipeline planner's bound" "$pw" "$pb" "$pipe_of_bound" ">= 0.95 $(verdict "$pipe_of_bound" 0.95)"
-printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s, "pipeline_bubble_bound": %s, "pipe_resplit_tokens_per_s": %s, "pipe_even_tokens_per_s": %s, "pipe_bound_tokens_per_s": %s}\n' \
-  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" "$(num "$bubble_at")" "$(num "$pw")" "$(num "$pwo")" "$(num "$pb")" >"$BUILD/bench-train.json"
+printf '{"runs": %s, "cpu_tokens_per_s": %s, "gemm_share": %s, "gemm_gflops": %s, "sgemm_gflops": %s, "resplit_tokens_per_s": %s, "even_tokens_per_s": %s, "resplit_gain": %s, "predicted_gain": %s, "bound_tokens_per_s": %s, "heal_before_tokens_per_s": %s, "heal_after_tokens_per_s": %s, "heal_ratio": %s, "heal_even_after_steps": %s, "nofault_uneven_steps": %s, "bursts_uneven_steps": %s, "pipeline_bubble": %s, "pipeline_bubble_ideal": %s, "pipeline_bubble_bound": %s, "pipe_resplit_tokens_per_s": %s, "pipe_even_tokens_per_s": %s, "pipe_bound_tokens_per_s": %s}\n' \
+  "$RUNS" "$(num "$tps1")" "$(num "$share1")" "$(num "$rate1")" "$(num "$ref1")" "$(num "$tw")" "$(num "$two")" "$(num "$gain")" "$(num "$pred")" "$(num "$tb")" "$(num "$heal_before")" "$(num "$heal_after")" "$(num "$heal_ratio")" "$(num "${heal_even:-x}")" "$(num "$nofault_uneven")" "$(num "$bursts_uneven")" "$(num "$bubble")" "$(num "$bubble_ideal")" "$(num "$bubble_at")" "$(num "$pw")" "$(num "$pwo")" "$(num "$pb")" >"$BUILD/bench-train.json"
