@@ -214,6 +214,11 @@ static int run_open(struct run *s, const struct c4_ranks *r) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;
   }
+  /* --pp: without the plugin's helper threads a message larger than the sockets' buffers moves
+   * only while its sender polls, and a stage computes between polls, so its neighbour waits out
+   * the pass (docs/benchmarks.md). One helper per comm moves it meanwhile, as NCCL's proxy
+   * thread drives the network beside the kernels; a user's C4_NTHREADS stands. */
+  if (o->pp > 1) setenv("C4_NTHREADS", "1", 0);
   int rc = train_open_compute(o, r, rank, &s->timed, &s->ops, &s->dp, s->err, sizeof s->err);
   if (rc) {
     text_data_free(&s->data);
