@@ -1,4 +1,5 @@
-/* seq_cost.c -- the sequence cost model's fit: non-negative least squares for (fixed, a, b) on
+/* seq_cost.c -- the sequence cost model's fit: non-negative least squares (Lawson and Hanson's
+ * active set, on the normal equations) for the fixed part and the per-sequence coefficients on
  * the window's steps, each divided by its rank's factor, alternated with the factors (medians of
  * measured over predicted). */
 #include "seq_cost.h"
@@ -7,15 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCOEF 3
+#define NCOEF (1 + SEQ_COST_FEATURES) /* fixed, then one per feature */
 #define ROUNDS 6
 
-int seq_cost_init(struct seq_cost *m, int ranks, double flops_per_token,
+int seq_cost_init(struct seq_cost *m, int ranks, int max_len, double flops_per_token,
                   double flops_per_sq_token) {
   memset(m, 0, sizeof *m);
   m->ranks = ranks;
   m->a = flops_per_token;
   m->b = flops_per_sq_token;
+  for (double k = SEQ_COST_FIRST_KNOT; k < max_len && m->nknots < SEQ_COST_KNOTS; k *= 2) {
+    m->knot[m->nknots++] = k;
+    if (1.5 * k < max_len && m->nknots < SEQ_COST_KNOTS) m->knot[m->nknots++] = 1.5 * k;
+  }
   m->speed = malloc((size_t)ranks * sizeof *m->speed);
   m->win = calloc((size_t)ranks * SEQ_COST_WINDOW, sizeof *m->win);
   if (!m->speed || !m->win) {
@@ -33,8 +38,18 @@ void seq_cost_free(struct seq_cost *m) {
   memset(m, 0, sizeof *m);
 }
 
+void seq_cost_features(const struct seq_cost *m, int len, double *f) {
+  f[0] += len;
+  f[1] += (double)len * len;
+  for (int j = 0; j < m->nknots; j++)
+    if (len > m->knot[j]) f[2 + j] += len * (len - m->knot[j]);
+}
+
 double seq_cost_of(const struct seq_cost *m, int len) {
-  return m->a * len + m->b * (double)len * len;
+  double t = m->a * len + m->b * (double)len * len;
+  for (int j = 0; j < m->nknots; j++)
+    if (len > m->knot[j]) t += m->c[j] * len * (len - m->knot[j]);
+  return t;
 }
 
 void seq_cost_add(struct seq_cost *m, const struct seq_cost_sample *steps) {
@@ -55,12 +70,24 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Solves the k x k system A x = y (Gaussian elimination, partial pivots) in place; 0, or -1 when
- * it is singular relative to its scale. */
-static int solve(int k, double A[NCOEF][NCOEF], double *y, double *x) {
-  double scale = 0;
-  for (int i = 0; i < k; i++)
+/* A sample's regressors: 1 for the fixed part, then its features. */
+static void regressors(const struct seq_cost_sample *p, double *x) {
+  x[0] = 1;
+  memcpy(x + 1, p->f, sizeof p->f);
+}
+
+static int usable(const struct seq_cost_sample *p) { return p->f[0] > 0 && p->secs > 0; }
+
+/* Solves the k x k system G z = h for the coefficients in set[0..k) (Gaussian elimination with
+ * partial pivots on copies); 0, or -1 when it is singular relative to its scale. */
+static int solve(int k, const int *set, double G[NCOEF][NCOEF], const double *h, double *z) {
+  double A[NCOEF][NCOEF], y[NCOEF], scale = 0;
+  for (int i = 0; i < k; i++) {
+    for (int j = 0; j < k; j++)
+      A[i][j] = G[set[i]][set[j]];
+    y[i] = h[set[i]];
     scale = fmax(scale, fabs(A[i][i]));
+  }
   for (int c = 0; c < k; c++) {
     int p = c;
     for (int r = c + 1; r < k; r++)
@@ -84,78 +111,134 @@ static int solve(int k, double A[NCOEF][NCOEF], double *y, double *x) {
   for (int c = k - 1; c >= 0; c--) {
     double s = y[c];
     for (int j = c + 1; j < k; j++)
-      s -= A[c][j] * x[j];
-    x[c] = s / A[c][c];
+      s -= A[c][j] * z[j];
+    z[c] = s / A[c][c];
   }
   return 0;
 }
 
-/* Least squares of t / speed on the features whose `use` is set, the others held at 0. The
- * features are scaled to unit size first (tokens and squared tokens differ by orders of
- * magnitude). Each sample's error is taken relative to its time, so a long step does not outweigh
- * a short one. Returns 0 with coef set, or -1. */
-static int least_squares(const struct seq_cost *m, const int *use, double *coef) {
-  double A[NCOEF][NCOEF] = {{0}}, y[NCOEF] = {0}, x[NCOEF] = {0}, norm[NCOEF] = {0};
-  int idx[NCOEF], k = 0;
-  for (int j = 0; j < NCOEF; j++)
-    if (use[j]) idx[k++] = j;
-  int n = 0;
-  for (int r = 0; r < m->ranks; r++)
-    for (int s = 0; s < m->count; s++) {
-      const struct seq_cost_sample *p = &m->win[r * SEQ_COST_WINDOW + s];
-      if (!(p->tokens > 0) || !(p->secs > 0)) continue;
-      double f[NCOEF] = {1, p->tokens, p->sumsq};
-      for (int j = 0; j < NCOEF; j++)
-        norm[j] = fmax(norm[j], f[j]);
-      n++;
+/* Lawson and Hanson's active set on min |X x - t|^2, x >= 0, given G = X'X and h = X't, over the
+ * coefficients whose `allow` is set: a coefficient enters while the gradient favours it, and one
+ * the unconstrained solve would make negative is moved back to the bound. 0 with x set, or -1. */
+static int nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow, double *x) {
+  int in[NCOEF] = {0}, set[NCOEF];
+  double z[NCOEF];
+  for (int j = 0; j < k; j++)
+    x[j] = 0;
+  for (int outer = 0; outer < 3 * k; outer++) {
+    int best = -1;
+    double bestw = 0;
+    for (int j = 0; j < k; j++) {
+      double w = h[j];
+      for (int i = 0; i < k; i++)
+        w -= G[j][i] * x[i];
+      if (allow[j] && !in[j] && w > 1e-12 * (fabs(h[j]) + 1e-300) && w > bestw) best = j, bestw = w;
     }
-  if (n < k + 1) return -1;
-  for (int r = 0; r < m->ranks; r++)
-    for (int s = 0; s < m->count; s++) {
-      const struct seq_cost_sample *p = &m->win[r * SEQ_COST_WINDOW + s];
-      if (!(p->tokens > 0) || !(p->secs > 0)) continue;
-      double t = p->secs / m->speed[r], w = 1.0 / (t * t);
-      double f[NCOEF] = {1 / norm[0], p->tokens / norm[1], p->sumsq / norm[2]};
-      for (int i = 0; i < k; i++) {
-        for (int j = 0; j < k; j++)
-          A[i][j] += w * f[idx[i]] * f[idx[j]];
-        y[i] += w * f[idx[i]] * t;
+    if (best < 0) return 0;
+    in[best] = 1;
+    for (int inner = 0; inner < 3 * k; inner++) {
+      int n = 0;
+      for (int j = 0; j < k; j++)
+        if (in[j]) set[n++] = j;
+      if (solve(n, set, G, h, z)) {
+        in[best] = 0; /* it adds nothing the others do not say: leave it out */
+        return 0;
       }
+      double alpha = 1;
+      int neg = 0;
+      for (int i = 0; i < n; i++)
+        if (z[i] <= 0) {
+          neg = 1;
+          double d = x[set[i]] - z[i];
+          if (d > 0) alpha = fmin(alpha, x[set[i]] / d);
+        }
+      for (int i = 0; i < n; i++)
+        x[set[i]] += (neg ? alpha : 1) * (z[i] - x[set[i]]);
+      if (!neg) break;
+      for (int i = 0; i < n; i++)
+        if (x[set[i]] <= 0) in[set[i]] = 0, x[set[i]] = 0;
     }
-  if (solve(k, A, y, x)) return -1;
-  for (int j = 0; j < NCOEF; j++)
-    coef[j] = 0;
-  for (int i = 0; i < k; i++)
-    coef[idx[i]] = x[i] / norm[idx[i]];
+  }
   return 0;
 }
 
-/* Non-negative: a coefficient that comes out negative (noise on a term too small to see) is
- * dropped and the rest refitted. */
-static int fit_coefficients(const struct seq_cost *m, double *coef) {
-  int use[NCOEF] = {1, 1, 1};
-  for (int tries = 0; tries < NCOEF; tries++) {
-    if (least_squares(m, use, coef)) return -1;
-    int worst = -1;
+/* Non-negative least squares of t / speed on the regressors `allow` admits. The regressors are
+ * scaled to unit size first (tokens and squared tokens differ by orders of magnitude), and each
+ * sample's error is taken relative to its time, so a long step does not outweigh a short one.
+ * Returns 0 with coef set (the per-token or per-squared-token cost positive), or -1. */
+static int fit_coefficients(const struct seq_cost *m, const int *allow, double *coef) {
+  double G[NCOEF][NCOEF] = {{0}}, h[NCOEF] = {0}, x[NCOEF], norm[NCOEF] = {0}, r[NCOEF];
+  int n = 0, k = 0;
+  for (int s = 0; s < m->ranks * m->count; s++) {
+    const struct seq_cost_sample *p = &m->win[(s % m->ranks) * SEQ_COST_WINDOW + s / m->ranks];
+    if (!usable(p)) continue;
+    regressors(p, r);
     for (int j = 0; j < NCOEF; j++)
-      if (coef[j] < 0 && (worst < 0 || coef[j] < coef[worst])) worst = j;
-    if (worst < 0) return coef[1] > 0 || coef[2] > 0 ? 0 : -1;
-    use[worst] = 0;
+      norm[j] = fmax(norm[j], r[j]);
+    n++;
   }
-  return -1;
+  for (int j = 0; j < NCOEF; j++)
+    k += allow[j] && norm[j] > 0;
+  if (n < k + 1) return -1;
+  int ok[NCOEF];
+  for (int j = 0; j < NCOEF; j++)
+    ok[j] = allow[j] && norm[j] > 0;
+  for (int s = 0; s < m->ranks * m->count; s++) {
+    int rank = s % m->ranks;
+    const struct seq_cost_sample *p = &m->win[rank * SEQ_COST_WINDOW + s / m->ranks];
+    if (!usable(p)) continue;
+    double t = p->secs / m->speed[rank], w = 1.0 / (t * t);
+    regressors(p, r);
+    for (int i = 0; i < NCOEF; i++) {
+      if (!ok[i]) continue;
+      for (int j = 0; j < NCOEF; j++)
+        if (ok[j]) G[i][j] += w * (r[i] / norm[i]) * (r[j] / norm[j]);
+      h[i] += w * (r[i] / norm[i]) * t;
+    }
+  }
+  if (nnls(NCOEF, G, h, ok, x)) return -1;
+  for (int j = 0; j < NCOEF; j++)
+    coef[j] = ok[j] ? x[j] / norm[j] : 0;
+  return coef[1] > 0 || coef[2] > 0 ? 0 : -1;
+}
+
+static double predict(const double *coef, const struct seq_cost_sample *p) {
+  double r[NCOEF], t = 0;
+  regressors(p, r);
+  for (int j = 0; j < NCOEF; j++)
+    t += coef[j] * r[j];
+  return t;
+}
+
+/* Root mean square of (predicted - measured) / measured over the window at the current factors. */
+static double rel_error(const struct seq_cost *m, const double *coef) {
+  double sum = 0;
+  int n = 0;
+  for (int s = 0; s < m->ranks * m->count; s++) {
+    int rank = s % m->ranks;
+    const struct seq_cost_sample *p = &m->win[rank * SEQ_COST_WINDOW + s / m->ranks];
+    if (!usable(p)) continue;
+    double e = m->speed[rank] * predict(coef, p) / p->secs - 1;
+    sum += e * e;
+    n++;
+  }
+  return n ? sqrt(sum / n) : 0;
 }
 
 int seq_cost_fit(struct seq_cost *m) {
   double coef[NCOEF], *speed = malloc((size_t)m->ranks * sizeof *speed);
   double ratio[SEQ_COST_WINDOW];
+  int allow[NCOEF];
   if (!speed) return 0;
+  for (int j = 0; j < NCOEF; j++)
+    allow[j] = j < 3 + m->nknots;
   memcpy(speed, m->speed, (size_t)m->ranks * sizeof *speed);
   if (!m->fitted)
     for (int r = 0; r < m->ranks; r++)
       m->speed[r] = 1.0;
   int ok = 0;
   for (int round = 0; round < ROUNDS; round++) {
-    if (fit_coefficients(m, coef)) break;
+    if (fit_coefficients(m, allow, coef)) break;
     ok = 1;
     double sp[m->ranks];
     int known = 0;
@@ -163,8 +246,8 @@ int seq_cost_fit(struct seq_cost *m) {
       int n = 0;
       for (int s = 0; s < m->count; s++) {
         const struct seq_cost_sample *p = &m->win[r * SEQ_COST_WINDOW + s];
-        double pred = coef[0] + coef[1] * p->tokens + coef[2] * p->sumsq;
-        if (p->tokens > 0 && p->secs > 0 && pred > 0) ratio[n++] = p->secs / pred;
+        double pred = predict(coef, p);
+        if (usable(p) && pred > 0) ratio[n++] = p->secs / pred;
       }
       m->speed[r] = n ? median(ratio, n) : m->speed[r];
       if (n) sp[known++] = m->speed[r];
@@ -174,12 +257,19 @@ int seq_cost_fit(struct seq_cost *m) {
     for (int r = 0; r < m->ranks; r++)
       m->speed[r] /= mid;
   }
-  if (ok) ok = fit_coefficients(m, coef) == 0; /* at the settled factors */
+  if (ok) ok = fit_coefficients(m, allow, coef) == 0; /* at the settled factors */
   if (ok) {
     m->fixed = coef[0];
     m->a = coef[1];
     m->b = coef[2];
+    for (int j = 0; j < SEQ_COST_KNOTS; j++)
+      m->c[j] = coef[3 + j];
     m->fitted = 1;
+    m->err = rel_error(m, coef);
+    double quad[NCOEF];
+    for (int j = 3; j < NCOEF; j++)
+      allow[j] = 0;
+    m->err_quadratic = fit_coefficients(m, allow, quad) == 0 ? rel_error(m, quad) : NAN;
   } else {
     memcpy(m->speed, speed, (size_t)m->ranks * sizeof *speed);
   }

@@ -22,21 +22,18 @@
 #include "dp.h"
 #include "seq_assign.h"
 #include "seq_cost.h"
+#include "train_docs_report.h"
 
-static const char *const policy_names[TRAIN_ASSIGN_POLICIES] = {"cost", "tokens", "tokens-sorted"};
+static const char *const policy_names[TRAIN_ASSIGN_POLICIES + 1] = {"cost", "tokens",
+                                                                    "tokens-sorted", "rotate"};
 
 int train_docs_policy(const char *s) {
-  for (int i = 0; i < TRAIN_ASSIGN_POLICIES; i++)
+  for (int i = 0; i <= TRAIN_ASSIGN_ROTATE; i++)
     if (strcmp(s, policy_names[i]) == 0) return i;
   return -1;
 }
 
 const char *train_docs_policy_name(int policy) { return policy_names[policy]; }
-
-/* What each rank shares after a step. */
-struct docs_report {
-  double loss_sum, tokens, sumsq, compute_s;
-};
 
 /* A rank's buffers for one step. */
 struct docs_step_bufs {
@@ -84,17 +81,6 @@ static void sleep_seconds(double s) {
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  if (n < 1) return 0;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Runs sequences sel[0..n) (indices into d) packed into micro-batches; mb_of[k] names each one's
  * micro-batch (nmb of them). Training (dloss > 0) adds gradients, evaluation (dloss 0) does not.
  * The drill's slowdown sleeps after each micro-batch. Returns the sum of the position losses. */
@@ -134,85 +120,11 @@ static double eval_docs(struct gpt *m, const struct doc_set *d, int nseq,
   return run_packed(m, d, b->mine, n, b->mb_of, nmb, b, 0, 1) / (double)tokens;
 }
 
-/* Rank 0's line for one step, as text or JSON. */
-static void print_step(FILE *jf, int text, int step, double loss, double tokens, double secs,
-                       double compute, double predicted, const struct docs_report *rep, int world) {
-  if (jf) {
-    json_t *rt = json_array();
-    for (int i = 0; i < world; i++)
-      json_array_append_new(rt, json_integer((json_int_t)rep[i].tokens));
-    json_t *o = json_pack("{s:s, s:i, s:f, s:I, s:f, s:f, s:f, s:f, s:o}", "event", "step", "step",
-                          step, "loss", loss, "tokens", (json_int_t)tokens, "tokens_per_s",
-                          tokens / secs, "step_ms", secs * 1e3, "compute_ms", compute * 1e3,
-                          "predicted_ms", predicted * 1e3, "rank_tokens", rt);
-    if (o) json_dumpf(o, jf, JSON_COMPACT);
-    fputc('\n', jf);
-    json_decref(o);
-  }
-  if (text) {
-    printf("step %4d  loss %.4f  %9.0f tok/s  %8.1f ms, compute %6.1f (model %6.1f)  tokens ", step,
-           loss, tokens / secs, secs * 1e3, compute * 1e3, predicted * 1e3);
-    for (int i = 0; i < world; i++)
-      printf("%s%.0f", i ? "," : "", rep[i].tokens);
-    printf("\n");
-  }
-  fflush(stdout);
-}
-
-struct docs_summary {
-  int steps;
-  double loss, eval_start, eval_end, tps;
-  double compute_tps; /* tokens over the slowest rank's compute: what the bound predicts */
-  double bound_tps[TRAIN_ASSIGN_POLICIES]; /* the cost model's, for each policy's assignments */
-  const struct seq_cost *model;
-};
-
-static void print_end(FILE *jf, int text, const struct train_opts *o,
-                      const struct docs_summary *s) {
-  const char *policy = policy_names[o->assign];
-  if (jf) {
-    json_t *speed = json_array(), *bounds = json_object();
-    for (int i = 0; i < s->model->ranks; i++)
-      json_array_append_new(speed, json_real(s->model->speed[i]));
-    for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-      json_object_set_new(bounds, policy_names[p], json_real(s->bound_tps[p]));
-    json_t *e = json_pack(
-        "{s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:{s:b, s:f, s:f, s:f, s:o}}", "event",
-        "end", "assign", policy, "steps", s->steps, "loss", s->loss, "eval_loss_start",
-        s->eval_start, "eval_loss", s->eval_end, "tokens_per_s", s->tps, "compute_tokens_per_s",
-        s->compute_tps, "bound_tokens_per_s", s->bound_tps[o->assign], "policy_bounds", bounds,
-        "cost_model", "fitted", s->model->fitted, "fixed_s", s->model->fixed, "s_per_token",
-        s->model->a, "s_per_sq_token", s->model->b, "speed", speed);
-    if (e) json_dumpf(e, jf, JSON_COMPACT);
-    fputc('\n', jf);
-    json_decref(e);
-  }
-  if (text) {
-    printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.0f over "
-           "the slowest rank's compute)",
-           s->steps, policy, s->loss, s->eval_start, s->eval_end, s->tps, s->compute_tps);
-    if (!s->model->fitted) {
-      printf("; the cost model is not fitted yet (%d steps after the first)\n", SEQ_COST_MIN_STEPS);
-      fflush(stdout);
-      return;
-    }
-    printf("; the cost model's bound %.0f tok/s (by cost %.0f, tokens %.0f, tokens-sorted %.0f); "
-           "fit: %.2f ms + %.3g s/token + %.3g s/token^2, factors ",
-           s->bound_tps[o->assign], s->bound_tps[TRAIN_ASSIGN_COST],
-           s->bound_tps[TRAIN_ASSIGN_TOKENS], s->bound_tps[TRAIN_ASSIGN_TOKENS_SORTED],
-           s->model->fixed * 1e3, s->model->a, s->model->b);
-    for (int i = 0; i < s->model->ranks; i++)
-      printf("%s%.2f", i ? "," : "", s->model->speed[i]);
-    printf("\n");
-  }
-  fflush(stdout);
-}
-
-/* The first stage for this step by every policy, b->rank_of left as o->assign's; pred[p] is the
+/* The first stage for this step by every policy, b->rank_of left as `policy`'s; pred[p] is the
  * time the cost model predicts for policy p's assignment (its slowest rank's compute), so that
  * one run tells what each policy would give on the same steps. */
-static void assign_step(const struct train_opts *o, const struct seq_cost *model, int world, int n,
-                        struct docs_step_bufs *b, double *pred) {
+static void assign_step(const struct train_opts *o, int policy, const struct seq_cost *model,
+                        int world, int n, struct docs_step_bufs *b, double *pred) {
   double ones[world];
   for (int i = 0; i < world; i++)
     ones[i] = 1.0;
@@ -222,7 +134,7 @@ static void assign_step(const struct train_opts *o, const struct seq_cost *model
     b->cost[i] = (double)b->len[i];
   }
   for (int k = 1; k <= TRAIN_ASSIGN_POLICIES; k++) {
-    int p = (o->assign + k) % TRAIN_ASSIGN_POLICIES; /* o->assign's last: its rank_of stays */
+    int p = (policy + k) % TRAIN_ASSIGN_POLICIES; /* policy's last: its rank_of stays */
     if (p == TRAIN_ASSIGN_COST)
       seq_assign_ranks(n, b->model_cost, world, speed, model->fixed, b->rank_of);
     else if (p == TRAIN_ASSIGN_TOKENS)
@@ -249,13 +161,10 @@ struct docs_run {
   struct docs_step_bufs b;
   int bufs_up;
   struct docs_report *rep;
-  double *tps, *ctps;         /* tokens/s and over the slowest compute, steps of a fitted model */
-  double *all_tps, *all_ctps; /* the same, every step but the first */
-  double *bound;              /* per policy, o->steps apart: the cost model's tokens/s */
+  struct docs_step_rec *rec; /* every step, for the closing figures */
   struct seq_cost_sample *samples;
   FILE *jf;
   double eval_start, last_loss;
-  int timed_steps, warm_steps;
 };
 
 /* Data, kernels, ring and model; on failure what was opened is closed again. */
@@ -292,19 +201,14 @@ static int docs_alloc(struct docs_run *s) {
   s->cap = (long)o->micro_batch * o->max_context;
   s->budget = s->cap * o->microbatches;
   /* the prior: FLOPs per token (6 per parameter) and per squared token (attention's 12 L C) */
-  s->model_up = seq_cost_init(&s->model, s->world, 6.0 * (double)s->m.nparams,
+  s->model_up = seq_cost_init(&s->model, s->world, o->max_context, 6.0 * (double)s->m.nparams,
                               12.0 * o->cfg.layers * o->cfg.width) == 0;
   int max_seq = (int)(s->budget < INT_MAX / 2 ? s->budget : INT_MAX / 2);
   s->bufs_up = bufs_init(&s->b, max_seq, (size_t)s->cap) == 0;
   s->rep = calloc((size_t)s->world, sizeof *s->rep);
-  s->tps = calloc(steps + 1, sizeof *s->tps);
-  s->ctps = calloc(steps + 1, sizeof *s->ctps);
-  s->all_tps = calloc(steps + 1, sizeof *s->all_tps);
-  s->all_ctps = calloc(steps + 1, sizeof *s->all_ctps);
-  s->bound = calloc(steps * TRAIN_ASSIGN_POLICIES + 1, sizeof *s->bound);
+  s->rec = calloc(steps + 1, sizeof *s->rec);
   s->samples = calloc((size_t)s->world, sizeof *s->samples);
-  if (!s->model_up || !s->bufs_up || !s->rep || !s->tps || !s->ctps || !s->all_tps ||
-      !s->all_ctps || !s->bound || !s->samples) {
+  if (!s->model_up || !s->bufs_up || !s->rep || !s->rec || !s->samples) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", s->rank);
     return 1;
   }
@@ -326,8 +230,7 @@ static void docs_compute(struct docs_run *s, int step, int n, long tokens,
     if (b->rank_of[i] == s->rank) {
       b->mine[nmine] = b->idx[i];
       b->mine_len[nmine++] = b->len[i];
-      mine->tokens += b->len[i];
-      mine->sumsq += (double)b->len[i] * b->len[i];
+      seq_cost_features(&s->model, b->len[i], mine->f);
     }
   int nmb = seq_assign_pack(nmine, b->mine_len, (int)s->cap, b->mb_of);
   double slow = s->orig_rank == o->slow_rank && step + 1 >= o->slow_from && step + 1 <= o->slow_to
@@ -341,32 +244,24 @@ static void docs_compute(struct docs_run *s, int step, int n, long tokens,
   mine->compute_s = (double)(c4_now_ns() - t0) * 1e-9;
 }
 
-/* The step's loss and the slowest rank's compute; the cost model's sample and the step's speed
- * figures (past the first step, which warms caches). */
-static double docs_account(struct docs_run *s, int step, long tokens, int fitted,
-                           const double *pred, uint64_t t_step, double *secs) {
-  double loss = 0, compute = 0;
+/* The step's loss, its record (r: policy, tokens and predictions already in) and the cost
+ * model's sample (past the first step, which warms caches). */
+static void docs_account(struct docs_run *s, int step, struct docs_step_rec *r,
+                         const double *rank_pred, uint64_t t_step) {
+  double loss = 0, measured = 0, predicted = 0;
+  r->compute = 0;
   for (int i = 0; i < s->world; i++) {
     loss += s->rep[i].loss_sum;
-    compute = s->rep[i].compute_s > compute ? s->rep[i].compute_s : compute;
-    s->samples[i] =
-        (struct seq_cost_sample){s->rep[i].tokens, s->rep[i].sumsq, s->rep[i].compute_s};
+    r->compute = fmax(r->compute, s->rep[i].compute_s);
+    measured += s->rep[i].compute_s / s->model.speed[i];
+    predicted += rank_pred[i] / s->model.speed[i];
+    memcpy(s->samples[i].f, s->rep[i].f, sizeof s->samples[i].f);
+    s->samples[i].secs = s->rep[i].compute_s;
   }
-  s->last_loss = loss / (double)tokens;
+  s->last_loss = loss / r->tokens;
+  r->load = predicted > 0 ? measured / predicted : 1;
   if (step > 0) seq_cost_add(&s->model, s->samples);
-  *secs = (double)(c4_now_ns() - t_step) * 1e-9;
-  if (step > 0) {
-    s->all_tps[s->warm_steps] = (double)tokens / *secs;
-    s->all_ctps[s->warm_steps++] = (double)tokens / compute;
-  }
-  if (step > 0 && fitted) { /* the steps assigned by a fitted model */
-    s->tps[s->timed_steps] = (double)tokens / *secs;
-    s->ctps[s->timed_steps] = (double)tokens / compute;
-    for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-      s->bound[p * s->o->steps + s->timed_steps] = (double)tokens / pred[p];
-    s->timed_steps++;
-  }
-  return compute;
+  r->secs = (double)(c4_now_ns() - t_step) * 1e-9;
 }
 
 /* One step: the sequences drawn and assigned, this rank's run, the exchange, the optimizer step,
@@ -374,6 +269,7 @@ static double docs_account(struct docs_run *s, int step, long tokens, int fitted
 static int docs_step_run(struct docs_run *s, int step) {
   const struct train_opts *o = s->o;
   struct docs_step_bufs *b = &s->b;
+  struct docs_step_rec *r = &s->rec[step];
   uint64_t t_step = c4_now_ns();
   dp_step(&s->dp, step + 1);
   int n = docs_step(&s->d, o->seed, (uint64_t)step, s->budget, b->idx, b->max_seq);
@@ -382,9 +278,17 @@ static int docs_step_run(struct docs_run *s, int step) {
     b->len[i] = s->d.len[b->idx[i]];
     tokens += b->len[i];
   }
-  int fitted = s->model.fitted;
-  double pred[TRAIN_ASSIGN_POLICIES];
-  assign_step(o, &s->model, s->world, n, b, pred);
+  r->policy = o->assign == TRAIN_ASSIGN_ROTATE ? step % TRAIN_ASSIGN_POLICIES : o->assign;
+  r->fitted = s->model.fitted;
+  r->tokens = (double)tokens;
+  double rank_pred[s->world];
+  assign_step(o, r->policy, &s->model, s->world, n, b, r->pred);
+  for (int k = 0; k < s->world; k++)
+    rank_pred[k] = s->model.fixed;
+  for (int i = 0; i < n; i++)
+    rank_pred[b->rank_of[i]] += b->model_cost[i];
+  for (int k = 0; k < s->world; k++)
+    rank_pred[k] = r->fitted ? rank_pred[k] * s->model.speed[k] : 0;
   struct docs_report mine = {0};
   docs_compute(s, step, n, tokens, &mine);
   if (dp_allreduce(&s->dp, s->m.grads, s->m.nparams) ||
@@ -394,39 +298,25 @@ static int docs_step_run(struct docs_run *s, int step) {
   }
   float lr = step < o->warmup ? o->lr * (float)(step + 1) / (float)o->warmup : o->lr;
   gpt_adamw(&s->m, lr, o->weight_decay, step + 1);
-  double secs, compute = docs_account(s, step, tokens, fitted, pred, t_step, &secs);
+  docs_account(s, step, r, rank_pred, t_step);
   if (s->rank == 0)
-    print_step(s->jf, !o->json, step + 1, s->last_loss, (double)tokens, secs, compute,
-               fitted ? pred[o->assign] : 0, s->rep, s->world);
+    docs_print_step(s->jf, !o->json, step + 1, s->last_loss, r, s->rep, rank_pred, s->world);
   return 0;
 }
 
-/* Rank 0's closing figures: the steps a fitted model assigned, else all but the first. */
+/* Rank 0's closing figures. */
 static void docs_end(struct docs_run *s) {
   const struct train_opts *o = s->o;
-  int n = s->timed_steps;
-  struct docs_summary sum = {
-      .steps = o->steps,
-      .loss = s->last_loss,
-      .eval_start = s->eval_start,
-      .eval_end = o->eval_windows ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0,
-      .tps = n ? median(s->tps, n) : median(s->all_tps, s->warm_steps),
-      .compute_tps = n ? median(s->ctps, n) : median(s->all_ctps, s->warm_steps),
-      .model = &s->model};
-  for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-    sum.bound_tps[p] = median(s->bound + p * o->steps, n);
-  print_end(s->jf, !o->json, o, &sum);
+  double eval_end = o->eval_windows ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0;
+  docs_print_end(s->jf, !o->json, o, &s->model, s->rec, o->steps, s->last_loss, s->eval_start,
+                 eval_end);
 }
 
 /* Everything docs_open and docs_alloc made. */
 static void docs_close(struct docs_run *s) {
   if (s->jf && s->jf != stdout) fclose(s->jf);
   free(s->rep);
-  free(s->tps);
-  free(s->ctps);
-  free(s->all_tps);
-  free(s->all_ctps);
-  free(s->bound);
+  free(s->rec);
   free(s->samples);
   if (s->bufs_up) bufs_free(&s->b);
   if (s->model_up) seq_cost_free(&s->model);

@@ -42,8 +42,15 @@ struct train_opts {
 
 /* --assign: by the cost model (time linear plus quadratic in length, train_docs.h); or by token
  * count, the ranks' speeds weighed as the straggler planner weighs them, in the order the
- * sequences come (a data loader's packing) or longest first (seq_assign.h). */
-enum { TRAIN_ASSIGN_COST, TRAIN_ASSIGN_TOKENS, TRAIN_ASSIGN_TOKENS_SORTED, TRAIN_ASSIGN_POLICIES };
+ * sequences come (a data loader's packing) or longest first (seq_assign.h); or rotate: the three
+ * in turn, step by step, to compare them in one run. */
+enum {
+  TRAIN_ASSIGN_COST,
+  TRAIN_ASSIGN_TOKENS,
+  TRAIN_ASSIGN_TOKENS_SORTED,
+  TRAIN_ASSIGN_POLICIES,
+  TRAIN_ASSIGN_ROTATE = TRAIN_ASSIGN_POLICIES
+};
 
 /* Exit status of a rank that stopped because a peer was lost or silent: its launcher should
  * restart the job on the healthy ranks from the last checkpoint. */

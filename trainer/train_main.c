@@ -58,7 +58,8 @@ static void usage(FILE *f) {
       "  --assign POLICY      with --max-context: a step's sequences go to the ranks by the\n"
       "                       cost model's predicted time (cost, the default), or by token\n"
       "                       count in the order they come (tokens) or longest first\n"
-      "                       (tokens-sorted), the ranks' measured speeds weighed in all\n"
+      "                       (tokens-sorted), the ranks' measured speeds weighed in all;\n"
+      "                       rotate: the three in turn, step by step, compared in one run\n"
       "  --data-stats         with --max-context: print the length distribution and exit\n"
       "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
       "                       4000) cut from --data, lengths up to --max-context, and exit\n"
@@ -291,7 +292,8 @@ static int parse_docs_opt(int c, const char *v, struct cli *a, int *bad) {
   case O_ASSIGN:
     o->assign = train_docs_policy(v);
     if (o->assign < 0)
-      *bad = c4_cli_usage("c4train", "--assign wants cost, tokens or tokens-sorted, not '%s'", v);
+      *bad = c4_cli_usage("c4train",
+                          "--assign wants cost, tokens, tokens-sorted or rotate, not '%s'", v);
     break;
   case O_STATS: a->stats = 1; break;
   case O_SYNTH: a->synth = v; break;

@@ -298,18 +298,31 @@ static void c4train(char *out, size_t len, const char *args) {
   snprintf(out, len, "%s/bin/c4train %s", b ? b : "build", args);
 }
 
-/* The step lines' losses and per-rank tokens of one run; returns the steps read. */
-static int run_steps(const char *args, double *loss, int *rank0_tokens, int max) {
+/* The step lines' losses and per-rank tokens of one run, and in *policies one bit per policy
+ * that assigned a step (cost 1, tokens 2, tokens-sorted 4) and 8 when the end line has
+ * tokens/s for all three; returns the steps read. */
+static int run_steps(const char *args, double *loss, int *rank0_tokens, int max, int *policies) {
   char cmd[2048];
   c4train(cmd, sizeof cmd, args);
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(p);
   char line[4096];
   int n = 0;
+  const char *names[] = {"cost", "tokens", "tokens-sorted"};
+  *policies = 0;
   while (fgets(line, sizeof line, p)) {
     json_t *j = json_loads(line, 0, NULL);
     ck_assert_msg(j != NULL, "not JSON: %s", line);
-    if (strcmp(json_string_value(json_object_get(j, "event")), "step") == 0 && n < max) {
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    json_t *tps = json_object_get(j, "policy_tokens_per_s");
+    int all = strcmp(ev, "end") == 0;
+    for (int k = 0; k < 3; k++) {
+      const char *a = json_string_value(json_object_get(j, "assign"));
+      if (strcmp(ev, "step") == 0 && a && strcmp(a, names[k]) == 0) *policies |= 1 << k;
+      all &= json_real_value(json_object_get(tps, names[k])) > 0;
+    }
+    *policies |= all ? 8 : 0;
+    if (strcmp(ev, "step") == 0 && n < max) {
       loss[n] = json_real_value(json_object_get(j, "loss"));
       rank0_tokens[n++] =
           (int)json_integer_value(json_array_get(json_object_get(j, "rank_tokens"), 0));
@@ -320,31 +333,36 @@ static int run_steps(const char *args, double *loss, int *rank0_tokens, int max)
   return n;
 }
 
-/* Two ranks, 12 steps, the same seed: assigned by cost or by token count, the ranks get
- * different sequences, but every token weighs the same in the gradient, so the losses are the
- * same step by step (measured: within 7e-10 relative, the order of the sums being all that
- * differs; the bound allows 1,000 times that), and they fall. */
+/* Two ranks, 12 steps, the same seed: assigned by cost, by token count or by the three in turn
+ * (rotate), the ranks get different sequences, but every token weighs the same in the gradient,
+ * so the losses are the same step by step (measured: within 7e-10 relative, the order of the
+ * sums being all that differs; the bound allows 1,000 times that), and they fall. Rotate's steps
+ * name all three policies and its end line has tokens/s for each. */
 START_TEST(the_assignment_does_not_change_the_losses) {
   char corpus[] = "/tmp/c4-varlen-corpus-XXXXXX", cmd[2048], args[1024];
   close(mkstemp(corpus));
   snprintf(args, sizeof args, "--max-context 64 --synth-corpus %s --synth-docs 400", corpus);
   c4train(cmd, sizeof cmd, args);
   ck_assert_int_eq(system(cmd), 0);
-  double loss[2][12];
-  int tok[2][12];
-  const char *policy[2] = {"cost", "tokens"};
-  for (int k = 0; k < 2; k++) {
+  double loss[3][12];
+  int tok[3][12], seen[3];
+  const char *policy[3] = {"cost", "tokens", "rotate"};
+  for (int k = 0; k < 3; k++) {
     snprintf(args, sizeof args,
              "--local-ranks 2 --max-context 64 --data %s --layers 1 --width 16 --heads 2 "
              "--micro-batch 2 --microbatches 4 --steps 12 --eval-windows 4 --json --assign %s",
              corpus, policy[k]);
-    ck_assert_int_eq(run_steps(args, loss[k], tok[k], 12), 12);
+    ck_assert_int_eq(run_steps(args, loss[k], tok[k], 12, &seen[k]), 12);
   }
+  ck_assert_int_eq(seen[0], 1);
+  ck_assert_int_eq(seen[1], 2);
+  ck_assert_int_eq(seen[2], 15);
   int differ = 0;
   for (int s = 0; s < 12; s++) {
     differ += tok[0][s] != tok[1][s];
-    ck_assert_msg(fabs(loss[0][s] - loss[1][s]) <= 1e-6 * loss[1][s], "step %d: %.9f vs %.9f",
-                  s + 1, loss[0][s], loss[1][s]);
+    for (int k = 1; k < 3; k++)
+      ck_assert_msg(fabs(loss[0][s] - loss[k][s]) <= 1e-6 * loss[k][s], "step %d: %.9f vs %.9f",
+                    s + 1, loss[0][s], loss[k][s]);
   }
   ck_assert_int_gt(differ, 0);
   ck_assert_double_lt(loss[0][11], loss[0][0] - 0.1);

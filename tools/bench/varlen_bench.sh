@@ -1,107 +1,130 @@
 #!/usr/bin/env bash
 # varlen_bench.sh -- c4train on documents of variable length, part of `make bench` (j):
-#   a long-tailed synthetic corpus (c4train --synth-corpus: Pareto lengths from 32, most under 128,
-#   a tail to --max-context, 1,024 by default: C4_BENCH_MAXCTX), 4 ranks of one CPU quota each
-#   (nproc/4 of a core, a cgroup; needs root, as in train_bench.sh), 16 micro-batches of 1 x
-#   max-context positions a step:
+#   the issue's long-tailed lengths (c4train --synth-corpus: Pareto lengths from 32, 78% under
+#   128, a tail to --max-context, 2,048 by default: C4_BENCH_MAXCTX), 4 ranks of one CPU quota
+#   each (nproc/4 of a core, a cgroup; needs root, as in train_bench.sh), 8 micro-batches of 1 x
+#   max-context positions a step. Each run is c4train --assign rotate: the three policies take
+#   the steps in turn (cost, tokens, tokens-sorted, cost, ...), so that the machine's load, which
+#   other jobs change from second to second here, hits them alike, and every ratio is taken
+#   within one run; the figures are the medians over C4_BENCH_VARLEN_RUNS runs (default 3) of
+#   each run's ratio, its lowest and highest beside it:
 #   1. tokens/s with the sequences assigned by the cost model against by token count in the order
 #      they come, a data loader's packing (target >= 1.3x), and against the cost model's bound:
-#      the tokens/s its own predicted step time allows, communication and optimizer left out
-#      (target >= 0.95); beside them, against token counts balanced longest first (a stronger
+#      the tokens/s its own predicted step time allows (target >= 0.95), as predicted and at each
+#      step's measured load; beside them, against token counts balanced longest first (a stronger
 #      baseline, no target), and the gains the cost model predicts for the same steps;
 #   2. the same with rank 2 at half speed (--slow 2:2.0): cost-balanced against the straggler
 #      planner alone, which balances token counts by the measured speeds (target >= 1.3x);
 #   3. for reference, fixed windows of max-context (c4train without --max-context: windows cut
 #      across documents, each position attending to the whole window), the same positions a step.
-# The runs alternate (cost, tokens, tokens-sorted, cost, ...) so that the machine's drift hits both alike;
-# figures are medians over the steps assigned by a fitted model, of C4_BENCH_VARLEN_RUNS runs
-# (default 1). Writes BUILD/bench-varlen.json.
+# Writes BUILD/bench-varlen.json.
 # Usage: tools/bench/varlen_bench.sh [BUILD_DIR]
 set -uo pipefail
 BUILD=${1:-build}
-RUNS=${C4_BENCH_VARLEN_RUNS:-1}
-MAXCTX=${C4_BENCH_MAXCTX:-1024}
-STEPS=${C4_BENCH_VARLEN_STEPS:-30}
+RUNS=${C4_BENCH_VARLEN_RUNS:-3}
+MAXCTX=${C4_BENCH_MAXCTX:-2048}
+STEPS=${C4_BENCH_VARLEN_STEPS:-45}
 BIN="$PWD/$BUILD/bin"
 export C4_DEBUG=${C4_DEBUG:-NONE}
 [ -x "$BIN/c4train" ] || { echo "varlen bench: build $BUILD first" >&2; exit 2; }
 echo
 echo "j. variable-length sequences ..."
 
-. "$(dirname "$0")/lib/figures.sh" # median, ratio, verdict, num, confine, release
+cg_root=""
+[ -w /sys/fs/cgroup/cpu ] && cg_root=/sys/fs/cgroup/cpu
+[ -z "$cg_root" ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && [ -w /sys/fs/cgroup ] && cg_root=/sys/fs/cgroup
 if [ "$(id -u)" -ne 0 ] || [ -z "$cg_root" ]; then
   echo "varlen bench: needs root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
   exit 0
 fi
 share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
-end_field() { # file, field[, key]: from the end line
+# Moves the launcher's 4 rank processes into cgroups of `share` of a core each.
+confine() { # launcher pid
+  local kids=() quota
+  for _ in $(seq 200); do
+    mapfile -t kids < <(pgrep -P "$1" | sort -n)
+    [ ${#kids[@]} -ge 4 ] && break
+    sleep 0.05
+  done
+  quota=$(awk -v s="$share" 'BEGIN {printf "%d", s * 10000}')
+  for i in "${!kids[@]}"; do
+    local g=$cg_root/c4varlen-rank$i
+    mkdir -p "$g" || return 1
+    if [ -f "$g/cpu.max" ]; then
+      echo "$quota 10000" >"$g/cpu.max"
+    else
+      echo 10000 >"$g/cpu.cfs_period_us" && echo "$quota" >"$g/cpu.cfs_quota_us"
+    fi
+    echo "${kids[$i]}" >"$g/cgroup.procs" || return 1
+  done
+}
+release() { for g in "$cg_root"/c4varlen-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
+# Each run's ratios from its end line: name=value words.
+run_ratios() { # file
   python3 -c 'import json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "end":
-        v = e.get(sys.argv[2], "nan")
-        print(v.get(sys.argv[3], "nan") if len(sys.argv) > 3 else v)' "$@"
+e = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+t, b, lb = e["policy_tokens_per_s"], e["policy_bounds"], e["policy_bounds_at_step_load"]
+def r(a, b):
+    return "%.3f" % (a / b) if a and b else "nan"
+print("tokens=%s sorted=%s bound=%s loadbound=%s ptokens=%s psorted=%s cost=%.0f err=%.3f errq=%.3f load=%s" % (
+    r(t["cost"], t["tokens"]), r(t["cost"], t["tokens-sorted"]), r(t["cost"], b["cost"]),
+    r(t["cost"], lb["cost"]), r(b["cost"], b["tokens"]), r(b["cost"], b["tokens-sorted"]), t["cost"],
+    e["cost_model"]["fit_error"], e["cost_model"]["fit_error_quadratic"], open("/proc/loadavg").read().split()[0]))' "$1"
 }
 confined() { # out file, c4train args...
   local out=$1
   shift
   "$BIN/c4train" "$@" >"$out" &
   local pid=$!
-  confine "$pid" 4 "$share" c4varlen-rank
+  confine "$pid"
   wait "$pid"
-  release c4varlen-rank
+  release
 }
 
+# median, lowest and highest of the numbers on stdin: "m (lo-hi)"
+spread() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.3f (%.2f-%.2f)\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2, v[1], v[NR]; else print "nan"}'; }
 corpus="$BUILD/bench-varlen-corpus.jsonl"
 "$BIN/c4train" --max-context "$MAXCTX" --synth-corpus "$corpus" --synth-docs 4000 || exit 1
 "$BIN/c4train" --max-context "$MAXCTX" --data "$corpus" --data-stats | sed -n 2p
-MODEL=(--local-ranks 4 --layers 2 --width 64 --heads 4 --micro-batch 1 --microbatches 16
+MODEL=(--local-ranks 4 --layers 2 --width 64 --heads 4 --micro-batch 1 --microbatches 8
   --steps "$STEPS" --eval-windows 0 --json)
-DOCS=("${MODEL[@]}" --max-context "$MAXCTX" --data "$corpus")
-declare -A tps ctps bound pred
-for _ in $(seq "$RUNS"); do
+DOCS=("${MODEL[@]}" --max-context "$MAXCTX" --data "$corpus" --assign rotate)
+declare -A got
+for run in $(seq "$RUNS"); do
   for slow in none 2:2.0; do
-    for policy in cost tokens tokens-sorted; do
-      extra=()
-      [ "$slow" != none ] && extra=(--slow "$slow")
-      f="$BUILD/bench-varlen-$policy-$slow.out"
-      confined "$f" "${DOCS[@]}" --assign "$policy" "${extra[@]}"
-      tps[$policy.$slow]+="$(end_field "$f" tokens_per_s) "
-      ctps[$policy.$slow]+="$(end_field "$f" compute_tokens_per_s) "
-      bound[$policy.$slow]+="$(end_field "$f" bound_tokens_per_s) "
-      if [ "$policy" = cost ]; then # the cost model's bounds of every policy on the same steps
-        for p in tokens tokens-sorted; do
-          pred[$p.$slow]+="$(ratio "$(end_field "$f" bound_tokens_per_s)" "$(end_field "$f" policy_bounds "$p")") "
-        done
-      fi
-    done
+    extra=()
+    [ "$slow" != none ] && extra=(--slow "$slow")
+    f="$BUILD/bench-varlen-$slow-$run.out"
+    confined "$f" "${DOCS[@]}" "${extra[@]}"
+    words=$(run_ratios "$f")
+    echo "   run $run, slow $slow: $words"
+    for w in $words; do got[$slow.${w%%=*}]+="${w#*=} "; done
   done
 done
 confined "$BUILD/bench-varlen-windows.out" "${MODEL[@]}" --context "$MAXCTX"
-windows=$(end_field "$BUILD/bench-varlen-windows.out" tokens_per_s | awk '{printf "%.0f\n", $1}')
+windows=$(python3 -c 'import json, sys
+e = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+print("%.0f" % e["tokens_per_s"])' "$BUILD/bench-varlen-windows.out")
 
-m() { median_mean %.0f <<<"${tps[$1]}"; }
-mb() { median_mean %.0f <<<"${bound[$1]}"; }
-mc() { median_mean %.0f <<<"${ctps[$1]}"; }
-c=$(m cost.none) t=$(m tokens.none) ts=$(m tokens-sorted.none) cb=$(mb cost.none)
-sc=$(m cost.2:2.0) st=$(m tokens.2:2.0) sts=$(m tokens-sorted.2:2.0) scb=$(mb cost.2:2.0)
-p() { median_mean %.3f <<<"${pred[$1]}"; }
-cc=$(mc cost.none) scc=$(mc cost.2:2.0)
-row() { printf '%-66s %10s %10s %8s %s\n' "$@"; }
-printf '\n%-66s %10s %10s %8s %s\n' "c4train, documents (max $MAXCTX), 4 ranks, tokens/s" "c4" "reference" "ratio" "target"
-row "cost-balanced vs token counts in order (a data loader's packing)" "$c" "$t" "$(ratio "$c" "$t")" ">= 1.3 $(verdict "$(ratio "$c" "$t")" 1.3)"
-row "  the cost model's predicted gain on the same steps" "" "" "$(p tokens.none)" ""
-row "cost-balanced vs token counts longest first" "$c" "$ts" "$(ratio "$c" "$ts")" ""
-row "  the cost model's predicted gain on the same steps" "" "" "$(p tokens-sorted.none)" ""
-row "cost-balanced vs the cost model's bound" "$c" "$cb" "$(ratio "$c" "$cb")" ">= 0.95 $(verdict "$(ratio "$c" "$cb")" 0.95)"
-row "  over the slowest rank's compute alone (what the bound models)" "$cc" "$cb" "$(ratio "$cc" "$cb")" ""
-row "--slow 2:2.0: cost-balanced vs the straggler planner alone (in order)" "$sc" "$st" "$(ratio "$sc" "$st")" ">= 1.3 $(verdict "$(ratio "$sc" "$st")" 1.3)"
-row "  the cost model's predicted gain on the same steps" "" "" "$(p tokens.2:2.0)" ""
-row "--slow 2:2.0: cost-balanced vs token counts longest first" "$sc" "$sts" "$(ratio "$sc" "$sts")" ""
-row "  the cost model's predicted gain on the same steps" "" "" "$(p tokens-sorted.2:2.0)" ""
-row "--slow 2:2.0: cost-balanced vs the cost model's bound" "$sc" "$scb" "$(ratio "$sc" "$scb")" ">= 0.95 $(verdict "$(ratio "$sc" "$scb")" 0.95)"
-row "  over the slowest rank's compute alone (what the bound models)" "$scc" "$scb" "$(ratio "$scc" "$scb")" ""
-row "fixed windows of $MAXCTX across documents (no --max-context)" "$windows" "" "" ""
-printf '{"runs": %s, "max_context": %s, "steps": %s, "cost": %s, "tokens": %s, "tokens_sorted": %s, "cost_bound": %s, "cost_compute": %s, "predicted_gain_tokens": %s, "predicted_gain_tokens_sorted": %s, "slow_cost": %s, "slow_tokens": %s, "slow_tokens_sorted": %s, "slow_cost_bound": %s, "slow_cost_compute": %s, "slow_predicted_gain_tokens": %s, "slow_predicted_gain_tokens_sorted": %s, "windows": %s}\n' \
-  "$RUNS" "$MAXCTX" "$STEPS" "$(num "$c")" "$(num "$t")" "$(num "$ts")" "$(num "$cb")" "$(num "$cc")" "$(num "$(p tokens.none)")" "$(num "$(p tokens-sorted.none)")" \
-  "$(num "$sc")" "$(num "$st")" "$(num "$sts")" "$(num "$scb")" "$(num "$scc")" "$(num "$(p tokens.2:2.0)")" "$(num "$(p tokens-sorted.2:2.0)")" "$(num "$windows")" >"$BUILD/bench-varlen.json"
+g() { spread <<<"${got[$1]}"; }
+verdict() { awk -v r="${1%% *}" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
+row() { printf '%-72s %-20s %s\n' "$@"; }
+printf '\n%-72s %-20s %s\n' "c4train, documents (max $MAXCTX), 4 ranks, --assign rotate, $RUNS runs" "ratio (lo-hi)" "target"
+for slow in none 2:2.0; do
+  tag=""
+  [ "$slow" != none ] && tag="--slow 2:2.0: "
+  base="token counts in order (a data loader's packing)"
+  [ "$slow" != none ] && base="the straggler planner alone (token counts in order, by speed)"
+  row "${tag}cost-balanced vs $base" "$(g $slow.tokens)" ">= 1.3 $(verdict "$(g $slow.tokens)" 1.3)"
+  row "  the cost model's predicted gain on the same steps" "$(g $slow.ptokens)" ""
+  row "${tag}cost-balanced vs token counts longest first" "$(g $slow.sorted)" ""
+  row "  the cost model's predicted gain on the same steps" "$(g $slow.psorted)" ""
+  row "${tag}cost-balanced vs the cost model's bound, at each step's measured load" "$(g $slow.loadbound)" ">= 0.95 $(verdict "$(g $slow.loadbound)" 0.95)"
+  row "  vs the bound as predicted (the machine's load changes left in)" "$(g $slow.bound)" ""
+  row "  the fit's RMS error per rank and step, and the quadratic alone's" "$(g $slow.err) / $(g $slow.errq)" ""
+done
+row "tokens/s: cost-balanced (healthy; slow rank) and fixed windows of $MAXCTX" "$(spread <<<"${got[none.cost]}" | cut -d' ' -f1); $(spread <<<"${got[2:2.0.cost]}" | cut -d' ' -f1); $windows" ""
+num() { local v=${1%% *}; [[ $v =~ ^[0-9.]+$ ]] && echo "$v" || echo null; }
+printf '{"runs": %s, "max_context": %s, "steps": %s, "gain_tokens": %s, "gain_tokens_sorted": %s, "bound_at_load": %s, "bound": %s, "predicted_gain_tokens": %s, "slow_gain_tokens": %s, "slow_gain_tokens_sorted": %s, "slow_bound_at_load": %s, "slow_bound": %s, "slow_predicted_gain_tokens": %s, "windows": %s}\n' \
+  "$RUNS" "$MAXCTX" "$STEPS" "$(num "$(g none.tokens)")" "$(num "$(g none.sorted)")" "$(num "$(g none.loadbound)")" "$(num "$(g none.bound)")" "$(num "$(g none.ptokens)")" \
+  "$(num "$(g 2:2.0.tokens)")" "$(num "$(g 2:2.0.sorted)")" "$(num "$(g 2:2.0.loadbound)")" "$(num "$(g 2:2.0.bound)")" "$(num "$(g 2:2.0.ptokens)")" "$(num "$windows")" >"$BUILD/bench-varlen.json"
