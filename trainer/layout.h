@@ -1,7 +1,8 @@
 /* layout.h -- `c4train --local-ranks N --layout auto`: the layout chosen by measuring. Every
  * candidate (pipeline stages P dividing N and at most the layers, so N / P data-parallel
  * replicas; a micro-batch size B from 1 up to the global batch's sequences, the global batch the
- * same) runs as a short job of its own, and the one with the most tokens/s trains. */
+ * same) runs as a short job of its own, the clearly slower ones dropped and the close ones probed
+ * again, and the one with the most tokens/s trains. */
 #ifndef C4_LAYOUT_H
 #define C4_LAYOUT_H
 
@@ -9,23 +10,40 @@
 
 #include "train_loop.h"
 
-/* One candidate and what its probe measured. */
+/* Timed steps kept per candidate; the probing's share of the run it chooses for (its budget);
+ * and how many standard errors below the best a candidate's tokens/s must fall to be dropped. */
+#define LAYOUT_RATES 512
+#define LAYOUT_BUDGET 0.10
+#define LAYOUT_DROP_SE 2.0
+
+/* One candidate and what its probes measured. */
 struct layout_probe {
   int pp, micro_batch, microbatches;
-  double tokens_per_s; /* 0 when the probe failed */
+  double tokens_per_s; /* the median of its timed steps' tokens/s, every probe pooled; 0 when a
+                          probe failed */
+  double rel_err;      /* that median's relative standard error, from the steps' spread */
   double peak_mb;      /* the largest rank's peak resident memory */
-  double seconds;      /* the probe's wall time */
+  double seconds;      /* its probes' wall time */
+  double last_s, last_step_s; /* its last probe's wall time, and its steps' share of it */
+  int rounds;                 /* probes it ran: the round it was dropped after, or the last */
+  int nrate;                  /* timed steps so far, in rate[] (at most LAYOUT_RATES) */
+  double rate[LAYOUT_RATES];
 };
 
 /* The candidates for o on `ranks` ranks into out (at most max); returns how many. Documents
  * (o->max_context) train data-parallel only: their candidates are micro-batch sizes alone. */
 int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe *out, int max);
 
-/* Probes every candidate for `steps` steps each: this program (/proc/self/exe) with argv and the
+/* Probes the candidates in rounds, each probe this program (/proc/self/exe) with argv and the
  * candidate's --pp, --micro-batch and --microbatches after it (they win), --steps, --json, no
- * evaluation, and without argv's --layout, --ckpt-dir, --json-out and --monitor. Prints the table
- * on f and sets o's layout to the best. Returns the probes' total wall seconds, or -1 with err
- * filled when no probe ran. */
+ * evaluation, and without argv's --layout, --ckpt-dir, --json-out and --monitor. Round 1 probes
+ * every candidate for `steps` steps; after each round, a candidate whose pooled tokens/s is more
+ * than LAYOUT_DROP_SE standard errors (its own and the best's, from the spread of their steps)
+ * below the best's is dropped, and the rest are probed again with twice the steps, in the
+ * opposite order (so that the machine's drift hits them alike), while the next round fits in
+ * LAYOUT_BUDGET of the run at the best's pace. Prints each round and the table on f and sets o's
+ * layout to the best. Returns the probes' total wall seconds, or -1 with err filled when no
+ * probe ran. */
 double layout_auto(int argc, char **argv, struct train_opts *o, int ranks, int steps, FILE *f,
                    char *err, size_t errlen);
 

@@ -65,8 +65,10 @@ static void usage(FILE *f) {
       "                       4000) cut from --data, lengths up to --max-context, and exit\n"
       "  --layout auto        with --local-ranks N: probe every --pp dividing N and every\n"
       "                       --micro-batch (the global batch kept) for --probe-steps steps\n"
-      "                       (default: a tenth of --steps over the candidates, at least 4),\n"
-      "                       print the table and train with the fastest\n"
+      "                       (default: a fortieth of --steps over the candidates, at least\n"
+      "                       6), drop the clearly slower, probe the rest again with twice\n"
+      "                       the steps while probing stays within a tenth of the run, print\n"
+      "                       the table and train with the fastest\n"
       "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
       "                       from the last checkpoint (with --ckpt-dir)\n"
       "  --json               one JSON object per line (start, step, end) from rank 0\n"
@@ -349,11 +351,12 @@ static int layout_command(int argc, char **argv, struct cli *a) {
   if (a->lo.ranks < 1)
     return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
                                    "--local-ranks N");
-  struct layout_probe cand[64];
+  static struct layout_probe cand[64];
   int n = layout_candidates(&a->o, a->lo.ranks, cand, 64);
+  /* round 1: a quarter of the budget spread over the candidates, at least 6 steps (4 timed) */
   int probe_steps = a->probe_steps;
-  if (!probe_steps) probe_steps = n ? a->o.steps / (10 * n) : 4;
-  if (probe_steps < 4) probe_steps = 4;
+  if (!probe_steps) probe_steps = n ? (int)(a->o.steps * LAYOUT_BUDGET / (4 * n)) : 6;
+  if (probe_steps < 6 && !a->probe_steps) probe_steps = 6;
   char err[512];
   if (layout_auto(argc, argv, &a->o, a->lo.ranks, probe_steps, a->o.json ? stderr : stdout, err,
                   sizeof err) < 0)
