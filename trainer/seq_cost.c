@@ -22,8 +22,9 @@ int seq_cost_init(struct seq_cost *m, int ranks, int max_len, double flops_per_t
     if (1.5 * k < max_len && m->nknots < SEQ_COST_KNOTS) m->knot[m->nknots++] = 1.5 * k;
   }
   m->speed = malloc((size_t)ranks * sizeof *m->speed);
+  m->noise = calloc((size_t)ranks, sizeof *m->noise);
   m->win = calloc((size_t)ranks * SEQ_COST_WINDOW, sizeof *m->win);
-  if (!m->speed || !m->win) {
+  if (!m->speed || !m->noise || !m->win) {
     seq_cost_free(m);
     return -1;
   }
@@ -34,6 +35,7 @@ int seq_cost_init(struct seq_cost *m, int ranks, int max_len, double flops_per_t
 
 void seq_cost_free(struct seq_cost *m) {
   free(m->speed);
+  free(m->noise);
   free(m->win);
   memset(m, 0, sizeof *m);
 }
@@ -225,6 +227,42 @@ static double rel_error(const struct seq_cost *m, const double *coef) {
   return n ? sqrt(sum / n) : 0;
 }
 
+/* Each rank's noise (seq_cost.h) at coefficients coef and the current factors. */
+static void fit_noise(struct seq_cost *m, const double *coef) {
+  double q[m->ranks], e[SEQ_COST_WINDOW], dev[SEQ_COST_WINDOW];
+  for (int r = 0; r < m->ranks; r++) {
+    int n = 0;
+    for (int s = 0; s < m->count; s++) {
+      int k = 0;
+      double mine = 0;
+      for (int j = 0; j < m->ranks; j++) {
+        const struct seq_cost_sample *p = &m->win[j * SEQ_COST_WINDOW + s];
+        double pred = m->speed[j] * predict(coef, p);
+        if (!usable(p) || !(pred > 0)) continue;
+        if (j == r) mine = p->secs / pred;
+        q[k++] = p->secs / pred;
+      }
+      if (mine > 0 && k > 1) {
+        double common = median(q, k);
+        if (common > 0) e[n++] = mine / common;
+      }
+    }
+    if (n < 3) {
+      m->noise[r] = 0;
+      continue;
+    }
+    double mid = median(e, n);
+    for (int i = 0; i < n; i++)
+      dev[i] = fabs(e[i] - mid);
+    m->noise[r] = 1.4826 * median(dev, n);
+  }
+}
+
+void seq_cost_risk_speed(const struct seq_cost *m, double *out) {
+  for (int r = 0; r < m->ranks; r++)
+    out[r] = m->speed[r] * (1 + m->noise[r]);
+}
+
 int seq_cost_fit(struct seq_cost *m) {
   double coef[NCOEF], *speed = malloc((size_t)m->ranks * sizeof *speed);
   double ratio[SEQ_COST_WINDOW];
@@ -266,6 +304,7 @@ int seq_cost_fit(struct seq_cost *m) {
       m->c[j] = coef[3 + j];
     m->fitted = 1;
     m->err = rel_error(m, coef);
+    fit_noise(m, coef);
     double quad[NCOEF];
     for (int j = 3; j < NCOEF; j++)
       allow[j] = 0;

@@ -42,10 +42,13 @@ struct seq_cost {
   int ranks;
   int nknots;
   double knot[SEQ_COST_KNOTS];
-  double fixed, a, b;          /* seconds, per token, per squared token (the median rank's) */
-  double c[SEQ_COST_KNOTS];    /* seconds per token per position beyond each knot */
-  double *speed;               /* per rank: its time over the median rank's for the same work */
-  int fitted;                  /* 0: a and b are the prior's (FLOPs, not seconds) */
+  double fixed, a, b;       /* seconds, per token, per squared token (the median rank's) */
+  double c[SEQ_COST_KNOTS]; /* seconds per token per position beyond each knot */
+  double *speed;            /* per rank: its time over the median rank's for the same work */
+  double *noise; /* per rank: the relative spread (1.48 x the median absolute deviation) of its
+                    measured over predicted times, each step's common part (the machine's load
+                    then) taken out; 0 until fitted */
+  int fitted;    /* 0: a and b are the prior's (FLOPs, not seconds) */
   double err, err_quadratic;   /* the fit's RMS relative error over the window, and the same
                                   window's with the hinges left out (the quadratic alone) */
   struct seq_cost_sample *win; /* ranks x SEQ_COST_WINDOW, a ring per rank */
@@ -69,6 +72,11 @@ void seq_cost_add(struct seq_cost *m, const struct seq_cost_sample *steps);
 /* Refits from the window: 1 when the fit has a positive per-token or per-squared-token cost, 0
  * when the window cannot tell (the model is unchanged). */
 int seq_cost_fit(struct seq_cost *m);
+
+/* The factors an assignment should balance: each rank's speed raised by its noise (one
+ * standard deviation, about what the slowest of four noisy times adds), so that a rank whose
+ * times scatter more (a straggler whose slowdown itself varies) gets less work. out[ranks]. */
+void seq_cost_risk_speed(const struct seq_cost *m, double *out);
 
 /* The predicted time (at speed 1) of one sequence of len positions, without the fixed part. */
 double seq_cost_of(const struct seq_cost *m, int len);

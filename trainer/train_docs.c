@@ -125,9 +125,10 @@ static double eval_docs(struct gpt *m, const struct doc_set *d, int nseq,
  * one run tells what each policy would give on the same steps. */
 static void assign_step(const struct train_opts *o, int policy, const struct seq_cost *model,
                         int world, int n, struct docs_step_bufs *b, double *pred) {
-  double ones[world];
+  double ones[world], risk[world];
   for (int i = 0; i < world; i++)
     ones[i] = 1.0;
+  seq_cost_risk_speed(model, risk);
   const double *speed = o->resplit ? model->speed : ones;
   for (int i = 0; i < n; i++) {
     b->model_cost[i] = seq_cost_of(model, b->len[i]);
@@ -136,7 +137,7 @@ static void assign_step(const struct train_opts *o, int policy, const struct seq
   for (int k = 1; k <= TRAIN_ASSIGN_POLICIES; k++) {
     int p = (policy + k) % TRAIN_ASSIGN_POLICIES; /* policy's last: its rank_of stays */
     if (p == TRAIN_ASSIGN_COST)
-      seq_assign_ranks(n, b->model_cost, world, speed, model->fixed, b->rank_of);
+      seq_assign_ranks(n, b->model_cost, world, o->resplit ? risk : ones, model->fixed, b->rank_of);
     else if (p == TRAIN_ASSIGN_TOKENS)
       seq_assign_in_order(n, b->cost, world, speed, 0, b->rank_of);
     else

@@ -107,15 +107,17 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
                            const struct docs_summary *s, int steps, double loss, double eval_start,
                            double eval_end) {
   int main_policy = o->assign == TRAIN_ASSIGN_ROTATE ? TRAIN_ASSIGN_COST : o->assign;
-  json_t *speed = json_array(), *hinges = json_array();
-  for (int i = 0; i < model->ranks; i++)
+  json_t *speed = json_array(), *noise = json_array(), *hinges = json_array();
+  for (int i = 0; i < model->ranks; i++) {
     json_array_append_new(speed, json_real(model->speed[i]));
+    json_array_append_new(noise, json_real(model->noise[i]));
+  }
   for (int j = 0; j < model->nknots; j++)
     json_array_append_new(
         hinges, json_pack("{s:f, s:f}", "knot", model->knot[j], "s_per_token_beyond", model->c[j]));
   json_t *e = json_pack(
       "{s:s, s:s, s:i, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, "
-      "s:{s:b, s:f, s:f, s:f, s:o, s:o, s:o, s:o}}",
+      "s:{s:b, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}}",
       "event", "end", "assign", train_docs_policy_name(o->assign), "steps", steps, "loss", loss,
       "eval_loss_start", eval_start, "eval_loss", eval_end, "tokens_per_s", real_or_null(s->tps),
       "compute_tokens_per_s", real_or_null(s->compute_tps), "bound_tokens_per_s",
@@ -125,7 +127,7 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
       per_policy(s->bound), "policy_compute_bounds", per_policy(s->cbound),
       "policy_bounds_at_step_load", per_policy(s->lbound), "step_overhead_ms", s->overhead * 1e3,
       "cost_model", "fitted", model->fitted, "fixed_s", model->fixed, "s_per_token", model->a,
-      "s_per_sq_token", model->b, "hinges", hinges, "speed", speed, "fit_error",
+      "s_per_sq_token", model->b, "hinges", hinges, "speed", speed, "noise", noise, "fit_error",
       real_or_null(model->fitted ? model->err : NAN), "fit_error_quadratic",
       real_or_null(model->fitted ? model->err_quadratic : NAN));
   if (e) json_dumpf(e, jf, JSON_COMPACT);
@@ -159,7 +161,10 @@ static void print_end_text(const struct train_opts *o, const struct seq_cost *mo
          100 * model->err_quadratic);
   for (int i = 0; i < model->ranks; i++)
     printf("%s%.2f", i ? "," : "", model->speed[i]);
-  printf("; a step's exchange and optimizer %.1f ms\n", s->overhead * 1e3);
+  printf(" (noise ");
+  for (int i = 0; i < model->ranks; i++)
+    printf("%s%.0f%%", i ? "," : "", 100 * model->noise[i]);
+  printf("); a step's exchange and optimizer %.1f ms\n", s->overhead * 1e3);
 }
 
 void docs_print_end(FILE *jf, int text, const struct train_opts *o, const struct seq_cost *model,
