@@ -273,13 +273,16 @@ static int docs_step_run(struct docs_run *s, int step) {
   struct docs_step_rec *r = &s->rec[step];
   uint64_t t_step = c4_now_ns();
   dp_step(&s->dp, step + 1);
-  int n = docs_step(&s->d, o->seed, (uint64_t)step, s->budget, b->idx, b->max_seq);
+  /* rotate: each draw three steps running, once by each policy, in turn forwards and backwards */
+  int rotate = o->assign == TRAIN_ASSIGN_ROTATE, k = step % TRAIN_ASSIGN_POLICIES;
+  uint64_t draw = (uint64_t)(rotate ? step / TRAIN_ASSIGN_POLICIES : step);
+  int n = docs_step(&s->d, o->seed, draw, s->budget, b->idx, b->max_seq);
   long tokens = 0;
   for (int i = 0; i < n; i++) {
     b->len[i] = s->d.len[b->idx[i]];
     tokens += b->len[i];
   }
-  r->policy = o->assign == TRAIN_ASSIGN_ROTATE ? step % TRAIN_ASSIGN_POLICIES : o->assign;
+  r->policy = !rotate ? o->assign : draw % 2 ? TRAIN_ASSIGN_POLICIES - 1 - k : k;
   r->fitted = s->model.fitted;
   r->tokens = (double)tokens;
   double rank_pred[s->world];

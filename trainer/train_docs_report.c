@@ -50,14 +50,41 @@ static double median(double *v, int n) {
 }
 
 struct docs_summary {
-  double overhead;                           /* median seconds of a step beyond its compute */
-  double tps, compute_tps;                   /* the run's, over its fitted steps */
-  double policy_tps[TRAIN_ASSIGN_POLICIES];  /* per policy, over its own steps */
-  double policy_ctps[TRAIN_ASSIGN_POLICIES]; /* the same over the slowest rank's compute */
-  double bound[TRAIN_ASSIGN_POLICIES];       /* the model's, every fitted step, with overhead */
-  double cbound[TRAIN_ASSIGN_POLICIES];      /* the same, compute alone */
-  double lbound[TRAIN_ASSIGN_POLICIES];      /* with overhead, at each step's measured load */
+  double overhead;                              /* median seconds of a step beyond its compute */
+  double tps, compute_tps;                      /* the run's, over its fitted steps */
+  double policy_tps[TRAIN_ASSIGN_POLICIES];     /* per policy, over its own steps */
+  double policy_ctps[TRAIN_ASSIGN_POLICIES];    /* the same over the slowest rank's compute */
+  double bound[TRAIN_ASSIGN_POLICIES];          /* the model's, every fitted step, with overhead */
+  double cbound[TRAIN_ASSIGN_POLICIES];         /* the same, compute alone */
+  double lbound[TRAIN_ASSIGN_POLICIES];         /* with overhead, at each step's measured load */
+  double paired[TRAIN_ASSIGN_POLICIES];         /* rotate: the median over draws of its step's
+                                                   time over the cost-balanced step's */
+  double paired_compute[TRAIN_ASSIGN_POLICIES]; /* the same, the slowest rank's compute */
 };
+
+/* --assign rotate's draws: steps 3j, 3j + 1, 3j + 2 ran the same sequences by the three policies;
+ * the draws whose steps were all assigned by a fitted model (past the first step) give, per
+ * policy, the median of its step's time over the cost-balanced one's. NAN when none. */
+static void summarize_pairs(const struct docs_step_rec *rec, int nrec, double *v,
+                            struct docs_summary *s) {
+  const int P = TRAIN_ASSIGN_POLICIES;
+  for (int p = 0; p < P; p++)
+    for (int what = 0; what < 2; what++) {
+      int n = 0;
+      for (int j = 0; (j + 1) * P <= nrec; j++) {
+        const struct docs_step_rec *d = rec + j * P, *by[TRAIN_ASSIGN_POLICIES] = {0};
+        int ok = j > 0;
+        for (int k = 0; k < P; k++) {
+          ok &= d[k].fitted && d[k].tokens == d[0].tokens;
+          by[d[k].policy] = &d[k];
+        }
+        if (!ok || !by[p] || !by[TRAIN_ASSIGN_COST]) continue;
+        v[n++] = what ? by[p]->compute / by[TRAIN_ASSIGN_COST]->compute
+                      : by[p]->secs / by[TRAIN_ASSIGN_COST]->secs;
+      }
+      (what ? s->paired_compute : s->paired)[p] = median(v, n);
+    }
+}
 
 /* The medians of docs_print_end's figures; v holds nrec doubles. */
 static void summarize(const struct docs_step_rec *rec, int nrec, double *v,
@@ -130,6 +157,10 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
       "s_per_sq_token", model->b, "hinges", hinges, "speed", speed, "noise", noise, "fit_error",
       real_or_null(model->fitted ? model->err : NAN), "fit_error_quadratic",
       real_or_null(model->fitted ? model->err_quadratic : NAN));
+  if (e && o->assign == TRAIN_ASSIGN_ROTATE) {
+    json_object_set_new(e, "paired_time_ratio", per_policy(s->paired));
+    json_object_set_new(e, "paired_compute_ratio", per_policy(s->paired_compute));
+  }
   if (e) json_dumpf(e, jf, JSON_COMPACT);
   fputc('\n', jf);
   json_decref(e);
@@ -151,8 +182,12 @@ static void print_end_text(const struct train_opts *o, const struct seq_cost *mo
     printf("  %-13s", train_docs_policy_name(p));
     if (isfinite(s->policy_tps[p]))
       printf(" %9.0f tok/s (%.0f over compute),", s->policy_tps[p], s->policy_ctps[p]);
-    printf(" the cost model's bound %.0f (%.0f over compute, %.0f at each step's load)\n",
+    printf(" the cost model's bound %.0f (%.0f over compute, %.0f at each step's load)",
            s->bound[p], s->cbound[p], s->lbound[p]);
+    if (o->assign == TRAIN_ASSIGN_ROTATE)
+      printf("; its step over cost-balanced on the same sequences %.3f (compute %.3f)",
+             s->paired[p], s->paired_compute[p]);
+    printf("\n");
   }
   printf("  fit: %.2f ms + %.3g s/token + %.3g s/token^2", model->fixed * 1e3, model->a, model->b);
   for (int j = 0; j < model->nknots; j++)
@@ -174,6 +209,7 @@ void docs_print_end(FILE *jf, int text, const struct train_opts *o, const struct
   double *v = malloc((size_t)(nrec + 1) * sizeof *v);
   if (!v) return;
   summarize(rec, nrec, v, &s);
+  summarize_pairs(rec, nrec, v, &s);
   free(v);
   if (jf) print_end_json(jf, o, model, &s, nrec, loss, eval_start, eval_end);
   if (text) print_end_text(o, model, &s, nrec, loss, eval_start, eval_end);

@@ -42,8 +42,8 @@ struct train_opts {
 
 /* --assign: by the cost model (time linear plus quadratic in length, train_docs.h); or by token
  * count, the ranks' speeds weighed as the straggler planner weighs them, in the order the
- * sequences come (a data loader's packing) or longest first (seq_assign.h); or rotate: the three
- * in turn, step by step, to compare them in one run. */
+ * sequences come (a data loader's packing) or longest first (seq_assign.h); or rotate: each draw
+ * of sequences three steps running, once by each policy, to compare them in one run. */
 enum {
   TRAIN_ASSIGN_COST,
   TRAIN_ASSIGN_TOKENS,

@@ -59,7 +59,7 @@ static void usage(FILE *f) {
       "                       cost model's predicted time (cost, the default), or by token\n"
       "                       count in the order they come (tokens) or longest first\n"
       "                       (tokens-sorted), the ranks' measured speeds weighed in all;\n"
-      "                       rotate: the three in turn, step by step, compared in one run\n"
+      "                       rotate: each draw run three times, by each policy in turn\n"
       "  --data-stats         with --max-context: print the length distribution and exit\n"
       "  --synth-corpus FILE  write a long-tailed corpus of --synth-docs N documents (default\n"
       "                       4000) cut from --data, lengths up to --max-context, and exit\n"

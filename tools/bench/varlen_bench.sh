@@ -6,7 +6,9 @@
 #   max-context positions a step. Each run is c4train --assign rotate: the three policies take
 #   the steps in turn (cost, tokens, tokens-sorted, cost, ...), so that the machine's load, which
 #   other jobs change from second to second here, hits them alike, and every ratio is taken
-#   within one run; the figures are the medians over C4_BENCH_VARLEN_RUNS runs (default 3) of
+#   within one run: each draw of sequences runs three steps in a row, once by each policy, and a
+#   policy's gain is the median over the draws of its step's time over the cost-balanced one's on
+#   the same sequences. The figures are the medians over C4_BENCH_VARLEN_RUNS runs (default 3) of
 #   each run's ratio, its lowest and highest beside it:
 #   1. tokens/s with the sequences assigned by the cost model against by token count in the order
 #      they come, a data loader's packing (target >= 1.3x), and against the cost model's bound:
@@ -64,10 +66,11 @@ run_ratios() { # file
   python3 -c 'import json, sys
 e = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
 t, b, lb = e["policy_tokens_per_s"], e["policy_bounds"], e["policy_bounds_at_step_load"]
+pr = e["paired_time_ratio"]
 def r(a, b):
     return "%.3f" % (a / b) if a and b else "nan"
 print("tokens=%s sorted=%s bound=%s loadbound=%s ptokens=%s psorted=%s cost=%.0f err=%.3f errq=%.3f load=%s" % (
-    r(t["cost"], t["tokens"]), r(t["cost"], t["tokens-sorted"]), r(t["cost"], b["cost"]),
+    r(pr["tokens"], 1), r(pr["tokens-sorted"], 1), r(t["cost"], b["cost"]),
     r(t["cost"], lb["cost"]), r(b["cost"], b["tokens"]), r(b["cost"], b["tokens-sorted"]), t["cost"],
     e["cost_model"]["fit_error"], e["cost_model"]["fit_error_quadratic"], open("/proc/loadavg").read().split()[0]))' "$1"
 }
@@ -123,7 +126,7 @@ for slow in none 2:2.0; do
   row "  vs the bound as predicted (the machine's load changes left in)" "$(g $slow.bound)" ""
   row "  the fit's RMS error per rank and step, and the quadratic alone's" "$(g $slow.err) / $(g $slow.errq)" ""
 done
-row "tokens/s: cost-balanced (healthy; slow rank) and fixed windows of $MAXCTX" "$(spread <<<"${got[none.cost]}" | cut -d' ' -f1); $(spread <<<"${got[2:2.0.cost]}" | cut -d' ' -f1); $windows" ""
+row "tokens/s: cost-balanced (healthy; slow rank) and fixed windows of $MAXCTX" "$(spread <<<"${got[none.cost]}" | awk '{printf "%.0f", $1}'); $(spread <<<"${got[2:2.0.cost]}" | awk '{printf "%.0f", $1}'); $windows" ""
 num() { local v=${1%% *}; [[ $v =~ ^[0-9.]+$ ]] && echo "$v" || echo null; }
 printf '{"runs": %s, "max_context": %s, "steps": %s, "gain_tokens": %s, "gain_tokens_sorted": %s, "bound_at_load": %s, "bound": %s, "predicted_gain_tokens": %s, "slow_gain_tokens": %s, "slow_gain_tokens_sorted": %s, "slow_bound_at_load": %s, "slow_bound": %s, "slow_predicted_gain_tokens": %s, "windows": %s}\n' \
   "$RUNS" "$MAXCTX" "$STEPS" "$(num "$(g none.tokens)")" "$(num "$(g none.sorted)")" "$(num "$(g none.loadbound)")" "$(num "$(g none.bound)")" "$(num "$(g none.ptokens)")" \
