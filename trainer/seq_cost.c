@@ -121,8 +121,9 @@ static int solve(int k, const int *set, double G[NCOEF][NCOEF], const double *h,
 
 /* Lawson and Hanson's active set on min |X x - t|^2, x >= 0, given G = X'X and h = X't, over the
  * coefficients whose `allow` is set: a coefficient enters while the gradient favours it, and one
- * the unconstrained solve would make negative is moved back to the bound. 0 with x set, or -1. */
-static int nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow, double *x) {
+ * the unconstrained solve would make negative is moved back to the bound; one that the others
+ * already say (a singular system) stays out. Sets x. */
+static void nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow, double *x) {
   int in[NCOEF] = {0}, set[NCOEF];
   double z[NCOEF];
   for (int j = 0; j < k; j++)
@@ -136,7 +137,7 @@ static int nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow
         w -= G[j][i] * x[i];
       if (allow[j] && !in[j] && w > 1e-12 * (fabs(h[j]) + 1e-300) && w > bestw) best = j, bestw = w;
     }
-    if (best < 0) return 0;
+    if (best < 0) return;
     in[best] = 1;
     for (int inner = 0; inner < 3 * k; inner++) {
       int n = 0;
@@ -144,7 +145,7 @@ static int nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow
         if (in[j]) set[n++] = j;
       if (solve(n, set, G, h, z)) {
         in[best] = 0; /* it adds nothing the others do not say: leave it out */
-        return 0;
+        return;
       }
       double alpha = 1;
       int neg = 0;
@@ -161,7 +162,6 @@ static int nnls(int k, double G[NCOEF][NCOEF], const double *h, const int *allow
         if (x[set[i]] <= 0) in[set[i]] = 0, x[set[i]] = 0;
     }
   }
-  return 0;
 }
 
 /* Non-negative least squares of t / speed on the regressors `allow` admits. The regressors are
@@ -198,7 +198,7 @@ static int fit_coefficients(const struct seq_cost *m, const int *allow, double *
       h[i] += w * (r[i] / norm[i]) * t;
     }
   }
-  if (nnls(NCOEF, G, h, ok, x)) return -1;
+  nnls(NCOEF, G, h, ok, x);
   for (int j = 0; j < NCOEF; j++)
     coef[j] = ok[j] ? x[j] / norm[j] : 0;
   return coef[1] > 0 || coef[2] > 0 ? 0 : -1;
