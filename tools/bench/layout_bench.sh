@@ -22,6 +22,7 @@ export C4_DEBUG=${C4_DEBUG:-NONE}
 [ -x "$BIN/c4train" ] || { echo "layout bench: build $BUILD first" >&2; exit 2; }
 echo
 echo "k. --layout auto against an exhaustive sweep ..."
+. "$(dirname "$0")/lib/figures.sh" # median_mean, verdict, num
 MODEL=(--local-ranks 4 --layers 2 --width 64 --heads 4 --context 64 --micro-batch 4
   --microbatches 16 --eval-windows 0)
 declare -a chose share
@@ -50,7 +51,6 @@ for line in sys.stdin:
         print("%.0f" % e["tokens_per_s"])') "
   done
 }
-median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "%.3f\n", (v[int((NR+1)/2)] + v[int(NR/2)+1]) / 2; else print "nan"}'; }
 passes=$((RUNS - 1 > 2 ? RUNS - 1 : 2))
 pass=0
 for run in $(seq "$RUNS"); do
@@ -65,7 +65,7 @@ declare -A tps
 printf '%4s %4s %6s %12s   %s\n' pp dp mb "tokens/s" "(each pass)"
 for row in "${rows[@]}"; do
   read -r pp dp mb mbs <<<"$row"
-  tps[$pp.$mb]=$(median <<<"${sweep[$pp.$mb]}")
+  tps[$pp.$mb]=$(median_mean %.3f <<<"${sweep[$pp.$mb]}")
   printf '%4s %4s %6s %12.0f   %s\n' "$pp" "$dp" "$mb" "${tps[$pp.$mb]}" "${sweep[$pp.$mb]}"
   if awk -v a="${tps[$pp.$mb]}" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=${tps[$pp.$mb]} best_pp=$pp best_mb=$mb; fi
 done
@@ -76,14 +76,12 @@ for run in $(seq "$RUNS"); do
   quality+=("$q")
   printf '   run %d: pick --pp %s --micro-batch %s, %s of the sweep'"'"'s best (--pp %s --micro-batch %s); probing %s of the run\n' "$run" "$pp" "$mb" "$q" "$best_pp" "$best_mb" "${share[$run]}"
 done
-qmed=$(median <<<"${quality[*]}")
+qmed=$(median_mean %.3f <<<"${quality[*]}")
 qmin=$(tr ' ' '\n' <<<"${quality[*]}" | grep -E '^[0-9.]+$' | sort -g | head -1)
-smed=$(median <<<"${share[*]}")
+smed=$(median_mean %.3f <<<"${share[*]}")
 smax=$(tr ' ' '\n' <<<"${share[*]}" | grep -E '^[0-9.]+$' | sort -g | tail -1)
-verdict() { awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if ((op == "ge" && r >= b) || (op == "le" && r <= b)) print "met"; else print "MISSED"}'; }
 printf '%-62s %10s %10s %s\n' "--layout auto's pick vs the sweep's best, $RUNS runs" "median" "worst" "target"
-printf '%-62s %10s %10s %s\n' "  tokens/s in the sweep, pick over best" "$qmed" "${qmin:-nan}" ">= 0.95 $(verdict "$qmed" ge 0.95) (worst: $(verdict "${qmin:-nan}" ge 0.95))"
-printf '%-62s %10s %10s %s\n' "  probing's share of the $STEPS-step run's wall time" "$smed" "${smax:-nan}" "<= 0.10 $(verdict "$smed" le 0.10) (worst: $(verdict "${smax:-nan}" le 0.10))"
-num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
+printf '%-62s %10s %10s %s\n' "  tokens/s in the sweep, pick over best" "$qmed" "${qmin:-nan}" ">= 0.95 $(verdict "$qmed" 0.95) (worst: $(verdict "${qmin:-nan}" 0.95))"
+printf '%-62s %10s %10s %s\n' "  probing's share of the $STEPS-step run's wall time" "$smed" "${smax:-nan}" "<= 0.10 $(verdict "$smed" 0.10 le) (worst: $(verdict "${smax:-nan}" 0.10 le))"
 printf '{"runs": %s, "steps": %s, "sweep_steps": %s, "sweep_passes": %s, "pick_quality_median": %s, "pick_quality_worst": %s, "probe_share_median": %s, "probe_share_worst": %s, "best_pp": %s, "best_micro_batch": %s, "best_tokens_per_s": %s}\n' \
   "$RUNS" "$STEPS" "$SWEEP" "$passes" "$(num "$qmed")" "$(num "${qmin:-}")" "$(num "$smed")" "$(num "${smax:-}")" "$(num "$best_pp")" "$(num "$best_mb")" "$(num "$best")" >"$BUILD/bench-layout.json"

@@ -32,35 +32,12 @@ export C4_DEBUG=${C4_DEBUG:-NONE}
 echo
 echo "j. variable-length sequences ..."
 
-cg_root=""
-[ -w /sys/fs/cgroup/cpu ] && cg_root=/sys/fs/cgroup/cpu
-[ -z "$cg_root" ] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null && [ -w /sys/fs/cgroup ] && cg_root=/sys/fs/cgroup
+. "$(dirname "$0")/lib/figures.sh" # verdict, num, confine, release
 if [ "$(id -u)" -ne 0 ] || [ -z "$cg_root" ]; then
   echo "varlen bench: needs root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
   exit 0
 fi
 share=$(awk -v c="$(nproc)" 'BEGIN {s = c / 4; if (s > 1) s = 1; print s}')
-# Moves the launcher's 4 rank processes into cgroups of `share` of a core each.
-confine() { # launcher pid
-  local kids=() quota
-  for _ in $(seq 200); do
-    mapfile -t kids < <(pgrep -P "$1" | sort -n)
-    [ ${#kids[@]} -ge 4 ] && break
-    sleep 0.05
-  done
-  quota=$(awk -v s="$share" 'BEGIN {printf "%d", s * 10000}')
-  for i in "${!kids[@]}"; do
-    local g=$cg_root/c4varlen-rank$i
-    mkdir -p "$g" || return 1
-    if [ -f "$g/cpu.max" ]; then
-      echo "$quota 10000" >"$g/cpu.max"
-    else
-      echo 10000 >"$g/cpu.cfs_period_us" && echo "$quota" >"$g/cpu.cfs_quota_us"
-    fi
-    echo "${kids[$i]}" >"$g/cgroup.procs" || return 1
-  done
-}
-release() { for g in "$cg_root"/c4varlen-rank*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done; }
 # Each run's ratios from its end line: name=value words.
 run_ratios() { # file
   python3 -c 'import json, sys
@@ -79,9 +56,9 @@ confined() { # out file, c4train args...
   shift
   "$BIN/c4train" "$@" >"$out" &
   local pid=$!
-  confine "$pid"
+  confine "$pid" 4 "$share" c4varlen-rank
   wait "$pid"
-  release
+  release c4varlen-rank
 }
 
 # median, lowest and highest of the numbers on stdin: "m (lo-hi)"
@@ -110,7 +87,7 @@ e = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
 print("%.0f" % e["tokens_per_s"])' "$BUILD/bench-varlen-windows.out")
 
 g() { spread <<<"${got[$1]}"; }
-verdict() { awk -v r="${1%% *}" -v b="$2" 'BEGIN {if (r !~ /^[0-9.]+$/) print "not measured"; else if (r >= b) print "met"; else print "MISSED"}'; }
+first() { local v; v=$(g "$1"); echo "${v%% *}"; }
 row() { printf '%-72s %-20s %s\n' "$@"; }
 printf '\n%-72s %-20s %s\n' "c4train, documents (max $MAXCTX), 4 ranks, --assign rotate, $RUNS runs" "ratio (lo-hi)" "target"
 for slow in none 2:2.0; do
@@ -118,16 +95,15 @@ for slow in none 2:2.0; do
   [ "$slow" != none ] && tag="--slow 2:2.0: "
   base="token counts in order (a data loader's packing)"
   [ "$slow" != none ] && base="the straggler planner alone (token counts in order, by speed)"
-  row "${tag}cost-balanced vs $base" "$(g $slow.tokens)" ">= 1.3 $(verdict "$(g $slow.tokens)" 1.3)"
+  row "${tag}cost-balanced vs $base" "$(g $slow.tokens)" ">= 1.3 $(verdict "$(first $slow.tokens)" 1.3)"
   row "  the cost model's predicted gain on the same steps" "$(g $slow.ptokens)" ""
   row "${tag}cost-balanced vs token counts longest first" "$(g $slow.sorted)" ""
   row "  the cost model's predicted gain on the same steps" "$(g $slow.psorted)" ""
-  row "${tag}cost-balanced vs the cost model's bound, at each step's measured load" "$(g $slow.loadbound)" ">= 0.95 $(verdict "$(g $slow.loadbound)" 0.95)"
+  row "${tag}cost-balanced vs the cost model's bound, at each step's measured load" "$(g $slow.loadbound)" ">= 0.95 $(verdict "$(first $slow.loadbound)" 0.95)"
   row "  vs the bound as predicted (the machine's load changes left in)" "$(g $slow.bound)" ""
   row "  the fit's RMS error per rank and step, and the quadratic alone's" "$(g $slow.err) / $(g $slow.errq)" ""
 done
 row "tokens/s: cost-balanced (healthy; slow rank) and fixed windows of $MAXCTX" "$(spread <<<"${got[none.cost]}" | awk '{printf "%.0f", $1}'); $(spread <<<"${got[2:2.0.cost]}" | awk '{printf "%.0f", $1}'); $windows" ""
-num() { local v=${1%% *}; [[ $v =~ ^[0-9.]+$ ]] && echo "$v" || echo null; }
 printf '{"runs": %s, "max_context": %s, "steps": %s, "gain_tokens": %s, "gain_tokens_sorted": %s, "bound_at_load": %s, "bound": %s, "predicted_gain_tokens": %s, "slow_gain_tokens": %s, "slow_gain_tokens_sorted": %s, "slow_bound_at_load": %s, "slow_bound": %s, "slow_predicted_gain_tokens": %s, "windows": %s}\n' \
-  "$RUNS" "$MAXCTX" "$STEPS" "$(num "$(g none.tokens)")" "$(num "$(g none.sorted)")" "$(num "$(g none.loadbound)")" "$(num "$(g none.bound)")" "$(num "$(g none.ptokens)")" \
-  "$(num "$(g 2:2.0.tokens)")" "$(num "$(g 2:2.0.sorted)")" "$(num "$(g 2:2.0.loadbound)")" "$(num "$(g 2:2.0.bound)")" "$(num "$(g 2:2.0.ptokens)")" "$(num "$windows")" >"$BUILD/bench-varlen.json"
+  "$RUNS" "$MAXCTX" "$STEPS" "$(num "$(first none.tokens)")" "$(num "$(first none.sorted)")" "$(num "$(first none.loadbound)")" "$(num "$(first none.bound)")" "$(num "$(first none.ptokens)")" \
+  "$(num "$(first 2:2.0.tokens)")" "$(num "$(first 2:2.0.sorted)")" "$(num "$(first 2:2.0.loadbound)")" "$(num "$(first 2:2.0.bound)")" "$(num "$(first 2:2.0.ptokens)")" "$(num "$windows")" >"$BUILD/bench-varlen.json"
