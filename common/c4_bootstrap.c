@@ -201,7 +201,7 @@ static int root_accept_all(struct c4_bootstrap *bs, int lfd) {
 /* Non-root: one connect attempt bounded by ms. Returns the socket or -1. */
 static int connect_once(const struct sockaddr_storage *sa, socklen_t salen, int ms) {
   int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return C4_NONE;
   if (connect(fd, (const struct sockaddr *)sa, salen) != 0) {
     if (errno != EINPROGRESS) goto fail;
     struct pollfd pfd = {.fd = fd, .events = POLLOUT};
@@ -213,7 +213,7 @@ static int connect_once(const struct sockaddr_storage *sa, socklen_t salen, int 
   return fd;
 fail:
   close(fd);
-  return -1;
+  return C4_NONE;
 }
 
 int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *addr, int port) {

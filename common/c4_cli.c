@@ -1,6 +1,7 @@
 /* c4_cli.c -- the command-line convention of every c4 tool: usage errors, failures, versions and
  * strictly parsed option values. */
 #include "c4_cli.h"
+#include "c4_err.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,7 +55,7 @@ int c4_cli_long(const char *prog, const char *flag, const char *arg, long min, l
   long v = strtol(arg, &end, 10);
   if (errno || end == arg || *end || v < min || v > max) {
     c4_cli_usage(prog, "%s wants an integer from %ld to %ld, not '%s'", flag, min, max, arg);
-    return -1;
+    return C4_EINVAL;
   }
   *out = v;
   return 0;
@@ -67,7 +68,7 @@ int c4_cli_double(const char *prog, const char *flag, const char *arg, double mi
   double v = strtod(arg, &end);
   if (errno || end == arg || *end || !isfinite(v) || v < min || v > max) {
     c4_cli_usage(prog, "%s wants a number from %g to %g, not '%s'", flag, min, max, arg);
-    return -1;
+    return C4_EINVAL;
   }
   *out = v;
   return 0;
@@ -85,7 +86,7 @@ int c4_cli_addr(const char *prog, const char *flag, const char *s, int allow_zer
   if (port < (allow_zero ? 0 : 1) || port > 65535) {
     c4_cli_usage(prog, "%s wants HOST:PORT with a port from %d to 65535, not '%s'", flag,
                  allow_zero ? 0 : 1, s);
-    return -1;
+    return C4_EINVAL;
   }
   return 0;
 }

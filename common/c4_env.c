@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c4_err.h"
 #include "c4_log.h"
 
 long c4_env_long(const char *name, long def, long min, long max) {
@@ -41,11 +42,11 @@ int c4_env_rank(void) {
   static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
                                       NULL};
   const char *v = c4_env_first(names);
-  if (!v) return -1;
+  if (!v) return C4_NONE;
   char *end = NULL;
   errno = 0;
   long x = strtol(v, &end, 10);
-  if (errno || *end || x < 0 || x > INT_MAX) return -1;
+  if (errno || *end || x < 0 || x > INT_MAX) return C4_NONE;
   return (int)x;
 }
 

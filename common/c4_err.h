@@ -20,6 +20,11 @@ enum {
   C4_EINPROGRESS = -12 /* ncclInProgress */
 };
 
+/* Not an error: the "none" answer of a function that returns an index, a descriptor, a count or
+ * a rank (no such entry, no socket, not set). Callers test it with < 0 like an error; it is
+ * named apart so that a reader can tell "nothing there" from "something went wrong". */
+#define C4_NONE (-1)
+
 /* Returns a static, human-readable name for a C4_E* code. */
 const char *c4_strerror(int code);
 

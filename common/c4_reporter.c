@@ -170,11 +170,13 @@ static int flush_out(void) {
   return 0;
 }
 
-/* Reads one whole frame if there is one: 1 with type/payload set, 0 if not yet, -1 broken. */
+/* Reads one whole frame if there is one: 1 with type/payload set, 0 if not yet, C4_EPROTO or
+ * C4_EREMOTE broken. */
 static int read_frame(int *type, uint8_t **payload, uint32_t *len) {
   for (;;) {
     if (rep.in_len >= C4_FRAME_HDR) {
-      if (c4_frame_get_header(rep.in, type, len) != 0 || *len > IN_CAP - C4_FRAME_HDR) return -1;
+      if (c4_frame_get_header(rep.in, type, len) != 0 || *len > IN_CAP - C4_FRAME_HDR)
+        return C4_EPROTO;
       if (rep.in_len >= C4_FRAME_HDR + *len) {
         *payload = rep.in + C4_FRAME_HDR;
         return 1;
@@ -182,7 +184,7 @@ static int read_frame(int *type, uint8_t **payload, uint32_t *len) {
     }
     ssize_t k = c4_rxtime_recv(rep.fd, rep.in + rep.in_len, IN_CAP - rep.in_len, MSG_DONTWAIT,
                                &rep.in_arrived);
-    if (k == 0) return -1;
+    if (k == 0) return C4_EREMOTE;
     if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
     rep.in_len += (size_t)k;
   }
@@ -274,7 +276,7 @@ static void on_time(const uint8_t *p, uint32_t len, uint64_t t4) {
 static int on_plan_part(const uint8_t *p, uint32_t len) {
   uint32_t total, offset, n;
   const uint8_t *part;
-  if (c4_frame_get_plan_part(p, len, &total, &offset, &part, &n) != 0) return -1;
+  if (c4_frame_get_plan_part(p, len, &total, &offset, &part, &n) != 0) return C4_EPROTO;
   if (offset == 0) {
     free(rep.plan);
     rep.plan = malloc(total ? total : 1);
@@ -339,11 +341,11 @@ static int step_connect(uint64_t now) {
   return 1;
 }
 
-/* Ends the connection over the frame being read (len bytes), saying why. Returns -1. */
+/* Ends the connection over the frame being read (len bytes), saying why. Returns C4_EPROTO. */
 static int drop_at_frame(uint32_t len, const char *why, uint64_t now) {
   consume_frame(len);
   drop_connection(why, now);
-  return -1;
+  return C4_EPROTO;
 }
 
 /* One frame from c4mon, taken as the state it arrives in allows. Returns 0, or -1 when it ended

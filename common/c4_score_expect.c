@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "c4_score.h"
 
 #define OPEN_END (INT64_C(1) << 62) /* "to": null: the window stays open */
@@ -168,7 +169,8 @@ static int seconds(const json_t *o, const char *key, uint64_t dflt, uint64_t *ns
     *ns = dflt;
     return 0;
   }
-  if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e6) return -1;
+  if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e6)
+    return C4_EINVAL;
   *ns = (uint64_t)(json_number_value(v) * 1e9);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "c4_cli.h"
+#include "c4_err.h"
 #include "c4_score.h"
 
 static const char *const fault_kinds[] = {"straggler",    "comm_slow", "comm_hang",
@@ -34,7 +35,7 @@ static int get_time(const json_t *o, const char *key, long long dflt, uint64_t *
     *out = (uint64_t)dflt;
     return 0;
   }
-  if (!json_is_integer(v) || json_integer_value(v) < 0) return -1;
+  if (!json_is_integer(v) || json_integer_value(v) < 0) return C4_EINVAL;
   *out = (uint64_t)json_integer_value(v);
   return 0;
 }
@@ -74,10 +75,10 @@ static int load_where(const json_t *w, const char **where) {
     *where = json_string_value(w);
     return one_of(*where, wheres) ? 0 : -1;
   }
-  if (!json_array_size(w)) return -1;
+  if (!json_array_size(w)) return C4_EINVAL;
   size_t i;
   json_t *x;
-  json_array_foreach(w, i, x) if (!one_of(json_string_value(x), wheres)) return -1;
+  json_array_foreach(w, i, x) if (!one_of(json_string_value(x), wheres)) return C4_EINVAL;
   *where = json_string_value(json_array_get(w, 0));
   return 0;
 }
