@@ -412,7 +412,7 @@ int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now, int sock) {
     tat = atomic_load_explicit(&f->tat_sock[sock], memory_order_relaxed);
     if (f->rate_mask && tat > now && tat > until) until = tat;
   }
-  if (until <= now) return -1;
+  if (until <= now) return C4_NONE;
   uint64_t ms = (until - now + 999999) / 1000000;
   return ms > INT_MAX ? INT_MAX : (int)ms;
 }

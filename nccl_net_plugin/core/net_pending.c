@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "c4_log.h"
 #include "net_admit.h"
 #include "net_handshake.h"
@@ -50,7 +51,7 @@ int c4_pending_judge(struct c4_pending_table *t, int i, const uint8_t *buf, size
   int judged = c4_admit_judge(buf, got, t->nonce);
   if (judged == C4_ADMIT_BAD) {
     c4_pending_reject(t, i, "its first bytes are not a hello for us");
-    return -1;
+    return C4_EPROTO;
   }
   if (judged == C4_ADMIT_PROVEN) {
     p->proven = 1;
@@ -69,7 +70,7 @@ static int evict_unproven_except(struct c4_pending_table *t, int *keep) {
     if (!c4_pending_at(t, i)->proven && (!keep || i != *keep) &&
         (oldest < 0 || c4_pending_at(t, i)->t_open < c4_pending_at(t, oldest)->t_open))
       oldest = i;
-  if (oldest < 0) return -1;
+  if (oldest < 0) return C4_NONE;
   c4_pending_reject(t, oldest, "evicted unproven: newer connections needed its slot");
   if (keep && *keep == t->npend) *keep = oldest; /* the last entry moved into the hole */
   return 0;

@@ -59,7 +59,7 @@ void c4_pending_reject(struct c4_pending_table *t, int i, const char *why);
 void c4_pending_forget(struct c4_pending_table *t, int i);
 
 /* Judges the got bytes received so far on unproven entry i (c4_admit_judge) and marks it proven
- * once they show our nonce. Returns 0, or -1 when it was rejected (and removed). */
+ * once they show our nonce. Returns 0, or C4_EPROTO when it was rejected (and removed). */
 int c4_pending_judge(struct c4_pending_table *t, int i, const uint8_t *buf, size_t got);
 
 /* Takes at most C4_ADMIT_ACCEPTS_PER_CALL waiting connections and runs advance on each at once,

@@ -49,7 +49,7 @@ static int read_icmp(int fd, int *type, int *code, uint32_t *from) {
  * sport (0: the kernel's choice) and connecting to the target. Returns the fd or -1. */
 static int probe_socket(const struct c4_path_probe *pp, int type, int ttl, uint16_t sport) {
   int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return C4_NONE;
   int one = 1;
   struct sockaddr_in local = {.sin_family = AF_INET, .sin_port = htons(sport)};
   if (setsockopt(fd, SOL_IP, IP_RECVERR, &one, sizeof one) != 0 ||
@@ -59,11 +59,11 @@ static int probe_socket(const struct c4_path_probe *pp, int type, int ttl, uint1
       (connect(fd, (const struct sockaddr *)&pp->target, sizeof pp->target) != 0 &&
        errno != EINPROGRESS)) {
     close(fd);
-    return -1;
+    return C4_NONE;
   }
   if (type == SOCK_DGRAM && send(fd, "c4", 2, MSG_DONTWAIT) != 2) {
     close(fd);
-    return -1;
+    return C4_NONE;
   }
   return fd;
 }
