@@ -71,7 +71,7 @@ static struct pair *pair_of(const char *a, const char *b) {
 static int path_index(const char *id) {
   for (int i = 0; i < npaths; i++)
     if (!strcmp(names[i], id)) return i;
-  if (npaths == MAX_PATHS || !(names[npaths] = strdup(id))) return -1;
+  if (npaths == MAX_PATHS || !(names[npaths] = strdup(id))) return C4_NONE;
   return npaths++;
 }
 
@@ -152,7 +152,7 @@ int det_plan_flow_paths(const char *src_host, const char *dst_host, int *paths, 
 
 int det_plan_sock_path(const char *src_host, const char *dst_host, int sock, int src_port) {
   const struct pair *s = find(src_host, dst_host);
-  if (!s || !s->nflows) return -1;
+  if (!s || !s->nflows) return C4_NONE;
   for (int i = 0; src_port && i < s->nflows; i++)
     if (s->flows[i].src_port == src_port) return s->flows[i].path;
   /* no port of the plan's: the bind fell back to an ephemeral port, the path is ECMP's choice */

@@ -5,6 +5,7 @@
  * the posts of every rank of that collective are in before the estimate is made; a post later
  * than the transfer's completion belongs to a later call and is not used. */
 #include "det_xstart.h"
+#include "c4_err.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -115,7 +116,7 @@ void det_xstart_post(uint64_t comm, uint64_t t_post) {
 
 static int make_usual(void) {
   if (xs.usual) return 0;
-  if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return -1;
+  if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return C4_ENOMEM;
   memset(xs.usual, 0xff, CELLS * sizeof *xs.usual); /* key -1 */
   for (int c = 0; c < CELLS; c++) {
     xs.usual[c].last_post = 0;
@@ -138,9 +139,9 @@ static int order_in_call(int cell, uint64_t t_post) {
 }
 
 int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done) {
-  if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return -1;
-  if (cell < 0 || cell >= CELLS || make_usual() != 0) return -1;
-  if (xs.tail - xs.head == QUEUE) return -1;
+  if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return C4_ENOMEM;
+  if (cell < 0 || cell >= CELLS || make_usual() != 0) return C4_EINVAL;
+  if (xs.tail - xs.head == QUEUE) return C4_EAGAIN;
   xs.q[xs.tail++ & (QUEUE - 1)] = (struct held){.comm = comm,
                                                 .bytes = bytes,
                                                 .t_post = t_post,

@@ -17,7 +17,8 @@ struct det_xs_sample {
 void det_xstart_post(uint64_t comm, uint64_t t_post);
 
 /* Holds a transfer without a first-byte time until the posts that bound its start are in.
- * Returns 0, or -1 when the hold is full (the sample is lost; the caller counts it). */
+ * Returns 0, C4_EAGAIN when the hold is full, C4_ENOMEM, or C4_EINVAL for a bad cell (the sample is
+ * lost; the caller counts it). */
 int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done);
 
 /* The next held transfer whose hold is over at time now, into *out: 1, or 0 when none is. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "c4_cli.h"
+#include "c4_err.h"
 
 volatile int c4_mon_stop;
 
@@ -40,14 +41,14 @@ void c4_mon_cli_help(const struct mon_cmd *cmd, FILE *f) {
 /* --hang-ms and --lost-ms: positive milliseconds into ns. */
 static int millis(const struct mon_cmd *cmd, const char *flag, const char *arg, uint64_t *ns) {
   long v;
-  if (c4_cli_long(c4_mon_cli_prog(cmd), flag, arg, 1, 86400000, &v) != 0) return -1;
+  if (c4_cli_long(c4_mon_cli_prog(cmd), flag, arg, 1, 86400000, &v) != 0) return C4_EINVAL;
   *ns = (uint64_t)v * 1000000ull;
   return 0;
 }
 
 /* The ADDR:PORT options: a port from 0 (any free one) to 65535. */
 static int addr(const struct mon_cmd *cmd, const char *flag, const char *arg, const char **to) {
-  if (c4_cli_addr(c4_mon_cli_prog(cmd), flag, arg, 1) != 0) return -1;
+  if (c4_cli_addr(c4_mon_cli_prog(cmd), flag, arg, 1) != 0) return C4_EINVAL;
   *to = arg;
   return 0;
 }
@@ -112,5 +113,5 @@ int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_
     *exit_status = C4_EXIT_USAGE;
     return 1;
   }
-  return -1;
+  return C4_NONE;
 }

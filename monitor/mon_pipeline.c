@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 
+#include "c4_err.h"
 #include "c4_trace_json.h"
 #include "det.h"
 
@@ -14,15 +15,15 @@ int c4_mon_time_ok(uint64_t t, int64_t off) {
   if (!t) return 0;
   if (t > C4_FRAME_TIME_MAX || off > (int64_t)C4_FRAME_TIME_MAX ||
       off < -(int64_t)C4_FRAME_TIME_MAX)
-    return -1;
-  if (off < 0) return t > (uint64_t)-off ? 0 : -1;          /* stays above 0 */
-  return t <= (uint64_t)INT64_MAX - (uint64_t)off ? 0 : -1; /* fits an int64_t */
+    return C4_EPROTO;
+  if (off < 0) return t > (uint64_t)-off ? 0 : C4_EPROTO;          /* stays above 0 */
+  return t <= (uint64_t)INT64_MAX - (uint64_t)off ? 0 : C4_EPROTO; /* fits an int64_t */
 }
 
 int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why) {
   if (offset > (int64_t)C4_FRAME_TIME_MAX || offset < -(int64_t)C4_FRAME_TIME_MAX) {
     *why = "clock offset beyond 2^62 ns";
-    return -1;
+    return C4_EPROTO;
   }
   int t_bad = 0, n_bad = 0;
   switch (r->kind) {
@@ -56,13 +57,13 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
     n_bad =
         r->path.bytes > INT64_MAX || r->path.busy_ns > INT64_MAX || r->path.sock >= r->path.nsocks;
     break;
-  default: *why = "unknown record kind"; return -1;
+  default: *why = "unknown record kind"; return C4_EPROTO;
   }
   if (t_bad)
     *why = "a time beyond 2^62 ns, or at or below 0 in c4mon's clock";
   else if (n_bad)
     *why = "a count, size, sequence number or rank out of range";
-  return t_bad || n_bad ? -1 : 0;
+  return t_bad || n_bad ? C4_EPROTO : 0;
 }
 
 void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,

@@ -16,7 +16,7 @@ struct mon_sink {
 };
 
 /* 0 when time t (0: "not yet", always fine) moved by off is above 0 and fits an int64_t, with t
- * and |off| at most C4_FRAME_TIME_MAX; else -1. No arithmetic in it can overflow. */
+ * and |off| at most C4_FRAME_TIME_MAX; else C4_EPROTO. No arithmetic in it can overflow. */
 int c4_mon_time_ok(uint64_t t, int64_t off);
 
 /* Checks what a rank cannot be trusted with: every time of r at most C4_FRAME_TIME_MAX and, moved

@@ -107,7 +107,7 @@ static size_t protected_entries(const struct client *c) {
 static int grow(struct client *c) {
   size_t cap = c->cap ? 2 * c->cap : 64;
   struct entry *q = malloc(cap * sizeof *q);
-  if (!q) return -1;
+  if (!q) return C4_ENOMEM;
   for (size_t i = 0; i < c->n; i++)
     q[i] = AT(c, i);
   free(c->q);
@@ -183,7 +183,8 @@ static int pending(const struct client *c) { return c->n || c->note_len || c->br
 /* Writes what c has queued, as much as its socket takes without waiting. The lines go out with
  * the mutex released: only the thread removes entries from the head, and the sink drops none of
  * the inflight ones. A gap reaching the head becomes the notice written next; a batch stops at a
- * gap, so gaps never travel in flight. Returns 0, or -1 when the connection failed or broke. */
+ * gap, so gaps never travel in flight. Returns 0, or C4_ENOMEM / C4_E* when the connection failed
+ * or broke. */
 static int drain(struct client *c) {
   for (;;) {
     struct iovec iov[BATCH + 1];
@@ -194,7 +195,7 @@ static int drain(struct client *c) {
       pthread_mutex_unlock(&sub.lock);
       C4_WARN("c4mon: subscription port %d: out of memory for a subscriber's queue; closing it",
               sub.port);
-      return -1;
+      return C4_ENOMEM;
     }
     if (!c->note_len && c->n && !AT(c, 0).line) {
       c->note_len =
@@ -243,13 +244,14 @@ static int drain(struct client *c) {
   }
 }
 
-/* Reads and throws away what a subscriber sent. Returns -1 at its end of stream or on an error. */
+/* Reads and throws away what a subscriber sent. Returns C4_EREMOTE at its end of stream or on an
+ * error. */
 static int discard_input(struct client *c) {
   char junk[4096];
   for (int i = 0; i < 16; i++) {
     ssize_t k = recv(c->fd, junk, sizeof junk, MSG_DONTWAIT);
     if (k > 0) continue;
-    if (k == 0) return -1;
+    if (k == 0) return C4_EREMOTE;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
   }
   return 0;

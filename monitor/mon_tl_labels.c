@@ -1,6 +1,7 @@
 /* mon_tl_labels.c -- the timeline's label rows: first fit in order of left edge, which for
  * intervals on a line needs no more rows than the most that overlap at one point. */
 #include "mon_tl_labels.h"
+#include "c4_err.h"
 
 #include <stdlib.h>
 
@@ -29,7 +30,7 @@ int tl_labels_layout(struct tl_label *l, size_t n, double left, double right, do
   if (!order || !row_end) {
     free(order);
     free(row_end);
-    return -1;
+    return C4_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) {
     place(&l[i], left, right);

@@ -16,7 +16,7 @@ struct tl_label {
 
 /* Lays out n labels between left and right, at least gap apart on a row. Items that overlap go
  * on different rows; the row count is the fewest that can hold them (the most items that overlap
- * at one point). Returns the number of rows, or -1 without memory. */
+ * at one point). Returns the number of rows, or C4_ENOMEM. */
 int tl_labels_layout(struct tl_label *l, size_t n, double left, double right, double gap);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "c4_score.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...) {
@@ -52,7 +53,7 @@ static int each_line(struct tl_run *r, const char *path,
 static int grow(void **p, size_t have, size_t size) {
   if (have && (have < 16 || (have & (have - 1)))) return 0;
   void *q = realloc(*p, (have ? 2 * have : 16) * size);
-  if (!q) return -1;
+  if (!q) return C4_ENOMEM;
   *p = q;
   return 0;
 }
@@ -219,7 +220,7 @@ static int cmp_double(const void *x, const void *y) {
 
 int tl_lane_median(const struct tl_run *r, int rank, int window, double *out) {
   double *v = malloc((size_t)(window > 0 ? window : 1) * sizeof *v);
-  if (!v) return -1;
+  if (!v) return C4_ENOMEM;
   long half = window / 2, n = (long)r->nsteps;
   for (long i = 0; i < n; i++) {
     int k = 0;

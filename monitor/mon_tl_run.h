@@ -49,7 +49,7 @@ void tl_run_free(struct tl_run *r);
 int tl_smooth_steps(size_t nsteps);
 
 /* out[i]: the median of a lane (rank; -1: the whole job) over the window steps centred on step
- * i (fewer at the ends). Returns 0, or -1 without memory. */
+ * i (fewer at the ends). Returns 0, or C4_ENOMEM. */
 int tl_lane_median(const struct tl_run *r, int rank, int window, double *out);
 
 /* Where time t falls on the step axis: step s spans [s - 1, s]; before the first step its start,
