@@ -424,9 +424,9 @@ static int valid_path(const struct c4_plan_topo *t, const struct c4_plan_flow *f
 
 double c4_plan_max_load(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
                         const struct c4_plan_path *paths) {
-  if (n < 0 || check_flows(t, flows, n)) return -1;
+  if (n < 0 || check_flows(t, flows, n)) return C4_EINVAL;
   struct loads l;
-  if (loads_init(&l, t) < 0) return -1;
+  if (loads_init(&l, t) < 0) return C4_ENOMEM;
   double m = 0;
   for (int i = 0; i < n && m >= 0; i++)
     if (valid_path(t, &flows[i], &paths[i]))
@@ -443,7 +443,7 @@ static int only_leaf(const struct c4_plan_topo *t, int host) {
   const struct c4_plan_host *h = &t->hosts[host];
   int leaf = t->ports[h->port0].leaf;
   for (int k = 1; k < h->nports; k++)
-    if (t->ports[h->port0 + k].leaf != leaf) return -1;
+    if (t->ports[h->port0 + k].leaf != leaf) return C4_NONE;
   return leaf;
 }
 
@@ -523,11 +523,11 @@ out:
 }
 
 double c4_plan_lower_bound(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n) {
-  if (n < 0 || check_flows(t, flows, n)) return -1;
+  if (n < 0 || check_flows(t, flows, n)) return C4_EINVAL;
   int H = t->nhosts, L = t->nleaves;
   /* bytes out and in per host, then bytes that must go up from and down to each leaf */
   double *out = calloc(2 * (size_t)H + 2 * (size_t)L, sizeof(double));
-  if (!out) return -1;
+  if (!out) return C4_ENOMEM;
   double *in = out + H, *leaf_up = in + H, *leaf_down = leaf_up + L, bound = 0;
   for (int i = 0; i < n; i++) {
     const struct c4_plan_flow *f = &flows[i];

@@ -33,8 +33,9 @@ int c4_plan_assign(const struct c4_plan_topo *t, const struct c4_plan_flow *flow
 int c4_plan_hash(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
                  uint64_t seed, struct c4_plan_path *paths);
 
-/* The most loaded link's load (seconds) under paths, or -1 when a path is not valid on t (a port
- * out of range, a spine between ports on one leaf, none or one not joined between two leaves). */
+/* The most loaded link's load (seconds) under paths, or a C4_E* code when a path is not valid on t
+ * (a port out of range, a spine between ports on one leaf, none or one not joined between two
+ * leaves). */
 double c4_plan_max_load(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
                         const struct c4_plan_path *paths);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "c4_trace_read.h"
 
 /* Flows are at most this many: more would not fit an int index, and no job has them. */
@@ -67,7 +68,7 @@ int c4_plan_flows_parse(const char *text, size_t len, const char *what,
   if (!root) {
     *out = NULL;
     snprintf(err, errlen, "%s: line %d: %s", what, jerr.line, jerr.text);
-    return -1;
+    return C4_EINVAL;
   }
   return from_json(root, what, t, out, err, errlen);
 }
@@ -80,7 +81,7 @@ int c4_plan_flows_load(const char *path, const struct c4_plan_topo *t, struct c4
     char why[300];
     *out = NULL;
     snprintf(err, errlen, "%s: %s", path, c4_cli_json_why(&jerr, why, sizeof why));
-    return -1;
+    return C4_EINVAL;
   }
   return from_json(root, path, t, out, err, errlen);
 }
@@ -109,7 +110,7 @@ int c4_plan_flows_from_trace(const char *path, const struct c4_plan_topo *t,
   *out = NULL;
   if (c4_trace_open(&rd, path) < 0) {
     snprintf(err, errlen, "%s: cannot open", path);
-    return -1;
+    return C4_ENOTFOUND;
   }
   int n = 0, cap = 0, rc;
   struct c4_record r;
@@ -150,13 +151,13 @@ fail:
   c4_trace_close(&rd);
   free(*out);
   *out = NULL;
-  return -1;
+  return C4_EINVAL;
 }
 
 int c4_plan_flows_ring(const struct c4_plan_topo *t, int per_host, uint64_t bytes,
                        struct c4_plan_flow **out) {
   int n = t->nhosts * per_host;
-  if (!(*out = malloc(sizeof **out * (size_t)(n ? n : 1)))) return -1;
+  if (!(*out = malloc(sizeof **out * (size_t)(n ? n : 1)))) return C4_ENOMEM;
   for (int i = 0; i < n; i++)
     (*out)[i] = (struct c4_plan_flow){i / per_host, (i / per_host + 1) % t->nhosts, bytes};
   return n;
@@ -173,7 +174,7 @@ static uint64_t next_random(uint64_t *s) {
 int c4_plan_flows_random(const struct c4_plan_topo *t, int per_host, uint64_t bytes, uint64_t seed,
                          struct c4_plan_flow **out) {
   int n = t->nhosts > 1 ? t->nhosts * per_host : 0;
-  if (!(*out = malloc(sizeof **out * (size_t)(n ? n : 1)))) return -1;
+  if (!(*out = malloc(sizeof **out * (size_t)(n ? n : 1)))) return C4_ENOMEM;
   for (int i = 0; i < n; i++) {
     int src = i / per_host, dst = (int)(next_random(&seed) % (uint64_t)(t->nhosts - 1));
     uint64_t size = bytes / 2 + (bytes ? next_random(&seed) % (bytes + 1) : 0);

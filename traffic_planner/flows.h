@@ -20,13 +20,13 @@ int c4_plan_flows_parse(const char *text, size_t len, const char *what,
                         size_t errlen);
 
 /* One flow per directed host pair of a trace's sends (xfer records, dir send), its bytes summed.
- * Hosts t does not know are an error. Returns the count with *out (the caller frees it), or -1
- * with the reason in err. */
+ * Hosts t does not know are an error. Returns the count with *out (the caller frees it), or a C4_E*
+ * code with the reason in err. */
 int c4_plan_flows_from_trace(const char *path, const struct c4_plan_topo *t,
                              struct c4_plan_flow **out, char *err, size_t errlen);
 
 /* Ring traffic: host i sends `per_host` flows of `bytes` to host i + 1 (mod nhosts). Returns the
- * count with *out (the caller frees it), or -1 when out of memory. */
+ * count with *out (the caller frees it), or C4_ENOMEM. */
 int c4_plan_flows_ring(const struct c4_plan_topo *t, int per_host, uint64_t bytes,
                        struct c4_plan_flow **out);
 

@@ -10,6 +10,7 @@
 
 #include "assign.h"
 #include "c4_cli.h"
+#include "c4_err.h"
 #include "flows.h"
 #include "plan.h"
 #include "plan_show.h"
@@ -65,12 +66,12 @@ static int parse(int argc, char **argv, struct args *a) {
     case 'o': a->out = optarg; break;
     case 'j': a->json = 1; break;
     case 's':
-      if (c4_cli_long(prog, "--seed", optarg, 0, LONG_MAX, &seed) != 0) return -1;
+      if (c4_cli_long(prog, "--seed", optarg, 0, LONG_MAX, &seed) != 0) return C4_EINVAL;
       a->seed = (unsigned long long)seed;
       break;
     case 'h': usage(stdout); return 1;
     case 'V': c4_cli_version("c4plan"); return 1;
-    default: c4_cli_bad_option(prog, argv, c); return -1;
+    default: c4_cli_bad_option(prog, argv, c); return C4_EINVAL;
     }
   if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]), -1;
   if (!a->topo) return c4_cli_usage(prog, "--topo FILE is required"), -1;
@@ -103,12 +104,12 @@ static void report(const struct args *a, int n, double bound, double plan, doubl
  * of flows, or -1 with what is wrong in err. */
 static int load_inputs(const struct args *a, struct c4_plan_topo **t, struct c4_plan_flow **flows,
                        struct c4_plan_portmap *ports, char *err, size_t errlen) {
-  if (!(*t = c4_plan_topo_load(a->topo, err, errlen))) return -1;
+  if (!(*t = c4_plan_topo_load(a->topo, err, errlen))) return C4_EINVAL;
   int n = a->flows ? c4_plan_flows_load(a->flows, *t, flows, err, errlen)
                    : c4_plan_flows_from_trace(a->trace, *t, flows, err, errlen);
-  if (n < 0) return -1;
+  if (n < 0) return C4_EINVAL;
   for (int i = 0; i < a->nprobes; i++)
-    if (c4_plan_portmap_load(ports, a->probes[i], *t, err, errlen) < 0) return -1;
+    if (c4_plan_portmap_load(ports, a->probes[i], *t, err, errlen) < 0) return C4_EINVAL;
   return n;
 }
 
@@ -120,13 +121,13 @@ static int place_flows(const struct args *a, const struct c4_plan_topo *t,
   double t0 = now_ms();
   if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a->seed, hashed) < 0) {
     snprintf(err, errlen, "%s: some flow's hosts have no path between them", a->topo);
-    return -1;
+    return C4_EINVAL;
   }
   *ms = now_ms() - t0;
   return 0;
 }
 
-/* Writes the plan to --out, when given. Returns 0, or -1 with what is wrong in err. */
+/* Writes the plan to --out, when given. Returns 0, or a C4_E* code with what is wrong in err. */
 static int write_plan(const struct args *a, const struct c4_plan_topo *t,
                       const struct c4_plan_flow *flows, int n, const struct c4_plan_path *paths,
                       const struct c4_plan_portmap *ports, char *err, size_t errlen) {
@@ -134,7 +135,7 @@ static int write_plan(const struct args *a, const struct c4_plan_topo *t,
   json_t *plan = c4_plan_json(t, flows, n, paths, a->nprobes ? ports : NULL);
   if (!plan) {
     snprintf(err, errlen, "out of memory");
-    return -1;
+    return C4_ENOMEM;
   }
   int rc = c4_plan_write(a->out, plan, err, errlen);
   json_decref(plan);

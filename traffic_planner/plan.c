@@ -1,6 +1,7 @@
 /* plan.c -- builds and writes the plan file: flows with their ports, spine, source port and flow
  * label, and per path the host pairs c4mon uses to name a congested path. */
 #include "plan.h"
+#include "c4_err.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -136,17 +137,17 @@ int c4_plan_write(const char *path, json_t *plan, char *err, size_t errlen) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
     snprintf(err, errlen, "%s: path too long", path);
-    return -1;
+    return C4_EINVAL;
   }
   if (json_dump_file(plan, tmp, JSON_COMPACT) < 0) {
     snprintf(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
     unlink(tmp);
-    return -1;
+    return C4_ESYS;
   }
   if (rename(tmp, path) < 0) {
     snprintf(err, errlen, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
     unlink(tmp);
-    return -1;
+    return C4_ESYS;
   }
   return 0;
 }

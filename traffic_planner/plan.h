@@ -21,7 +21,7 @@ json_t *c4_plan_json(const struct c4_plan_topo *t, const struct c4_plan_flow *fl
                      const struct c4_plan_path *paths, const struct c4_plan_portmap *ports);
 
 /* Writes the tree to path atomically (a temporary file renamed over it), so a reader sees the old
- * plan or the new one. Returns 0, or -1 with "FILE: reason" in err. */
+ * plan or the new one. Returns 0, or a C4_E* code with "FILE: reason" in err. */
 int c4_plan_write(const char *path, json_t *plan, char *err, size_t errlen);
 
 #endif

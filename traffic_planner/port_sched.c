@@ -1,6 +1,7 @@
 /* port_sched.c -- least-makespan placement of one host's flows on its ports: largest-first greedy,
  * then a depth-first branch and bound over the flows, largest first. */
 #include "port_sched.h"
+#include "c4_err.h"
 
 #include <stdlib.h>
 
@@ -59,7 +60,7 @@ double c4_plan_sched_ports(const double *w, int n, const double *inv, int m, dou
   struct search s = {.w = w, .inv = inv, .n = n, .m = m, .best_port = port, .limit = limit};
   *exact = 0;
   s.load = malloc(sizeof(double) * (size_t)(m + n + 1) + sizeof(int) * (size_t)(n ? n : 1));
-  if (!s.load) return -1;
+  if (!s.load) return C4_ENOMEM;
   s.rest = s.load + m;
   s.cur = (int *)(s.rest + n + 1);
   double cap = 0, fastest = inv[0];

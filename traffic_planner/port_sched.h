@@ -11,7 +11,7 @@
  * at most `limit` nodes, stopping early at a load of `enough` or less (0: never). Writes the best
  * placement found to port[0..n-1] and returns its busiest load, with *exact 1 when the search
  * ended before the limit: that load is then at most the least possible or `enough`, times
- * 1 + C4_PLAN_SCHED_TOL (rounding). Returns -1 when out of memory. */
+ * 1 + C4_PLAN_SCHED_TOL (rounding). Returns C4_ENOMEM when out of memory. */
 double c4_plan_sched_ports(const double *w, int n, const double *inv, int m, double enough,
                            long limit, int *port, int *exact);
 

@@ -2,6 +2,7 @@
  * ports from it for planned flows. */
 #include "portmap.h"
 #include "c4_cli.h"
+#include "c4_err.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 static int spine_index(const struct c4_plan_topo *t, const char *name) {
   for (int s = 0; s < t->nspines; s++)
     if (!strcmp(t->spine_names[s], name)) return s;
-  return -1;
+  return C4_NONE;
 }
 
 /* Fills e from the parsed file; returns the field at fault (for err), or NULL. */
@@ -55,7 +56,7 @@ static int add(struct c4_plan_portmap *m, json_t *root, const char *what,
   if (!more) {
     json_decref(root);
     snprintf(err, errlen, "%s: out of memory", what);
-    return -1;
+    return C4_ENOMEM;
   }
   m->e = more;
   struct c4_plan_portmap_entry *e = &m->e[m->n++];
@@ -71,7 +72,7 @@ static int add(struct c4_plan_portmap *m, json_t *root, const char *what,
   free(e->src_port);
   free(e->spine);
   m->n--;
-  return -1;
+  return C4_EINVAL;
 }
 
 int c4_plan_portmap_parse(struct c4_plan_portmap *m, const char *text, size_t len, const char *what,
@@ -80,7 +81,7 @@ int c4_plan_portmap_parse(struct c4_plan_portmap *m, const char *text, size_t le
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
     snprintf(err, errlen, "%s: line %d: %s", what, jerr.line, jerr.text);
-    return -1;
+    return C4_EINVAL;
   }
   return add(m, root, what, t, err, errlen);
 }
@@ -92,7 +93,7 @@ int c4_plan_portmap_load(struct c4_plan_portmap *m, const char *path, const stru
   if (!root) {
     char why[300];
     snprintf(err, errlen, "%s: %s", path, c4_cli_json_why(&jerr, why, sizeof why));
-    return -1;
+    return C4_EINVAL;
   }
   return add(m, root, path, t, err, errlen);
 }
@@ -111,7 +112,7 @@ int c4_plan_portmap_pick(const struct c4_plan_portmap *m, int src, int dst, int 
         return e->src_port[j];
       }
   }
-  return -1;
+  return C4_NONE;
 }
 
 void c4_plan_portmap_free(struct c4_plan_portmap *m) {

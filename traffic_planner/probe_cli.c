@@ -37,14 +37,14 @@ static int host_of_addr(const struct c4_plan_topo *t, const char *addr, int *por
         if (port) *port = p;
         return h;
       }
-  return -1;
+  return C4_NONE;
 }
 
 /* The topology host one of this namespace's IPv4 addresses belongs to, or -1. */
 static int local_host(const struct c4_plan_topo *t, char *addr, size_t addrlen) {
   struct ifaddrs *ifs, *i;
   int h = -1;
-  if (getifaddrs(&ifs) < 0) return -1;
+  if (getifaddrs(&ifs) < 0) return C4_NONE;
   for (i = ifs; i && h < 0; i = i->ifa_next) {
     if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
     inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, (socklen_t)addrlen);
@@ -104,18 +104,18 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     case 'a': o->src_addr = optarg; break;
     case 'd': o->dst = optarg; break;
     case 'p':
-      if (c4_cli_long(prog, "--dst-port", optarg, 1, 65535, &dst_port) != 0) return -1;
+      if (c4_cli_long(prog, "--dst-port", optarg, 1, 65535, &dst_port) != 0) return C4_EINVAL;
       break;
     case 't':
-      if (c4_cli_long(prog, "--ttl", optarg, 1, 255, &v) != 0) return -1;
+      if (c4_cli_long(prog, "--ttl", optarg, 1, 255, &v) != 0) return C4_EINVAL;
       o->req.ttl = (int)v;
       break;
     case 'w':
-      if (c4_cli_long(prog, "--timeout-ms", optarg, 1, 600000, &v) != 0) return -1;
+      if (c4_cli_long(prog, "--timeout-ms", optarg, 1, 600000, &v) != 0) return C4_EINVAL;
       o->req.timeout_ms = (int)v;
       break;
     case 'n':
-      if (c4_cli_long(prog, "--tries", optarg, 1, 1000, &v) != 0) return -1;
+      if (c4_cli_long(prog, "--tries", optarg, 1, 1000, &v) != 0) return C4_EINVAL;
       o->req.tries = (int)v;
       break;
     case 'j': o->json = 1; break;
@@ -125,14 +125,14 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
         break;
       }
       c4_cli_usage(prog, "--proto wants tcp or udp, not '%s'", optarg);
-      return -1;
+      return C4_EINVAL;
     case 'r':
       if (sscanf(optarg, "%u-%u", &lo, &hi) == 2 && lo >= 1 && lo <= hi && hi <= 65535) break;
       c4_cli_usage(prog, "--sports wants LO-HI within 1-65535, not '%s'", optarg);
-      return -1;
+      return C4_EINVAL;
     case 'h': usage(stdout); return 1;
     case 'V': c4_cli_version("c4plan"); return 1;
-    default: c4_cli_bad_option(prog, argv, c); return -1;
+    default: c4_cli_bad_option(prog, argv, c); return C4_EINVAL;
     }
   }
   if (optind < argc && !o->dst) o->dst = argv[optind++];
@@ -170,7 +170,7 @@ static int resolve(const struct c4_plan_topo *t, struct opts *o, int *src, int *
             o->src_addr ? o->src_addr
             : o->src    ? o->src
                         : "");
-    return -1;
+    return C4_EINVAL;
   }
   inet_pton(AF_INET, addr, &o->req.src_addr);
   *dst = c4_plan_topo_host(t, o->dst);
@@ -179,7 +179,7 @@ static int resolve(const struct c4_plan_topo *t, struct opts *o, int *src, int *
   if (*dst < 0) *dst = host_of_addr(t, o->dst, dst_port);
   if (*dst < 0 || inet_pton(AF_INET, daddr, &o->req.dst_addr) != 1) {
     fprintf(stderr, "c4plan probe: %s: no host or host address \"%s\"\n", o->topo, o->dst);
-    return -1;
+    return C4_EINVAL;
   }
   return 0;
 }

@@ -2,6 +2,7 @@
  * and builds synthetic fabrics for tests and benchmarks. */
 #include "topo.h"
 #include "c4_cli.h"
+#include "c4_err.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -26,7 +27,7 @@ static const char *get_str(json_t *o, const char *key) {
 static int find_name(char **names, int n, const char *name) {
   for (int i = 0; i < n; i++)
     if (!strcmp(names[i], name)) return i;
-  return -1;
+  return C4_NONE;
 }
 
 static const struct c4_plan_topo *sort_topo; /* qsort has no context argument */
@@ -37,7 +38,7 @@ static int by_host_name(const void *a, const void *b) {
 /* Sorts the host index and rejects a name used twice (a flow could not say which host it means). */
 static int index_hosts(struct c4_plan_topo *t) {
   t->by_name = malloc(sizeof(int) * (size_t)(t->nhosts ? t->nhosts : 1));
-  if (!t->by_name) return -1;
+  if (!t->by_name) return C4_ENOMEM;
   for (int i = 0; i < t->nhosts; i++)
     t->by_name[i] = i;
   sort_topo = t;
@@ -58,7 +59,7 @@ int c4_plan_topo_host(const struct c4_plan_topo *t, const char *name) {
     else
       hi = mid - 1;
   }
-  return -1;
+  return C4_NONE;
 }
 
 /* Reads "leaves" or "spines": an array of objects with a unique string "name". */
@@ -67,7 +68,7 @@ static int read_names(json_t *root, const char *key, char ***out, int *n, char *
   json_t *a = json_object_get(root, key);
   if (!json_is_array(a) || json_array_size(a) == 0) {
     fail(err, errlen, what, "%s: missing or not a non-empty array", key);
-    return -1;
+    return C4_EINVAL;
   }
   *out = calloc(json_array_size(a), sizeof(char *));
   if (!*out) return fail(err, errlen, what, "out of memory"), -1;
@@ -131,7 +132,7 @@ static int read_hosts(struct c4_plan_topo *t, json_t *root, char *err, size_t er
     if (!(host->name = strdup(name))) return fail(err, errlen, what, "out of memory"), -1;
     host->port0 = t->nports;
     json_array_foreach(json_object_get(h, "ports"), k, p) {
-      if (read_port(t, p, i, k, err, errlen, what) < 0) return -1;
+      if (read_port(t, p, i, k, err, errlen, what) < 0) return C4_EINVAL;
       host->nports++;
     }
   }
