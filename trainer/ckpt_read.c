@@ -89,14 +89,14 @@ static int cmp_entry(const void *a, const void *b) {
 static int hexval(char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
   if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  return -1;
+  return C4_NONE;
 }
 
 /* Reads JSON integer j into *v when it is one and lies in [lo, hi]. */
 static int get_int(const json_t *j, int64_t lo, int64_t hi, int64_t *v) {
-  if (!json_is_integer(j)) return -1;
+  if (!json_is_integer(j)) return C4_EINVAL;
   json_int_t x = json_integer_value(j);
-  if (x < lo || x > hi) return -1;
+  if (x < lo || x > hi) return C4_EINVAL;
   *v = x;
   return 0;
 }
@@ -454,15 +454,15 @@ static int cmp_candidate(const void *a, const void *b) {
 
 /* The step of a name "step-<digits>.c4ck", or -1 for any other name (temporary files included). */
 static int parse_step_name(const char *name, uint64_t *step) {
-  if (strncmp(name, "step-", 5)) return -1;
+  if (strncmp(name, "step-", 5)) return C4_EINVAL;
   const char *p = name + 5;
   uint64_t v = 0;
   int digits = 0;
   for (; *p >= '0' && *p <= '9'; p++, digits++) {
-    if (v > (UINT64_MAX - 9) / 10) return -1;
+    if (v > (UINT64_MAX - 9) / 10) return C4_EINVAL;
     v = v * 10 + (uint64_t)(*p - '0');
   }
-  if (!digits || strcmp(p, C4_CKPT_SUFFIX)) return -1;
+  if (!digits || strcmp(p, C4_CKPT_SUFFIX)) return C4_EINVAL;
   *step = v;
   return 0;
 }

@@ -32,16 +32,16 @@ static int cmp_name(const void *a, const void *b) {
 
 /* Bytes of tensor t, or -1 when its shape is invalid or its size does not fit in memory. */
 static int64_t tensor_bytes(const struct c4_ckpt_tensor *t) {
-  if (t->ndim < 0 || t->ndim > C4_CKPT_MAX_DIMS) return -1;
+  if (t->ndim < 0 || t->ndim > C4_CKPT_MAX_DIMS) return C4_EINVAL;
   int64_t elems = 1;
   for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] < 0) return -1;
+    if (t->shape[d] < 0) return C4_EINVAL;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] == 0) return 0;
-    if (elems > (INT64_MAX / 4) / t->shape[d]) return -1;
+    if (elems > (INT64_MAX / 4) / t->shape[d]) return C4_EINVAL;
     elems *= t->shape[d];
   }
-  if ((uint64_t)elems * 4 > SIZE_MAX) return -1;
+  if ((uint64_t)elems * 4 > SIZE_MAX) return C4_EINVAL;
   return elems * 4;
 }
 
@@ -127,7 +127,7 @@ static int place_tensors(json_t *hdr, const int64_t *bytes, int n, uint64_t star
     pos = ckpt_align(pos);
     if (json_object_set_new(json_array_get(arr, (size_t)i), "offset",
                             json_integer((json_int_t)pos)))
-      return -1;
+      return C4_ENOMEM;
     pos += (uint64_t)bytes[i];
   }
   return 0;
@@ -156,7 +156,7 @@ static int write_all(int fd, const void *buf, size_t len) {
     ssize_t w = write(fd, p, len < (1u << 30) ? len : (1u << 30));
     if (w < 0 && errno == EINTR) continue;
     if (w == 0) errno = EIO; /* no progress and no reason given */
-    if (w <= 0) return -1;
+    if (w <= 0) return C4_ESYS;
     p += w;
     len -= (size_t)w;
   }
@@ -173,12 +173,13 @@ static int write_file(int fd, const char *hdr, size_t hlen, const struct c4_ckpt
   pre[CKPT_MAGIC_PREFIX_LEN + 1] = '\n';
   for (int k = 0; k < 8; k++)
     pre[CKPT_HLEN_AT + k] = (unsigned char)((uint64_t)hlen >> (8 * k));
-  if (!EVP_Digest(hdr, hlen, pre + CKPT_SHA_AT, NULL, EVP_sha256(), NULL)) return -1;
-  if (write_all(fd, pre, sizeof pre) || write_all(fd, hdr, hlen)) return -1;
+  if (!EVP_Digest(hdr, hlen, pre + CKPT_SHA_AT, NULL, EVP_sha256(), NULL)) return C4_ENOMEM;
+  if (write_all(fd, pre, sizeof pre) || write_all(fd, hdr, hlen)) return C4_ESYS;
   uint64_t pos = CKPT_PREAMBLE + hlen;
   for (int i = 0; i < n; i++) {
     uint64_t off = ckpt_align(pos);
-    if (write_all(fd, zeros, off - pos) || write_all(fd, t[i].data, (size_t)bytes[i])) return -1;
+    if (write_all(fd, zeros, off - pos) || write_all(fd, t[i].data, (size_t)bytes[i]))
+      return C4_ESYS;
     pos = off + (uint64_t)bytes[i];
   }
   return 0;
@@ -190,10 +191,10 @@ static int sync_dir(const char *path) {
   char *dir = slash == path ? strdup("/")
               : slash       ? strndup(path, (size_t)(slash - path))
                             : strdup(".");
-  if (!dir) return -1;
+  if (!dir) return C4_ENOMEM;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   free(dir);
-  if (fd < 0) return -1;
+  if (fd < 0) return C4_ESYS;
   int rc = fsync(fd);
   close(fd);
   return rc;

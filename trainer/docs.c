@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "gpt_rng.h"
 
 #define DOCS_MIN 10 /* sequences a file must give: one tenth is held out */
@@ -25,7 +26,7 @@ static int grow_bytes(struct builder *b, size_t more) {
   while (cap < b->nbytes + more)
     cap *= 2;
   unsigned char *p = realloc(b->d->bytes, cap);
-  if (!p) return -1;
+  if (!p) return C4_ENOMEM;
   b->d->bytes = p;
   b->cap_bytes = cap;
   return 0;
@@ -39,7 +40,7 @@ static int add_span(struct builder *b, size_t start, int len) {
     if (s) d->start = s;
     int *l = realloc(d->len, (size_t)cap * sizeof *l);
     if (l) d->len = l;
-    if (!s || !l) return -1;
+    if (!s || !l) return C4_ENOMEM;
     b->cap_seq = cap;
   }
   d->start[d->n] = start;
@@ -52,14 +53,14 @@ static int add_span(struct builder *b, size_t start, int len) {
  * a byte and no target is lost). */
 static int add_doc(struct builder *b, const unsigned char *text, size_t n) {
   if (n < 2) return 0;
-  if (grow_bytes(b, n)) return -1;
+  if (grow_bytes(b, n)) return C4_ENOMEM;
   size_t at = b->nbytes;
   memcpy(b->d->bytes + at, text, n);
   b->nbytes += n;
   size_t max = (size_t)b->d->max_context;
   for (size_t off = 0; off + 1 < n; off += max) {
     size_t len = n - 1 - off < max ? n - 1 - off : max;
-    if (add_span(b, at + off, (int)len)) return -1;
+    if (add_span(b, at + off, (int)len)) return C4_ENOMEM;
   }
   return 0;
 }
@@ -79,7 +80,7 @@ static int read_paragraphs(struct builder *b, const unsigned char *buf, size_t l
     size_t end = nl ? (size_t)(nl - buf) : len;
     int is_blank = blank(buf + line, end - line);
     if (is_blank && in_para) {
-      if (add_doc(b, buf + para, line - para - 1)) return -1;
+      if (add_doc(b, buf + para, line - para - 1)) return C4_ENOMEM;
       in_para = 0;
     } else if (!is_blank && !in_para) {
       para = line;
@@ -88,7 +89,7 @@ static int read_paragraphs(struct builder *b, const unsigned char *buf, size_t l
     if (!nl) break;
     line = end + 1;
   }
-  if (in_para && add_doc(b, buf + para, len - para)) return -1;
+  if (in_para && add_doc(b, buf + para, len - para)) return C4_ENOMEM;
   return 0;
 }
 
@@ -107,13 +108,13 @@ static int read_jsonl(struct builder *b, const unsigned char *buf, size_t len, c
         snprintf(err, errlen, "%s: line %ld: %s", path, lineno,
                  !o ? je.text : "not an object with a string \"text\"");
         json_decref(o);
-        return -1;
+        return C4_EINVAL;
       }
       int rc = add_doc(b, (const unsigned char *)json_string_value(t), json_string_length(t));
       json_decref(o);
       if (rc) {
         snprintf(err, errlen, "%s: out of memory at line %ld", path, lineno);
-        return -1;
+        return C4_ENOMEM;
       }
     }
     line = end + 1;
@@ -168,7 +169,7 @@ int docs_parse(struct doc_set *d, const unsigned char *buf, size_t len, const ch
   }
   if (rc) {
     docs_free(d);
-    return -1;
+    return C4_EINVAL;
   }
   d->nbytes = b.nbytes;
   d->ntrain = d->n - (d->n + 9) / 10;
@@ -179,7 +180,7 @@ int docs_load(struct doc_set *d, const char *path, int max_context, char *err, s
   memset(d, 0, sizeof *d);
   size_t len = 0;
   unsigned char *buf = read_file(path, &len, err, errlen);
-  if (!buf) return -1;
+  if (!buf) return C4_ENOTFOUND;
   int rc = docs_parse(d, buf, len, path, max_context, err, errlen);
   free(buf);
   return rc;
@@ -260,12 +261,12 @@ int docs_write_synthetic(const char *path, const unsigned char *src, size_t nsrc
   if (nsrc < cap) {
     snprintf(err, errlen, "%s: the source text (%zu bytes) is shorter than a document of %zu", path,
              nsrc, cap);
-    return -1;
+    return C4_EINVAL;
   }
   FILE *f = fopen(path, "w");
   if (!f) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
+    return C4_ESYS;
   }
   struct gpt_rng rng;
   gpt_rng_seed(&rng, seed);
@@ -283,7 +284,7 @@ int docs_write_synthetic(const char *path, const unsigned char *src, size_t nsrc
   }
   if (fclose(f) || bad) {
     snprintf(err, errlen, "%s: write failed", path);
-    return -1;
+    return C4_ESYS;
   }
   return 0;
 }

@@ -24,8 +24,8 @@ struct doc_set {
  * with a string "text"), else paragraphs between blank lines. A document of n bytes has n - 1
  * positions; longer than max_context, it is cut into pieces of max_context; one of one byte has
  * none and is left out. The last tenth of the sequences (at least one) is held out. Returns 0,
- * or -1 with err naming the file, the line and what is wrong (unreadable, bad JSON, no "text",
- * fewer than 10 sequences). */
+ * or a C4_E* code with err naming the file, the line and what is wrong (unreadable, bad JSON, no
+ * "text", fewer than 10 sequences). */
 int docs_load(struct doc_set *d, const char *path, int max_context, char *err, size_t errlen);
 
 /* The same from len bytes in memory, named `name` in errors. */
@@ -49,7 +49,7 @@ void docs_print_stats(const struct doc_set *d, const char *path, FILE *f);
 /* Writes a synthetic long-tailed corpus as JSON lines to path: ndocs documents whose lengths
  * follow a Pareto law (at least 32 bytes, tail index 1.1: a median near 60, a fifth over 128,
  * about one in a hundred at the cap), capped at max_context + 1 bytes, the text cut from src
- * (nsrc bytes) at places drawn from seed. Returns 0, or -1 with err naming the file. */
+ * (nsrc bytes) at places drawn from seed. Returns 0, or a C4_E* code with err naming the file. */
 int docs_write_synthetic(const char *path, const unsigned char *src, size_t nsrc, int ndocs,
                          int max_context, uint64_t seed, char *err, size_t errlen);
 

@@ -5,6 +5,7 @@
 #include <limits.h>
 
 #include "c4_env.h"
+#include "c4_err.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,12 +21,12 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
     snprintf(err, errlen, "rendezvous of %d ranks at %s:%d failed (error %d; see the log above)",
              r->world, r->master, r->port, rc);
     c4_bootstrap_close(&d->bs);
-    return -1;
+    return C4_EREMOTE;
   }
   if (use_nccl) {
     if (dp_nccl_open(d, r, err, errlen)) {
       c4_bootstrap_close(&d->bs);
-      return -1;
+      return C4_EREMOTE;
     }
     return 0;
   }
@@ -36,14 +37,14 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
   if (c4_netapi_open(&d->api, plugin_path, 0)) {
     snprintf(err, errlen, "net plugin %s: %s", plugin_path, d->api.err);
     c4_bootstrap_close(&d->bs);
-    return -1;
+    return C4_ENOTFOUND;
   }
   if (c4_hostcoll_ring_init(&d->ring, &d->api, 0, &d->bs)) {
     snprintf(err, errlen, "the ring of %d ranks over %s did not connect (see the log above)",
              r->world, plugin_path);
     c4_netapi_close(&d->api);
     c4_bootstrap_close(&d->bs);
-    return -1;
+    return C4_EREMOTE;
   }
   d->ring_up = 1;
   d->ext_step = d->api.dl ? (void (*)(uint64_t))dlsym(d->api.dl, "c4ExtStep") : NULL;
@@ -58,7 +59,7 @@ int dp_allreduce(struct dp *d, float *grads, size_t n) {
   if (d->nccl) return dp_nccl_allreduce(d, grads, n);
   for (size_t at = 0; at < n; at += d->bucket_floats) {
     size_t len = n - at < d->bucket_floats ? n - at : d->bucket_floats;
-    if (c4_hostcoll_allreduce_f32(&d->ring, grads + at, len)) return -1;
+    if (c4_hostcoll_allreduce_f32(&d->ring, grads + at, len)) return C4_EREMOTE;
   }
   return 0;
 }

@@ -29,7 +29,7 @@ struct dp {
 /* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
  * the program, else libnccl-net-c4.so on the library path) and connects the ring on device 0.
  * GPU (use_nccl): loads libnccl.so.2 and builds a communicator for local_rank's GPU. bucket_bytes
- * is the allreduce bucket size. Returns 0, or -1 with err naming what failed. */
+ * is the allreduce bucket size. Returns 0, or a C4_E* code with err naming what failed. */
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
 
@@ -39,8 +39,8 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
 void dp_step(struct dp *d, int step);
 
 /* Sums n floats of grads (host memory on CPU, device memory on GPU) across the group in place,
- * one collective per bucket. Returns 0, or -1 when a peer is gone or silent (the group is then
- * broken: the caller should stop and let the launcher restart on the healthy ranks). */
+ * one collective per bucket. Returns 0, or a C4_E* code when a peer is gone or silent (the group is
+ * then broken: the caller should stop and let the launcher restart on the healthy ranks). */
 int dp_allreduce(struct dp *d, float *grads, size_t n);
 
 /* Every rank gives len bytes and receives all ranks' (rank order). 0 or -1 as above. */

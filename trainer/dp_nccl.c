@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "dp.h"
 
 typedef struct {
@@ -55,7 +56,7 @@ int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errle
   struct dp_nccl *n = calloc(1, sizeof *n);
   if (!n) {
     snprintf(err, errlen, "out of memory");
-    return -1;
+    return C4_ENOMEM;
   }
   n->cudart = open_first(cudart_names);
   n->nccl = open_first(nccl_names);
@@ -100,7 +101,7 @@ int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errle
 fail:
   /* the libraries stay mapped: NCCL or CUDA may have started threads */
   free(n);
-  return -1;
+  return C4_EINVAL;
 }
 
 int dp_nccl_allreduce(struct dp *d, float *grads, size_t n) {
@@ -110,7 +111,7 @@ int dp_nccl_allreduce(struct dp *d, float *grads, size_t n) {
     int rc = x->all_reduce(grads + at, grads + at, len, NCCL_FLOAT32, NCCL_SUM, x->comm, NULL);
     if (rc) {
       fprintf(stderr, "c4train: ncclAllReduce: %s\n", x->error_string(rc));
-      return -1;
+      return C4_EREMOTE;
     }
   }
   return x->stream_synchronize(NULL) ? -1 : 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "gpt_rng.h"
 
 /* Carves one activation buffer (base NULL: only counts) into views for layers [l0, l1): the
@@ -129,7 +130,7 @@ static void init_params(struct gpt *m, float *host, unsigned long long seed) {
   }
 }
 
-/* Allocates slot sl's buffers and views for the held layers; 0 or -1. */
+/* Allocates slot sl's buffers and views for the held layers; 0 or C4_ENOMEM. */
 static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
   const struct c4k_ops *o = m->ops;
   size_t N = (size_t)m->B * m->cfg.context;
@@ -143,7 +144,7 @@ static int alloc_slot(struct gpt *m, struct gpt_slot *sl) {
   sl->seg_len = malloc(N * sizeof(int));
   if (!sl->a.layer || !sl->d.layer || !sl->acts || !sl->dacts || !sl->tokens || !sl->targets ||
       !sl->seg_len)
-    return -1;
+    return C4_ENOMEM;
   carve(&m->cfg, m->B, m->l0, m->l1, sl->acts, &sl->a);
   carve(&m->cfg, m->B, m->l0, m->l1, sl->dacts, &sl->d);
   return 0;
@@ -164,7 +165,7 @@ int gpt_slots(struct gpt *m, int n, char *err, size_t errlen) {
   struct gpt_slot *grown = realloc(m->slot, (size_t)n * sizeof *grown);
   if (!grown) {
     snprintf(err, errlen, "out of memory for %d micro-batches in flight", n);
-    return -1;
+    return C4_ENOMEM;
   }
   m->slot = grown;
   while (m->nslots < n) {
@@ -172,7 +173,7 @@ int gpt_slots(struct gpt *m, int n, char *err, size_t errlen) {
       free_slot(m->ops, &m->slot[m->nslots]);
       snprintf(err, errlen, "out of memory for %d micro-batches of %zu activations in flight", n,
                m->nacts);
-      return -1;
+      return C4_ENOMEM;
     }
     m->nslots++;
   }
@@ -202,7 +203,7 @@ int gpt_window(struct gpt *m, int l0, int l1, float *params, float *adam_m, floa
   if (!m->params || !m->grads || !m->adam_m || !m->adam_v || gpt_slots(m, n, err, errlen)) {
     snprintf(err, errlen, "out of memory for layers %d-%d: %zu parameters, %zu activations", l0,
              l1 - 1, m->nparams, m->nacts);
-    return -1;
+    return C4_ENOMEM;
   }
   o->upload(m->params, params, bytes);
   o->upload(m->adam_m, adam_m, bytes);
@@ -219,12 +220,12 @@ int gpt_init_layers(struct gpt *m, const struct gpt_config *cfg, const struct c4
              "bad model: vocab %d, context %d, layers %d, heads %d, width %d (a multiple of "
              "heads), micro-batch %d: all must be positive",
              cfg->vocab, cfg->context, cfg->layers, cfg->heads, cfg->width, B);
-    return -1;
+    return C4_EINVAL;
   }
   if (l0 < 0 || l1 <= l0 || l1 > cfg->layers) {
     snprintf(err, errlen, "layers %d to %d are not a range of the model's %d", l0, l1 - 1,
              cfg->layers);
-    return -1;
+    return C4_EINVAL;
   }
   m->cfg = *cfg;
   m->ops = ops;
@@ -248,7 +249,7 @@ int gpt_init_layers(struct gpt *m, const struct gpt_config *cfg, const struct c4
              m->nparams, m->nacts);
     free(host);
     gpt_free(m);
-    return -1;
+    return C4_ENOMEM;
   }
   init_params(m, host, seed);
   ops->upload(m->params, host, m->nparams * sizeof(float));

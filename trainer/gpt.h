@@ -114,7 +114,7 @@ int gpt_init_layers(struct gpt *m, const struct gpt_config *cfg, const struct c4
 /* Makes m hold layers [l0, l1) instead: the old buffers are freed, new ones allocated for the
  * window and filled from host params, adam_m and adam_v (m->nparams floats each, in the new
  * window's layout: gpt_layers.h builds them), the gradients zero, the activation slots carved
- * again. 0, or -1 with err filled when memory is short (m then holds nothing usable). */
+ * again. 0, or a C4_E* code with err filled when memory is short (m then holds nothing usable). */
 int gpt_window(struct gpt *m, int l0, int l1, float *params, float *adam_m, float *adam_v,
                char *err, size_t errlen);
 
@@ -167,8 +167,8 @@ double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, con
 /* --- pipeline stages: the held layers [l0, l1) on slot `slot` (the first stage's l0 is 0, the
  * last stage's l1 is layers; tokens and targets are host B x T for every stage) --- */
 
-/* Makes room for n micro-batches in flight (slots 0..n-1; n >= 1). Returns 0, or -1 with err
- * filled when memory is short (the slots there were stay). */
+/* Makes room for n micro-batches in flight (slots 0..n-1; n >= 1). Returns 0, or a C4_E* code with
+ * err filled when memory is short (the slots there were stay). */
 int gpt_slots(struct gpt *m, int n, char *err, size_t errlen);
 
 /* Bytes of the residual stream between two layers of one micro-batch (B x T x C floats): what

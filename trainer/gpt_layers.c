@@ -1,6 +1,7 @@
 /* gpt_layers.c -- copies between a model's held window and host buffers, tensor by tensor (a
  * per-layer tensor's layers are contiguous in both, so each tensor is one or two copies). */
 #include "gpt_layers.h"
+#include "c4_err.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ int gpt_move_window(struct gpt *m, int l0, int l1, const float *below, const flo
   if (l0 < 0 || l1 <= l0 || l1 > m->cfg.layers || l0 > o1 || l1 < o0 || (l0 < o0 && !below) ||
       (l1 > o1 && !above)) {
     snprintf(err, errlen, "layers %d-%d cannot follow %d-%d", l0, l1 - 1, o0, o1 - 1);
-    return -1;
+    return C4_EINVAL;
   }
   size_t n = 0, at[GPT_NPARAMS];
   for (int p = 0; p < GPT_NPARAMS; p++) {
@@ -53,7 +54,7 @@ int gpt_move_window(struct gpt *m, int l0, int l1, const float *below, const flo
   float *host = malloc(3 * n * sizeof(float));
   if (!host) {
     snprintf(err, errlen, "out of memory for layers %d-%d", l0, l1 - 1);
-    return -1;
+    return C4_ENOMEM;
   }
   int keep0 = l0 > o0 ? l0 : o0, keep1 = l1 < o1 ? l1 : o1;
   for (int part = 0; part < 3; part++)

@@ -21,7 +21,7 @@ void gpt_pack_layers(const struct gpt *m, int a, int b, float *host);
 
 /* Makes m hold layers [l0, l1), which must overlap or touch the held window: the layers it keeps
  * stay, layers [l0, m->l0) come from `below` and [m->l1, l1) from `above` (packs of
- * gpt_pack_layers, NULL when none), every bit as it was. 0, or -1 with err filled. */
+ * gpt_pack_layers, NULL when none), every bit as it was. 0, or a C4_E* code with err filled. */
 int gpt_move_window(struct gpt *m, int l0, int l1, const float *below, const float *above,
                     char *err, size_t errlen);
 

@@ -16,6 +16,7 @@
 #include "c4_bootstrap.h"
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "mon_sub.h"
 #include "train_loop.h"
 
@@ -68,7 +69,7 @@ static int fork_ranks(struct attempt *a) {
     a->pid[r] = pid;
     a->state[r] = RUNNING;
   }
-  return -1;
+  return C4_NONE;
 }
 
 static void say(const struct launch_opts *lo, const char *fmt, int x, int y) {
@@ -130,7 +131,7 @@ int launch_local(const struct launch_opts *lo, int *status) {
   if (lo->ranks < 1 || lo->ranks > 1024) {
     fprintf(stderr, "c4train: --local-ranks %d: expected 1 to 1024\n", lo->ranks);
     *status = 2;
-    return -1;
+    return C4_NONE;
   }
   pthread_mutex_init(&a.lock, NULL);
   a.world = lo->ranks;
@@ -171,5 +172,5 @@ int launch_local(const struct launch_opts *lo, int *status) {
     say(lo, "going on with %d ranks from the last checkpoint (%d lost)", w, failed);
   }
   if (sub) mon_sub_stop(sub);
-  return -1;
+  return C4_NONE;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "planner.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -55,7 +56,7 @@ int layer_plan_init(struct layer_plan *p, int stages, int replicas, int layers, 
       !p->slowdown || !p->planned || !p->ends || !p->rel || !p->endw || !p->count || !p->next ||
       !p->monitor || !p->monitor_age || layers < stages || stages < 1 || replicas < 1) {
     layer_plan_free(p);
-    return -1;
+    return C4_EINVAL;
   }
   if (max_layers) memcpy(p->max_layers, max_layers, S * sizeof *max_layers);
   double ones[n];
@@ -64,7 +65,7 @@ int layer_plan_init(struct layer_plan *p, int stages, int replicas, int layers, 
   if (c4_split_layers(layers, stages, ones, NULL, p->even) < 0 ||
       c4_split_microbatches(microbatches, replicas, ones, p->even_data) < 0) {
     layer_plan_free(p);
-    return -1;
+    return C4_EINVAL;
   }
   memcpy(p->split, p->even, S * sizeof *p->split);
   memcpy(p->data, p->even_data, R * sizeof *p->data);
@@ -187,7 +188,8 @@ static double best_plan(const struct layer_plan *p, const double *want, int *spl
     for (int r = 0; r < R; r++)
       if (want[r * S + s] > stage_slow[s]) stage_slow[s] = want[r * S + s];
   }
-  if (c4_split_layers_ends(p->layers, S, stage_slow, p->ends, p->max_layers, lay) < 0) return -1;
+  if (c4_split_layers_ends(p->layers, S, stage_slow, p->ends, p->max_layers, lay) < 0)
+    return C4_EINVAL;
   memcpy(split, lay, sizeof lay); /* layers alone */
   memcpy(data, p->even_data, sizeof dat);
   double best = layer_plan_time(p, split, data, want);

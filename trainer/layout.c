@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 
 int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe *out, int max) {
   long seqs = (long)o->micro_batch * o->microbatches; /* the global batch, kept */
@@ -210,7 +211,7 @@ double layout_auto(int argc, char **argv, struct train_opts *o, int ranks, int s
   if (best < 0) {
     snprintf(err, errlen, "--layout auto: none of the %d candidate layouts ran", n);
     free(c);
-    return -1;
+    return C4_EREMOTE;
   }
   print_table(f, c, n, ranks);
   o->pp = c[best].pp;

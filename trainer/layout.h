@@ -42,8 +42,8 @@ int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe
  * below the best's is dropped, and the rest are probed again with twice the steps, in the
  * opposite order (so that the machine's drift hits them alike), while the next round fits in
  * LAYOUT_BUDGET of the run at the best's pace. Prints each round and the table on f and sets o's
- * layout to the best. Returns the probes' total wall seconds, or -1 with err filled when no
- * probe ran. */
+ * layout to the best. Returns the probes' total wall seconds, or a C4_E* code with err filled when
+ * no probe ran. */
 double layout_auto(int argc, char **argv, struct train_opts *o, int ranks, int steps, FILE *f,
                    char *err, size_t errlen);
 

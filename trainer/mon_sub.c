@@ -1,6 +1,7 @@
 /* mon_sub.c -- the subscription reader: poll with short timeouts so stop is prompt, JSON lines
  * parsed with jansson, a straggler verdict remembered by id until its `recovered` clears it. */
 #include "mon_sub.h"
+#include "c4_err.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -38,23 +39,24 @@ static int stopping(struct mon_sub *s) {
   return v;
 }
 
-/* Connects without blocking longer than 1 s; -1 when c4mon is not there (yet). */
+/* Connects without blocking longer than 1 s; the socket, or a C4_E* code when c4mon is not there
+ * (yet). */
 static int dial(struct mon_sub *s) {
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-  if (getaddrinfo(s->host, s->port, &hints, &ai) != 0 || !ai) return -1;
+  if (getaddrinfo(s->host, s->port, &hints, &ai) != 0 || !ai) return C4_ENOTFOUND;
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
     close(fd);
     fd = -1;
   }
   freeaddrinfo(ai);
-  if (fd < 0) return -1;
+  if (fd < 0) return C4_ESYS;
   struct pollfd p = {.fd = fd, .events = POLLOUT};
   int soerr = 0;
   socklen_t len = sizeof soerr;
   if (poll(&p, 1, 1000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) || soerr) {
     close(fd);
-    return -1;
+    return C4_EREMOTE;
   }
   return fd;
 }
@@ -97,8 +99,8 @@ static void handle_line(struct mon_sub *s, const char *line) {
   json_decref(ev);
 }
 
-/* Reads what is there and handles each complete line; -1 when the connection ended. A line
- * longer than the buffer is skipped, not split. */
+/* Reads what is there and handles each complete line; -1 when the connection ended. A
+ * line longer than the buffer is skipped, not split. */
 static int drain(struct mon_sub *s, int fd) {
   ssize_t n = read(fd, s->buf + s->used, sizeof s->buf - 1 - s->used);
   if (n <= 0) return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;

@@ -8,6 +8,7 @@
 
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_idle.h"
 
 #define HANDLE NCCL_NET_HANDLE_MAXSIZE
@@ -62,12 +63,13 @@ int pipe_init(struct pipe *p, struct dp *d, int prev, int next, char *err, size_
   return rc;
 }
 
-/* Tests every pending send once; -1 when the plugin fails. Sets *moved when one finished. */
+/* Tests every pending send once; C4_EREMOTE when the plugin fails. Sets *moved when one finished.
+ */
 static int drive(struct pipe *p, int *moved) {
   for (int i = 0; i < PIPE_PENDING; i++) {
     if (!p->pending[i]) continue;
     int done = 0, size = 0;
-    if (c4_netapi_test(p->api, p->pending[i], &done, &size) != ncclSuccess) return -1;
+    if (c4_netapi_test(p->api, p->pending[i], &done, &size) != ncclSuccess) return C4_EREMOTE;
     if (done) {
       p->pending[i] = NULL;
       *moved = 1;
@@ -81,19 +83,19 @@ int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes) {
   while (slot < PIPE_PENDING && p->pending[slot])
     slot++;
   int side = to_next ? 1 : 0;
-  if (slot == PIPE_PENDING || !p->send[side]) return -1;
+  if (slot == PIPE_PENDING || !p->send[side]) return C4_EAGAIN;
   uint64_t start = c4_now_ns();
   for (;;) {
     void *req = NULL;
     if (c4_netapi_isend(p->api, p->send[side], (void *)buf, bytes, side, p->send_mh[side], &req) !=
         ncclSuccess)
-      return -1;
+      return C4_EREMOTE;
     if (req) {
       p->pending[slot] = req;
       return slot;
     }
     int moved = 0; /* the plugin is full: make room by driving what is in flight */
-    if (drive(p, &moved) || timed_out(p, start)) return -1;
+    if (drive(p, &moved) || timed_out(p, start)) return C4_EREMOTE;
     c4_idle(c4_now_ns() - start);
   }
 }
@@ -102,9 +104,9 @@ int pipe_wait(struct pipe *p, int handle) {
   uint64_t last = c4_now_ns();
   while (handle >= 0 && p->pending[handle]) {
     int moved = 0;
-    if (drive(p, &moved)) return -1;
+    if (drive(p, &moved)) return C4_EREMOTE;
     if (moved) last = c4_now_ns();
-    if (timed_out(p, last)) return -1;
+    if (timed_out(p, last)) return C4_EREMOTE;
     if (!moved) c4_idle(c4_now_ns() - last);
   }
   return 0;
@@ -112,25 +114,25 @@ int pipe_wait(struct pipe *p, int handle) {
 
 int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
   int side = from_next ? 1 : 0;
-  if (!p->recv[side]) return -1;
+  if (!p->recv[side]) return C4_EINVAL;
   void *req = NULL;
   uint64_t last = c4_now_ns();
   while (!req) {
     /* the tag is the sender's side: its send to its next stage arrives on my side 0 */
     if (c4_netapi_irecv(p->api, p->recv[side], buf, bytes, 1 - side, p->recv_mh[side], &req) !=
         ncclSuccess)
-      return -1;
+      return C4_EREMOTE;
     int moved = 0;
-    if (!req && (drive(p, &moved) || timed_out(p, last))) return -1;
+    if (!req && (drive(p, &moved) || timed_out(p, last))) return C4_EREMOTE;
     if (!req) c4_idle(c4_now_ns() - last);
   }
   for (;;) {
     int done = 0, size = 0, moved = 0;
-    if (c4_netapi_test(p->api, req, &done, &size) != ncclSuccess) return -1;
+    if (c4_netapi_test(p->api, req, &done, &size) != ncclSuccess) return C4_EREMOTE;
     if (done) return (size_t)size == bytes ? 0 : -1;
-    if (drive(p, &moved)) return -1;
+    if (drive(p, &moved)) return C4_EREMOTE;
     if (moved) last = c4_now_ns();
-    if (timed_out(p, last)) return -1;
+    if (timed_out(p, last)) return C4_EREMOTE;
     if (!moved) c4_idle(c4_now_ns() - last);
   }
 }

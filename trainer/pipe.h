@@ -24,16 +24,16 @@ struct pipe {
 int pipe_init(struct pipe *p, struct dp *d, int prev, int next, char *err, size_t errlen);
 
 /* Posts a send of `bytes` from buf (which must stay untouched until pipe_wait says it is done) to
- * the next stage (to_next 1) or the previous. Returns a handle >= 0, or -1 when the plugin
- * failed or PIPE_PENDING sends are in flight. */
+ * the next stage (to_next 1) or the previous. Returns a handle >= 0, or a C4_E* code when the
+ * plugin failed or PIPE_PENDING sends are in flight. */
 int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes);
 
-/* Waits for the send with that handle (a negative handle: nothing). 0, or -1 when the peer is
- * gone or silent for C4_COLL_TIMEOUT_MS. */
+/* Waits for the send with that handle (a negative handle: nothing). 0, or a C4_E* code when the
+ * peer is gone or silent for C4_COLL_TIMEOUT_MS. */
 int pipe_wait(struct pipe *p, int handle);
 
 /* Receives exactly `bytes` into buf from the next stage (from_next 1) or the previous one,
- * driving the pending sends meanwhile. 0 or -1 as pipe_wait. */
+ * driving the pending sends meanwhile. 0 or a C4_E* code as pipe_wait. */
 int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes);
 
 /* Waits for every pending send, then closes the links. */

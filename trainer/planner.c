@@ -4,6 +4,7 @@
  * one up to rounding, and the split is then trimmed back to total, taking units off whoever is
  * the bottleneck, which cannot raise it. */
 #include "planner.h"
+#include "c4_err.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,14 +34,14 @@ static double busy(int i, const double *rate, const double *fixed, const int *ou
  * trim never takes a worker below least. */
 static double split_at_least(int total, int n, const double *rate, const double *fixed,
                              const int *cap, int least, int *out) {
-  if (n < 1 || total < 0 || (long)least * n > total) return -1;
+  if (n < 1 || total < 0 || (long)least * n > total) return C4_EINVAL;
   double best_rate = 0;
   long room = 0;
   for (int i = 0; i < n; i++) {
     if (rate[i] > best_rate) best_rate = rate[i];
     room += rate[i] > 0 ? (cap ? cap[i] : total) : 0;
   }
-  if (best_rate <= 0 || room < total) return -1;
+  if (best_rate <= 0 || room < total) return C4_EINVAL;
   double lo = 0, hi = total / best_rate;
   for (int i = 0; fixed && i < n; i++)
     hi += fixed[i];

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "planner.h"
 
 /* Even when the ranks' slowdowns are all 1, else by speed. */
@@ -49,7 +50,7 @@ int resplit_init(struct resplit *p, int ranks, int microbatches, int enabled) {
       !p->split || !p->slowdown || !p->planned || !p->monitor_factor || !p->monitor_age ||
       !p->recoveries || step_model_init(&p->model, ranks)) {
     resplit_free(p);
-    return -1;
+    return C4_ENOMEM;
   }
   for (int i = 0; i < ranks; i++) {
     p->slowdown[i] = p->planned[i] = 1.0;

@@ -48,7 +48,7 @@ struct resplit {
 #define RESPLIT_HOLD_MAX (16 * STEP_MODEL_WINDOW)
 
 /* Starts at the even split of `microbatches` among `ranks`; enabled 0 keeps it even (measuring
- * goes on). Returns 0, or -1 when memory is short. */
+ * goes on). Returns 0, or C4_ENOMEM. */
 int resplit_init(struct resplit *p, int ranks, int microbatches, int enabled);
 
 void resplit_free(struct resplit *p);

@@ -3,6 +3,7 @@
  * the window's steps, each divided by its rank's factor, alternated with the factors (medians of
  * measured over predicted). */
 #include "seq_cost.h"
+#include "c4_err.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ int seq_cost_init(struct seq_cost *m, int ranks, int max_len, double flops_per_t
   m->win = calloc((size_t)ranks * SEQ_COST_WINDOW, sizeof *m->win);
   if (!m->speed || !m->noise || !m->win) {
     seq_cost_free(m);
-    return -1;
+    return C4_ENOMEM;
   }
   for (int r = 0; r < ranks; r++)
     m->speed[r] = 1.0;
@@ -94,7 +95,7 @@ static int solve(int k, const int *set, double G[NCOEF][NCOEF], const double *h,
     int p = c;
     for (int r = c + 1; r < k; r++)
       if (fabs(A[r][c]) > fabs(A[p][c])) p = r;
-    if (!(fabs(A[p][c]) > 1e-12 * scale)) return -1;
+    if (!(fabs(A[p][c]) > 1e-12 * scale)) return C4_EINVAL;
     for (int j = 0; j < k; j++) {
       double t = A[c][j];
       A[c][j] = A[p][j];
@@ -181,7 +182,7 @@ static int fit_coefficients(const struct seq_cost *m, const int *allow, double *
   }
   for (int j = 0; j < NCOEF; j++)
     k += allow[j] && norm[j] > 0;
-  if (n < k + 1) return -1;
+  if (n < k + 1) return C4_EINVAL;
   int ok[NCOEF];
   for (int j = 0; j < NCOEF; j++)
     ok[j] = allow[j] && norm[j] > 0;

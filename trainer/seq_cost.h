@@ -57,7 +57,7 @@ struct seq_cost {
 
 /* A model of `ranks` ranks for sequences of at most max_len positions, at the prior
  * a = flops_per_token, b = flops_per_sq_token, fixed and hinges 0, every factor 1. Returns 0, or
- * -1 when memory is short. */
+ * C4_ENOMEM. */
 int seq_cost_init(struct seq_cost *m, int ranks, int max_len, double flops_per_token,
                   double flops_per_sq_token);
 void seq_cost_free(struct seq_cost *m);

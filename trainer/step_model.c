@@ -9,6 +9,7 @@
  * micro-batch: for each rank, the median over its steps of (step time - fixed part) /
  * micro-batches. Medians, so a step disturbed by the machine's other work moves neither. */
 #include "step_model.h"
+#include "c4_err.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ int step_model_init(struct step_model *m, int ranks) {
   m->next = calloc((size_t)ranks, sizeof *m->next);
   if (m->win && m->count && m->next) return 0;
   step_model_free(m);
-  return -1;
+  return C4_ENOMEM;
 }
 
 void step_model_free(struct step_model *m) {

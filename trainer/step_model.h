@@ -41,7 +41,7 @@ struct step_model {
   double first_per_mb; /* the first step's median time per micro-batch: the scale until a fit */
 };
 
-/* An empty model of `ranks` ranks. Returns 0, or -1 when memory is short. */
+/* An empty model of `ranks` ranks. Returns 0, or C4_ENOMEM. */
 int step_model_init(struct step_model *m, int ranks);
 
 void step_model_free(struct step_model *m);

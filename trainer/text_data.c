@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "gpt_rng.h"
 
 int text_data_load(struct text_data *d, const char *path, int context, char *err, size_t errlen) {
@@ -13,7 +14,7 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
   FILE *f = fopen(path, "rb");
   if (!f) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
+    return C4_ENOTFOUND;
   }
   size_t cap = 1 << 16, len = 0;
   unsigned char *buf = malloc(cap);
@@ -35,7 +36,7 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
   if (!buf || read_error) {
     snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
     free(buf);
-    return -1;
+    return C4_ESYS;
   }
   size_t train = len / 10 * 9, need = (size_t)context + 2;
   if (train < need || len - train < need) {
@@ -44,7 +45,7 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
              "held-out parts needs %zu)",
              path, len, context, need);
     free(buf);
-    return -1;
+    return C4_EINVAL;
   }
   d->bytes = buf;
   d->len = len;

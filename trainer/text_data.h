@@ -16,8 +16,8 @@ struct text_data {
   size_t train_len; /* the first 90% train; the rest is held out for evaluation */
 };
 
-/* Reads path whole. Returns 0, or -1 with err naming the file and the reason (missing, unreadable,
- * shorter than context + 2 bytes in either part). */
+/* Reads path whole. Returns 0, or a C4_E* code with err naming the file and the reason (missing,
+ * unreadable, shorter than context + 2 bytes in either part). */
 int text_data_load(struct text_data *d, const char *path, int context, char *err, size_t errlen);
 void text_data_free(struct text_data *d);
 

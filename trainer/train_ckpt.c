@@ -76,7 +76,7 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
                     char *err, size_t errlen) {
   if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) {
     snprintf(err, errlen, "%s: %s", o->ckpt_dir, strerror(errno));
-    return -1;
+    return C4_ESYS;
   }
   size_t n = m->nparams;
   float *host = full ? NULL : malloc(3 * n * sizeof(float));
@@ -85,7 +85,7 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
   char path[4096];
   if (!full && !host) {
     snprintf(err, errlen, "out of memory for %zu parameters", n);
-    return -1;
+    return C4_ENOMEM;
   }
   if (!full) { /* the whole model is held: its layout is the checkpoint's */
     m->ops->download(host, m->params, n * sizeof(float));
@@ -117,7 +117,7 @@ static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64
   warn[0] = 0;
   if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) { /* saving later would fail too */
     snprintf(err, errlen, "--ckpt-dir %s: cannot create it: %s", o->ckpt_dir, strerror(errno));
-    return -1;
+    return C4_ESYS;
   }
   int rc = c4_ckpt_latest(o->ckpt_dir, path, pathlen, at, err, errlen);
   if (rc == C4_ENOTFOUND && strstr(err, "damaged")) { /* checkpoints, none intact */
@@ -125,17 +125,17 @@ static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64
     snprintf(err + k, errlen - k,
              "; not starting again from step 0 (move the damaged files out of %s to do that)",
              o->ckpt_dir);
-    return -1;
+    return C4_EPROTO;
   }
   if (rc == C4_ENOTFOUND) {
     err[0] = 0;
     return 0;
   }
-  if (rc) return -1;
+  if (rc) return rc;
   if (err[0] && o->ckpt_strict) { /* a newer one was damaged */
     size_t k = strlen(err);
     snprintf(err + k, errlen - k, "; --ckpt-strict: not falling back to %s", path);
-    return -1;
+    return C4_EPROTO;
   }
   snprintf(warn, warnlen, "%s", err);
   return 1;
@@ -155,7 +155,7 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
            "--layers/--width/--heads/--context/--micro-batch/--microbatches, or another "
            "--ckpt-dir",
            path, mb, mbs);
-  return -1;
+  return C4_EINVAL;
 }
 
 /* ck's parameters and AdamW moments into m, the layers this rank holds. 0, or -1 with err. */
@@ -168,7 +168,7 @@ static int load(struct gpt *m, struct c4_ckpt *ck, char *err, size_t errlen) {
     free(host);
     free(win);
     snprintf(err, errlen, "out of memory for %zu parameters", n);
-    return -1;
+    return C4_ENOMEM;
   }
   tensors(m, host, t, names);
   int rc = c4_ckpt_load(ck, t, 3 * GPT_NPARAMS, err, errlen);
@@ -191,11 +191,11 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
   int rc = latest(o, path, sizeof path, &at, err, errlen, warn, warnlen);
   if (rc <= 0) return rc;
   struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
-  if (!ck) return -1;
+  if (!ck) return C4_EPROTO;
   rc = same_run(ck, m, o, path, err, errlen);
   if (rc == 0) rc = load(m, ck, err, errlen);
   c4_ckpt_close(ck);
-  if (rc) return -1;
+  if (rc) return C4_EINVAL;
   *step = (int)at;
   snprintf(err, errlen, "%s", path);
   return 1;

@@ -18,6 +18,7 @@
 
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "docs.h"
 #include "dp.h"
 #include "seq_assign.h"
@@ -30,7 +31,7 @@ static const char *const policy_names[TRAIN_ASSIGN_POLICIES + 1] = {"cost", "tok
 int train_docs_policy(const char *s) {
   for (int i = 0; i <= TRAIN_ASSIGN_ROTATE; i++)
     if (strcmp(s, policy_names[i]) == 0) return i;
-  return -1;
+  return C4_NONE;
 }
 
 const char *train_docs_policy_name(int policy) { return policy_names[policy]; }
@@ -71,7 +72,7 @@ static int bufs_init(struct docs_step_bufs *b, int max_seq, size_t positions) {
       b->mb_of && b->tok && b->tgt && b->seg)
     return 0;
   bufs_free(b);
-  return -1;
+  return C4_ENOMEM;
 }
 
 static void sleep_seconds(double s) {

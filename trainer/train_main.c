@@ -7,6 +7,7 @@
 
 #include "c4_cli.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_ranks.h"
 #include "docs.h"
 #include "launch.h"
@@ -81,7 +82,7 @@ static void usage(FILE *f) {
 
 static int parse_int(const char *flag, const char *v, int min, int max, int *out) {
   long x;
-  if (c4_cli_long("c4train", flag, v, min, max, &x) != 0) return -1;
+  if (c4_cli_long("c4train", flag, v, min, max, &x) != 0) return C4_EINVAL;
   *out = (int)x;
   return 0;
 }
@@ -329,7 +330,7 @@ static int parse_args(int argc, char **argv, struct cli *a) {
   }
   if (bad) return C4_EXIT_USAGE;
   if (optind < argc) return c4_cli_usage("c4train", "unexpected argument '%s'", argv[optind]);
-  return -1;
+  return C4_NONE;
 }
 
 /* The options that do not go together. Returns -1 when they do, else the exit status. */
@@ -343,7 +344,7 @@ static int check_args(const struct cli *a) {
   if ((a->stats || a->synth) && o->max_context < 1)
     return c4_cli_usage("c4train", "%s needs --max-context",
                         a->stats ? "--data-stats" : "--synth-corpus");
-  return -1;
+  return C4_NONE;
 }
 
 /* --layout auto: the probes, each a job of its own, and the fastest layout written into a->o. */
@@ -361,7 +362,7 @@ static int layout_command(int argc, char **argv, struct cli *a) {
   if (layout_auto(argc, argv, &a->o, a->lo.ranks, probe_steps, a->o.json ? stderr : stdout, err,
                   sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
-  return -1;
+  return C4_NONE;
 }
 
 /* This process as one rank of the job, its place read from the launcher's environment. */

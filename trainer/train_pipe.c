@@ -11,15 +11,16 @@
 #include <time.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "planner.h"
 
 int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1) {
-  if (stages < 1 || layers < stages || stage < 0 || stage >= stages) return -1;
+  if (stages < 1 || layers < stages || stage < 0 || stage >= stages) return C4_EINVAL;
   int split[stages];
   double even[stages];
   for (int s = 0; s < stages; s++)
     even[s] = 1.0;
-  if (c4_split_layers(layers, stages, even, NULL, split) < 0) return -1;
+  if (c4_split_layers(layers, stages, even, NULL, split) < 0) return C4_EINVAL;
   *l0 = 0;
   for (int s = 0; s < stage; s++)
     *l0 += split[s];
@@ -36,7 +37,7 @@ static int group_init(struct train_pipe *tp, struct dp *d, char *err, size_t err
   if (c4_hostcoll_ring_init_group(&tp->group, &d->api, 0, &d->bs, members, n)) {
     snprintf(err, errlen, "the ring of pipeline stage %d across %d replicas did not connect",
              tp->stage, n);
-    return -1;
+    return C4_EREMOTE;
   }
   tp->group_up = 1;
   return 0;
@@ -70,7 +71,7 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   if (!tp->split || tp->split[stages - 1] < 1) {
     snprintf(err, errlen, "%d layers cannot fill %d pipeline stages", L, stages);
     train_pipe_free(tp);
-    return -1;
+    return C4_EINVAL;
   }
   int cap[stages];
   if (stage_mem > 0) caps(tp, model, m, stage_mem, cap);
@@ -83,13 +84,13 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
                                        sched_1f1b_in_flight(s, stages, m)) /
                    1048576);
       train_pipe_free(tp);
-      return -1;
+      return C4_EINVAL;
     }
   if (layer_plan_init(&tp->plan, stages, d->world / stages, L, microbatches,
                       stage_mem > 0 ? cap : NULL, resplit)) {
     snprintf(err, errlen, "out of memory for the layer plan");
     train_pipe_free(tp);
-    return -1;
+    return C4_ENOMEM;
   }
   tp->plan_up = 1;
   tp->l0 = model->l0;
@@ -113,14 +114,14 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   if (!ok || gpt_slots(model, tp->slots, err, errlen)) {
     if (!ok) snprintf(err, errlen, "out of memory for %d pipeline slots", tp->slots);
     train_pipe_free(tp);
-    return -1;
+    return C4_ENOMEM;
   }
   tp->m = tp->plan.data[rank / stages];
   sched_1f1b(tp->stage, stages, tp->m, tp->order);
   int prev = tp->stage > 0 ? rank - 1 : -1, next = tp->stage < stages - 1 ? rank + 1 : -1;
   if (pipe_init(&tp->link, d, prev, next, err, errlen) || group_init(tp, d, err, errlen)) {
     train_pipe_free(tp);
-    return -1;
+    return C4_EREMOTE;
   }
   return 0;
 }
@@ -129,7 +130,7 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
 int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen) {
   if (m < 1 || m > tp->cap) {
     snprintf(err, errlen, "%d micro-batches for a pipeline made for 1 to %d", m, tp->cap);
-    return -1;
+    return C4_EINVAL;
   }
   tp->m = m;
   sched_1f1b(tp->stage, tp->stages, m, tp->order);
@@ -175,13 +176,13 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
       for (int b = 0; b < B; b++)
         text_data_sample(data, seed, (uint64_t)step, (uint64_t)(first + mb) * B + b, T,
                          tp->tok + b * T, tp->tgt + b * T);
-      if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return -1;
+      if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return C4_EREMOTE;
       struct spent t0 = now();
       float loss = gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]);
       if (last) *loss_sum += (double)loss * B * T;
       struct spent took = since(t0);
       if (!last) {
-        if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
+        if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
         t0 = now();
         gpt_stage_output(model, sl, tp->out[sl]);
         struct spent more = since(t0);
@@ -189,14 +190,15 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
         took.wall += more.wall;
       }
       compute_done(tp, took);
-      if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return -1;
+      if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0)
+        return C4_EREMOTE;
     } else {
-      if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return -1;
+      if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return C4_EREMOTE;
       struct spent t0 = now();
       gpt_stage_backward(model, sl, dloss, tp->in[sl]);
       struct spent took = since(t0);
       if (tp->stage > 0) {
-        if (pipe_wait(&tp->link, tp->sent[sl])) return -1;
+        if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
         t0 = now();
         gpt_stage_input_grad(model, sl, tp->out[sl]);
         struct spent more = since(t0);
@@ -205,11 +207,11 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
       }
       compute_done(tp, took);
       if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)
-        return -1;
+        return C4_EREMOTE;
     }
   }
   for (int i = 0; i < tp->slots; i++) { /* the step's last sends, before the buffers change */
-    if (pipe_wait(&tp->link, tp->sent[i])) return -1;
+    if (pipe_wait(&tp->link, tp->sent[i])) return C4_EREMOTE;
     tp->sent[i] = -1;
   }
   tp->layers_s = model->layers_s;

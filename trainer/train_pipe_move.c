@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "gpt_layers.h"
 
 #define MOVE_CHUNK_MIN ((size_t)1 << 20)
@@ -27,7 +28,7 @@ static int send_chunks(struct pipe *p, int to_next, const float *buf, size_t byt
   int n = 0;
   for (size_t at = 0; at < bytes; at += c) {
     h[n] = pipe_isend(p, to_next, (const char *)buf + at, bytes - at < c ? bytes - at : c);
-    if (h[n++] < 0) return -1;
+    if (h[n++] < 0) return C4_EREMOTE;
   }
   h[n] = -1;
   return 0;
@@ -36,7 +37,8 @@ static int send_chunks(struct pipe *p, int to_next, const float *buf, size_t byt
 static int recv_chunks(struct pipe *p, int from_next, float *buf, size_t bytes) {
   size_t c = chunk_of(bytes);
   for (size_t at = 0; at < bytes; at += c)
-    if (pipe_recv(p, from_next, (char *)buf + at, bytes - at < c ? bytes - at : c)) return -1;
+    if (pipe_recv(p, from_next, (char *)buf + at, bytes - at < c ? bytes - at : c))
+      return C4_EREMOTE;
   return 0;
 }
 
@@ -97,19 +99,19 @@ int train_pipe_move(struct train_pipe *tp, struct gpt *model, const int *split, 
   for (int s = 0; s < S; s++) {
     if (split[s] < 1) {
       snprintf(err, errlen, "stage %d would hold no layer", s);
-      return -1;
+      return C4_EINVAL;
     }
     a[s + 1] = a[s] + tp->split[s];
     to[s + 1] = to[s] + split[s];
   }
   if (to[S] != a[S]) {
     snprintf(err, errlen, "a split of %d layers for a model of %d", to[S], a[S]);
-    return -1;
+    return C4_EINVAL;
   }
   for (int moved = 1, rounds = 0; moved; rounds++) {
     if (rounds > a[S] || one_round(tp, model, a, to, &moved, err, errlen)) {
       if (rounds > a[S]) snprintf(err, errlen, "the layers did not reach their stages");
-      return -1;
+      return C4_EREMOTE;
     }
   }
   memcpy(tp->split, split, (size_t)S * sizeof *split);

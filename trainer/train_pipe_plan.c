@@ -1,6 +1,7 @@
 /* train_pipe_plan.c -- the pipeline's re-plan between steps: every rank's timings gathered, the
  * plan's step (layer_plan.h), then the layers' move and the replica's new number of
  * micro-batches when it decides them. */
+#include "c4_err.h"
 #include "train_pipe.h"
 
 #include <stdio.h>
@@ -18,13 +19,13 @@ int train_pipe_replan(struct train_pipe *tp, struct dp *d, struct gpt *model, do
   if (!all || dp_allgather(d, &mine, all, sizeof mine)) {
     free(all);
     snprintf(err, errlen, "a peer was lost sharing the stages' timings");
-    return -1;
+    return C4_EREMOTE;
   }
   int changed = layer_plan_step(&tp->plan, all);
   free(all);
   if (!changed) return 0;
   if (train_pipe_move(tp, model, tp->plan.split, err, errlen) ||
       train_pipe_microbatches(tp, tp->plan.data[d->rank / tp->stages], err, errlen))
-    return -1;
+    return C4_EREMOTE;
   return 1;
 }

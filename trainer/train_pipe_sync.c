@@ -6,16 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "gpt_layers.h"
 
 int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model) {
   size_t lay0 = model->at[GPT_LN1W], lay1 = model->at[GPT_LNFW]; /* the per-layer tensors */
   if (dp_allreduce(d, model->grads, lay0) ||
       dp_allreduce(d, model->grads + lay1, model->nparams - lay1))
-    return -1;
+    return C4_EREMOTE;
   for (size_t at = lay0; tp->group_up && at < lay1; at += d->bucket_floats) {
     size_t len = lay1 - at < d->bucket_floats ? lay1 - at : d->bucket_floats;
-    if (c4_hostcoll_allreduce_f32(&tp->group, model->grads + at, len)) return -1;
+    if (c4_hostcoll_allreduce_f32(&tp->group, model->grads + at, len)) return C4_EREMOTE;
   }
   return 0;
 }
@@ -24,7 +25,7 @@ int train_pipe_gather(struct train_pipe *tp, struct dp *d, const struct gpt *mod
   size_t F = gpt_full_floats(model), n = model->nparams;
   memset(full, 0, 3 * F * sizeof(float));
   float *win = d->rank < tp->stages ? malloc(n * sizeof(float)) : NULL;
-  if (d->rank < tp->stages && !win) return -1;
+  if (d->rank < tp->stages && !win) return C4_ENOMEM;
   const float *part[3] = {model->params, model->adam_m, model->adam_v};
   for (int k = 0; win && k < 3; k++) {
     model->ops->download(win, part[k], n * sizeof(float));
@@ -45,13 +46,14 @@ int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,
   for (int done = 0; d->rank < tp->stages && done < windows; done += B) {
     for (int b = 0; b < B; b++)
       text_data_eval(data, (done + b) % windows, windows, T, tp->tok + b * T, tp->tgt + b * T);
-    if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[0], gpt_boundary_bytes(model))) return -1;
+    if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[0], gpt_boundary_bytes(model)))
+      return C4_EREMOTE;
     float l = gpt_stage_forward(model, 0, tp->tok, tp->tgt, tp->in[0]);
     if (last) sum += l;
     if (!last) {
       gpt_stage_output(model, 0, tp->out[0]);
       int h = pipe_isend(&tp->link, 1, tp->out[0], gpt_boundary_bytes(model));
-      if (h < 0 || pipe_wait(&tp->link, h)) return -1;
+      if (h < 0 || pipe_wait(&tp->link, h)) return C4_EREMOTE;
     }
   }
   double mine = last && windows > 0 && d->rank < tp->stages ? sum / ((windows + B - 1) / B) : 0;

@@ -20,6 +20,7 @@
 
 #include "../check_run.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_ranks.h"
 #include "ckpt.h"
 #include "gpt.h"
@@ -239,7 +240,7 @@ START_TEST(samples_depend_only_on_seed_step_and_index) {
   text_data_sample(&d, 1, 5, 18, 32, b, bt);
   ck_assert(memcmp(a, b, sizeof a) != 0);
   text_data_free(&d);
-  ck_assert_int_eq(text_data_load(&d, "/nonexistent/c4.txt", 32, err, sizeof err), -1);
+  ck_assert_int_eq(text_data_load(&d, "/nonexistent/c4.txt", 32, err, sizeof err), C4_ENOTFOUND);
   ck_assert_ptr_nonnull(strstr(err, "/nonexistent/c4.txt"));
   ck_assert_int_eq(text_data_load(&d, "/etc/hostname", 32, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "too short"));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_err.h"
 #include "docs.h"
 #include "gpt.h"
 #include "seq_assign.h"
@@ -254,7 +255,7 @@ START_TEST(json_lines_are_read_and_bad_lines_named) {
   ck_assert_int_eq(docs_load(&d, path, 64, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "at least 10"));
   unlink(path);
-  ck_assert_int_eq(docs_load(&d, "/nonexistent/c4-docs", 64, err, sizeof err), -1);
+  ck_assert_int_eq(docs_load(&d, "/nonexistent/c4-docs", 64, err, sizeof err), C4_ENOTFOUND);
   ck_assert_ptr_nonnull(strstr(err, "/nonexistent/c4-docs"));
 }
 END_TEST
