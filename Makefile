@@ -1,14 +1,14 @@
-# Makefile -- builds every c4 part into $(BUILD) (default build/).
+#Makefile-- builds every c4 part into $(BUILD)(default build /).
 #
-#   make            libraries and programs
-#   make test       ASan+UBSan build, then unit, conformance and fuzz-smoke suites
-#   make bench      c4perf against iperf3 and a plain TCP ping-pong (needs root for the netns half)
-#   make demo       the README's first command
-#   make drill      (root) the demo over the namespace fabric with real faults, detection checked
-#   make multinode-check MNC_ARGS="--hosts H1,H2"   c4 across a real cluster's nodes
-#   make install PREFIX=/usr/local
-#   make deps       installs the Debian packages the build and the tests need
-#   SAN=1           builds with -fsanitize=address,undefined into build/san
+#make libraries and programs
+#make test ASan + UBSan build, then unit, conformance and fuzz - smoke suites
+#make bench c4perf against iperf3 and a plain TCP ping - pong(needs root for the netns half)
+#make demo the README's first command
+#make drill(root) the demo over the namespace fabric with real faults, detection checked
+#make multinode - check MNC_ARGS = "--hosts H1,H2" c4 across a real cluster's nodes
+#make install PREFIX = / usr / local
+#make deps installs the Debian packages the build and the tests need
+#SAN = 1 builds with - fsanitize = address, undefined into build / san
 
 VERSION   := 0.1.0
 PREFIX    ?= /usr/local
@@ -25,17 +25,17 @@ CC        ?= cc
 PKGS      := jansson libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# c4mon's exporters only: the plugin never links them.
+#c4mon's exporters only: the plugin never links them.
 MON_PKGS  := libmicrohttpd cairo
 MON_CFLAGS := $(shell pkg-config --cflags $(MON_PKGS) 2>/dev/null)
 MON_LIBS  := $(shell pkg-config --libs $(MON_PKGS) 2>/dev/null)
-# The CPU kernels' BLAS: only c4train and its tests link it.
+#The CPU kernels' BLAS: only c4train and its tests link it.
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
-# c4cap's capture library: c4cap, its unit test and nothing else link it.
+#c4cap's capture library: c4cap, its unit test and nothing else link it.
 CAP_CFLAGS := $(shell pkg-config --cflags libpcap 2>/dev/null)
 CAP_LIBS   := $(shell pkg-config --libs libpcap 2>/dev/null)
-# The verbs transport compiles against rdma-core's headers; it dlopens libibverbs at run time.
+#The verbs transport compiles against rdma - core's headers; it dlopens libibverbs at run time.
 IB_CFLAGS  := $(shell pkg-config --cflags libibverbs 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
@@ -46,9 +46,9 @@ CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -fPIC -pthread 
              -DC4_VERSION=\"$(VERSION)\"
 LDFLAGS   += -pthread $(SANFLAGS)
 
-# Include paths per folder: each part sees the folders it may use and no others, so an include
-# that points up the tree (docs/architecture.md) fails to compile. The longest matching pattern
-# wins. include/c4/ holds NCCL's ABI headers, which every part may use.
+#Include paths per folder : each part sees the folders it may use and no others, so an include
+#that points up the tree(docs / architecture.md) fails to compile.The longest matching pattern
+#wins.include / c4 / holds NCCL's ABI headers, which every part may use.
 INC_BASE  := -Icommon -Iinclude/c4
 PLUGIN_DIRS := api core sock ib wrap prof
 INC_PLUGIN := $(addprefix -Inccl_net_plugin/,$(PLUGIN_DIRS))
@@ -56,8 +56,8 @@ INC_ALL   := $(INC_BASE) $(INC_PLUGIN) -Inccl_net_plugin/preload -Imonitor -Itra
              -Itraffic_planner
 INC       := $(INC_ALL)
 $(BUILD)/obj/common/%.o: INC := $(INC_BASE)
-# Inside the plugin: a transport sees the core and itself; the API layer sees the core only (it
-# reaches a transport through the backend table, core/backend.h).
+#Inside the plugin : a transport sees the core and itself; the API layer sees the core only(it
+#reaches a transport through the backend table, core / backend.h).
 $(BUILD)/obj/nccl_net_plugin/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core
 $(BUILD)/obj/nccl_net_plugin/sock/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core -Inccl_net_plugin/sock
 $(BUILD)/obj/nccl_net_plugin/ib/%.o: INC := $(INC_BASE) -Inccl_net_plugin/core -Inccl_net_plugin/ib
@@ -70,10 +70,10 @@ $(BUILD)/obj/kernels/%.o: INC := -Ikernels
 $(BUILD)/obj/traffic_planner/%.o: INC := $(INC_BASE) -Itraffic_planner
 $(BUILD)/obj/tools/%.o: INC := $(INC_BASE)
 $(BUILD)/obj/tools/bench/%.o: INC := $(INC_BASE) -Itraffic_planner
-# The listener flood drives the socket transport's listeners directly.
+#The listener flood drives the socket transport's listeners directly.
 $(BUILD)/obj/tools/bench/listen_flood.o: INC := $(INC_BASE) $(INC_PLUGIN)
 $(BUILD)/obj/tools/bench/mon_flood.o: INC := $(INC_BASE) -Imonitor
-$(BUILD)/obj/tools/gpu_check/%.o: INC := -Ikernels
+$(BUILD)/obj/tools/gpu_check/%.o: INC := $(INC_BASE) -Ikernels
 LDLIBS    += $(PKG_LIBS) -ldl -lm
 
 COMMON_SRC := $(wildcard common/*.c)
@@ -148,12 +148,12 @@ $(PLUGIN): $(call obj,$(API_SRC)) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libnccl-net-c4.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The LD_PRELOAD shim: its own library, so that loading the net plugin never interposes on NCCL.
+#The LD_PRELOAD shim : its own library, so that loading the net plugin never interposes on NCCL.
 $(PRELOAD): $(call obj,$(PRELOAD_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libc4-preload.so $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# One .so is both plugins: NCCL_PROFILER_PLUGIN=c4 finds this name.
+#One.so is both plugins : NCCL_PROFILER_PLUGIN = c4 finds this name.
 $(PROFLINK): $(PLUGIN)
 	ln -sf libnccl-net-c4.so $@
 
@@ -161,7 +161,7 @@ $(C4PERF): $(call obj,$(PERF_SRC)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Everything of c4mon but its command line, for the unit tests to link directly.
+#Everything of c4mon but its command line, for the unit tests to link directly.
 MON_CLI_SRC := monitor/mon_main.c $(wildcard monitor/mon_cmd_*.c)
 $(LIBMON): $(call obj,$(filter-out $(MON_CLI_SRC),$(MON_SRC)))
 	@mkdir -p $(dir $@)
@@ -171,26 +171,26 @@ $(C4MON): $(call obj,$(MON_CLI_SRC)) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
-# The planner's benchmark: 1,024 hosts x 8 ports, planned against the lower bound.
+#The planner's benchmark: 1,024 hosts x 8 ports, planned against the lower bound.
 $(PLANBENCH): $(call obj,tools/bench/plan_bench.c) $(LIBPLAN) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The trainer's library (everything of c4train but its main), for c4train and the unit tests.
+#The trainer's library (everything of c4train but its main), for c4train and the unit tests.
 $(LIBTRAIN): $(call obj,$(filter-out trainer/train_main.c,$(TRAIN_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-# The CPU kernels (OpenBLAS for every matmul).
+#The CPU kernels(OpenBLAS for every matmul).
 $(BUILD)/obj/kernels/%.o: CFLAGS += $(BLAS_CFLAGS)
 $(LIBKERN): $(call obj,$(KERN_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-# The CUDA kernels, one shared object that c4train dlopens for --device cuda. Host code is
-# compiled without the sanitizers (nvcc's host compiler is not given them).
-# Machine code for Turing (sm_75, the oldest CUDA 13 supports) through Blackwell, plus
-# compute_75 PTX that the driver compiles for any newer GPU.
+#The CUDA kernels, one shared object that c4train dlopens for --device cuda.Host code is
+#compiled without the sanitizers(nvcc's host compiler is not given them).
+#Machine code for Turing(sm_75, the oldest CUDA 13 supports) through Blackwell, plus
+#compute_75 PTX that the driver compiles for any newer GPU.
 NVCC_ARCH ?= 75 80 86 89 90 100 120
 NVCCFLAGS ?= -O2 -g -std=c++20 -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra -Ikernels \
              $(foreach a,$(NVCC_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
@@ -202,9 +202,10 @@ $(BUILD)/lib/libc4k-cuda.so: $(patsubst kernels/%.cu,$(BUILD)/obj/kernels/%.cu.o
 	@mkdir -p $(dir $@)
 	$(NVCC) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -lcublas -lcudart -Xlinker -rpath,$(CUDA_HOME)/lib64
 
-# c4k-gpu-check compares every CUDA op with the CPU op on the same inputs; gpu-check then trains
-# on the GPUs through NCCL with c4's plugins (tools/gpu_check/gpu_check.sh). It builds anywhere
-# but needs a GPU to run; without one it says so and exits 2.
+#c4k - gpu - check compares every CUDA op with the CPU op on the same inputs;                      \
+    gpu - check then trains
+#on the GPUs through NCCL with c4's plugins (tools/gpu_check/gpu_check.sh). It builds anywhere
+#but needs a GPU to run; without one it says so and exits 2.
 .PHONY: gpu-check
 $(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKERN)
 	@mkdir -p $(dir $@)
@@ -212,14 +213,14 @@ $(BUILD)/bin/c4k-gpu-check: $(call obj,tools/gpu_check/c4k_gpu_check.c) $(LIBKER
 gpu-check: all
 	bash tools/gpu_check/gpu_check.sh $(BUILD)
 
-# The traffic planner and the multipath weights on a namespace leaf-spine fabric: plain ECMP
-# against a static plan against dynamic weights, healthy and with a spine link degraded (root).
+#The traffic planner and the multipath weights on a namespace leaf - spine fabric : plain ECMP
+#against a static plan against dynamic weights, healthy and with a spine link degraded(root).
 .PHONY: bench-fabric
 bench-fabric: all
 	bash tools/bench/fabric_bench.sh $(BUILD)
 
-# ib-check compares c4's verbs transport with ib_write_bw (perftest) and NCCL's own IB transport
-# between two RDMA hosts (tools/ib_check/ib_check.sh). Without an RDMA device it says so, exit 2.
+#ib - check compares c4 's verbs transport with ib_write_bw (perftest) and NCCL' s own IB transport
+#between two RDMA hosts(tools / ib_check / ib_check.sh).Without an RDMA device it says so, exit 2.
 .PHONY: ib-check
 ib-check: all
 	bash tools/ib_check/ib_check.sh $(BUILD)
@@ -240,12 +241,12 @@ $(MONLOAD): $(call obj,tools/bench/mon_load.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The listener flood: strangers' connections against the socket transport's listeners.
+#The listener flood : strangers ' connections against the socket transport' s listeners.
 $(LISTENFLOOD): $(call obj,tools/bench/listen_flood.c) $(LIBNETCORE) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Unauthenticated connections against c4mon while a rank streams (its memory, its status).
+#Unauthenticated connections against c4mon while a rank streams(its memory, its status).
 $(MONFLOOD): $(call obj,tools/bench/mon_flood.c) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
@@ -259,7 +260,7 @@ $(RINGBENCH): $(call obj,tools/bench/ring_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Everything of c4cap but its main: the unit tests and the fuzz smoke drivers link its parser.
+#Everything of c4cap but its main : the unit tests and the fuzz smoke drivers link its parser.
 $(BUILD)/obj/tools/c4cap/%.o: CFLAGS += $(CAP_CFLAGS)
 $(LIBCAP): $(call obj,$(filter-out tools/c4cap/main.c,$(CAP_SRC)))
 	@mkdir -p $(dir $@)
@@ -269,7 +270,7 @@ $(C4CAP): $(call obj,tools/c4cap/main.c) $(LIBCAP) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CAP_LIBS) $(LDLIBS)
 
-# The traffic planner: everything of c4plan but its main, for c4plan, the tools and the unit tests.
+#The traffic planner : everything of c4plan but its main, for c4plan, the tools and the unit tests.
 $(LIBPLAN): $(call obj,$(filter-out traffic_planner/main.c,$(PLAN_SRC)))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -294,15 +295,15 @@ $(BUILD)/obj/tests/conformance/%.o: tests/conformance/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
-# Fuzz targets run two ways: a smoke driver (random and mutated inputs, in every `make test`)
-# and, with clang, libFuzzer (`make fuzz`).
+#Fuzz targets run two ways : a smoke driver(random and mutated inputs, in every `make test`)
+#and, with clang, libFuzzer(`make fuzz`).
 $(BUILD)/tests/%_smoke: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/smoke_driver.o $(LIBTRAIN) $(LIBNETCORE) $(LIBCAP) $(LIBPLAN) $(LIBMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MON_LIBS) $(LDLIBS)
 
-# The pkg-config file names the prefix it is installed under, so it is written at install time.
-# libc4common.a is static: its dependencies are in Requires and Libs, not the .private fields, so
-# that `pkg-config --libs c4` alone links a program (no --static needed).
+#The pkg - config file names the prefix it is installed under, so it is written at install time.
+#libc4common.a is static : its dependencies are in Requires and Libs, not the.private fields, so
+#that `pkg - config-- libs c4` alone links a program(no-- static needed).
 define C4_PC
 prefix=$(PREFIX)
 libdir=$${prefix}/lib
@@ -317,7 +318,7 @@ Cflags: -I$${includedir}
 endef
 export C4_PC
 
-# The shim's tests: test doubles for what needs a GPU, and a driver against the real libnccl.so.
+#The shim's tests: test doubles for what needs a GPU, and a driver against the real libnccl.so.
 REAL_NCCL_DIR ?= /usr/local/cuda/lib64
 SHIM_TESTS := $(BUILD)/tests/libc4-test-double-nccl.so $(BUILD)/tests/libc4-test-double-cudart.so \
               $(BUILD)/tests/fake_nccl_driver \
@@ -338,7 +339,7 @@ test:
 	$(MAKE) SAN=1 all unit-bins
 	bash tests/run.sh build/san
 
-# Wrap mode's tests: vendor plugins that export only ncclNetPlugin_v8 or _v10 (test doubles).
+#Wrap mode's tests: vendor plugins that export only ncclNetPlugin_v8 or _v10 (test doubles).
 WRAP_TESTS := $(BUILD)/tests/libc4-test-double-netv8.so $(BUILD)/tests/libc4-test-double-netv10.so
 
 unit-bins: $(UNIT_BINS) $(if $(CONF_SRC),$(CONF_BIN)) $(FUZZ_SMOKE) $(SHIM_TESTS) $(BUILD)/tests/libc4-test-double-ibverbs.so $(WRAP_TESTS)
@@ -352,22 +353,22 @@ bench: all
 demo: all
 	bash tools/demo.sh $(BUILD)
 
-# make drill (root): the demo's job over the namespace fabric with real faults, a table at the end
-# (tools/drill/drill.sh). Not root: it says so and exits 2.
+#make drill(root) : the demo's job over the namespace fabric with real faults, a table at the end
+#(tools / drill / drill.sh).Not root : it says so and exits 2.
 .PHONY: drill
 drill: all
 	bash tools/drill/drill.sh $(BUILD)
 
-# make multinode-check: c4 across the nodes of a real cluster (mpirun or srun) against iperf3 and
-# NCCL's socket transport, c4mon on the side (tools/multinode_check/multinode_check.sh; options
-# in MNC_ARGS). Without a cluster it says what is missing and exits 2.
+#make multinode - check : c4 across the nodes of a real cluster(mpirun or srun) against iperf3 and
+#NCCL's socket transport, c4mon on the side (tools/multinode_check/multinode_check.sh; options
+#in MNC_ARGS).Without a cluster it says what is missing and exits 2.
 .PHONY: multinode-check
 multinode-check: all
 	bash tools/multinode_check/multinode_check.sh $(MNC_ARGS) $(BUILD)
 
-# make install: the plugin (and its profiler link), the preload shim, the CUDA kernels when built,
-# the programs, libc4common.a with its headers and c4.pc, man pages written from the programs'
-# --help (help2man), and a systemd unit for `c4mon serve` (enable it yourself).
+#make install : the plugin(and its profiler link), the preload shim, the CUDA kernels when built,
+#the programs, libc4common.a with its headers and c4.pc, man pages written from the programs'
+#-- help(help2man), and a systemd unit for `c4mon serve` (enable it yourself).
 MANDIR    ?= $(PREFIX)/share/man
 UNITDIR   ?= $(PREFIX)/lib/systemd/system
 install: all

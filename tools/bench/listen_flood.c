@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "net_transport.h"
 #include "net_wire.h"
 
@@ -40,10 +41,10 @@ static atomic_ulong flood_sent;
  * made-up nonce (a truncated hello), the rest send nothing. Returns the fd or -1. */
 static int stranger(int k, unsigned long n) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return C4_NONE;
   if (connect(fd, (struct sockaddr *)&ports[k], sizeof ports[k]) != 0 && errno != EINPROGRESS) {
     close(fd);
-    return -1;
+    return C4_NONE;
   }
   if (n % 4 == 3) {
     struct c4_wire_hello h = {
@@ -93,7 +94,7 @@ static void *flood(void *arg) {
 }
 
 /* Connects to listener k and accepts there, polling every listener as NCCL's proxy would.
- * Returns the seconds it took, or -1 when it did not complete within 30 s. */
+ * Returns the seconds it took, or C4_EREMOTE when it did not complete within 30 s. */
 static double real_connect(const struct c4_transport_config *cfg, struct c4_listen_comm **ls,
                            uint8_t (*handles)[C4_HANDLE_SIZE], int k, struct c4_comm **tx,
                            struct c4_comm **rx) {
@@ -102,17 +103,17 @@ static double real_connect(const struct c4_transport_config *cfg, struct c4_list
   *tx = *rx = NULL;
   uint64_t t0 = c4_now_ns();
   while ((!*tx || !*rx) && c4_now_ns() - t0 < 30000000000ull) {
-    if (!*tx && c4_transport_connect(cfg, 0, 0xbeef, handle, tx) != 0) return -1;
+    if (!*tx && c4_transport_connect(cfg, 0, 0xbeef, handle, tx) != 0) return C4_EREMOTE;
     for (int j = 0; j < nports; j++) {
       struct c4_comm *c = NULL;
-      if (c4_transport_accept(ls[j], &c) != 0) return -1;
+      if (c4_transport_accept(ls[j], &c) != 0) return C4_EREMOTE;
       if (c && j == k && !*rx)
         *rx = c;
       else if (c)
         c4_transport_close(c); /* not ours: a stray completion cannot happen here */
     }
   }
-  if (!*tx || !*rx) return -1;
+  if (!*tx || !*rx) return C4_EREMOTE;
   return (double)(c4_now_ns() - t0) / 1e9;
 }
 
@@ -151,7 +152,7 @@ out:
 }
 
 /* Opens nports listeners on loopback (their handles in handles, their addresses in ports).
- * Returns 0, or -1 (said on stderr). */
+ * Returns 0, or C4_ESYS (said on stderr). */
 static int open_listeners(const struct c4_transport_config *cfg, struct c4_listen_comm **ls,
                           uint8_t handles[][C4_HANDLE_SIZE]) {
   struct sockaddr_storage lo = {0};
@@ -163,7 +164,7 @@ static int open_listeners(const struct c4_transport_config *cfg, struct c4_liste
     if (c4_transport_listen(cfg, 0, 0xfeed, &lo, handles[k], &ls[k]) != 0 ||
         c4_wire_get_handle(handles[k], &h, err, sizeof err) != 0) {
       fprintf(stderr, "c4-listen-flood: could not listen on loopback\n");
-      return -1;
+      return C4_ESYS;
     }
     memcpy(&ports[k], &h.addr, sizeof ports[k]);
   }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "c4_frame.h"
 #include "mon_server.h"
 
@@ -30,7 +31,7 @@ static int recv_full(int fd, void *p, size_t n) {
 
 static int open_rank(const struct sockaddr_in *a, const char *token) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof *a) != 0) return -1;
+  if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof *a) != 0) return C4_NONE;
   uint8_t hdr[C4_FRAME_HDR], ch[C4_FRAME_CHALLENGE_SIZE], nonce[C4_FRAME_NONCE], w[2];
   int type;
   uint32_t len;
@@ -38,7 +39,7 @@ static int open_rank(const struct sockaddr_in *a, const char *token) {
   if (recv_full(fd, hdr, sizeof hdr) || c4_frame_get_header(hdr, &type, &len) ||
       type != C4_FRAME_CHALLENGE || len != sizeof ch || recv_full(fd, ch, sizeof ch) ||
       c4_frame_get_challenge(ch, len, nonce, &t))
-    return -1;
+    return C4_NONE;
   struct c4_hello h = {.pid = (uint32_t)getpid(), .rank = 0};
   strcpy(h.job, "flood");
   strcpy(h.host, "real-rank");
@@ -48,7 +49,7 @@ static int open_rank(const struct sockaddr_in *a, const char *token) {
   if (send(fd, msg, C4_FRAME_HDR + c4_frame_hello_size(), MSG_NOSIGNAL) < 0 ||
       recv_full(fd, hdr, sizeof hdr) || c4_frame_get_header(hdr, &type, &len) ||
       type != C4_FRAME_WELCOME || len != 2 || recv_full(fd, w, 2) || w[0])
-    return -1;
+    return C4_NONE;
   return fd;
 }
 
@@ -57,7 +58,7 @@ static int stranger(const struct sockaddr_in *a, int whole) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof *a) != 0) {
     if (fd >= 0) close(fd);
-    return -1;
+    return C4_NONE;
   }
   static uint8_t b[C4_FRAME_HDR + CLAIM];
   c4_frame_put_header(b, C4_FRAME_HELLO, CLAIM);
@@ -76,7 +77,7 @@ static long rss_kib(int pid) {
   return v;
 }
 
-/* Sends one RECORDS frame of 100 link records; returns 0 or -1. */
+/* Sends one RECORDS frame of 100 link records; returns 0 or C4_ESYS. */
 static int stream(int fd, uint64_t *sent) {
   static uint8_t frame[C4_FRAME_HDR + 8192];
   struct c4_record r = {.kind = C4_REC_LINK};
@@ -91,7 +92,7 @@ static int stream(int fd, uint64_t *sent) {
   frame[C4_FRAME_HDR + 1] = 0;
   c4_frame_put_header(frame, C4_FRAME_RECORDS, (uint32_t)used);
   if (send(fd, frame, C4_FRAME_HDR + used, MSG_NOSIGNAL) != (ssize_t)(C4_FRAME_HDR + used))
-    return -1;
+    return C4_ESYS;
   *sent += 100;
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "c4_frame.h"
 
 static int recv_full(int fd, void *p, size_t n) {
@@ -24,7 +25,7 @@ static int recv_full(int fd, void *p, size_t n) {
 
 static int open_rank(const struct sockaddr_in *a, const char *token, int rank) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof *a) != 0) return -1;
+  if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof *a) != 0) return C4_NONE;
   uint8_t hdr[C4_FRAME_HDR], ch[C4_FRAME_CHALLENGE_SIZE], nonce[C4_FRAME_NONCE];
   int type;
   uint32_t len;
@@ -32,18 +33,18 @@ static int open_rank(const struct sockaddr_in *a, const char *token, int rank) {
   if (recv_full(fd, hdr, sizeof hdr) || c4_frame_get_header(hdr, &type, &len) ||
       type != C4_FRAME_CHALLENGE || len != sizeof ch || recv_full(fd, ch, sizeof ch) ||
       c4_frame_get_challenge(ch, len, nonce, &t))
-    return -1;
+    return C4_NONE;
   struct c4_hello h = {.pid = (uint32_t)getpid(), .rank = rank};
   strcpy(h.job, "load");
   strcpy(h.host, "loadgen");
   uint8_t msg[C4_FRAME_HDR + 256];
   c4_frame_put_header(msg, C4_FRAME_HELLO, (uint32_t)c4_frame_hello_size());
   c4_frame_put_hello(msg + C4_FRAME_HDR, &h, nonce, token);
-  if (send(fd, msg, C4_FRAME_HDR + c4_frame_hello_size(), MSG_NOSIGNAL) < 0) return -1;
+  if (send(fd, msg, C4_FRAME_HDR + c4_frame_hello_size(), MSG_NOSIGNAL) < 0) return C4_NONE;
   uint8_t w[2];
   if (recv_full(fd, hdr, sizeof hdr) || c4_frame_get_header(hdr, &type, &len) ||
       type != C4_FRAME_WELCOME || len != 2 || recv_full(fd, w, 2) || w[0] || w[1])
-    return -1;
+    return C4_NONE;
   return fd;
 }
 
@@ -52,7 +53,7 @@ static double cpu_seconds(int pid) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   FILE *f = fopen(path, "r");
-  if (!f) return -1;
+  if (!f) return C4_NONE;
   unsigned long ut = 0, st = 0;
   int ok = fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2;
   fclose(f);
@@ -79,7 +80,7 @@ static size_t make_frame(uint8_t *frame, size_t cap, size_t *flen) {
 }
 
 /* Sends the frame round the n connections for secs seconds: the records sent in *sent, how long
- * it took in *dt. Returns 0, or -1 when a send failed (said on stderr). */
+ * it took in *dt. Returns 0, or C4_ESYS when a send failed (said on stderr). */
 static int blast(const int *fd, int n, const uint8_t *frame, size_t flen, size_t per, double secs,
                  uint64_t *sent, double *dt) {
   uint64_t end = c4_now_ns() + (uint64_t)(secs * 1e9), t0 = c4_now_ns();
@@ -90,7 +91,7 @@ static int blast(const int *fd, int n, const uint8_t *frame, size_t flen, size_t
       ssize_t k = send(fd[i], frame + off, flen - off, MSG_NOSIGNAL);
       if (k <= 0) {
         fprintf(stderr, "c4-mon-load: send failed on connection %d\n", i);
-        return -1;
+        return C4_ESYS;
       }
       off += (size_t)k;
     }

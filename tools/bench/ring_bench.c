@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_ring.h"
 #include "c4_telemetry.h"
@@ -90,12 +91,12 @@ static double encode_ns(void) {
 
 static double disabled_in_child(void) {
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  if (pipe(fds) != 0) return C4_ESYS;
   pid_t child = fork();
   if (child < 0) {
     close(fds[0]);
     close(fds[1]);
-    return -1;
+    return C4_ESYS;
   }
   if (child == 0) {
     close(fds[0]);
@@ -147,7 +148,7 @@ static int parse_args(int argc, char **argv, int *json) {
       return 2;
     }
   }
-  return -1;
+  return C4_NONE;
 }
 
 /* Prints the figures as JSON or as lines. Returns 0, or 1 when the JSON could not be built. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_err.h"
 
 static int spin; /* busy-poll receives (MSG_DONTWAIT), as NCCL's proxy and c4 do */
 static int two;  /* one connection per direction, the shape of NCCL's send and receive comms */
@@ -23,7 +24,7 @@ static int full(int fd, char *p, size_t n, int sending) {
   while (n) {
     ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, spin ? MSG_DONTWAIT : 0);
     if (k < 0 && !sending && spin && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (k <= 0) return -1;
+    if (k <= 0) return C4_EREMOTE;
     p += k;
     n -= (size_t)k;
   }
@@ -148,7 +149,7 @@ static int parse_args(int argc, char **argv, char **pos, int *npos, long *opt_si
     usage(stderr);
     return 2;
   }
-  return -1;
+  return C4_NONE;
 }
 
 int main(int argc, char **argv) {

@@ -2,6 +2,7 @@
  * (for its error codes: no device, no permission) and pcap_next_ex in non-blocking mode polled
  * together for live interfaces. */
 #include "capture.h"
+#include "c4_err.h"
 
 #include <errno.h>
 #include <pcap/pcap.h>
@@ -29,7 +30,7 @@ int c4cap_read_file(struct c4cap_agg *a, const char *file, char *err, size_t err
       snprintf(err, errlen, "%s", ebuf);
     else
       snprintf(err, errlen, "%s: %s", file, ebuf);
-    return -1;
+    return C4_EINVAL;
   }
   int rc = -1, dlt = pcap_datalink(p);
   if (!known_link(dlt)) {

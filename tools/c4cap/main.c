@@ -9,6 +9,7 @@
 
 #include "aggregate.h"
 #include "c4_cli.h"
+#include "c4_err.h"
 #include "capture.h"
 #include "paths.h"
 #include "report.h"
@@ -98,7 +99,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   if (optind != argc) return c4_cli_usage("c4cap", "unexpected argument '%s'", argv[optind]);
   if (!o->file == !o->nifs)
     return c4_cli_usage("c4cap", "give either -r FILE or one or more -i IF");
-  return -1;
+  return C4_NONE;
 }
 
 /* Reads the file or captures live into agg, naming the source in run. Returns 0, or nonzero with

@@ -11,6 +11,7 @@
 
 #include "c4_cli.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "c4_log.h"
 #include "c4_ranks.h"
 #include "perf.h"
@@ -46,7 +47,7 @@ static int parse_size(const char *s, size_t *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || !(v >= 0 && v < 1e15)) return -1;
+  if (errno || end == s || !(v >= 0 && v < 1e15)) return C4_EINVAL;
   switch (*end) {
   case 'k':
   case 'K':
@@ -65,7 +66,7 @@ static int parse_size(const char *s, size_t *out) {
     break;
   default: break;
   }
-  if (*end) return -1;
+  if (*end) return C4_EINVAL;
   *out = (size_t)v;
   return 0;
 }
@@ -73,7 +74,7 @@ static int parse_size(const char *s, size_t *out) {
 /* Parses a whole decimal integer in [min, max]; -1 having printed the usage error naming flag. */
 static int parse_int(const char *flag, const char *s, int min, int max, int *out) {
   long v;
-  if (c4_cli_long("c4perf", flag, s, min, max, &v) != 0) return -1;
+  if (c4_cli_long("c4perf", flag, s, min, max, &v) != 0) return C4_EINVAL;
   *out = (int)v;
   return 0;
 }
@@ -105,7 +106,7 @@ static int spawn(int n, int *port, int *status) {
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     if (code > *status) *status = code;
   }
-  return -1;
+  return C4_NONE;
 }
 
 /* Reports a failure that ends the run: on stderr, and on rank 0 in --json mode as the one JSON
@@ -216,7 +217,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ra
   if (o->mode == MODE_ALLREDUCE && o->min_bytes < sizeof(float)) o->min_bytes = sizeof(float);
   if (o->mode == MODE_ALLREDUCE && o->max_bytes < sizeof(float))
     return c4_cli_usage("c4perf", "allreduce needs --max-bytes of at least %zu", sizeof(float));
-  return -1;
+  return C4_NONE;
 }
 
 /* Fills what the flags left open from the launcher's variables (c4_ranks.h), then checks the
@@ -233,7 +234,7 @@ static int resolve_ranks(struct perf_ranks *r, int spawned) {
   }
   if (r->rank >= r->world)
     return c4_cli_usage("c4perf", "rank %d is not below the world of %d", r->rank, r->world);
-  return -1;
+  return C4_NONE;
 }
 
 /* Opens the plugin's device and prints the table's header on rank 0. Returns 0, or the exit

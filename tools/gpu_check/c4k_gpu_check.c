@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c4_err.h"
 #include "c4k.h"
 
 /* Exported by libc4k-cuda.so next to C4K_CUDA_SYMBOL (see kernels/cuda_memory.cu). */
@@ -308,10 +309,10 @@ static void test_adamw(size_t n) {
 static int default_lib(char *path, size_t len) {
   char exe[PATH_MAX];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (k < 0) return -1;
+  if (k < 0) return C4_ESYS;
   exe[k] = '\0';
   char *slash = strrchr(exe, '/');
-  if (!slash) return -1;
+  if (!slash) return C4_ENOTFOUND;
   *slash = '\0';
   return snprintf(path, len, "%s/../lib/libc4k-cuda.so", exe) < (int)len ? 0 : -1;
 }
@@ -345,23 +346,23 @@ static int parse_args(int argc, char **argv, char *path, size_t len) {
     fprintf(stderr, "c4k-gpu-check: cannot find this program's directory; name the library\n");
     return 2;
   }
-  return -1;
+  return C4_NONE;
 }
 
-/* Loads the CUDA kernels into gpu and counts the devices. Returns the count (>= 1), or -1 with
- * the reason on stderr. */
+/* Loads the CUDA kernels into gpu and counts the devices. Returns the count (>= 1), or C4_ENOTFOUND
+ * with the reason on stderr. */
 static int load_gpu(const char *path) {
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "c4k-gpu-check: cannot load the CUDA kernels: %s\n", dlerror());
-    return -1;
+    return C4_ENOTFOUND;
   }
   device_count_fn device_count = (device_count_fn)dlsym(lib, DEVICE_COUNT_SYMBOL);
   gpu = dlsym(lib, C4K_CUDA_SYMBOL);
   if (!device_count || !gpu) {
     fprintf(stderr, "c4k-gpu-check: %s does not export %s and %s\n", path, C4K_CUDA_SYMBOL,
             DEVICE_COUNT_SYMBOL);
-    return -1;
+    return C4_ENOTFOUND;
   }
   const char *why = NULL;
   int devices = device_count(&why);
@@ -370,7 +371,7 @@ static int load_gpu(const char *path) {
             "c4k-gpu-check: no CUDA device (%s); nothing was run. Run it on a machine with an "
             "NVIDIA GPU and driver.\n",
             why ? why : "none found");
-    return -1;
+    return C4_ENOTFOUND;
   }
   return devices;
 }

@@ -39,7 +39,7 @@ static int parse_num(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v)) return -1;
+  if (errno || end == s || *end || !isfinite(v)) return C4_EINVAL;
   *out = v;
   return 0;
 }
@@ -48,7 +48,7 @@ static int parse_whole(const char *s, long min, long max, int *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < min || v > max) return -1;
+  if (errno || end == s || *end || v < min || v > max) return C4_EINVAL;
   *out = (int)v;
   return 0;
 }
@@ -59,7 +59,7 @@ static int nth_key(int k, int i, char *name, size_t n) {
   const char *p = kinds[k].keys;
   for (; i > 0 && *p; i--)
     p = strchr(p, ' ') + 1;
-  if (!*p) return -1;
+  if (!*p) return C4_NONE;
   int required = *p == '!';
   p += required;
   snprintf(name, n, "%.*s", (int)(strchr(p, ' ') - p), p);
@@ -71,7 +71,7 @@ static int key_index(int k, const char *key) {
   char name[16];
   for (int i = 0; nth_key(k, i, name, sizeof name) >= 0; i++)
     if (!strcmp(name, key)) return i;
-  return -1;
+  return C4_NONE;
 }
 
 /* Reads one key=value of a spec into f. */

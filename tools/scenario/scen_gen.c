@@ -171,7 +171,7 @@ static int blip_now(struct gen *g, int what, uint64_t t) {
       g->b[i].at = t;
       return g->b[i].rank;
     }
-  return -1;
+  return C4_NONE;
 }
 
 /* Times the transfers of the current collective, which starts at start. Returns its duration. */

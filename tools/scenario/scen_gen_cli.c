@@ -60,7 +60,7 @@ static int whole(const char *s, long min, long max, long *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < min || v > max) return -1;
+  if (errno || end == s || *end || v < min || v > max) return C4_EINVAL;
   *out = v;
   return 0;
 }
@@ -69,7 +69,7 @@ static int real(const char *s, double min, double max, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v) || v <= min || v > max) return -1;
+  if (errno || end == s || *end || !isfinite(v) || v <= min || v > max) return C4_EINVAL;
   *out = v;
   return 0;
 }
@@ -105,40 +105,40 @@ static int take(int c, const char *arg, struct opts *o) {
   switch (c) {
   case O_HOSTS:
     if (whole(arg, 1, 100000, &o->hosts)) return bad("--hosts %s is not 1..100000", arg);
-    return -1;
+    return C4_NONE;
   case O_GPUS:
     if (whole(arg, 1, 64, &o->gpus)) return bad("--gpus %s is not 1..64", arg);
-    return -1;
+    return C4_NONE;
   case O_SECONDS:
     if (real(arg, 0, 86400, &o->seconds))
       return bad("--seconds %s is not a time over 0 and at most 86400", arg);
-    return -1;
+    return C4_NONE;
   case O_RATE:
     if (real(arg, 0, 10000, &o->rate))
       return bad("--rate %s is not a rate over 0 and at most 10000 per second", arg);
-    return -1;
+    return C4_NONE;
   case O_SEED:
     if (whole(arg, 0, INT64_MAX, &o->seed)) return bad("--seed %s is not 0..2^63-1", arg);
-    return -1;
+    return C4_NONE;
   case O_FAULT:
     if (o->nfaults == C4_SCEN_MAX_FAULTS) return bad("more than %s faults", "64");
     o->faults[o->nfaults++] = arg;
-    return -1;
+    return C4_NONE;
   case O_BLIPS:
     if (whole(arg, 0, MAX_BLIPS, &o->blips)) return bad("--blips %s is not 0..10000", arg);
-    return -1;
-  case O_OUT: o->out = arg; return -1;
-  case O_BIN: o->bin = 1; return -1;
-  case O_TRUTH: o->truth = arg; return -1;
-  case O_PLAN: o->plan = arg; return -1;
+    return C4_NONE;
+  case O_OUT: o->out = arg; return C4_NONE;
+  case O_BIN: o->bin = 1; return C4_NONE;
+  case O_TRUTH: o->truth = arg; return C4_NONE;
+  case O_PLAN: o->plan = arg; return C4_NONE;
   case O_SPINES:
     if (whole(arg, 1, 4096, &o->spines)) return bad("--spines %s is not 1..4096", arg);
-    return -1;
+    return C4_NONE;
   case O_VARIANT:
     if ((o->variant = c4_scen_variant_of(arg)) < 0)
       return bad("--variant %s is not full, minimal, send, recv or wrap", arg);
-    return -1;
-  default: return -1; /* not reached: parse passes the table's codes only */
+    return C4_NONE;
+  default: return C4_NONE; /* not reached: parse passes the table's codes only */
   }
 }
 
@@ -171,7 +171,7 @@ static int parse(int argc, char **argv, struct opts *o) {
   if (!o->hosts || !o->gpus) return bad("%s", "--hosts and --gpus are required");
   if (!o->truth) return bad("%s", "--truth FILE is required");
   if (o->hosts * o->gpus > (1L << 20)) return bad("%s", "more than 1048576 ranks");
-  return -1;
+  return C4_NONE;
 }
 
 int c4_scen_gen_main(int argc, char **argv) {

@@ -37,7 +37,7 @@ int c4_scen_variant_of(const char *s) {
   static const char *const names[] = {"full", "minimal", "send", "recv", "wrap"};
   for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
     if (!strcmp(s, names[i])) return i;
-  return -1;
+  return C4_NONE;
 }
 
 int c4_scen_out_open(struct c4_scen_out *o, const char *path, int bin, int variant) {
@@ -104,7 +104,7 @@ static int owner(const struct c4_record *r) {
   case C4_REC_COLL: return r->coll.rank;
   case C4_REC_COMM: return r->comm.rank;
   case C4_REC_RANK: return r->rank.event == C4_RANK_HB ? r->rank.rank : -1;
-  default: return -1;
+  default: return C4_NONE;
   }
 }
 

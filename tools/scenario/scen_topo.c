@@ -56,7 +56,7 @@ static int cmp_u64(const void *a, const void *b) {
 long c4_scen_pairs(const struct c4_scen_job *j, uint64_t **out) {
   long H = j->hosts, n = 0;
   uint64_t *p = malloc(sizeof *p * (size_t)(6 * H + 1));
-  if (!p) return -1;
+  if (!p) return C4_ENOMEM;
   for (long h = 0; h < H && H >= 2; h++) {
     p[n++] = (uint64_t)(h * H + (h + 1) % H);
     for (int t = 0; t < 2; t++) {
@@ -86,6 +86,6 @@ int c4_scen_host_parse(const struct c4_scen_job *j, const char *s) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < 0 || v >= j->hosts) return -1;
+  if (errno || end == s || *end || v < 0 || v >= j->hosts) return C4_EINVAL;
   return (int)v;
 }

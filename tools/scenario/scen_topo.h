@@ -43,7 +43,7 @@ int c4_scen_tree_pos(const struct c4_scen_job *j, int tree, int host);
 int c4_scen_carries(const struct c4_scen_job *j, int src, int dst);
 
 /* The directed host pairs that carry traffic, as src * H + dst, ascending; *out is malloc'd
- * (the caller frees it). Returns the count, or -1 without memory. */
+ * (the caller frees it). Returns the count, or C4_ENOMEM. */
 long c4_scen_pairs(const struct c4_scen_job *j, uint64_t **out);
 
 /* The spine a host pair's traffic crosses: (src + dst) mod S. */
