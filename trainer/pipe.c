@@ -83,7 +83,8 @@ int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes) {
   while (slot < PIPE_PENDING && p->pending[slot])
     slot++;
   int side = to_next ? 1 : 0;
-  if (slot == PIPE_PENDING || !p->send[side]) return C4_EAGAIN;
+  if (!p->send[side]) return C4_EINVAL;       /* no link that way */
+  if (slot == PIPE_PENDING) return C4_EAGAIN; /* every handle is in flight */
   uint64_t start = c4_now_ns();
   for (;;) {
     void *req = NULL;
