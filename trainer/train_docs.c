@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assign_policy.h"
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "c4_err.h"
@@ -24,17 +25,6 @@
 #include "seq_assign.h"
 #include "seq_cost.h"
 #include "train_docs_report.h"
-
-static const char *const policy_names[TRAIN_ASSIGN_POLICIES + 1] = {"cost", "tokens",
-                                                                    "tokens-sorted", "rotate"};
-
-int train_docs_policy(const char *s) {
-  for (int i = 0; i <= TRAIN_ASSIGN_ROTATE; i++)
-    if (strcmp(s, policy_names[i]) == 0) return i;
-  return C4_NONE;
-}
-
-const char *train_docs_policy_name(int policy) { return policy_names[policy]; }
 
 /* A rank's buffers for one step. */
 struct docs_step_bufs {
@@ -355,7 +345,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
       printf("c4train: %d ranks on %s, %zu parameters, %d sequences (max %d positions) from %s, "
              "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
              s->world, o->device, s->m.nparams, s->d.n, o->max_context, o->data, s->budget, s->cap,
-             policy_names[o->assign], s->eval_start);
+             train_assign_policy_name(o->assign), s->eval_start);
   }
   for (int step = 0; !status && step < o->steps; step++)
     status = docs_step_run(s, step);

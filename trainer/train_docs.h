@@ -14,8 +14,4 @@
  * Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
 int train_docs_run(const struct train_opts *o, const struct c4_ranks *r);
 
-/* The --assign policy named s (cost, tokens, tokens-sorted), or -1; and its name. */
-int train_docs_policy(const char *s);
-const char *train_docs_policy_name(int policy);
-
 #endif

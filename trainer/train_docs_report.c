@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "train_docs.h"
+#include "assign_policy.h"
 
 void docs_print_step(FILE *jf, int text, int step, double loss, const struct docs_step_rec *r,
                      const struct docs_report *rep, const double *rank_pred, int world) {
@@ -20,7 +20,7 @@ void docs_print_step(FILE *jf, int text, int step, double loss, const struct doc
     }
     json_t *o = json_pack(
         "{s:s, s:i, s:s, s:f, s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "event", "step",
-        "step", step, "assign", train_docs_policy_name(r->policy), "loss", loss, "tokens",
+        "step", step, "assign", train_assign_policy_name(r->policy), "loss", loss, "tokens",
         (json_int_t)r->tokens, "tokens_per_s", r->tokens / r->secs, "step_ms", r->secs * 1e3,
         "compute_ms", r->compute * 1e3, "predicted_ms", predicted * 1e3, "rank_tokens", rt,
         "rank_sumsq", rs, "rank_compute_ms", rc, "rank_predicted_ms", rp);
@@ -126,7 +126,7 @@ static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json
 static json_t *per_policy(const double *v) {
   json_t *o = json_object();
   for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++)
-    json_object_set_new(o, train_docs_policy_name(p), real_or_null(v[p]));
+    json_object_set_new(o, train_assign_policy_name(p), real_or_null(v[p]));
   return o;
 }
 
@@ -145,7 +145,7 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
   json_t *e = json_pack(
       "{s:s, s:s, s:i, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, "
       "s:{s:b, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}}",
-      "event", "end", "assign", train_docs_policy_name(o->assign), "steps", steps, "loss", loss,
+      "event", "end", "assign", train_assign_policy_name(o->assign), "steps", steps, "loss", loss,
       "eval_loss_start", eval_start, "eval_loss", eval_end, "tokens_per_s", real_or_null(s->tps),
       "compute_tokens_per_s", real_or_null(s->compute_tps), "bound_tokens_per_s",
       real_or_null(s->bound[main_policy]), "compute_bound_tokens_per_s",
@@ -171,7 +171,7 @@ static void print_end_text(const struct train_opts *o, const struct seq_cost *mo
                            double eval_end) {
   printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.0f over "
          "the slowest rank's compute)",
-         steps, train_docs_policy_name(o->assign), loss, eval_start, eval_end, s->tps,
+         steps, train_assign_policy_name(o->assign), loss, eval_start, eval_end, s->tps,
          s->compute_tps);
   if (!model->fitted) {
     printf("; the cost model is not fitted yet (%d steps after the first)\n", SEQ_COST_MIN_STEPS);
@@ -179,7 +179,7 @@ static void print_end_text(const struct train_opts *o, const struct seq_cost *mo
   }
   printf(";\n");
   for (int p = 0; p < TRAIN_ASSIGN_POLICIES; p++) {
-    printf("  %-13s", train_docs_policy_name(p));
+    printf("  %-13s", train_assign_policy_name(p));
     if (isfinite(s->policy_tps[p]))
       printf(" %9.0f tok/s (%.0f over compute),", s->policy_tps[p], s->policy_ctps[p]);
     printf(" the cost model's bound %.0f (%.0f over compute, %.0f at each step's load)",

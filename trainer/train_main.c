@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign_policy.h"
 #include "c4_cli.h"
 #include "c4_env.h"
 #include "c4_err.h"
@@ -293,7 +294,7 @@ static int parse_docs_opt(int c, const char *v, struct cli *a, int *bad) {
   switch (c) {
   case O_MAXCTX: *bad |= parse_int("--max-context", v, 1, 65536, &o->max_context); break;
   case O_ASSIGN:
-    o->assign = train_docs_policy(v);
+    o->assign = train_assign_policy(v);
     if (o->assign < 0)
       *bad = c4_cli_usage("c4train",
                           "--assign wants cost, tokens, tokens-sorted or rotate, not '%s'", v);
