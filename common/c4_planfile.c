@@ -32,6 +32,9 @@ void c4_planfile_free(struct c4_planfile *p) {
   for (size_t i = 0; i < p->nflows; i++)
     free(p->flows[i].path);
   free(p->flows);
+  for (size_t i = 0; i < p->navoid; i++)
+    free(p->avoid[i]);
+  free(p->avoid);
   free(p);
 }
 
@@ -136,6 +139,26 @@ static int parse_items(json_t *list, void *items, size_t size, size_t *n, parse_
   return 0;
 }
 
+/* avoid: the paths to keep traffic off (optional). */
+static int parse_avoid(json_t *avoid, struct c4_planfile *p, char *err, size_t errlen) {
+  if (!avoid) return 0;
+  if (!json_is_array(avoid)) return fail(err, errlen, C4_EINVAL, "\"avoid\" is not an array");
+  size_t n = json_array_size(avoid), i;
+  if (n && !(p->avoid = calloc(n, sizeof *p->avoid)))
+    return fail(err, errlen, C4_ENOMEM, "out of memory");
+  json_t *v;
+  json_array_foreach(avoid, i, v) {
+    size_t len = json_string_length(v);
+    if (!json_is_string(v) || len == 0 || len > 255 || strlen(json_string_value(v)) != len)
+      return fail(err, errlen, C4_EINVAL,
+                  "avoid[%zu] is not a path name (a string of 1 to 255 bytes)", i);
+    if (!(p->avoid[i] = strdup(json_string_value(v))))
+      return fail(err, errlen, C4_ENOMEM, "out of memory");
+    p->navoid = i + 1;
+  }
+  return 0;
+}
+
 static int parse_flows(json_t *flows, struct c4_planfile *p, char *err, size_t errlen) {
   if (!flows) return 0;
   if (!json_is_array(flows)) return fail(err, errlen, C4_EINVAL, "\"flows\" is not an array");
@@ -194,6 +217,8 @@ int c4_planfile_parse(const char *buf, size_t len, unsigned parts, struct c4_pla
   else {
     rc =
         parts & C4_PLANFILE_FLOWS ? parse_flows(json_object_get(root, "flows"), p, err, errlen) : 0;
+    if (rc == 0 && (parts & C4_PLANFILE_FLOWS))
+      rc = parse_avoid(json_object_get(root, "avoid"), p, err, errlen);
     if (rc == 0 && (parts & C4_PLANFILE_PATHS))
       rc = parse_paths(json_object_get(root, "paths"), p, err, errlen);
   }

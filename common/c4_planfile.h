@@ -45,10 +45,14 @@ struct c4_planfile_path {
   struct c4_planfile_pair *pairs;
 };
 
-/* A parsed plan: the parts asked for, in the file's order (the others empty). */
+/* A parsed plan: the parts asked for, in the file's order (the others empty). avoid: the paths
+ * the flows crossing them should keep their traffic off (c4mon pushes them while a `path` verdict
+ * stands), read with the flows. */
 struct c4_planfile {
   size_t nflows;
   struct c4_planfile_flow *flows;
+  size_t navoid;
+  char **avoid;
   size_t npaths;
   struct c4_planfile_path *paths;
 };
@@ -59,7 +63,8 @@ struct c4_planfile {
  * `src_port` 1..65535, a string `ifname` (under IFNAMSIZ bytes), integers `flow_label`
  * 0..0xfffff, `sl` 0..15 and `path_bits` 0..127 (each may be null), an integer `src_port_idx`
  * >= 0 and a string `path` (or null). paths[] entries need a string `id` and an array `pairs` of
- * [SRC_HOST, DST_HOST]. Other fields are ignored. On success sets *out (the caller frees it with
+ * [SRC_HOST, DST_HOST]. With the flows, an optional `avoid` is an array of path names (strings of
+ * 1 to 255 bytes). Other fields are ignored. On success sets *out (the caller frees it with
  * c4_planfile_free) and returns 0; on error returns C4_EINVAL (C4_ENOMEM when out of memory) with
  * what is wrong in err ("flows[3].src_port is not an integer 1..65535 or null"). Pure: no I/O. */
 int c4_planfile_parse(const char *buf, size_t len, unsigned parts, struct c4_planfile **out,

@@ -8,6 +8,7 @@
 void c4_paths_init(struct c4_paths *p, int n) {
   memset(p, 0, sizeof *p);
   p->n = n < 0 ? 0 : n > C4_PATHS_MAX ? C4_PATHS_MAX : n;
+  p->fair = p->fair_ref = -1;
 }
 
 void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, double span_ns) {
@@ -44,12 +45,25 @@ void c4_paths_sample(struct c4_paths *p, int i, uint64_t len, uint64_t ns) {
   c4_paths_sample_rate(p, i, len, (double)len / (double)(ns ? ns : 1), 0);
 }
 
-double c4_paths_weight(const struct c4_paths *p, int i) {
-  if (i < 0 || i >= p->n || p->rate[i] == 0) return 1;
-  double best = 0;
+/* 1 when path i is avoided and some other path is not. */
+static int avoided(const struct c4_paths *p, int i) {
+  if (!p->avoid[i]) return 0;
   for (int j = 0; j < p->n; j++)
-    if (p->rate[j] > best) best = p->rate[j];
+    if (!p->avoid[j]) return 1;
+  return 0;
+}
+
+void c4_paths_avoid(struct c4_paths *p, int i, int on) {
+  if (i >= 0 && i < p->n) p->avoid[i] = on != 0;
+}
+
+double c4_paths_weight(const struct c4_paths *p, int i) {
+  if (i < 0 || i >= p->n) return 1;
+  if (avoided(p, i)) return C4_PATHS_FLOOR;
+  if (p->rate[i] == 0) return 1;
   int b = c4_paths_fastest(p);
+  double best = b >= 0 ? p->rate[b] : 0;
+  if (best < p->rate[i]) return 1;
   if (p->samples[i] < C4_PATHS_WARM) return 1;
   double w = p->rate[i] / best, ni = c4_paths_noise(p, i), nb = c4_paths_noise(p, b);
   if (w >= C4_PATHS_EVEN || -log(w) <= C4_PATHS_NOISE_K * sqrt(ni * ni + nb * nb)) return 1;
@@ -68,6 +82,7 @@ int c4_paths_changed(struct c4_paths *p, int i) {
 }
 
 double c4_paths_share(const struct c4_paths *p, int i) {
+  if (c4_paths_fair_open(p)) return p->n ? 1.0 / p->n : 1;
   double sum = 0;
   for (int j = 0; j < p->n; j++)
     sum += c4_paths_weight(p, j);
@@ -77,26 +92,104 @@ double c4_paths_share(const struct c4_paths *p, int i) {
 int c4_paths_fastest(const struct c4_paths *p) {
   int best = -1;
   for (int j = 0; j < p->n; j++)
-    if (p->rate[j] > 0 && (best < 0 || p->rate[j] > p->rate[best])) best = j;
+    if (p->rate[j] > 0 && !avoided(p, j) && (best < 0 || p->rate[j] > p->rate[best])) best = j;
   return best;
 }
 
-uint64_t c4_paths_excess(struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
-                         uint64_t len, uint64_t fastest_len, uint64_t now) {
+uint64_t c4_paths_excess(const struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
+                         uint64_t len, uint64_t fastest_len) {
   if (i < 0 || i >= p->n) return 0;
   int f = c4_paths_fastest(p);
-  /* (queued + len) / rate[i] <= (fastest_queued + fastest_len) / rate[f], in bytes on path i */
-  double allow = c4_paths_weight(p, i) * (double)(fastest_queued + fastest_len);
+  /* (queued + len) / rate[i] <= (fastest_queued + fastest_len) / rate[f], in bytes on path i; while
+   * a re-measure is open, as if the rates were even: no path queues much more than the fastest */
+  double w = c4_paths_fair_open(p) ? 1 : c4_paths_weight(p, i);
+  double allow = w * (double)(fastest_queued + fastest_len);
   double need = (double)(queued + len);
-  if (f < 0 || f == i || p->rate[i] == 0 || need <= allow) {
-    p->held_since[i] = 0;
-    return 0;
-  }
-  if (p->held_since[i] && now - p->held_since[i] >= C4_PATHS_PROBE_NS) {
-    p->held_since[i] = 0;
-    p->probe[i] = 1;
-    return 0;
-  }
-  if (!p->held_since[i]) p->held_since[i] = now ? now : 1;
+  if (f < 0 || f == i || p->rate[i] == 0 || need <= allow) return 0;
   return (uint64_t)(need - allow);
+}
+
+int c4_paths_fair_tick(struct c4_paths *p, uint64_t now) {
+  if (p->fair >= 0) {
+    if (now - p->fair_start < C4_PATHS_FAIR_GIVE_UP_NS) return p->fair;
+    p->fair_dropped++;
+    p->fair_next[p->fair] = now + p->fair_every[p->fair];
+    p->fair = p->fair_ref = -1;
+  }
+  int due = -1;
+  for (int i = 0; i < p->n; i++) {
+    if (c4_paths_weight(p, i) >= 1) { /* even: nothing to re-measure, and a fresh start later */
+      p->fair_next[i] = p->fair_every[i] = 0;
+      continue;
+    }
+    if (!p->fair_every[i]) p->fair_every[i] = C4_PATHS_FAIR_FIRST_NS;
+    if (!p->fair_next[i]) p->fair_next[i] = now + p->fair_every[i];
+    if (due < 0 && now >= p->fair_next[i]) due = i;
+  }
+  int f = c4_paths_fastest(p);
+  if (due < 0 || f < 0 || f == due) return -1;
+  p->fair = due;
+  p->fair_ref = f;
+  p->fair_start = now;
+  p->fair_gen++;
+  p->fair_runs++;
+  return due;
+}
+
+/* Closes the open re-measure with the two rates it measured (bytes per ns). */
+static int fair_judge(struct c4_paths *p, double rate_i, double rate_f, uint64_t now) {
+  int i = p->fair, f = p->fair_ref;
+  p->fair = p->fair_ref = -1;
+  if (!(rate_i > 0) || !(rate_f > 0)) {
+    p->fair_dropped++;
+    p->fair_next[i] = now + p->fair_every[i];
+    return -1;
+  }
+  p->rate[i] = p->rate[f] * rate_i / rate_f;
+  int avoid = p->avoid[i];
+  p->avoid[i] = 0; /* judged by its rate: found at speed, c4mon's avoid is lifted */
+  if (c4_paths_weight(p, i) >= 1) {
+    p->fair_back++;
+    p->fair_next[i] = p->fair_every[i] = 0;
+    return 1;
+  }
+  p->avoid[i] = avoid;
+  p->fair_slow++;
+  p->fair_every[i] *= 2;
+  if (p->fair_every[i] > C4_PATHS_FAIR_MAX_NS) p->fair_every[i] = C4_PATHS_FAIR_MAX_NS;
+  p->fair_next[i] = now + p->fair_every[i];
+  return 0;
+}
+
+/* Path i's rate over the open re-measure (bytes per ns; 0: none) and its time (ns), from its counts
+ * since its baseline: the smaller of the kernel's and the waited chunks' rates. */
+static double fair_rate(const struct c4_paths *p, int i, double *ns) {
+  const struct c4_paths_count *a = &p->fair_base[i], *b = &p->fair_seen[i];
+  double busy = (double)(b->busy_ns - a->busy_ns), waited = (double)(b->waited_ns - a->waited_ns);
+  double acked = (double)(b->acked - a->acked),
+         wbytes = (double)(b->waited_bytes - a->waited_bytes);
+  *ns = busy > waited ? busy : waited;
+  double t = busy > C4_PATHS_FAIR_REF_MIN_NS ? busy : C4_PATHS_FAIR_REF_MIN_NS;
+  double rate = acked / t;
+  if (waited > 0 && wbytes / waited < rate) rate = wbytes / waited;
+  return rate;
+}
+
+int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
+                           uint64_t now, struct c4_paths_fair_done *done) {
+  if (!c4_paths_fair_open(p) || i < 0 || i >= p->n) return -1;
+  p->fair_seen[i] = *count;
+  if (p->fair_base_gen[i] != p->fair_gen) {
+    p->fair_base_gen[i] = p->fair_gen;
+    p->fair_base[i] = *count;
+    return -1;
+  }
+  int r = p->fair, f = p->fair_ref;
+  double ti, tf;
+  if (i != r || p->fair_base_gen[f] != p->fair_gen) return -1;
+  double rate_i = fair_rate(p, r, &ti);
+  if (ti < C4_PATHS_FAIR_BUSY_NS) return -1;
+  double rate_f = fair_rate(p, f, &tf);
+  *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
+  return fair_judge(p, rate_i, rate_f, now);
 }

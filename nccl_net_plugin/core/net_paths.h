@@ -11,11 +11,25 @@
 #define C4_PATHS_TAU_NS 250000000 /* the estimate's memory: a quarter second of sending */
 #define C4_PATHS_FLOOR 0.03125    /* the smallest weight (1/32): a slow path keeps being measured */
 #define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
-#define C4_PATHS_PROBE_NS 100000000 /* a path held back this long takes a chunk anyway */
 #define C4_PATHS_EVEN 0.6    /* a path at this part of the fastest's rate or more weighs as much */
 #define C4_PATHS_NOISE_K 4.0 /* ... and one within this many estimate noises of the fastest too */
 #define C4_PATHS_WARM 4      /* rate samples a path needs before it may weigh less than 1 */
 #define C4_PATHS_NOISE_TAU_NS 1000000000 /* the noise estimate's memory: a second of sending */
+/* The fair re-measure of a path sized off even (c4_paths_fair_tick): */
+#define C4_PATHS_FAIR_FIRST_NS 250000000ull   /* first 0.25 s after it departs from even shares */
+#define C4_PATHS_FAIR_MAX_NS 2000000000ull    /* then at twice the interval, up to every 2 s */
+#define C4_PATHS_FAIR_BUSY_NS 40000000ull     /* each until the path has been busy 40 ms */
+#define C4_PATHS_FAIR_GIVE_UP_NS 500000000ull /* or 0.5 s have passed: no traffic, no result */
+#define C4_PATHS_FAIR_REF_MIN_NS 5000000ull   /* the reference's busy time counts this at least */
+#define C4_PATHS_FAIR_CHUNK (128u << 10)      /* and chunks are at most 128 KiB meanwhile */
+
+/* What a sending socket has delivered so far, as running counts: the kernel's bytes acknowledged
+ * and busy time (ns), and the bytes and time (from taking each to its last byte written) of the
+ * chunks whose writes had to wait, for a full send buffer or a C4_FAULT pacer (a hold in the
+ * sender that the kernel's counts do not see). */
+struct c4_paths_count {
+  uint64_t acked, busy_ns, waited_bytes, waited_ns;
+};
 
 struct c4_paths {
   int n;
@@ -27,9 +41,27 @@ struct c4_paths {
   uint64_t uneven[C4_PATHS_MAX];  /* chunks counted while the path weighed less than 1 */
   uint64_t bytes[C4_PATHS_MAX];
   uint64_t chunks[C4_PATHS_MAX];
-  int slow[C4_PATHS_MAX]; /* reported below half of the fastest (for the log, with hysteresis) */
-  uint64_t held_since[C4_PATHS_MAX]; /* when c4_paths_excess began holding the path back, 0: not */
-  int probe[C4_PATHS_MAX];           /* c4_paths_excess let the path through to be measured again */
+  int slow[C4_PATHS_MAX];  /* reported below half of the fastest (for the log, with hysteresis) */
+  int avoid[C4_PATHS_MAX]; /* c4mon asked to keep traffic off the path (c4_paths_avoid) */
+  /* the fair re-measure (c4_paths_fair_tick): */
+  int fair;                          /* the path being re-measured with even shares now, -1: none */
+  int fair_ref;                      /* the fastest path when it began, measured beside it */
+  uint64_t fair_gen;                 /* re-measures begun (a socket's baseline belongs to one) */
+  uint64_t fair_start;               /* when the open one began (ns) */
+  uint64_t fair_next[C4_PATHS_MAX];  /* when path i is due for its next one, 0: it weighs 1 */
+  uint64_t fair_every[C4_PATHS_MAX]; /* its interval now */
+  uint64_t fair_base_gen[C4_PATHS_MAX];          /* the re-measure of the baseline below */
+  struct c4_paths_count fair_base[C4_PATHS_MAX]; /* each socket's counts at its start */
+  struct c4_paths_count fair_seen[C4_PATHS_MAX]; /* ... and the latest */
+  uint64_t fair_runs, fair_back, fair_slow,
+      fair_dropped; /* begun; found at speed, slow, no result */
+};
+
+/* What a re-measure found, for the path records (net_path_report.c): path i and the reference f,
+ * bytes acknowledged over busy time (ns) each, with even shares. */
+struct c4_paths_fair_done {
+  int i, f;
+  double bytes_i, busy_i, bytes_f, busy_f;
 };
 
 void c4_paths_init(struct c4_paths *p, int n);
@@ -54,7 +86,8 @@ void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, 
  * moves it by one clipped jump, not by the size of the change. 0 until two samples. */
 double c4_paths_noise(const struct c4_paths *p, int i);
 
-/* Socket i's weight in [C4_PATHS_FLOOR, 1]: its rate over the fastest socket's, 1 until both have
+/* Socket i's weight in [C4_PATHS_FLOOR, 1]: C4_PATHS_FLOOR while avoided; else its rate over the
+ * fastest socket's, 1 until both have
  * C4_PATHS_WARM samples and inside the dead band: from C4_PATHS_EVEN up, or wider where the paths
  * are noisy, while ln(fastest / rate) is within C4_PATHS_NOISE_K times the noise of the difference
  * of the two estimates (Gaussian: a false departure in 3e-5 of looks). So paths whose spread is
@@ -63,11 +96,16 @@ double c4_paths_noise(const struct c4_paths *p, int i);
  * equal paths drift apart. */
 double c4_paths_weight(const struct c4_paths *p, int i);
 
+/* c4mon's verdict, pushed in a plan (net_plan.h): path i is to carry only the floor weight, until
+ * lifted (on 0), or until a fair re-measure of its own finds it at the fastest's rate (the comm's
+ * own measure is newer than c4mon's). While every path is avoided, none is. */
+void c4_paths_avoid(struct c4_paths *p, int i, int on);
+
 /* Path i's share of a message: its weight over the sum of all weights (1/n while they are
- * even). */
+ * even, and while a fair re-measure is open). */
 double c4_paths_share(const struct c4_paths *p, int i);
 
-/* The fastest measured path, or -1 while none is measured. */
+/* The fastest measured path not avoided, or -1 while none is measured. */
 int c4_paths_fastest(const struct c4_paths *p);
 
 /* Earliest completion: a path may take its chunk of len bytes only if it would deliver it no later
@@ -77,12 +115,41 @@ int c4_paths_fastest(const struct c4_paths *p);
  * socket takes a chunk as soon as its send buffer has room, and the buffer takes megabytes, so
  * without this a slow path keeps taking chunks, small but many, and every message waits behind its
  * queue. Returns how many bytes path i's queue is over that (0: it may take the chunk). The fastest
- * path is never held back, and one held back for C4_PATHS_PROBE_NS (now: ns) takes the chunk
- * anyway: a path's estimate moves only while it carries chunks, so one judged slow on a bad sample
- * would otherwise never be measured again; then p->probe[i] is set (the caller sizes that chunk
- * evenly, so it measures the path, and clears it). */
-uint64_t c4_paths_excess(struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
-                         uint64_t len, uint64_t fastest_len, uint64_t now);
+ * path is never held back; while a fair re-measure is open every path is held as if the rates
+ * were even (no queue much longer than the fastest's: its chunks still land about with theirs). */
+uint64_t c4_paths_excess(const struct c4_paths *p, int i, uint64_t queued, uint64_t fastest_queued,
+                         uint64_t len, uint64_t fastest_len);
+
+/* The fair re-measure. A path sized off even measures slow for its small share alone: its small
+ * chunks wait in the sending host's FIFO queue behind the larger chunks of the other paths, so the
+ * bytes it has acknowledged over its busy time stay low after its congestion has cleared, and its
+ * weight would never come back. So each path that weighs less than 1 is measured again with an
+ * even share, C4_PATHS_FAIR_FIRST_NS after it departed, then at twice the interval each time it is
+ * found still slow, up to C4_PATHS_FAIR_MAX_NS: while a re-measure is open, every path of the comm
+ * takes even chunks of at most C4_PATHS_FAIR_CHUNK bytes and queues no more than the fastest
+ * (c4_paths_share, c4_paths_excess; the caller caps the chunks: c4_paths_fair_open), so the
+ * re-measured path costs a message at most about one such chunk at its own rate, and the
+ * re-measured path and the fastest path's rates over the same time, under the same shares, say
+ * their ratio apart from the shares. Called on each claim (now in ns): opens a re-measure when one
+ * is due, drops the open one without a result after C4_PATHS_FAIR_GIVE_UP_NS (no traffic).
+ * Returns the path being re-measured, or -1. */
+int c4_paths_fair_tick(struct c4_paths *p, uint64_t now);
+
+/* 1 while a re-measure is open: shares are even, chunks small, queues held as if rates were. */
+static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair >= 0; }
+
+/* Socket i's counts while a re-measure is open: the first in a re-measure is the socket's
+ * baseline, later ones its progress. Once the re-measured path has been busy
+ * C4_PATHS_FAIR_BUSY_NS since its baseline (by either count), the re-measure closes: each of the
+ * two paths' rate over it is the smaller of its two counts' (the waited chunks' only if it had
+ * some), the reference's time counted at least C4_PATHS_FAIR_REF_MIN_NS (one that hardly needed
+ * any is at least that much faster), and the path's estimate becomes the fastest's times the ratio
+ * of the two, which weighs 1 by the usual rule when the path is back at speed.
+ * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
+ * the interval), either with *done filled in; -1 while it stays open, or when it closed without a
+ * result (a path that delivered nothing: counted in fair_dropped). */
+int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
+                           uint64_t now, struct c4_paths_fair_done *done);
 
 /* For the log: 1 when socket i has just fallen below half of the fastest, -1 when it has just
  * come back above three quarters, else 0. */

@@ -3,6 +3,7 @@
 #include "net_plan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "c4_clock.h"
 #include "c4_err.h"
+#include "c4_hash.h"
 #include "c4_log.h"
 #include "c4_planfile.h"
 
@@ -39,7 +41,13 @@ void c4_netplan_free(struct c4_netplan *p) {
   for (int i = 0; i < p->npairs; i++)
     free(p->pairs[i].binds);
   free(p->pairs);
+  free(p->avoid);
   free(p);
+}
+
+uint64_t c4_netplan_path_hash(const char *name) {
+  uint64_t h = c4_fnv1a_str(C4_FNV_OFFSET, name);
+  return h ? h : 1;
 }
 
 const struct c4_netplan_pair *c4_netplan_find(const struct c4_netplan *p, const char *src,
@@ -75,8 +83,11 @@ static int add_flow(struct c4_netplan *p, size_t *cap, const struct c4_planfile_
     pair->binds = grown;
   }
   struct c4_netplan_bind *b = &pair->binds[pair->nbinds++];
-  *b = (struct c4_netplan_bind){
-      .src_port = f->src_port, .flow_label = f->flow_label, .sl = f->sl, .path_bits = f->path_bits};
+  *b = (struct c4_netplan_bind){.path_hash = f->path ? c4_netplan_path_hash(f->path) : 0,
+                                .src_port = f->src_port,
+                                .flow_label = f->flow_label,
+                                .sl = f->sl,
+                                .path_bits = f->path_bits};
   memcpy(b->ifname, f->ifname, sizeof b->ifname);
   return 0;
 }
@@ -89,6 +100,10 @@ static int group_flows(struct c4_planfile *file, struct c4_netplan **out, char *
   size_t cap = 0;
   for (size_t i = 0; rc == 0 && i < file->nflows; i++)
     rc = add_flow(p, &cap, &file->flows[i], err, errlen);
+  if (rc == 0 && file->navoid && !(p->avoid = calloc(file->navoid, sizeof *p->avoid)))
+    rc = fail(err, errlen, "out of memory");
+  for (size_t i = 0; rc == 0 && i < file->navoid; i++)
+    p->avoid[p->navoid++] = c4_netplan_path_hash(file->avoid[i]);
   c4_planfile_free(file);
   if (rc != 0) {
     c4_netplan_free(p);
@@ -104,6 +119,53 @@ int c4_netplan_parse(const char *buf, size_t len, struct c4_netplan **out, char 
   struct c4_planfile *file;
   if (c4_planfile_parse(buf, len, C4_PLANFILE_FLOWS, &file, err, errlen) != 0) return C4_EINVAL;
   return group_flows(file, out, err, errlen);
+}
+
+/* ---- the paths to avoid, for comms already connected ---- */
+
+/* One set, immutable once published. */
+struct avoid_set {
+  int n;
+  uint64_t hash[];
+};
+static _Atomic(struct avoid_set *) avoid_now;
+static atomic_ulong avoid_gen;
+static pthread_mutex_t avoid_writer = PTHREAD_MUTEX_INITIALIZER; /* writers only: never a comm */
+static struct avoid_set *avoid_retired[RETIRED_MAX];
+static int avoid_retired_next;
+
+/* Publishes the avoid set of a plan c4mon pushed (the telemetry thread; the mutex only orders
+ * writers, e.g. a test's). A reader holds a set only while it compares a few hashes; one replaced
+ * is freed RETIRED_MAX sets later. Out of memory: the old set stays, logged. */
+static void publish_avoid(const struct c4_netplan *p) {
+  struct avoid_set *set = malloc(sizeof *set + (size_t)p->navoid * sizeof set->hash[0]);
+  if (!set) {
+    C4_WARN("out of memory for the plan's paths to avoid; the old ones stay");
+    return;
+  }
+  set->n = p->navoid;
+  memcpy(set->hash, p->avoid, (size_t)p->navoid * sizeof set->hash[0]);
+  pthread_mutex_lock(&avoid_writer);
+  struct avoid_set *old = atomic_exchange(&avoid_now, set);
+  int changed = !old || old->n != set->n ||
+                memcmp(old->hash, set->hash, (size_t)set->n * sizeof set->hash[0]) != 0;
+  free(avoid_retired[avoid_retired_next]);
+  avoid_retired[avoid_retired_next] = old;
+  avoid_retired_next = (avoid_retired_next + 1) % RETIRED_MAX;
+  if (changed) atomic_fetch_add_explicit(&avoid_gen, 1, memory_order_release);
+  pthread_mutex_unlock(&avoid_writer);
+  atomic_fetch_add(&c4_netplan_stats.avoid_sets, 1);
+}
+
+uint64_t c4_netplan_avoid_gen(void) {
+  return atomic_load_explicit(&avoid_gen, memory_order_acquire);
+}
+
+int c4_netplan_avoided(uint64_t path_hash) {
+  const struct avoid_set *set = atomic_load_explicit(&avoid_now, memory_order_acquire);
+  for (int i = 0; path_hash && set && i < set->n; i++)
+    if (set->hash[i] == path_hash) return 1;
+  return 0;
 }
 
 /* ---- the current plan: C4_PLAN, re-read when the file changes ---- */
@@ -202,6 +264,7 @@ void c4_netplan_push(const char *json, size_t len) {
     return;
   }
   atomic_fetch_add(&c4_netplan_stats.pushes, 1);
+  publish_avoid(p); /* at once, for the comms already connected, whatever C4_PLAN says */
   const char *path = getenv("C4_PLAN");
   if (path && *path)
     C4_INFO("c4mon pushed a plan (%d host pairs); C4_PLAN=%s takes precedence", p->npairs, path);
@@ -250,6 +313,14 @@ void c4_netplan_reset(void) {
     retired[i] = NULL;
   }
   retired_next = 0;
+  pthread_mutex_lock(&avoid_writer);
+  free(atomic_exchange(&avoid_now, NULL));
+  for (int i = 0; i < RETIRED_MAX; i++) {
+    free(avoid_retired[i]);
+    avoid_retired[i] = NULL;
+  }
+  avoid_retired_next = 0;
+  pthread_mutex_unlock(&avoid_writer);
   seen_valid = 0;
   atomic_store(&last_check_ns, 0);
   atomic_store(&from_file, 0);

@@ -14,6 +14,7 @@
  * address of ifname ("": any address). A verbs QP takes flow_label (RoCEv2), sl and path_bits
  * (InfiniBand: the destination LID's offset under its LMC); -1 where the plan gives none. */
 struct c4_netplan_bind {
+  uint64_t path_hash; /* the flow's path (c4_netplan_path_hash), 0: the plan names none */
   uint16_t src_port;
   char ifname[IFNAMSIZ];
   int32_t flow_label;
@@ -29,11 +30,25 @@ struct c4_netplan_pair {
   struct c4_netplan_bind *binds;
 };
 
-/* A parsed plan. Immutable once c4_netplan_parse has returned it. */
+/* A parsed plan. Immutable once c4_netplan_parse has returned it. avoid: the paths (their
+ * hashes) the plan asks to keep traffic off. */
 struct c4_netplan {
   int npairs;
   struct c4_netplan_pair *pairs;
+  int navoid;
+  uint64_t *avoid;
 };
+
+/* What the plugin compares path names by: FNV-1a of the name, never 0. */
+uint64_t c4_netplan_path_hash(const char *name);
+
+/* The paths to keep traffic off, for comms already connected: the `avoid` of the plan c4mon
+ * pushed last (docs/plan-format.md; c4mon pushes it while its `path` verdict stands), also when
+ * C4_PLAN is set: the file places the sockets, c4mon's verdicts say what to avoid (a file's own
+ * `avoid` is not followed). A generation that changes with every new set lets a comm look only
+ * then; both calls are lock-free and never wait. */
+uint64_t c4_netplan_avoid_gen(void);
+int c4_netplan_avoided(uint64_t path_hash); /* 1 when the current set names it (0 never) */
 
 /* Parses a plan file's bytes (len bytes, no NUL needed) with the plan reader (c4_planfile_parse,
  * its flows only: what it checks and the errors it gives are there) and groups the flows by
@@ -73,6 +88,7 @@ struct c4_netplan_stats {
   atomic_ulong pushes;         /* plans c4mon pushed and accepted */
   atomic_ulong bound;          /* data sockets bound as planned */
   atomic_ulong bind_fallbacks; /* planned binds that failed: the socket used an ephemeral port */
+  atomic_ulong avoid_sets;     /* sets of paths to avoid c4mon pushed */
 };
 extern struct c4_netplan_stats c4_netplan_stats;
 

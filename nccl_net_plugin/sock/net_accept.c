@@ -136,7 +136,7 @@ static int assemble(struct c4_listen_comm *l, struct c4_comm **out) {
     for (int k = 0; k <= n; k++)
       c4_pending_forget(&l->t, used[k]); /* their fds now belong to the comm */
     return c4_comm_create(0, &l->cfg, l->t.dev, l->nccl_comm, hello.conn_id, &l->self, &hello.id,
-                          ctrl_fd, data_fd, n, out);
+                          ctrl_fd, data_fd, NULL, n, out);
   }
   return 0;
 }

@@ -31,7 +31,8 @@ static uint16_t local_port(int fd) {
 
 int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                    uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
-                   int ctrl_fd, const int *data_fd, int nsocks, struct c4_comm **out) {
+                   int ctrl_fd, const int *data_fd, const uint64_t *data_path, int nsocks,
+                   struct c4_comm **out) {
   struct c4_comm *c = calloc(1, sizeof *c);
   if (!c) {
     close(ctrl_fd);
@@ -54,8 +55,10 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
                                   .conn_id = conn_id,
                                   .dir = (uint8_t)(is_send ? C4_DIR_SEND : C4_DIR_RECV)};
   memcpy(c->data_fd, data_fd, sizeof(int) * (size_t)nsocks);
-  for (int i = 0; i < nsocks; i++)
+  for (int i = 0; i < nsocks; i++) {
     c->data_port[i] = local_port(data_fd[i]);
+    c->data_path[i] = data_path ? data_path[i] : 0;
+  }
   pthread_mutex_init(&c->claim_lock, NULL);
   for (int i = 0; i < C4_MAX_REQUESTS; i++) {
     c->reqs[i].comm = c;
@@ -484,9 +487,13 @@ static void log_paths(const struct c4_comm *c) {
                             c4_paths_noise(p, i),
                             p->chunks[i] ? (double)p->uneven[i] / (double)p->chunks[i] : 0.0);
   }
+  const struct c4_paths *p = &c->paths;
   C4_INFO("connection to %s (pid %u, rank %d) closed: share of bytes (weight) per data socket: %s; "
-          "sample noise (part of chunks off even shares): %s",
-          c->peer.host, c->peer.pid, c->peer.rank, text, noise);
+          "sample noise (part of chunks off even shares): %s; re-measures with even shares: %llu "
+          "(back to speed %llu, still slow %llu, no result %llu)",
+          c->peer.host, c->peer.pid, c->peer.rank, text, noise, (unsigned long long)p->fair_runs,
+          (unsigned long long)p->fair_back, (unsigned long long)p->fair_slow,
+          (unsigned long long)p->fair_dropped);
 }
 
 int c4_transport_close(struct c4_comm *c) {

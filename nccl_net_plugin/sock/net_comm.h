@@ -54,6 +54,8 @@ struct c4_comm {
   int nsocks;
   int data_fd[C4_MAX_NSOCKS];
   uint16_t data_port[C4_MAX_NSOCKS]; /* each data socket's local port (path records), 0: unknown */
+  uint64_t
+      data_path[C4_MAX_NSOCKS]; /* each one's path in the plan (c4_netplan_path_hash), 0: none */
   uint64_t conn_id;
   uint64_t nccl_comm;
   struct c4_identity self, peer;
@@ -80,6 +82,8 @@ struct c4_comm {
   pthread_mutex_t claim_lock; /* taken by helper threads only, never by the caller */
   uint64_t claim_seq, claim_off;
   struct c4_paths paths; /* send: each data socket's throughput (under claim_lock) */
+  atomic_int fair_open;  /* send: a fair re-measure is open (paths.fair >= 0; read unlocked) */
+  uint64_t avoid_gen;    /* send: the paths-to-avoid set last applied (under claim_lock) */
   int nhelpers;
   struct c4_helper *helpers;
   atomic_int stop;
@@ -91,10 +95,12 @@ struct c4_comm {
 };
 
 /* Builds a comm around connected sockets (handshake done) and starts its helpers. Takes
- * ownership of the fds, also on failure. */
+ * ownership of the fds, also on failure. data_path: each data socket's path in the plan
+ * (c4_netplan_path_hash; NULL or 0: not known), for the paths c4mon asks to avoid. */
 int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                    uint64_t conn_id, const struct c4_identity *self, const struct c4_identity *peer,
-                   int ctrl_fd, const int *data_fd, int nsocks, struct c4_comm **out);
+                   int ctrl_fd, const int *data_fd, const uint64_t *data_path, int nsocks,
+                   struct c4_comm **out);
 
 /* Marks the comm broken with a message (first failure wins) and logs it once. */
 void c4_comm_fail(struct c4_comm *c, int code, const char *fmt, ...)

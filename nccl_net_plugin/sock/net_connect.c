@@ -26,6 +26,7 @@ struct conn_sock {
   uint8_t hello[C4_HELLO_SIZE];
   int bind_local;                /* C4_PLAN or the probe: bind to local before connecting */
   int probed;                    /* local's port is the probe's pick, not the plan's */
+  uint64_t path_hash;            /* the plan's path for this socket (0: none named) */
   struct sockaddr_storage local; /* the planned source address and port (0: any) */
 };
 
@@ -75,6 +76,7 @@ static void plan_binds(struct connect_state *s) {
   for (int i = 0; i < n; i++) {
     struct conn_sock *cs = &s->sock[i + 1];
     int family = s->target.addr.ss_family;
+    cs->path_hash = b[i].path_hash;
     memset(&cs->local, 0, sizeof cs->local);
     cs->local.ss_family = (sa_family_t)family;
     struct in_addr in;
@@ -290,7 +292,9 @@ static int ack_step(const struct c4_transport_config *cfg, struct connect_state 
 static int comm_from_state(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,
                            struct connect_state *s, struct c4_comm **out) {
   int data_fd[C4_MAX_NSOCKS];
+  uint64_t data_path[C4_MAX_NSOCKS];
   for (int i = 0; i < s->nsocks; i++) {
+    data_path[i] = s->sock[i + 1].path_hash;
     if (s->sock[i + 1].bind_local && !s->sock[i + 1].probed)
       atomic_fetch_add(&c4_netplan_stats.bound, 1);
     data_fd[i] = s->sock[i + 1].fd;
@@ -299,7 +303,7 @@ static int comm_from_state(const struct c4_transport_config *cfg, int dev, uint6
   int ctrl_fd = s->sock[0].fd;
   s->sock[0].fd = -1;
   return c4_comm_create(1, cfg, dev, nccl_comm, s->conn_id, &s->self, &s->target.id, ctrl_fd,
-                        data_fd, s->nsocks, out);
+                        data_fd, data_path, s->nsocks, out);
 }
 
 int c4_transport_connect(const struct c4_transport_config *cfg, int dev, uint64_t nccl_comm,

@@ -26,6 +26,7 @@
 #include "net_comm.h"
 #include "net_path_report.h"
 #include "net_paths.h"
+#include "net_plan.h"
 #include "net_sock.h"
 #include "net_tcp_rate.h"
 
@@ -51,8 +52,9 @@ struct sock_state {
   uint64_t done_ns;  /* its time from being taken to its last byte written */
   int waited;        /* send: the chunk in progress met a full send buffer or its pacer */
   int done_waited;   /* the same for the last chunk finished */
-  uint64_t acked, busy_us; /* send: the kernel's counts at the last rate sample */
-  uint64_t hold_until;     /* send: no chunk before this time (its kernel queue is too long) */
+  uint64_t acked, busy_us;          /* send: the kernel's counts at the last rate sample */
+  uint64_t waited_bytes, waited_ns; /* send: running counts of the chunks whose writes waited */
+  uint64_t hold_until; /* send: no chunk before this time (its kernel queue is too long) */
 };
 
 struct c4_helper {
@@ -67,13 +69,16 @@ struct c4_helper {
 /* Socket i's chunk of a message: its share of the message (its weight over the sum of weights;
  * even, 1/nsocks, without weights), at most C4_CHUNK_BYTES times its weight, at least MIN_CHUNK:
  * a path at a quarter of the others' rate takes a quarter-size chunk, which lands about when
- * theirs do, also when the fastest's chunk is cut to C4_CHUNK_BYTES. */
+ * theirs do, also when the fastest's chunk is cut to C4_CHUNK_BYTES. While a fair re-measure is
+ * open: even, at most C4_PATHS_FAIR_CHUNK. */
 static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_t off) {
   int weighted = c->cfg.path_weights && c->nsocks > 1;
   double share = weighted ? c4_paths_share(&c->paths, i) : 1.0 / c->nsocks;
-  double weight = weighted ? c4_paths_weight(&c->paths, i) : 1;
+  int fair = weighted && c4_paths_fair_open(&c->paths);
+  double weight = weighted && !fair ? c4_paths_weight(&c->paths, i) : 1;
   uint64_t want = (uint64_t)((double)size * share + 0.5);
   uint64_t most = (uint64_t)((double)c->cfg.chunk_bytes * weight);
+  if (fair && most > C4_PATHS_FAIR_CHUNK) most = C4_PATHS_FAIR_CHUNK;
   if (want > most) want = most;
   if (want < MIN_CHUNK) want = MIN_CHUNK;
   uint64_t left = size - off;
@@ -81,21 +86,20 @@ static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_
 }
 
 /* The rate socket s's path has given it, for the weights (0: nothing new known), read when the
- * socket asks for its next chunk. The kernel's count: bytes acknowledged over the time the socket
- * had data unacknowledged, since the last sample and once that time reaches BUSY_SAMPLE_US (the
- * kernel counts it in ticks of a few ms). Idle time between messages is left out, so a ring
- * allreduce's short steps measure the path as well as a stream does; the chunk's own write time
- * could not (the send buffer swallows a chunk in microseconds). When the writes had to wait for
- * the buffer or for a C4_FAULT pacer, the write time is a measure too (the pacer's hold is in
- * the sender, where the kernel does not see it), and the smaller is the rate. Outside the claim
- * lock: a syscall. */
-static double finished_chunk_rate(const struct c4_comm *c, struct sock_state *s, double *span_ns) {
+ * socket asks for its next chunk. The kernel's count (have: acked and busy_us were read): bytes
+ * acknowledged over the time the socket had data unacknowledged, since the last sample and once
+ * that time reaches BUSY_SAMPLE_US (the kernel counts it in ticks of a few ms). Idle time between
+ * messages is left out, so a ring allreduce's short steps measure the path as well as a stream
+ * does; the chunk's own write time could not (the send buffer swallows a chunk in microseconds).
+ * When the writes had to wait for the buffer or for a C4_FAULT pacer, the write time is a measure
+ * too (the pacer's hold is in the sender, where the kernel does not see it), and the smaller is
+ * the rate. */
+static double finished_chunk_rate(struct sock_state *s, int have, uint64_t acked, uint64_t busy_us,
+                                  double *span_ns) {
   *span_ns = 0;
   if (!s->done_len) return 0;
   double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), rate = 0;
-  uint64_t acked, busy_us;
-  if (c->nsocks > 1 && c->cfg.path_weights && c4_tcp_progress(s->fd, &acked, &busy_us) == 0 &&
-      busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
+  if (have && busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
     *span_ns = (double)(busy_us - s->busy_us) * 1e3;
     rate = (double)(acked - s->acked) / *span_ns;
     s->acked = acked;
@@ -139,24 +143,83 @@ static int hold_back(struct c4_comm *c, struct sock_state *s, uint32_t len, uint
   if (c->nsocks < 2 || !c->cfg.path_weights || f < 0 || f == s->index) return 0;
   long queued = queued_bytes(s->fd), fastest_queued = queued_bytes(c->data_fd[f]);
   if (queued < 0 || fastest_queued < 0) return 0;
-  uint64_t now = c4_now_ns();
   uint64_t excess = c4_paths_excess(&c->paths, s->index, (uint64_t)queued, (uint64_t)fastest_queued,
-                                    len, chunk_len(c, f, size, 0), now);
+                                    len, chunk_len(c, f, size, 0));
   if (!excess) return 0;
   double ns = (double)excess / c->paths.rate[s->index];
   uint64_t wait = ns < GATE_MIN_NS ? GATE_MIN_NS : ns > GATE_MAX_NS ? GATE_MAX_NS : (uint64_t)ns;
-  s->hold_until = now + wait;
+  s->hold_until = c4_now_ns() + wait;
   return 1;
 }
 
-/* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. */
+/* The fair re-measure's part of a claim (claim lock held; c4_paths_fair_tick): opens one when a
+ * path sized off even is due, and feeds it socket s's kernel counts (have: they were read).
+ * Returns what c4_paths_fair_progress returned, *done filled in when it closed one. */
+static int fair_remeasure(struct c4_comm *c, struct sock_state *s, int have, uint64_t acked,
+                          uint64_t busy_us, struct c4_paths_fair_done *done) {
+  int judged = -1;
+  if (c->claim_seq < atomic_load(&c->posted) || c4_paths_fair_open(&c->paths)) {
+    uint64_t now = c4_now_ns();
+    c4_paths_fair_tick(&c->paths, now);
+    struct c4_paths_count count = {acked, busy_us * 1000, s->waited_bytes, s->waited_ns};
+    if (have) judged = c4_paths_fair_progress(&c->paths, s->index, &count, now, done);
+  }
+  atomic_store_explicit(&c->fair_open, c4_paths_fair_open(&c->paths), memory_order_relaxed);
+  return judged;
+}
+
+/* c4mon's verdicts, pushed in a plan (net_plan.h): when the set of paths to avoid changed, each
+ * data socket whose planned path it names is kept to the floor weight, and the others are let
+ * back (claim lock held; one atomic load when nothing changed). */
+static void follow_avoid(struct c4_comm *c) {
+  uint64_t gen = c4_netplan_avoid_gen();
+  if (gen == c->avoid_gen) return;
+  c->avoid_gen = gen;
+  for (int i = 0; i < c->nsocks; i++) {
+    int on = c->data_path[i] && c4_netplan_avoided(c->data_path[i]);
+    if (on == c->paths.avoid[i]) continue;
+    c4_paths_avoid(&c->paths, i, on);
+    C4_INFO("connection to %s (pid %u, rank %d): data socket %d %s (c4mon's pushed plan)",
+            c->peer.host, c->peer.pid, c->peer.rank, i,
+            on ? "kept off its path, which c4mon found congested" : "let back onto its path");
+  }
+}
+
+/* A re-measure closed: both sockets' rates under even shares go to c4mon as path records (the
+ * only ones a socket sized off even sends), and the log says what it found. */
+static void fair_report(struct c4_comm *c, int judged, const struct c4_paths_fair_done *d) {
+  c4_path_report(c, d->i, d->bytes_i, d->busy_i);
+  c4_path_report(c, d->f, d->bytes_f, d->busy_f);
+  C4_TRACE("connection to %s (pid %u, rank %d): data socket %d re-measured with an even share over "
+           "%.0f ms: %.3g against %.3g bytes/ns on data socket %d (%s)",
+           c->peer.host, c->peer.pid, c->peer.rank, d->i, d->busy_i / 1e6, d->bytes_i / d->busy_i,
+           d->busy_f > 0 ? d->bytes_f / d->busy_f : 0.0, d->f,
+           judged ? "back to speed" : "still slow");
+}
+
+/* Takes the next chunk in posting order for socket s. Returns 1 with s filled in, or 0. The
+ * kernel's counts are read (a syscall, outside the claim lock) when a chunk finished or a fair
+ * re-measure is open. A rate sample goes to c4mon as a path record unless the socket is sized off
+ * even (it measures slow for its small share, net_paths.h: the re-measures, under even shares,
+ * say what its path delivers) or a re-measure is open (the sample spans its start). */
 static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
-  int got = 0;
+  int got = 0, multipath = c->nsocks > 1 && c->cfg.path_weights;
+  uint64_t acked = 0, busy_us = 0;
+  int have = multipath &&
+             (s->done_len || atomic_load_explicit(&c->fair_open, memory_order_relaxed)) &&
+             c4_tcp_progress(s->fd, &acked, &busy_us) == 0;
   double span_ns;
-  double rate = finished_chunk_rate(c, s, &span_ns);
-  if (span_ns > 0) c4_path_report(c, s->index, rate * span_ns, span_ns); /* for c4mon */
+  double rate = finished_chunk_rate(s, have, acked, busy_us, &span_ns);
+  struct c4_paths_fair_done fair;
+  int judged = -1;
   pthread_mutex_lock(&c->claim_lock);
+  int report =
+      span_ns > 0 && !c4_paths_fair_open(&c->paths) && c4_paths_weight(&c->paths, s->index) >= 1;
   count_finished_chunk(c, s, rate, span_ns);
+  if (multipath) {
+    follow_avoid(c);
+    judged = fair_remeasure(c, s, have, acked, busy_us, &fair);
+  }
   while (c->claim_seq < atomic_load(&c->posted)) {
     struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
     if (atomic_load_explicit(&r->seq, memory_order_acquire) != c->claim_seq || r->is_inline ||
@@ -167,12 +230,6 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     }
     uint32_t len = chunk_len(c, s->index, r->size, c->claim_off);
     if (hold_back(c, s, len, r->size)) break;
-    if (c->paths.probe[s->index]) { /* let through to be measured: an even chunk says more */
-      c->paths.probe[s->index] = 0;
-      uint64_t even = r->size / (uint64_t)c->nsocks, left = r->size - c->claim_off;
-      if (even > c->cfg.chunk_bytes) even = c->cfg.chunk_bytes;
-      if (even > len) len = (uint32_t)(even < left ? even : left);
-    }
     struct c4_wire_chunk ch = {
         .seq = c->claim_seq, .offset = c->claim_off, .len = len, .total = r->size};
     c4_wire_put_chunk(s->hdr, &ch);
@@ -188,6 +245,8 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     break;
   }
   pthread_mutex_unlock(&c->claim_lock);
+  if (report) c4_path_report(c, s->index, rate * span_ns, span_ns); /* for c4mon */
+  if (judged >= 0) fair_report(c, judged, &fair);
   return got;
 }
 
@@ -252,6 +311,10 @@ static void sent(struct sock_state *s, size_t k) {
     s->done_len = s->len;
     s->done_ns = c4_now_ns() - s->t_claim;
     s->done_waited = s->waited;
+    if (s->waited) {
+      s->waited_bytes += s->len;
+      s->waited_ns += s->done_ns;
+    }
     chunk_moved(r, s->len, r->size);
   }
 }

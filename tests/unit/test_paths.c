@@ -150,38 +150,136 @@ START_TEST(a_slower_path_takes_a_chunk_only_when_it_would_deliver_it_first) {
   c4_paths_init(&p, 2);
   send_at(&p, 0, 1.0, 4, MB);
   send_at(&p, 1, 0.25, 4, MB);
-  uint64_t t = 1000000000ull, len = 64 << 10, fast_len = 256 << 10;
+  uint64_t len = 64 << 10, fast_len = 256 << 10;
   /* both queues empty: the two chunks land together, so path 1 takes its chunk */
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, 0, 0, len, fast_len, t), 0);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 0, 0, len, fast_len), 0);
   /* path 1 holds 64 KiB already: it would land a quarter of path 0's chunk time late */
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, len, 0, len, fast_len, t), len);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, len, 0, len, fast_len), len);
   /* path 0 holds 4 MiB unacknowledged: path 1, with 1 MiB of its own, is still sooner */
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, MB, 4 * MB, len, fast_len, t), 0);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, MB, 4 * MB, len, fast_len), 0);
   /* with 2 MiB of its own it is not: over by 2 MiB + len - (4 MiB + fast_len) / 4 */
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, 2 * MB, 4 * MB, len, fast_len, t), MB);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 2 * MB, 4 * MB, len, fast_len), MB);
   /* the fastest path is never held, however long its queue */
-  ck_assert_uint_eq(c4_paths_excess(&p, 0, 64 * MB, 64 * MB, fast_len, fast_len, t), 0);
+  ck_assert_uint_eq(c4_paths_excess(&p, 0, 64 * MB, 64 * MB, fast_len, fast_len), 0);
 }
 END_TEST
 
-/* A path held back is not measured; after C4_PATHS_PROBE_NS of that it takes a chunk anyway, so a
- * path wrongly judged slow is found fast again, and then the hold starts afresh. */
-START_TEST(a_path_held_back_for_the_probe_interval_takes_a_chunk_anyway) {
+/* Feeds paths i and f the kernel counts of a re-measure in which path i delivers rate_i and path f
+ * rate_f (bytes per ns), each busy the whole time, in steps of 10 ms from t: the first call is each
+ * socket's baseline. Returns what closed it (c4_paths_fair_progress), -1 if nothing did. */
+static int remeasure(struct c4_paths *p, int i, double rate_i, int f, double rate_f, uint64_t t,
+                     struct c4_paths_fair_done *d) {
+  uint64_t step = 10000000ull;
+  for (int k = 0; k < 20; k++) {
+    uint64_t busy = (uint64_t)k * step, now = t + busy;
+    struct c4_paths_count cf = {(uint64_t)(rate_f * (double)busy), busy, 0, 0};
+    struct c4_paths_count ci = {(uint64_t)(rate_i * (double)busy), busy, 0, 0};
+    if (c4_paths_fair_progress(p, f, &cf, now, d) >= 0) return -2;
+    int r = c4_paths_fair_progress(p, i, &ci, now, d);
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+/* A path sized off even measures slow for its small share alone (its chunks wait behind the
+ * others' in the host's queue), so it is measured again with even shares: first
+ * C4_PATHS_FAIR_FIRST_NS after it departed, then at twice the interval up to C4_PATHS_FAIR_MAX_NS
+ * while it is still slow. While one is open every path shares evenly and none is held back; one
+ * that finds the path at the fastest's rate gives it weight 1 at once. */
+START_TEST(a_path_sized_off_even_is_measured_again_with_an_even_share_and_comes_back) {
   struct c4_paths p;
   c4_paths_init(&p, 2);
   send_at(&p, 0, 1.0, 4, MB);
-  send_at(&p, 1, 0.25, 4, MB);
-  uint64_t t = 5000000000ull, len = 64 << 10, q = MB;
-  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t), 0);
-  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS - 1), 0);
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS), 0);
-  ck_assert_int_eq(p.probe[1], 1); /* the caller sizes this chunk evenly, and clears the flag */
-  p.probe[1] = 0;
-  ck_assert_uint_gt(c4_paths_excess(&p, 1, q, 0, len, len * 4, t + C4_PATHS_PROBE_NS + 1), 0);
-  /* a chunk it may take in its own right ends the hold */
-  ck_assert_uint_eq(c4_paths_excess(&p, 1, 0, 0, len, len * 4, t + C4_PATHS_PROBE_NS + 2), 0);
-  ck_assert_uint_eq(p.held_since[1], 0);
-  ck_assert_int_eq(p.probe[1], 0);
+  send_at(&p, 1, 0.1, 4, MB);
+  uint64_t t = 7000000000ull;
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), -1); /* departed now: due a moment from now */
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t + C4_PATHS_FAIR_FIRST_NS - 1), -1);
+  t += C4_PATHS_FAIR_FIRST_NS;
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  ck_assert_int_eq(c4_paths_fair_open(&p), 1);
+  ck_assert_double_eq(c4_paths_share(&p, 1), 0.5);
+  /* held as if even: a queue as long as the fastest's and a chunk as large pass, more does not */
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, MB, MB, MB, MB), 0);
+  ck_assert_uint_eq(c4_paths_excess(&p, 1, 64 * MB, 0, MB, MB), 64 * MB);
+  /* still slow under even shares: at a tenth again; the next at twice the interval */
+  struct c4_paths_fair_done d;
+  ck_assert_int_eq(remeasure(&p, 1, 0.1, 0, 1.0, t, &d), 0);
+  ck_assert_int_eq(d.i, 1);
+  ck_assert_int_eq(d.f, 0);
+  ck_assert_double_ge(d.busy_i, C4_PATHS_FAIR_BUSY_NS);
+  ck_assert_double_eq_tol(d.bytes_i / d.busy_i, 0.1, 1e-3);
+  ck_assert_int_eq(c4_paths_fair_open(&p), 0);
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.1, 1e-3);
+  ck_assert_uint_eq(p.fair_next[1], t + 40000000ull + 2 * C4_PATHS_FAIR_FIRST_NS);
+  t = p.fair_next[1];
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t - 1), -1);
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  ck_assert_int_eq(remeasure(&p, 1, 0.1, 0, 1.0, t, &d), 0);
+  int runs = 2;
+  for (; p.fair_every[1] < C4_PATHS_FAIR_MAX_NS && runs < 20; runs++) {
+    t = p.fair_next[1];
+    ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+    ck_assert_int_eq(remeasure(&p, 1, 0.1, 0, 1.0, t, &d), 0);
+  }
+  ck_assert_uint_eq(p.fair_every[1], C4_PATHS_FAIR_MAX_NS);
+  t = p.fair_next[1];
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  ck_assert_int_eq(remeasure(&p, 1, 0.1, 0, 1.0, t, &d), 0);
+  ck_assert_uint_eq(p.fair_every[1], C4_PATHS_FAIR_MAX_NS); /* and no more */
+  runs++;
+  /* healed: the path delivers what the fastest does under even shares and weighs 1 again, though
+   * its own estimate (what it measured for its small chunks) had said a tenth */
+  t = p.fair_next[1];
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  ck_assert_int_eq(remeasure(&p, 1, 0.5, 0, 0.5, t, &d), 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 1), 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 0), 1);
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t + 10 * C4_PATHS_FAIR_MAX_NS), -1);
+  ck_assert_uint_eq(p.fair_runs, (uint64_t)runs + 1);
+  ck_assert_uint_eq(p.fair_back, 1);
+  ck_assert_uint_eq(p.fair_slow, (uint64_t)runs);
+}
+END_TEST
+
+/* A re-measure with no traffic finds nothing and is dropped after C4_PATHS_FAIR_GIVE_UP_NS; one in
+ * which the fastest path hardly needed busy time counts that time as C4_PATHS_FAIR_REF_MIN_NS, so
+ * the path is judged no faster than that shows. */
+START_TEST(a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is_bounded) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  send_at(&p, 0, 1.0, 4, MB);
+  send_at(&p, 1, 0.1, 4, MB);
+  uint64_t t = 1000;
+  c4_paths_fair_tick(&p, t);
+  t += C4_PATHS_FAIR_FIRST_NS;
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t + C4_PATHS_FAIR_GIVE_UP_NS - 1), 1);
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t + C4_PATHS_FAIR_GIVE_UP_NS), -1);
+  ck_assert_uint_eq(p.fair_dropped, 1);
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.1, 1e-9); /* nothing learned */
+  /* the next: path 0 moves its 4 MB in 1 ms of busy time, path 1 the same in 40 ms */
+  t = p.fair_next[1];
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  struct c4_paths_fair_done d;
+  struct c4_paths_count zero = {0}, c0 = {4 * MB, 1000000, 0, 0}, c1 = {4 * MB, 40000000, 0, 0};
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &zero, t, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &zero, t, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &c0, t, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &c1, t + 40000000, &d), 0);
+  /* 4 MB / 40 ms against 4 MB / 5 ms (not 1 ms): an eighth */
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.125, 1e-9);
+  /* a sender-side hold (C4_FAULT's pacer) the kernel does not see: path 1's kernel counts say it
+   * is as fast as path 0, but its chunks' writes waited 40 ms for 1 MB: a quarter of path 0 */
+  t = p.fair_next[1];
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  struct c4_paths_count a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &a0, t, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &a1, t, &d), -1);
+  a0 = (struct c4_paths_count){MB, 10000000, 0, 0};
+  a1 = (struct c4_paths_count){MB, 10000000, MB, 40000000};
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &a0, t, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &a1, t + 40000000, &d), 0);
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-9);
 }
 END_TEST
 
@@ -233,7 +331,8 @@ int main(void) {
   tcase_add_test(tc, one_low_sample_moves_the_estimate_half_of_the_way_at_most);
   tcase_add_test(tc, a_message_is_shared_by_weight_and_the_fastest_is_the_highest_rate);
   tcase_add_test(tc, a_slower_path_takes_a_chunk_only_when_it_would_deliver_it_first);
-  tcase_add_test(tc, a_path_held_back_for_the_probe_interval_takes_a_chunk_anyway);
+  tcase_add_test(tc, a_path_sized_off_even_is_measured_again_with_an_even_share_and_comes_back);
+  tcase_add_test(tc, a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is_bounded);
   tcase_add_test(tc,
                  paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_path_does_not);
   suite_add_tcase(s, tc);

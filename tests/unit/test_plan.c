@@ -179,8 +179,8 @@ static int data_port(int i) {
   return ntohs(a.sin_port);
 }
 
-/* A 4 MiB message over the data sockets arrives intact; then both comms are closed. */
-static void send_one_and_close(void) {
+/* A 4 MiB message over the data sockets arrives intact. */
+static void send_one(void) {
   size_t n = 4 << 20;
   unsigned char *a = malloc(n), *b = calloc(1, n);
   for (size_t i = 0; i < n; i++)
@@ -203,6 +203,11 @@ static void send_one_and_close(void) {
   ck_assert_int_eq(memcmp(a, b, n), 0);
   free(a);
   free(b);
+}
+
+/* ... then both comms are closed. */
+static void send_one_and_close(void) {
+  send_one();
   c4_transport_close(tx);
   c4_transport_close(rx);
 }
@@ -272,6 +277,53 @@ START_TEST(a_pushed_plan_is_followed_when_no_plan_file_is_set) {
   ck_assert_int_eq(data_port(0), q0);
   ck_assert_int_ne(data_port(1), p1);
   send_one_and_close();
+}
+END_TEST
+
+/* A plan's `avoid`, pushed by c4mon while its `path` verdict stands, moves the comms already
+ * connected at once (also when C4_PLAN is set): the data socket whose planned path it names is
+ * cut to the floor weight. On loopback the path is as fast as the other, so the comm's own fair
+ * re-measure finds it at speed and lets it back; a push of the same set changes nothing, and a
+ * push naming the other path moves that socket. */
+START_TEST(a_pushed_avoid_moves_a_connected_comm_off_the_path_until_its_own_measure_clears_it) {
+  write_ports(free_port(), free_port(), "lo");
+  connect_pair(2);
+  send_one();
+  const char *avoid_s1 = "{\"v\":1,\"avoid\":[\"s1\"]}";
+  c4_netplan_push(avoid_s1, strlen(avoid_s1));
+  uint64_t b0 = tx->paths.bytes[0], b1 = tx->paths.bytes[1];
+  send_one();
+  pthread_mutex_lock(&tx->claim_lock);
+  int avoided = tx->paths.avoid[1], judged = (int)tx->paths.fair_runs;
+  uint64_t d0 = tx->paths.bytes[0] - b0, d1 = tx->paths.bytes[1] - b1;
+  pthread_mutex_unlock(&tx->claim_lock);
+  if (!judged) { /* no re-measure yet (0.25 s): the socket was kept off its path */
+    ck_assert_int_eq(avoided, 1);
+    ck_assert_msg((double)d1 / (double)(d0 + d1) < 0.05, "socket 1 still carried %.3f",
+                  (double)d1 / (double)(d0 + d1));
+  }
+  uint64_t deadline = c4_now_ns() + 5000000000ull;
+  int back = 0;
+  while (!back && c4_now_ns() < deadline) {
+    send_one();
+    pthread_mutex_lock(&tx->claim_lock);
+    back = !tx->paths.avoid[1] && tx->paths.fair_back > 0;
+    pthread_mutex_unlock(&tx->claim_lock);
+  }
+  ck_assert_msg(back, "the comm's own re-measure did not let socket 1 back within 5 s");
+  c4_netplan_push(avoid_s1, strlen(avoid_s1)); /* the same set: nothing new to follow */
+  send_one();
+  ck_assert_int_eq(tx->paths.avoid[1], 0);
+  const char *avoid_s0 = "{\"v\":1,\"avoid\":[\"s0\"]}";
+  c4_netplan_push(avoid_s0, strlen(avoid_s0));
+  send_one();
+  pthread_mutex_lock(&tx->claim_lock);
+  ck_assert_int_eq(tx->paths.avoid[0] || tx->paths.fair_back > 1, 1);
+  ck_assert_int_eq(tx->paths.avoid[1], 0);
+  pthread_mutex_unlock(&tx->claim_lock);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+  ck_assert_uint_eq(atomic_load(&c4_netplan_stats.avoid_sets), 3);
 }
 END_TEST
 
@@ -375,6 +427,8 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, data_sockets_bind_the_planned_ports_and_follow_a_rewritten_plan);
   tcase_add_test(tc, a_pushed_plan_is_followed_when_no_plan_file_is_set);
+  tcase_add_test(
+      tc, a_pushed_avoid_moves_a_connected_comm_off_the_path_until_its_own_measure_clears_it);
   tcase_add_test(tc, a_bad_plan_is_logged_once_and_the_connection_uses_ephemeral_ports);
   tcase_add_test(tc, a_taken_port_or_a_missing_interface_falls_back_with_a_warning);
   tcase_add_test(tc, a_taken_four_tuple_falls_back_to_an_ephemeral_port);

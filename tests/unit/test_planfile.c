@@ -108,6 +108,9 @@ START_TEST(the_reader_rejects_a_bad_plan_saying_where) {
        "paths[0].pairs[0]"}, /* 64 bytes: one more than a host name holds */
       {"{\"v\":1,\"paths\":[],\"flows\":[{\"src\":\"a\",\"dst\":\"b\",\"sl\":-1}]}",
        "flows[0].sl is not an integer 0..15 or null"},
+      {"{\"v\":1,\"paths\":[],\"avoid\":\"s1\"}", "\"avoid\" is not an array"},
+      {"{\"v\":1,\"paths\":[],\"avoid\":[\"s1\",7]}", "avoid[1] is not a path name"},
+      {"{\"v\":1,\"paths\":[],\"avoid\":[\"\"]}", "avoid[0] is not a path name"},
   };
   for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
     struct c4_planfile *p = (struct c4_planfile *)1;
@@ -118,6 +121,22 @@ START_TEST(the_reader_rejects_a_bad_plan_saying_where) {
     ck_assert_msg(strstr(err, bad[i].says), "%s: got \"%s\", want \"%s\"", bad[i].text, err,
                   bad[i].says);
   }
+}
+END_TEST
+
+/* The paths c4mon asks to avoid (docs/plan-format.md) come with the flows, in order. */
+START_TEST(the_paths_to_avoid_are_read_with_the_flows) {
+  struct c4_planfile *p;
+  char err[256];
+  const char *text = "{\"v\":1,\"flows\":[],\"avoid\":[\"s1\",\"spine-7\"]}";
+  ck_assert_int_eq(parse(text, C4_PLANFILE_FLOWS, &p, err, sizeof err), 0);
+  ck_assert_uint_eq(p->navoid, 2);
+  ck_assert_str_eq(p->avoid[0], "s1");
+  ck_assert_str_eq(p->avoid[1], "spine-7");
+  c4_planfile_free(p);
+  ck_assert_int_eq(parse(written, C4_PLANFILE_FLOWS, &p, err, sizeof err), 0);
+  ck_assert_uint_eq(p->navoid, 0); /* none: none avoided */
+  c4_planfile_free(p);
 }
 END_TEST
 
@@ -182,6 +201,7 @@ int main(void) {
   tcase_add_test(tc, the_reader_gives_flows_and_paths_in_file_order);
   tcase_add_test(tc, a_part_not_asked_for_is_neither_read_nor_checked);
   tcase_add_test(tc, the_reader_rejects_a_bad_plan_saying_where);
+  tcase_add_test(tc, the_paths_to_avoid_are_read_with_the_flows);
   tcase_add_test(tc, a_file_is_read_and_what_is_not_a_regular_file_is_refused_without_blocking);
   tcase_add_test(tc, a_flow_written_back_reads_as_the_same_flow);
   suite_add_tcase(s, tc);

@@ -176,7 +176,12 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
   ck_assert_msg(w < 0.2, "the slow socket still weighs %.3f (noise %.3f, fastest %.3f)", w,
                 c4_paths_noise(&tx->paths, 1),
                 c4_paths_noise(&tx->paths, c4_paths_fastest(&tx->paths)));
-  ck_assert_msg(share < 0.025, "the slow socket carried %.3f of the bytes", share);
+  ck_assert_msg(
+      share < 0.025,
+      "the slow socket carried %.3f of the bytes (re-measures %llu: back %llu, slow %llu, "
+      "no result %llu)",
+      share, (unsigned long long)tx->paths.fair_runs, (unsigned long long)tx->paths.fair_back,
+      (unsigned long long)tx->paths.fair_slow, (unsigned long long)tx->paths.fair_dropped);
   ck_assert_msg(ratio[n / 2] > 0.25,
                 "in the median of %d pairs the healthy socket took %.2f of the comm's time", n,
                 ratio[n / 2]);
