@@ -132,6 +132,8 @@ void det_book_clear(const char *key, const char *why, uint64_t now) {
   if (i >= 0) clear_at(i, why, now);
 }
 
+int det_book_take_id(void) { return ++book.next_id; }
+
 void det_book_note(struct det_finding *f, uint64_t now) {
   int id = ++book.next_id;
   json_t *ev = event_of(f, id, now);

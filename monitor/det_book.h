@@ -35,6 +35,10 @@ int det_book_raise(const char *key, struct det_finding *f, uint64_t now);
  * are stolen. */
 void det_book_note(struct det_finding *f, uint64_t now);
 
+/* A new event id, for an event c4mon emits beside detection's (its actions: `plan`), so that ids
+ * stay one sequence. */
+int det_book_take_id(void);
+
 /* Clears every active verdict of job (a name) but those of kind keep_kind (NULL: none kept), at
  * now, saying why. */
 void det_book_clear_job(const char *job, const char *keep_kind, const char *why, uint64_t now);

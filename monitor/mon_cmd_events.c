@@ -132,7 +132,7 @@ static void take(struct evq *q, json_t *ev, const char *line) {
     snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT,
              json_integer_value(json_object_get(ev, "clears")));
     json_object_del(q->live, id);
-  } else if (strcmp(kind, "dropped")) {
+  } else if (strcmp(kind, "dropped") && strcmp(kind, "plan")) { /* plan: an action, not a verdict */
     snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(ev, "id")));
     json_object_set(q->live, id, ev);
   }

@@ -67,6 +67,12 @@ void c4_mon_evq_print(FILE *f, const json_t *ev, const char *at) {
             str(json_object_get(ev, "cleared"), "kind"), place, job[0] ? ", job " : "", job);
     return;
   }
+  if (!strcmp(kind, "plan")) {
+    fprintf(f, "%-10s #%-3lld plan         %s%s%s\n", at,
+            (long long)json_integer_value(json_object_get(ev, "id")), str(ev, "detail"),
+            job[0] ? ", job " : "", job);
+    return;
+  }
   if (!strcmp(kind, "dropped")) {
     fprintf(f, "%-10s      dropped      %lld events were lost on the way (a slow reader)\n", at,
             (long long)json_integer_value(json_object_get(ev, "count")));

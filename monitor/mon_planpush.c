@@ -13,6 +13,7 @@
 #include "c4_frame.h"
 #include "c4_log.h"
 #include "c4_planfile.h"
+#include "mon_pathplan.h"
 
 static struct {
   char *path;
@@ -68,7 +69,28 @@ static json_t *flows_of(const char *host) {
       json_decref(mine);
       return NULL;
     }
-  return mine ? json_pack("{s:i, s:o}", "v", 1, "flows", mine) : NULL;
+  return mine ? json_pack("{s:i, s:o, s:o}", "v", 1, "flows", mine, "avoid", mon_pathplan_avoid())
+              : NULL;
+}
+
+json_t *mon_planpush_flows_on(const char *path) {
+  json_t *out = json_array();
+  for (size_t i = 0; out && pp.plan && i < pp.plan->nflows; i++) {
+    const struct c4_planfile_flow *f = &pp.plan->flows[i];
+    if (!f->path || strcmp(f->path, path)) continue;
+    size_t k;
+    json_t *m, *same = NULL;
+    json_array_foreach(
+        out, k, m) if (!strcmp(json_string_value(json_object_get(m, "src")), f->src) &&
+                       !strcmp(json_string_value(json_object_get(m, "dst")), f->dst)) same = m;
+    if (same)
+      json_object_set_new(same, "flows",
+                          json_integer(json_integer_value(json_object_get(same, "flows")) + 1));
+    else
+      json_array_append_new(out,
+                            json_pack("{s:s, s:s, s:i}", "src", f->src, "dst", f->dst, "flows", 1));
+  }
+  return out;
 }
 
 char *mon_planpush_for_host(const char *host, size_t *len) {

@@ -4,6 +4,7 @@
 #ifndef C4_MON_PLANPUSH_H
 #define C4_MON_PLANPUSH_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 /* Reads the plan at path (NULL: nothing is pushed) with the plan reader, its flows checked as the
@@ -15,9 +16,14 @@ int mon_planpush_load(const char *path);
  * plan was read (a bad one is logged and the old one kept: returns 0). */
 int mon_planpush_check(void);
 
-/* The plan for host: {"v":1,"flows":[the flows whose src is host]} as a malloc'd string (*len
- * bytes; each flow with the fields the plugin reads, and its path), or NULL without a plan. */
+/* The plan for host: {"v":1,"flows":[the flows whose src is host],"avoid":[...]} as a malloc'd
+ * string (*len bytes; each flow with the fields the plugin reads, and its path; avoid: the paths
+ * c4mon's `path` verdicts stand on, mon_pathplan.h), or NULL without a plan. */
 char *mon_planpush_for_host(const char *host, size_t *len);
+
+/* The plan's flows on path, by host pair: [{"src":S,"dst":D,"flows":N}, ...] in the plan's order
+ * (a new reference; empty without a plan). */
+json_t *mon_planpush_flows_on(const char *path);
 
 void mon_planpush_reset(void);
 

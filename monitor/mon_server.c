@@ -26,7 +26,9 @@
 #include "c4_rxtime.h"
 #include "det.h"
 #include "mon_addr.h"
+#include "mon_events.h"
 #include "mon_gate.h"
+#include "mon_pathplan.h"
 #include "mon_pipeline.h"
 #include "mon_planpush.h"
 #include "mon_windows.h"
@@ -211,6 +213,15 @@ static int push_plan(struct conn *c) {
   free(doc);
   if (rc) close_conn(c, "could not push the plan", 0);
   return rc;
+}
+
+/* The closed loop (mon_pathplan.h): a path verdict raised or cleared changed the plan's avoid
+ * list; every rank gets the plan again at once, and the events say what moved. */
+static void push_avoid(uint64_t now) {
+  int ranks = 0;
+  for (int fd = 0; fd < mon.nconn_max; fd++)
+    if (mon.conn[fd] && mon.conn[fd]->state == UP && push_plan(mon.conn[fd]) == 0) ranks++;
+  mon_pathplan_announce(ranks, now);
 }
 
 /* Sends what is left of c's STATUS reply without blocking; closes c once it is out or the client
@@ -504,6 +515,9 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
   int rc = c4_mon_server_init(o, nconn_max);
   if (rc == 0) rc = open_listener(o);
   if (rc == 0 && mon_planpush_load(o->plan) != 0) rc = C4_EINVAL;
+  mon_pathplan_reset();
+  if (rc == 0 && o->plan && c4_mon_events_add_sink(mon_pathplan_event, NULL) != 0)
+    C4_WARN("c4mon: no room for the path verdicts' sink: the plan's avoid list stays empty");
   if (rc != 0) {
     c4_mon_server_fini();
     return rc;
@@ -535,6 +549,7 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
     }
     if (now >= next_tick) { /* detection's clock, and the caller's periodic work */
       c4_det_advance(now);
+      if (mon_pathplan_pending()) push_avoid(now);
       if (o->tick) o->tick(o->tick_arg);
       next_tick = now + 100000000ull;
     }
