@@ -34,6 +34,8 @@ static void usage(FILE *f) {
          "                           this program, else libnccl-net-c4.so on the library path)\n"
          "      --no-check           skip the data check\n"
          "      --json               one JSON document on stdout instead of the table\n"
+         "      --timeline FILE      allreduce: rank 0 writes a line per timed iteration, its\n"
+         "                           end (ns, the host's monotonic clock) and its time (us)\n"
          "  ranks: --rank R --world N --master ADDR:PORT, or --spawn N to fork N ranks on\n"
          "         127.0.0.1, or the launcher's variables as c4train reads them: torchrun\n"
          "         (RANK, WORLD_SIZE), Slurm (SLURM_PROCID, SLURM_NTASKS), Open MPI\n"
@@ -174,18 +176,28 @@ static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ra
     O_RANK,
     O_WORLD,
     O_MASTER,
-    O_SPAWN
+    O_SPAWN,
+    O_TIMELINE
   };
-  static const struct option longs[] = {
-      {"mode", 1, 0, O_MODE},         {"min-bytes", 1, 0, 'b'},
-      {"max-bytes", 1, 0, 'e'},       {"factor", 1, 0, 'f'},
-      {"iters", 1, 0, 'n'},           {"warmup", 1, 0, 'w'},
-      {"inflight", 1, 0, O_INFLIGHT}, {"dev", 1, 0, O_DEV},
-      {"plugin", 1, 0, O_PLUGIN},     {"no-check", 0, 0, O_NOCHECK},
-      {"json", 0, 0, O_JSON},         {"rank", 1, 0, O_RANK},
-      {"world", 1, 0, O_WORLD},       {"master", 1, 0, O_MASTER},
-      {"spawn", 1, 0, O_SPAWN},       {"help", 0, 0, 'h'},
-      {"version", 0, 0, 'V'},         {0, 0, 0, 0}};
+  static const struct option longs[] = {{"mode", 1, 0, O_MODE},
+                                        {"min-bytes", 1, 0, 'b'},
+                                        {"max-bytes", 1, 0, 'e'},
+                                        {"factor", 1, 0, 'f'},
+                                        {"iters", 1, 0, 'n'},
+                                        {"warmup", 1, 0, 'w'},
+                                        {"inflight", 1, 0, O_INFLIGHT},
+                                        {"dev", 1, 0, O_DEV},
+                                        {"plugin", 1, 0, O_PLUGIN},
+                                        {"no-check", 0, 0, O_NOCHECK},
+                                        {"json", 0, 0, O_JSON},
+                                        {"rank", 1, 0, O_RANK},
+                                        {"world", 1, 0, O_WORLD},
+                                        {"master", 1, 0, O_MASTER},
+                                        {"spawn", 1, 0, O_SPAWN},
+                                        {"timeline", 1, 0, O_TIMELINE},
+                                        {"help", 0, 0, 'h'},
+                                        {"version", 0, 0, 'V'},
+                                        {0, 0, 0, 0}};
   int c, bad = 0;
   while (!bad && (c = getopt_long(argc, argv, ":b:e:f:n:w:hV", longs, NULL)) != -1) {
     switch (c) {
@@ -200,6 +212,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ra
     case O_PLUGIN: o->plugin = optarg; break;
     case O_NOCHECK: o->check = 0; break;
     case O_JSON: o->json = 1; break;
+    case O_TIMELINE: o->timeline = optarg; break;
     case O_RANK: bad = parse_int("--rank", optarg, 0, 1 << 20, &r->rank); break;
     case O_WORLD: bad = parse_int("--world", optarg, 1, 1 << 20, &r->world); break;
     case O_MASTER: bad = parse_master(optarg, r); break;

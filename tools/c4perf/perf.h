@@ -21,6 +21,7 @@ struct perf_opts {
   int json;
   int check;
   const char *plugin;
+  const char *timeline; /* allreduce, rank 0: each timed iteration's end and time, to this file */
 };
 
 struct perf_ctx {

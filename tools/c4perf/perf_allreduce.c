@@ -20,6 +20,11 @@ int perf_allreduce(struct perf_ctx *p) {
   float *buf = malloc((maxcount ? maxcount : 1) * sizeof(float));
   double *all = malloc(sizeof(double) * 2 * (size_t)W);
   int failed = !buf || !all;
+  FILE *tl = NULL;
+  if (o->timeline && r == 0 && !(tl = fopen(o->timeline, "we"))) {
+    C4_WARN("c4perf: --timeline %s: cannot write it", o->timeline);
+    failed = 1;
+  }
   for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {
     size_t count = size / sizeof(float);
     for (size_t i = 0; i < count; i++)
@@ -40,9 +45,15 @@ int perf_allreduce(struct perf_ctx *p) {
     for (int i = 0; i < o->warmup && !failed; i++)
       failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
     if (c4_bootstrap_barrier(&p->bs)) failed = 1;
-    uint64_t t0 = c4_now_ns();
-    for (int i = 0; i < iters && !failed; i++)
+    uint64_t t0 = c4_now_ns(), t_last = t0;
+    for (int i = 0; i < iters && !failed; i++) {
       failed = c4_hostcoll_allreduce_f32(&ring, buf, count) != 0;
+      if (tl) { /* the time goes on between iterations: a line costs microseconds */
+        uint64_t t = c4_now_ns();
+        fprintf(tl, "%llu %.1f\n", (unsigned long long)t, (double)(t - t_last) / 1e3);
+        t_last = t;
+      }
+    }
     double t = (double)(c4_now_ns() - t0) / 1e3 / iters;
     double rep[2] = {t, failed};
     if (c4_bootstrap_allgather(&p->bs, rep, all, sizeof rep)) failed = 1;
@@ -64,6 +75,7 @@ int perf_allreduce(struct perf_ctx *p) {
     }
   }
   c4_hostcoll_ring_close(&ring);
+  if (tl && fclose(tl) != 0) failed = 1;
   free(buf);
   free(all);
   return failed;
