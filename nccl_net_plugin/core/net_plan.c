@@ -144,7 +144,7 @@ static void publish_avoid(const struct c4_netplan *p) {
     return;
   }
   set->n = p->navoid;
-  memcpy(set->hash, p->avoid, (size_t)p->navoid * sizeof set->hash[0]);
+  if (p->navoid) memcpy(set->hash, p->avoid, (size_t)p->navoid * sizeof set->hash[0]);
   pthread_mutex_lock(&avoid_writer);
   struct avoid_set *old = atomic_exchange(&avoid_now, set);
   int changed = !old || old->n != set->n ||
