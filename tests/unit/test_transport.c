@@ -173,9 +173,14 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
   pthread_mutex_unlock(&tx->claim_lock);
   ck_assert_msg(n > 0, "no message once the estimate had followed");
   qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
-  ck_assert_msg(w < 0.2, "the slow socket still weighs %.3f (noise %.3f, fastest %.3f)", w,
-                c4_paths_noise(&tx->paths, 1),
-                c4_paths_noise(&tx->paths, c4_paths_fastest(&tx->paths)));
+  ck_assert_msg(w < 0.2,
+                "the slow socket still weighs %.3f (noise %.3f, fastest %.3f; re-measures %llu: "
+                "back %llu, slow %llu; rates %.4g, %.4g, %.4g, %.4g bytes/ns)",
+                w, c4_paths_noise(&tx->paths, 1),
+                c4_paths_noise(&tx->paths, c4_paths_fastest(&tx->paths)),
+                (unsigned long long)tx->paths.fair_runs, (unsigned long long)tx->paths.fair_back,
+                (unsigned long long)tx->paths.fair_slow, tx->paths.rate[0], tx->paths.rate[1],
+                tx->paths.rate[2], tx->paths.rate[3]);
   ck_assert_msg(
       share < 0.025,
       "the slow socket carried %.3f of the bytes (re-measures %llu: back %llu, slow %llu, "
