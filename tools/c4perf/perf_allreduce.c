@@ -51,6 +51,7 @@ int perf_allreduce(struct perf_ctx *p) {
       if (tl) { /* the time goes on between iterations: a line costs microseconds */
         uint64_t t = c4_now_ns();
         fprintf(tl, "%llu %.1f\n", (unsigned long long)t, (double)(t - t_last) / 1e3);
+        fflush(tl); /* read while the run goes on */
         t_last = t;
       }
     }
