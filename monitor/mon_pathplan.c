@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "det_book.h"
 #include "mon_events.h"
 #include "mon_planpush.h"
@@ -35,7 +36,7 @@ static const char *str(const json_t *o, const char *key) {
 static int find(const char *path) {
   for (int i = 0; i < pl.n; i++)
     if (!strcmp(pl.avoid[i], path)) return i;
-  return -1;
+  return C4_NONE;
 }
 
 static void note_change(const char *path, const char *job, int on, int verdict) {
@@ -59,7 +60,7 @@ void mon_pathplan_event(const json_t *ev, const char *line, void *arg) {
     note_change(path, str(ev, "job"), 1, id);
   } else if (!strcmp(kind, "recovered")) {
     const json_t *was = json_object_get(ev, "cleared");
-    int i = strcmp(str(was, "where"), "path") ? -1 : find(str(was, "path"));
+    int i = strcmp(str(was, "where"), "path") ? C4_NONE : find(str(was, "path"));
     if (i < 0) return;
     char path[NAME_MAX_LEN];
     memcpy(path, pl.avoid[i], sizeof path);

@@ -13,7 +13,6 @@
 #include "c4_frame.h"
 #include "c4_log.h"
 #include "c4_planfile.h"
-#include "mon_pathplan.h"
 
 static struct {
   char *path;
@@ -60,17 +59,22 @@ int mon_planpush_check(void) {
   return 1;
 }
 
-/* {"v":1,"flows":[the flows whose src is host]}, or NULL when out of memory. */
-static json_t *flows_of(const char *host) {
+/* {"v":1,"flows":[the flows whose src is host],"avoid":avoid}, or NULL when out of memory. Takes
+ * avoid's reference. */
+static json_t *flows_of(const char *host, json_t *avoid) {
   json_t *mine = json_array();
   for (size_t i = 0; mine && i < pp.plan->nflows; i++)
     if (!strcmp(pp.plan->flows[i].src, host) &&
         json_array_append_new(mine, c4_planfile_flow_json(&pp.plan->flows[i])) != 0) {
       json_decref(mine);
+      json_decref(avoid);
       return NULL;
     }
-  return mine ? json_pack("{s:i, s:o, s:o}", "v", 1, "flows", mine, "avoid", mon_pathplan_avoid())
-              : NULL;
+  if (!mine) {
+    json_decref(avoid);
+    return NULL;
+  }
+  return json_pack("{s:i, s:o, s:o}", "v", 1, "flows", mine, "avoid", avoid);
 }
 
 json_t *mon_planpush_flows_on(const char *path) {
@@ -93,9 +97,12 @@ json_t *mon_planpush_flows_on(const char *path) {
   return out;
 }
 
-char *mon_planpush_for_host(const char *host, size_t *len) {
-  if (!pp.plan) return NULL;
-  json_t *doc = flows_of(host);
+char *mon_planpush_for_host(const char *host, json_t *avoid, size_t *len) {
+  if (!pp.plan) {
+    json_decref(avoid);
+    return NULL;
+  }
+  json_t *doc = flows_of(host, avoid);
   char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
   if (s && strlen(s) > C4_FRAME_PLAN_MAX) {

@@ -16,10 +16,12 @@ int mon_planpush_load(const char *path);
  * plan was read (a bad one is logged and the old one kept: returns 0). */
 int mon_planpush_check(void);
 
-/* The plan for host: {"v":1,"flows":[the flows whose src is host],"avoid":[...]} as a malloc'd
+/* The plan for host: {"v":1,"flows":[the flows whose src is host],"avoid":avoid} as a malloc'd
  * string (*len bytes; each flow with the fields the plugin reads, and its path; avoid: the paths
- * c4mon's `path` verdicts stand on, mon_pathplan.h), or NULL without a plan. */
-char *mon_planpush_for_host(const char *host, size_t *len);
+ * c4mon's `path` verdicts stand on, from mon_pathplan_avoid, whose reference this takes), or NULL
+ * without a plan. The caller passes the list in, so that this file and mon_pathplan.c (which asks
+ * it what flows a path carries) do not call into each other. */
+char *mon_planpush_for_host(const char *host, json_t *avoid, size_t *len);
 
 /* The plan's flows on path, by host pair: [{"src":S,"dst":D,"flows":N}, ...] in the plan's order
  * (a new reference; empty without a plan). */

@@ -194,7 +194,7 @@ json_t *c4_mon_server_status(void) {
  * closed (the rank reconnects and gets the plan with its welcome). Returns 0 or -1 (closed). */
 static int push_plan(struct conn *c) {
   size_t n = 0;
-  char *doc = mon.o->plan ? mon_planpush_for_host(c->hello.host, &n) : NULL;
+  char *doc = mon.o->plan ? mon_planpush_for_host(c->hello.host, mon_pathplan_avoid(), &n) : NULL;
   if (!doc) return 0;
   size_t off = 0;
   int rc = 0;

@@ -62,7 +62,7 @@ static void emit(const char *json) {
 /* The avoid list host h is pushed, as compact JSON. */
 static char *pushed_avoid(const char *h) {
   size_t n;
-  char *doc = mon_planpush_for_host(h, &n);
+  char *doc = mon_planpush_for_host(h, mon_pathplan_avoid(), &n);
   ck_assert_ptr_nonnull(doc);
   json_t *o = json_loads(doc, 0, NULL);
   free(doc);
