@@ -15,6 +15,8 @@
 #include "c4_random.h"
 #include "c4_telemetry.h"
 #include "ib_comm.h"
+#include "ib_paths.h"
+#include "ib_props.h"
 #include "nccl_net_abi.h"
 #include "net_stats.h"
 
@@ -143,8 +145,9 @@ int c4_ib_comm_connect(struct c4_ib_comm *c, uint64_t nccl_comm, uint64_t conn_i
   c->fifo_rkey = remote->fifo_rkey;
   struct c4_netplan_bind plan[C4_IB_MAX_QPS];
   int nplan = c4_netplan_bindings(self->host, peer->host, plan, c->nqps);
+  c4_ib_qp_paths(conn_id, c->nqps, c->d->link_layer, remote->lmc, plan, nplan, c->path);
   for (int q = 0; q < c->nqps; q++) {
-    int rc = c4_ib_qp_connect(c->d, c->qp[q], remote, q, q < nplan ? &plan[q] : NULL, c->psn[q]);
+    int rc = c4_ib_qp_connect(c->d, c->qp[q], remote, q, &c->path[q], c->psn[q]);
     if (rc != 0) return rc;
   }
   if (c->flush_qp) { /* connected to itself: reads through it order the GPU's view of our writes */
@@ -161,6 +164,9 @@ int c4_ib_comm_connect(struct c4_ib_comm *c, uint64_t nccl_comm, uint64_t conn_i
   }
   c->rx.nqps = c->nqps;
   c4_paths_init(&c->paths, c->nqps);
+  uint64_t now = c4_now_ns();
+  for (int q = 0; q < c->nqps; q++)
+    c->last_carried[q] = now;
   c->link = (struct c4_link_info){.magic = C4_LINK_MAGIC,
                                   .conn_id = conn_id,
                                   .dir = (uint8_t)(c->is_send ? C4_DIR_SEND : C4_DIR_RECV)};
@@ -366,11 +372,12 @@ static int check_fit(struct c4_ib_comm *c, const struct c4_ib_cts *cts, uint64_t
 static void post_writes(struct c4_ib_comm *c, struct c4_ib_request *r, void *data, size_t size,
                         const struct c4_ib_mr *m, const struct c4_ib_cts *cts, uint64_t seq) {
   double w[C4_IB_MAX_QPS];
-  for (int q = 0; q < c->nqps; q++)
-    w[q] = c->cfg.path_weights ? c4_paths_weight(&c->paths, q) : 1;
+  r->t_wr = c4_now_ns();
+  c->probes += c4_ib_qp_weights(&c->paths, c->last_carried, r->t_wr, c->cfg.path_weights, w) > 0;
   c4_ib_sched_split(size, c->nqps, w, c4_ib_cfg.min_share, r->qp_len);
   r->pending = c->nqps;
-  r->t_wr = c4_now_ns();
+  for (int q = 0; q < c->nqps; q++)
+    if (r->qp_len[q]) c->last_carried[q] = r->t_wr;
   if (c->cfg.timing) atomic_store_explicit(&r->t_first_byte, r->t_wr, memory_order_relaxed);
   uint64_t off = 0;
   for (int q = 0; q < c->nqps; q++) {
@@ -568,7 +575,28 @@ struct c4_link_info *c4_ib_link_once(struct c4_ib_comm *c) {
   return &c->link;
 }
 
+/* At a send comm's close, one INFO line per QP: its path, what it carried, how fast, its weight
+ * (what `make ib-check` reads to show the spread over paths). */
+static void log_paths(const struct c4_ib_comm *c) {
+  if (!c->is_send) return;
+  for (int q = 0; q < c->nqps; q++) {
+    const struct c4_netplan_bind *b = &c->path[q];
+    char where[48];
+    if (c->d->link_layer == C4_IB_LINK_ETH)
+      snprintf(where, sizeof where, "flow label %d (UDP port %u)", b->flow_label,
+               c4_ib_flow_label_to_sport((uint32_t)b->flow_label));
+    else
+      snprintf(where, sizeof where, "path bits %d", b->path_bits);
+    C4_INFO("verbs send comm %016llx to %s: QP %d %s: %llu bytes in %llu writes, %.1f MB/s, "
+            "weight %.3f; %llu messages re-measured a QP",
+            (unsigned long long)c->conn_id, c->peer.host, q, where,
+            (unsigned long long)c->paths.bytes[q], (unsigned long long)c->paths.chunks[q],
+            c->paths.rate[q] * 1000, c4_paths_weight(&c->paths, q), (unsigned long long)c->probes);
+  }
+}
+
 int c4_ib_close(struct c4_ib_comm *c) {
+  log_paths(c);
   c4_ib_comm_free(c);
   return 0;
 }

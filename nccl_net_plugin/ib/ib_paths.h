@@ -1,0 +1,37 @@
+/* ib_paths.h -- which fabric path each QP of a verbs comm takes (RoCEv2 flow label, so UDP source
+ * port; InfiniBand destination LID) and the weight each QP gets in a message's split. Pure. */
+#ifndef C4_IB_PATHS_H
+#define C4_IB_PATHS_H
+
+#include <stdint.h>
+
+#include "net_paths.h"
+#include "net_plan.h"
+
+/* The path of every QP of a comm (out[0 .. nqps-1]). QP i takes the plan's flow i where the plan
+ * names one (plan may be NULL, nplan 0). Where it names none:
+ * - RoCE (link_layer C4_IB_LINK_ETH): a flow label whose UDP source port (rdma-core's mapping,
+ *   c4_ib_flow_label_to_sport) no other QP of the comm uses, so each QP hashes onto an ECMP path
+ *   of its own. The ports run on from a start drawn from conn_id: the same comm always gets the
+ *   same labels (both ends compute them), and the comms between one pair of hosts do not all pile
+ *   their QP i onto the same port. Never flow label 0 (the NIC would pick its own).
+ * - InfiniBand: path bits (conn_id + i) mod 2^remote_lmc, one of the remote port's LIDs each
+ *   (the subnet manager routes each LID its own way); none when its LMC is 0.
+ * sl is the plan's, else -1; src_port and ifname are copied but do not apply to QPs. */
+void c4_ib_qp_paths(uint64_t conn_id, int nqps, int link_layer, unsigned remote_lmc,
+                    const struct c4_netplan_bind *plan, int nplan, struct c4_netplan_bind *out);
+
+/* A QP that carried no bytes for this long while messages went out is given an even share of
+ * the next message that reaches it (the socket transport's probe, C4_PATHS_PROBE_NS). */
+#define C4_IB_PROBE_NS 100000000ull
+
+/* Each QP's weight for the next message (w[0 .. p->n-1]): the path rule's (c4_paths_weight:
+ * measured rate over the fastest QP's, even inside the noise dead band), or 1 for all when
+ * use_weights is 0. A QP whose last bytes went more than C4_IB_PROBE_NS before now (last_carried,
+ * ns) weighs 1 whatever its estimate: a QP down-weighted until its share rounds to nothing would
+ * otherwise never be measured again, and would stay down after its path healed. Returns how many
+ * QPs are given 1 for that reason. */
+int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *last_carried, uint64_t now,
+                     int use_weights, double *w);
+
+#endif
