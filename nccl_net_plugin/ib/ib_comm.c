@@ -272,7 +272,11 @@ static void on_wc(struct c4_ib_comm *c, const struct ibv_wc *wc) {
   }
   struct c4_ib_request *r = &c->reqs[idx % C4_IB_SLOTS];
   if (kind != WR_DATA || q >= c->nqps || atomic_load(&r->state) != C4_IB_REQ_POSTED) return;
-  if (r->qp_len[q]) c4_paths_sample(&c->paths, q, r->qp_len[q], c4_now_ns() - r->t_wr);
+  if (r->qp_len[q]) {
+    uint64_t ns = c4_now_ns() - r->t_wr;
+    c4_paths_sample_rate(&c->paths, q, r->qp_len[q], (double)r->qp_len[q] / (double)(ns ? ns : 1),
+                         (double)r->probe_span[q]);
+  }
   if (--r->pending == 0) complete(c, r, r->size);
 }
 
@@ -373,7 +377,8 @@ static void post_writes(struct c4_ib_comm *c, struct c4_ib_request *r, void *dat
                         const struct c4_ib_mr *m, const struct c4_ib_cts *cts, uint64_t seq) {
   double w[C4_IB_MAX_QPS];
   r->t_wr = c4_now_ns();
-  c->probes += c4_ib_qp_weights(&c->paths, c->last_carried, r->t_wr, c->cfg.path_weights, w) > 0;
+  c->probes += c4_ib_qp_weights(&c->paths, c->last_carried, r->t_wr, c->cfg.path_weights, w,
+                                r->probe_span) > 0;
   c4_ib_sched_split(size, c->nqps, w, c4_ib_cfg.min_share, r->qp_len);
   r->pending = c->nqps;
   for (int q = 0; q < c->nqps; q++)

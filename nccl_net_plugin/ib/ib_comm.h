@@ -94,7 +94,8 @@ struct c4_ib_request {
   int pending;    /* send: QP completions still to come */
   struct c4_ib_rx_msg rx;
   uint64_t qp_len[C4_IB_MAX_QPS];
-  uint64_t t_wr; /* when the WRs were posted (path samples) */
+  uint64_t probe_span[C4_IB_MAX_QPS]; /* send: QPs re-measured by this message (ib_paths.h) */
+  uint64_t t_wr;                      /* when the WRs were posted (path samples) */
   _Atomic uint64_t t_first_byte;
   _Atomic uint64_t t_done;
 };

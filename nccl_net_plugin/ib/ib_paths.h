@@ -27,11 +27,14 @@ void c4_ib_qp_paths(uint64_t conn_id, int nqps, int link_layer, unsigned remote_
 
 /* Each QP's weight for the next message (w[0 .. p->n-1]): the path rule's (c4_paths_weight:
  * measured rate over the fastest QP's, even inside the noise dead band), or 1 for all when
- * use_weights is 0. A QP whose last bytes went more than C4_IB_PROBE_NS before now (last_carried,
- * ns) weighs 1 whatever its estimate: a QP down-weighted until its share rounds to nothing would
- * otherwise never be measured again, and would stay down after its path healed. Returns how many
- * QPs are given 1 for that reason. */
+ * use_weights is 0. A QP weighing less than 1 whose last bytes went more than C4_IB_PROBE_NS
+ * before now (last_carried, ns) weighs 1 for this message: a QP down-weighted until its share
+ * rounds to nothing would otherwise never be measured again, and would stay down after its path
+ * healed. span[q] is then how long it went unmeasured (at most C4_PATHS_TAU_NS), else 0: its
+ * sample stands for that time (c4_paths_sample_rate's span_ns), so one probe moves a stale
+ * estimate as far as that much sending would have, not as far as its one small write. Returns how
+ * many QPs probe. */
 int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *last_carried, uint64_t now,
-                     int use_weights, double *w);
+                     int use_weights, double *w, uint64_t *span);
 
 #endif

@@ -20,68 +20,10 @@
 #include "c4_err.h"
 #include "c4_ring.h"
 #include "c4_telemetry.h"
+#include "ib_fake_pair.h"
 #include "ib_transport.h"
 #include "nccl_net_abi.h"
 #include "net_transport.h"
-
-static struct c4_transport_config cfg;
-
-/* Writes "<this test's directory>/<rel>" into out. */
-static void beside_test(const char *rel, char *out, size_t len) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  ck_assert_int_gt(n, 0);
-  exe[n] = '\0';
-  snprintf(out, len, "%s/%s", dirname(exe), rel);
-  ck_assert_msg(access(out, R_OK) == 0, "%s is missing (make all unit-bins builds it)", out);
-}
-
-/* Points C4_IBVERBS at the fake next to this test binary. */
-static void use_fake(void) {
-  char lib[PATH_MAX + 64];
-  beside_test("libc4-test-double-ibverbs.so", lib, sizeof lib);
-  setenv("C4_IBVERBS", lib, 1);
-}
-
-/* The fake, and the verbs transport set up on it. */
-static void setup_fake(void) {
-  use_fake();
-  c4_transport_config_load(&cfg);
-  ck_assert_int_eq(c4_ib_setup(), 1);
-}
-
-static struct sockaddr_storage loopback(void) {
-  struct sockaddr_storage a = {0};
-  struct sockaddr_in *in = (struct sockaddr_in *)&a;
-  in->sin_family = AF_INET;
-  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
-/* Polls connect and accept in turn, as NCCL does, until both comms exist. */
-static void connect_pair(struct c4_ib_comm **s, struct c4_ib_comm **r) {
-  uint8_t handle[C4_HANDLE_SIZE] = {0};
-  struct c4_ib_listen *l;
-  struct sockaddr_storage addr = loopback();
-  ck_assert_int_eq(c4_ib_listen(&cfg, 0, 7, &addr, handle, &l), 0);
-  *s = *r = NULL;
-  uint64_t t0 = c4_now_ns();
-  while (!*s || !*r) {
-    if (!*s) ck_assert_int_eq(c4_ib_connect(&cfg, 0, 7, handle, s), 0);
-    if (!*r) ck_assert_int_eq(c4_ib_accept(l, r), 0);
-    ck_assert_msg(c4_now_ns() - t0 < 5000000000ull, "no connection within 5 s");
-  }
-  c4_ib_close_listen(l);
-}
-
-/* Tests req until done (or an error); returns test's result and the size in *size. */
-static int wait_done(struct c4_ib_request *req, size_t *size) {
-  int done = 0, rc;
-  uint64_t t0 = c4_now_ns();
-  while ((rc = c4_ib_test(req, &done, size)) == 0 && !done)
-    ck_assert_msg(c4_now_ns() - t0 < 5000000000ull, "request not done within 5 s");
-  return rc;
-}
 
 START_TEST(the_fake_port_is_offered_with_its_properties) {
   setup_fake();

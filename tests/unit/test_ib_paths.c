@@ -65,11 +65,13 @@ START_TEST(planned_labels_are_kept_and_the_others_go_around_them) {
     struct c4_netplan_bind plan[3] = {none, none, none};
     plan[1].flow_label = free_choice[0].flow_label;
     plan[1].sl = 4;
-    plan[2].flow_label = 0x40000 | 77; /* UDP port 0xc000 | (77 ^ 16) */
+    int low =
+        c4_ib_flow_label_to_sport((uint32_t)plan[1].flow_label) == (0xc000 | (77 ^ 16)) ? 78 : 77;
+    plan[2].flow_label = 0x40000 | low; /* UDP port 0xc000 | (low ^ 16), not QP 1's */
     c4_ib_qp_paths(id, 4, C4_IB_LINK_ETH, 0, plan, 3, out);
     ck_assert_int_eq(out[1].flow_label, free_choice[0].flow_label);
     ck_assert_int_eq(out[1].sl, 4);
-    ck_assert_int_eq(out[2].flow_label, 0x40000 | 77);
+    ck_assert_int_eq(out[2].flow_label, 0x40000 | low);
     assert_distinct_ports(out, 4);
   }
 }
@@ -115,23 +117,29 @@ START_TEST(weights_follow_the_path_rule_and_an_idle_qp_is_measured_again) {
     feed(&p, 0, 1, 1.0), feed(&p, 1, 1, 1.0), feed(&p, 2, 1, 0.2);
   uint64_t now = 1000000000ull, last[3] = {now - 1000, now - 1000, now - 1000};
   double w[3];
-  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w), 0);
+  uint64_t span[3];
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
   ck_assert(w[0] == 1 && w[1] == 1);
   ck_assert(w[2] < 0.3 && w[2] == c4_paths_weight(&p, 2));
-  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 0, w), 0); /* C4_PATH_WEIGHTS=0: even */
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 0, w, span), 0); /* C4_PATH_WEIGHTS=0: even */
   ck_assert(w[2] == 1);
   last[2] = now - C4_IB_PROBE_NS - 1; /* QP 2 has carried nothing for a while: even share */
-  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w), 1);
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 1);
   ck_assert(w[2] == 1);
-  last[2] = now - C4_IB_PROBE_NS + 1000;
-  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w), 0);
+  ck_assert_uint_eq(span[2], C4_IB_PROBE_NS + 1);
+  ck_assert_uint_eq(span[0], 0);
+  last[2] = 0; /* unmeasured for a second: its sample stands for the estimate's memory at most */
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 1);
+  ck_assert_uint_eq(span[2], C4_PATHS_TAU_NS);
+  last[2] = now - C4_IB_PROBE_NS + 1000; /* carried bytes within the probe time: no probe */
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
   ck_assert(w[2] < 0.3);
   /* paths whose spread is their noise weigh alike: no probe needed, none counted */
   c4_paths_init(&p, 2);
   for (int r = 0; r < 40; r++)
     feed(&p, 0, 1, 1.0 + 0.05 * (r % 3)), feed(&p, 1, 1, 0.95 + 0.05 * (r % 2));
   last[0] = last[1] = 0;
-  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w), 0);
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
   ck_assert(w[0] == 1 && w[1] == 1);
 }
 END_TEST
