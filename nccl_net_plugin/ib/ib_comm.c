@@ -164,9 +164,6 @@ int c4_ib_comm_connect(struct c4_ib_comm *c, uint64_t nccl_comm, uint64_t conn_i
   }
   c->rx.nqps = c->nqps;
   c4_paths_init(&c->paths, c->nqps);
-  uint64_t now = c4_now_ns();
-  for (int q = 0; q < c->nqps; q++)
-    c->last_carried[q] = now;
   c->link = (struct c4_link_info){.magic = C4_LINK_MAGIC,
                                   .conn_id = conn_id,
                                   .dir = (uint8_t)(c->is_send ? C4_DIR_SEND : C4_DIR_RECV)};
@@ -242,6 +239,14 @@ static void on_imm(struct c4_ib_comm *c, int q, uint32_t imm) {
   }
 }
 
+/* QP q's write of request r completed: a rate sample of its bytes over the time from posting. */
+static void sample_write(struct c4_ib_comm *c, struct c4_ib_request *r, int q) {
+  if (!r->qp_len[q]) return;
+  uint64_t ns = c4_now_ns() - r->t_wr;
+  c4_paths_sample_rate(&c->paths, q, r->qp_len[q], (double)r->qp_len[q] / (double)(ns ? ns : 1),
+                       (double)r->probe_span[q]);
+}
+
 static void on_wc(struct c4_ib_comm *c, const struct ibv_wc *wc) {
   int kind = (int)(wc->wr_id >> 16) & 0xff, q = (int)(wc->wr_id >> 8) & 0xff;
   int idx = (int)wc->wr_id & 0xff;
@@ -272,11 +277,7 @@ static void on_wc(struct c4_ib_comm *c, const struct ibv_wc *wc) {
   }
   struct c4_ib_request *r = &c->reqs[idx % C4_IB_SLOTS];
   if (kind != WR_DATA || q >= c->nqps || atomic_load(&r->state) != C4_IB_REQ_POSTED) return;
-  if (r->qp_len[q]) {
-    uint64_t ns = c4_now_ns() - r->t_wr;
-    c4_paths_sample_rate(&c->paths, q, r->qp_len[q], (double)r->qp_len[q] / (double)(ns ? ns : 1),
-                         (double)r->probe_span[q]);
-  }
+  sample_write(c, r, q);
   if (--r->pending == 0) complete(c, r, r->size);
 }
 
@@ -377,12 +378,15 @@ static void post_writes(struct c4_ib_comm *c, struct c4_ib_request *r, void *dat
                         const struct c4_ib_mr *m, const struct c4_ib_cts *cts, uint64_t seq) {
   double w[C4_IB_MAX_QPS];
   r->t_wr = c4_now_ns();
-  c->probes += c4_ib_qp_weights(&c->paths, c->last_carried, r->t_wr, c->cfg.path_weights, w,
+  c->probes += c4_ib_qp_weights(&c->paths, c->skipped_since, r->t_wr, c->cfg.path_weights, w,
                                 r->probe_span) > 0;
   c4_ib_sched_split(size, c->nqps, w, c4_ib_cfg.min_share, r->qp_len);
   r->pending = c->nqps;
   for (int q = 0; q < c->nqps; q++)
-    if (r->qp_len[q]) c->last_carried[q] = r->t_wr;
+    if (r->qp_len[q])
+      c->skipped_since[q] = 0;
+    else if (!c->skipped_since[q])
+      c->skipped_since[q] = r->t_wr;
   if (c->cfg.timing) atomic_store_explicit(&r->t_first_byte, r->t_wr, memory_order_relaxed);
   uint64_t off = 0;
   for (int q = 0; q < c->nqps; q++) {

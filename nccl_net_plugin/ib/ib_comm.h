@@ -127,8 +127,8 @@ struct c4_ib_comm {
   struct c4_ib_rx rx;
   struct c4_paths paths; /* send: each QP's throughput, for the split's weights */
   struct c4_netplan_bind path[C4_IB_MAX_QPS]; /* each QP's path (flow label, LID bits) */
-  uint64_t last_carried[C4_IB_MAX_QPS];       /* send: when each QP last carried bytes (ns) */
-  uint64_t probes;                            /* send: messages with a QP given 1 to re-measure */
+  uint64_t skipped_since[C4_IB_MAX_QPS]; /* send: first message since that gave a QP no bytes */
+  uint64_t probes;                       /* send: messages with a QP given 1 to re-measure */
 
   struct c4_link_info link;
   int link_given;

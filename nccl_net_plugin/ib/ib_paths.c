@@ -47,15 +47,16 @@ void c4_ib_qp_paths(uint64_t conn_id, int nqps, int link_layer, unsigned remote_
   }
 }
 
-int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *last_carried, uint64_t now,
+int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *skipped_since, uint64_t now,
                      int use_weights, double *w, uint64_t *span) {
   int probing = 0;
   for (int q = 0; q < p->n; q++) {
     w[q] = use_weights ? c4_paths_weight(p, q) : 1;
     span[q] = 0;
-    if (w[q] < 1 && now > last_carried[q] && now - last_carried[q] > C4_IB_PROBE_NS) {
+    uint64_t since = skipped_since[q];
+    if (w[q] < 1 && since && now > since && now - since > C4_IB_PROBE_NS) {
       w[q] = 1;
-      span[q] = now - last_carried[q] < C4_PATHS_TAU_NS ? now - last_carried[q] : C4_PATHS_TAU_NS;
+      span[q] = now - since < C4_PATHS_TAU_NS ? now - since : C4_PATHS_TAU_NS;
       probing++;
     }
   }

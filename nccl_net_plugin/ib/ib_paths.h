@@ -21,20 +21,21 @@
 void c4_ib_qp_paths(uint64_t conn_id, int nqps, int link_layer, unsigned remote_lmc,
                     const struct c4_netplan_bind *plan, int nplan, struct c4_netplan_bind *out);
 
-/* A QP that carried no bytes for this long while messages went out is given an even share of
- * the next message that reaches it (the socket transport's probe, C4_PATHS_PROBE_NS). */
+/* A QP left without bytes by every message for this long is given an even share of the next
+ * (the socket transport's probe time, C4_PATHS_PROBE_NS). */
 #define C4_IB_PROBE_NS 100000000ull
 
 /* Each QP's weight for the next message (w[0 .. p->n-1]): the path rule's (c4_paths_weight:
  * measured rate over the fastest QP's, even inside the noise dead band), or 1 for all when
- * use_weights is 0. A QP weighing less than 1 whose last bytes went more than C4_IB_PROBE_NS
- * before now (last_carried, ns) weighs 1 for this message: a QP down-weighted until its share
- * rounds to nothing would otherwise never be measured again, and would stay down after its path
- * healed. span[q] is then how long it went unmeasured (at most C4_PATHS_TAU_NS), else 0: its
- * sample stands for that time (c4_paths_sample_rate's span_ns), so one probe moves a stale
- * estimate as far as that much sending would have, not as far as its one small write. Returns how
- * many QPs probe. */
-int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *last_carried, uint64_t now,
+ * use_weights is 0. A QP weighing less than 1 that every message since skipped_since[q] (ns; 0:
+ * the last message gave it bytes) left without bytes, for more than C4_IB_PROBE_NS before now,
+ * weighs 1 for this message: a QP down-weighted until its share rounds to nothing would otherwise
+ * never be measured again, and would stay down after its path healed. span[q] is then how long it
+ * went unmeasured (at most C4_PATHS_TAU_NS), else 0: its sample stands for that time
+ * (c4_paths_sample_rate's span_ns), so one probe moves a stale estimate as far as that much
+ * sending would have, not as far as its one small write. A comm that sent nothing for a while
+ * probes nothing. Returns how many QPs probe. */
+int c4_ib_qp_weights(const struct c4_paths *p, const uint64_t *skipped_since, uint64_t now,
                      int use_weights, double *w, uint64_t *span);
 
 #endif

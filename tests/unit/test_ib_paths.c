@@ -110,12 +110,12 @@ static void feed(struct c4_paths *p, int i, int n, double rate) {
     c4_paths_sample(p, i, 1 << 20, (uint64_t)((double)(1 << 20) / rate));
 }
 
-START_TEST(weights_follow_the_path_rule_and_an_idle_qp_is_measured_again) {
+START_TEST(weights_follow_the_path_rule_and_a_left_out_qp_is_measured_again) {
   struct c4_paths p;
   c4_paths_init(&p, 3);
   for (int r = 0; r < 40; r++)
     feed(&p, 0, 1, 1.0), feed(&p, 1, 1, 1.0), feed(&p, 2, 1, 0.2);
-  uint64_t now = 1000000000ull, last[3] = {now - 1000, now - 1000, now - 1000};
+  uint64_t now = 1000000000ull, last[3] = {0, 0, now - 1000}; /* skipped since */
   double w[3];
   uint64_t span[3];
   ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
@@ -123,15 +123,18 @@ START_TEST(weights_follow_the_path_rule_and_an_idle_qp_is_measured_again) {
   ck_assert(w[2] < 0.3 && w[2] == c4_paths_weight(&p, 2));
   ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 0, w, span), 0); /* C4_PATH_WEIGHTS=0: even */
   ck_assert(w[2] == 1);
-  last[2] = now - C4_IB_PROBE_NS - 1; /* QP 2 has carried nothing for a while: even share */
+  last[2] = now - C4_IB_PROBE_NS - 1; /* every message left QP 2 without bytes for a while */
   ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 1);
   ck_assert(w[2] == 1);
   ck_assert_uint_eq(span[2], C4_IB_PROBE_NS + 1);
   ck_assert_uint_eq(span[0], 0);
-  last[2] = 0; /* unmeasured for a second: its sample stands for the estimate's memory at most */
+  last[2] = 1; /* left out for a second: its sample stands for the estimate's memory at most */
   ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 1);
   ck_assert_uint_eq(span[2], C4_PATHS_TAU_NS);
   last[2] = now - C4_IB_PROBE_NS + 1000; /* carried bytes within the probe time: no probe */
+  ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
+  ck_assert(w[2] < 0.3);
+  last[2] = 0; /* the last message gave it bytes, however long ago (an idle comm): no probe */
   ck_assert_int_eq(c4_ib_qp_weights(&p, last, now, 1, w, span), 0);
   ck_assert(w[2] < 0.3);
   /* paths whose spread is their noise weigh alike: no probe needed, none counted */
@@ -151,7 +154,7 @@ int main(void) {
   tcase_add_test(t, comms_between_the_same_hosts_start_from_different_ports);
   tcase_add_test(t, planned_labels_are_kept_and_the_others_go_around_them);
   tcase_add_test(t, infiniband_qps_spread_over_the_remote_lids);
-  tcase_add_test(t, weights_follow_the_path_rule_and_an_idle_qp_is_measured_again);
+  tcase_add_test(t, weights_follow_the_path_rule_and_a_left_out_qp_is_measured_again);
   suite_add_tcase(s, t);
   return c4_check_run(s);
 }

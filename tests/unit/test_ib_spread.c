@@ -175,37 +175,65 @@ START_TEST(qps_follow_the_plans_flow_labels) {
 }
 END_TEST
 
-/* Sends messages of size until QP q's share of one is on the side of `share` that below says
- * (1: under it, 0: at or over it) or `limit_ns` passes. Returns the time it took (ns), or 0. */
-static uint64_t send_until(struct pair *p, size_t size, int q, double share, int below,
-                           uint64_t limit_ns) {
-  uint64_t t0 = c4_now_ns(), len[C4_IB_MAX_QPS];
-  while (c4_now_ns() - t0 < limit_ns) {
-    one_message(p, size, len);
-    double got = (double)len[q] / (double)size;
-    if (below ? got < share : got >= share) return c4_now_ns() - t0;
+enum { INFLIGHT = 8 }; /* messages in flight, as NCCL keeps them (NCCL_STEPS) */
+
+/* Streams messages of size bytes, INFLIGHT at a time, until QP q's share of one is on the side of
+ * `share` that below says (1: under it, 0: at or over it) or limit_ns passes; every message is
+ * checked whole. Returns the time it took (ns), or 0. p->cap holds INFLIGHT messages. */
+static uint64_t stream_until(struct pair *p, size_t size, int q, double share, int below,
+                             uint64_t limit_ns) {
+  struct c4_ib_request *rq[INFLIGHT], *sq[INFLIGHT];
+  uint64_t t0 = c4_now_ns(), took = 0;
+  int posted = 0, done = 0, stop = 0;
+  while (done < posted || !stop) {
+    while (!stop && posted - done < INFLIGHT) {
+      int k = posted % INFLIGHT, tag = p->sent + posted;
+      char *src = p->src + (size_t)k * size, *dst = p->dst + (size_t)k * size;
+      for (size_t i = 0; i < size; i += 512)
+        src[i] = (char)(i / 512 + (size_t)tag);
+      ck_assert_int_eq(c4_ib_irecv(p->r, dst, size, tag, p->mr, &rq[k]), 0);
+      ck_assert_ptr_nonnull(rq[k]);
+      for (sq[k] = NULL; !sq[k];)
+        ck_assert_int_eq(c4_ib_isend(p->s, src, size, tag, p->ms, &sq[k]), 0);
+      double got = (double)sq[k]->qp_len[q] / (double)size;
+      posted++;
+      if (below ? got < share : got >= share) stop = 1, took = c4_now_ns() - t0;
+      if (c4_now_ns() - t0 > limit_ns) stop = 1;
+    }
+    int k = done % INFLIGHT, tag = p->sent + done;
+    size_t got = 0;
+    ck_assert_int_eq(wait_done(sq[k], NULL), 0);
+    ck_assert_int_eq(wait_done(rq[k], &got), 0);
+    ck_assert_uint_eq(got, size);
+    for (size_t i = 0; i < size; i += 512)
+      if (p->dst[(size_t)k * size + i] != (char)(i / 512 + (size_t)tag))
+        ck_abort_msg("message %d: byte %zu is wrong", tag, i);
+    done++;
   }
-  return 0;
+  p->sent += posted;
+  return took;
 }
 
 START_TEST(weights_move_off_a_slowed_qp_and_back_when_it_heals) {
   setup_roce("4");
   set_rate(-1, RATE);
   struct pair p;
-  pair_open(&p, 1 << 20);
+  pair_open(&p, (size_t)INFLIGHT << 20);
   set_rate(sport(p.s, 2), RATE / 4); /* QP 2's path at a quarter of the others' rate */
   /* even is 1/4 of each message; weighted by rate, 0.25 / 3.25 = 0.077 */
-  uint64_t t_off = send_until(&p, 1 << 20, 2, 0.15, 1, 10000000000ull);
-  ck_assert_msg(t_off > 0, "QP 2 kept %.3f of the messages on a path at 1/4 the rate",
+  uint64_t t_off = stream_until(&p, 1 << 20, 2, 0.15, 1, 10000000000ull);
+  ck_assert_msg(t_off > 0, "QP 2 kept %.3f of QP 0's bytes on a path at 1/4 the rate",
                 (double)p.s->paths.bytes[2] / (double)p.s->paths.bytes[0]);
   for (int q = 0; q < 4; q++)
     if (q != 2) ck_assert(c4_paths_weight(&p.s->paths, q) == 1);
   set_rate(sport(p.s, 2), RATE); /* healed */
-  uint64_t t_back = send_until(&p, 1 << 20, 2, 0.25, 0, 15000000000ull);
+  uint64_t t_back = stream_until(&p, 1 << 20, 2, 0.25, 0, 15000000000ull);
   ck_assert_msg(t_back > 0, "QP 2 still weighs %.3f 15 s after its path healed",
                 c4_paths_weight(&p.s->paths, 2));
-  printf("slowed QP down-weighted after %.0f ms, back to an even share %.0f ms after healing\n",
-         (double)t_off / 1e6, (double)t_back / 1e6);
+  ck_assert_uint_eq(p.s->probes, 0); /* it carried in every message: measured, never probed */
+  printf("slowed QP down-weighted after %.0f ms, back to an even share %.0f ms after healing "
+         "(%d messages in flight)\n",
+         (double)t_off / 1e6, (double)t_back / 1e6, INFLIGHT);
   pair_close(&p);
 }
 END_TEST
