@@ -5,16 +5,23 @@
 #   0. checks: an RDMA device here (/sys/class/infiniband), c4's build, perftest's ib_write_bw;
 #   1. c4perf bw between the two hosts through c4's verbs transport (checking from c4perf's JSON
 #      that the plugin offered the RDMA device, not a socket), at 64 MiB;
-#   2. ib_write_bw (perftest) between the same two ports, same message size;
-#   3. where nccl-tests' all_reduce_perf is found (NCCL_TESTS_DIR or PATH) and mpirun or srun
+#   2. spreading: c4perf bw again with one QP per connection and with --qps QPs, the plugin's
+#      log at INFO: each QP's flow label and UDP source port (RoCE) or LID path bits
+#      (InfiniBand), the part of the bytes it carried, its rate and weight, and the bandwidth
+#      with --qps QPs over the bandwidth with one;
+#   3. ib_write_bw (perftest) between the same two ports, same message size;
+#   4. where nccl-tests' all_reduce_perf is found (NCCL_TESTS_DIR or PATH) and mpirun or srun
 #      launches: NCCL's own IB transport (NCCL_NET=IB) against NCCL over c4 (NCCL_NET_PLUGIN).
-# It fails (exit 1) when c4 reaches less than IB_CHECK_MIN_RATIO (default 0.8) of the reference.
+# It fails (exit 1) when c4 reaches less than IB_CHECK_MIN_RATIO (default 0.8) of a reference
+# (step 2: of itself with one QP, so spreading must not cost).
 #
 # Usage: tools/ib_check/ib_check.sh [BUILD_DIR] [--hosts HOST_A,HOST_B] [--launcher ssh|mpirun|srun]
+#                                   [--qps N]
 #   --hosts      the two hosts (default: IB_CHECK_HOSTS; under Slurm, the allocation's first two)
 #   --launcher   how ranks start (default: srun inside a Slurm allocation of 2+ nodes, else mpirun
 #                when found, else ssh). ssh and mpirun need the build at the same path on both
 #                hosts (a shared file system, or the same checkout built on each).
+#   --qps N      QPs per connection for step 2's spread run, 2..16 (default IB_CHECK_QPS, else 4)
 #   IB_CHECK_DEV  the RDMA device (default: the first in /sys/class/infiniband), passed as
 #                 C4_IB_HCA, NCCL_IB_HCA and ib_write_bw -d.
 #   NCCL_IB_GID_INDEX  (RoCE) the GID index for all three (ib_write_bw -x); unset, each picks.
@@ -43,10 +50,12 @@ fi
 BUILD=build
 HOSTS=${IB_CHECK_HOSTS:-}
 LAUNCHER=${IB_CHECK_LAUNCHER:-}
+QPS=${IB_CHECK_QPS:-4}
 while [ $# -gt 0 ]; do
   case "$1" in
-  --hosts) HOSTS=${2:-}; shift 2 ;;
-  --launcher) LAUNCHER=${2:-}; shift 2 ;;
+  --hosts) HOSTS=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
+  --launcher) LAUNCHER=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
+  --qps) QPS=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
   -h | --help) sed -n '2,/^set -euo/p' "$SELF" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) echo "ib-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   *) BUILD=$1; shift ;;
@@ -56,6 +65,14 @@ BIN="$PWD/$BUILD/bin"
 LIB="$PWD/$BUILD/lib"
 RATIO=${IB_CHECK_MIN_RATIO:-0.8}
 SIZE=$((64 << 20))
+if ! [[ $QPS =~ ^[0-9]+$ ]] || [ "$QPS" -lt 2 ] || [ "$QPS" -gt 16 ]; then
+  echo "ib-check: --qps must be a whole number 2..16 (the QPs a connection spreads over), not \"$QPS\"" >&2
+  exit 2
+fi
+case "$LAUNCHER" in
+"" | ssh | mpirun | srun) ;;
+*) echo "ib-check: --launcher must be ssh, mpirun or srun, not \"$LAUNCHER\"" >&2; exit 2 ;;
+esac
 
 echo "== 0. RDMA device, build and tools"
 devs=$(ls /sys/class/infiniband 2>/dev/null || true)
@@ -135,7 +152,29 @@ if [ "$c4_dev" != "$DEV" ]; then
 fi
 c4_gbit=$(awk -v g="$c4_gbps" 'BEGIN { printf "%.2f", g * 8 }')
 
-echo "== 2. ib_write_bw (perftest) on the same ports"
+echo "== 2. spreading: c4perf bw with $QPS QPs per connection against 1 QP"
+LOGS=$(mktemp -d /tmp/c4-ib-check-XXXXXX)
+trap 'rm -rf "$LOGS"' EXIT
+declare -A spread_gbps
+for n in 1 "$QPS"; do
+  if ! out=$(launch env C4_IB_QPS="$n" C4_DEBUG=INFO "$BIN/c4perf" --plugin "$LIB/libnccl-net-c4.so" \
+               -b $SIZE -e $SIZE --json 2>"$LOGS/qps$n.log" | tr -d '\n '); then
+    echo "ib-check: c4perf with C4_IB_QPS=$n failed; the end of its log:" >&2
+    tail -n 20 "$LOGS/qps$n.log" >&2
+    exit 1
+  fi
+  spread_gbps[$n]=$(grep -o '"GBps":[0-9.eE+-]*' <<<"$out" | tail -n 1 | cut -d: -f2)
+  echo "   $n QP(s) per connection: ${spread_gbps[$n]} GB/s; the sender's QPs:"
+  awk -f tools/ib_check/qp_table.awk "$LOGS/qps$n.log" ||
+    echo "   (no per-QP lines in the plugin's log: the sending rank's stderr did not reach here)"
+done
+one=${spread_gbps[1]}
+many=${spread_gbps[$QPS]}
+echo "   $QPS QPs over 1 QP: $(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')"
+if ge "$many" "$one"; then echo "   ok: $QPS QPs reach at least $RATIO of one QP"
+else echo "   FAILED: $QPS QPs below $RATIO of one QP"; fails=$((fails + 1)); fi
+
+echo "== 3. ib_write_bw (perftest) on the same ports"
 ref=$(launch ib_write_bw -d "$DEV" "${GID_ARGS[@]}" -F --report_gbits -s $SIZE -D 5 -p $((PORT + 1)))
 ref_gbit=$(awk -v s=$SIZE '$1 == s { v = $4 } END { print v }' <<<"$ref")
 [ -n "$ref_gbit" ] || { echo "ib-check: could not read ib_write_bw's result:" >&2; echo "$ref" >&2; exit 1; }
@@ -143,7 +182,7 @@ echo "   ib_write_bw $ref_gbit Gbit/s, c4 $c4_gbit Gbit/s"
 if ge "$c4_gbit" "$ref_gbit"; then echo "   ok: c4 reaches at least $RATIO of ib_write_bw"
 else echo "   FAILED: c4 below $RATIO of ib_write_bw"; fails=$((fails + 1)); fi
 
-echo "== 3. NCCL's IB transport against NCCL over c4 (nccl-tests)"
+echo "== 4. NCCL's IB transport against NCCL over c4 (nccl-tests)"
 AR=${NCCL_TESTS_DIR:+$NCCL_TESTS_DIR/all_reduce_perf}
 AR=${AR:-$(command -v all_reduce_perf || true)}
 if [ -z "$AR" ] || [ ! -x "$AR" ] || [ "$LAUNCHER" = ssh ]; then
