@@ -378,15 +378,18 @@ static void post_writes(struct c4_ib_comm *c, struct c4_ib_request *r, void *dat
                         const struct c4_ib_mr *m, const struct c4_ib_cts *cts, uint64_t seq) {
   double w[C4_IB_MAX_QPS];
   r->t_wr = c4_now_ns();
-  c->probes += c4_ib_qp_weights(&c->paths, c->skipped_since, r->t_wr, c->cfg.path_weights, w,
-                                r->probe_span) > 0;
+  c4_ib_qp_weights(&c->paths, c->skipped_since, r->t_wr, c->cfg.path_weights, w, r->probe_span);
   c4_ib_sched_split(size, c->nqps, w, c4_ib_cfg.min_share, r->qp_len);
   r->pending = c->nqps;
+  int probed = 0; /* a QP given 1 to be re-measured, and this message reached it */
   for (int q = 0; q < c->nqps; q++)
-    if (r->qp_len[q])
+    if (r->qp_len[q]) {
+      probed |= r->probe_span[q] > 0;
       c->skipped_since[q] = 0;
-    else if (!c->skipped_since[q])
+    } else if (!c->skipped_since[q]) {
       c->skipped_since[q] = r->t_wr;
+    }
+  c->probes += (uint64_t)probed;
   if (c->cfg.timing) atomic_store_explicit(&r->t_first_byte, r->t_wr, memory_order_relaxed);
   uint64_t off = 0;
   for (int q = 0; q < c->nqps; q++) {

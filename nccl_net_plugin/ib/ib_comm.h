@@ -128,7 +128,7 @@ struct c4_ib_comm {
   struct c4_paths paths; /* send: each QP's throughput, for the split's weights */
   struct c4_netplan_bind path[C4_IB_MAX_QPS]; /* each QP's path (flow label, LID bits) */
   uint64_t skipped_since[C4_IB_MAX_QPS]; /* send: first message since that gave a QP no bytes */
-  uint64_t probes;                       /* send: messages with a QP given 1 to re-measure */
+  uint64_t probes; /* send: messages that re-measured a QP left without bytes */
 
   struct c4_link_info link;
   int link_given;
