@@ -21,8 +21,9 @@
 void c4_ib_qp_paths(uint64_t conn_id, int nqps, int link_layer, unsigned remote_lmc,
                     const struct c4_netplan_bind *plan, int nplan, struct c4_netplan_bind *out);
 
-/* A QP left without bytes by every message for this long is given an even share of the next
- * (the socket transport's probe time, C4_PATHS_PROBE_NS). */
+/* A QP left without bytes by every message for this long (100 ms) is given an even share of the
+ * next. The socket transport re-measures on its own schedule (C4_PATHS_FAIR_*, core/net_paths.h):
+ * its chunks never round a path's share to nothing, a QP's can. */
 #define C4_IB_PROBE_NS 100000000ull
 
 /* Each QP's weight for the next message (w[0 .. p->n-1]): the path rule's (c4_paths_weight:
