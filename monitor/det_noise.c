@@ -2,8 +2,7 @@
 #include "det_noise.h"
 
 #include <math.h>
-
-#include "det_median.h"
+#include <stdint.h>
 
 #define SCALE 4096.0f
 #define FLOOR 0.01f /* log units: no signal is trusted to be steadier than 1% */
@@ -25,31 +24,73 @@ struct det_noise_knobs det_noise_knobs(double p, double min_effect) {
   return (struct det_noise_knobs){.z = z_of(p), .min_log = log(min_effect)};
 }
 
+/* The k-th smallest (from 0) distance of the sorted s[0..n) from its element m: the distances
+ * below m and above it are two sorted lists walked outward from m, merged until the k-th. */
+static int kth_distance(const int16_t *s, int n, int m, int k) {
+  int lo = m - 1, hi = m, d = 0;
+  for (int taken = 0; taken <= k; taken++) {
+    int below = lo >= 0 ? s[m] - s[lo] : INT32_MAX, above = hi < n ? s[hi] - s[m] : INT32_MAX;
+    d = below < above ? below : above;
+    lo -= below < above;
+    hi += below >= above;
+  }
+  return d;
+}
+
+/* Median, tail and MAD from the sorted window: each an index or a walk of n / 2 steps, where
+ * three quickselects over a copy were a third of a 16,384-rank replay. The values are exactly
+ * those selection gives (samples are multiples of 1 / 4096, so each difference is exact). */
 static void fit(struct det_noise *x) {
-  float v[DET_NOISE_LEN], pick[DET_NOISE_LEN];
-  int n = x->n;
-  for (int i = 0; i < n; i++)
-    v[i] = (float)x->v[i] / SCALE;
-  float med = det_kth(v, n, n / 2, pick);
+  int n = x->n, m = n / 2;
+  float med = (float)x->sorted[m] / SCALE;
   /* the 97th percentile (the second largest of 64) over its normal distance (1.88 standard
    * deviations): noise that comes in bursts (a busy host, a shared core) has a tail the MAD of
    * its calm majority misses */
-  float tail = (det_kth(v, n, n - 1 - n / 32, pick) - med) / 1.88f;
-  for (int i = 0; i < n; i++)
-    v[i] = fabsf(v[i] - med);
-  float mad = 1.4826f * det_kth(v, n, n / 2, pick);
+  float tail = ((float)x->sorted[n - 1 - n / 32] / SCALE - med) / 1.88f;
+  float mad = 1.4826f * ((float)kth_distance(x->sorted, n, m, m) / SCALE);
   x->base = med;
   x->spread = mad > tail ? mad : tail;
   x->since = 0;
 }
 
+/* The first place in s[0..n) whose value is not below v. */
+static int lower_bound(const int16_t *s, int n, int v) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (s[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The sorted window of n samples loses old (when full: n is DET_NOISE_LEN) and gains q: the hole
+ * old leaves (or the end, while the window fills) moves to q's place, one neighbour at a time. */
+static void sorted_swap(int16_t *s, int n, int full, int16_t old, int16_t q) {
+  int at = full ? lower_bound(s, n, old) : n, len = full ? n : n + 1;
+  while (at > 0 && s[at - 1] > q) {
+    s[at] = s[at - 1];
+    at--;
+  }
+  while (at < len - 1 && s[at + 1] < q) {
+    s[at] = s[at + 1];
+    at++;
+  }
+  s[at] = q;
+}
+
 static void keep(struct det_noise *x, float v) {
   float q = v * SCALE;
   q = q > 32767 ? 32767 : q < -32767 ? -32767 : q;
-  x->v[x->pos] = (int16_t)lrintf(q);
+  int16_t s = (int16_t)lrintf(q);
+  int full = x->n == DET_NOISE_LEN;
+  sorted_swap(x->sorted, x->n, full, x->v[x->pos], s);
+  x->v[x->pos] = s;
+  if (!full) x->n++;
   x->pos = (uint16_t)((x->pos + 1) % DET_NOISE_LEN);
-  if (x->n < DET_NOISE_LEN) x->n++;
-  /* a fit is three selections: only once the signal is judged, and every few samples after */
+  /* a fit only once the signal is judged, and every few samples after */
   if (++x->since >= (x->n < DET_NOISE_LEN ? 2 : 8) && x->n >= DET_NOISE_MIN) fit(x);
 }
 

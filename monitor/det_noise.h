@@ -16,11 +16,12 @@
 #define DET_NOISE_MIN 12  /* samples before the signal is judged against its own baseline */
 #define DET_NOISE_DELAY 3 /* samples held back before they join the window */
 
-/* Zero-initialized. 152 bytes. */
+/* Zero-initialized. 280 bytes. */
 struct det_noise {
-  int16_t v[DET_NOISE_LEN]; /* samples, log units x 4096 */
-  uint16_t n, pos, since;   /* kept, next slot, added since the last fit */
-  uint16_t nheld;           /* samples held back, oldest first */
+  int16_t v[DET_NOISE_LEN];      /* samples, log units x 4096, in the order they came */
+  int16_t sorted[DET_NOISE_LEN]; /* the same n samples in ascending order */
+  uint16_t n, pos, since;        /* kept, next slot, added since the last fit */
+  uint16_t nheld;                /* samples held back, oldest first */
   float held[DET_NOISE_DELAY];
   float base, spread; /* median and spread as of the last fit */
 };

@@ -1,14 +1,17 @@
 /* test_median.c -- the delay matrix's order statistics give exactly what sorting gives: at every
  * position of short arrays (the sorting network), on both sides of the histogram's threshold, and
  * on the values that strain it (duplicates, negatives, one far outlier, a range too narrow to
- * divide into buckets). */
+ * divide into buckets); and a signal's noise window (det_noise) fits the median, MAD and upper tail
+ * that sorting its last DET_NOISE_LEN samples gives. */
 #include <check.h>
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../check_run.h"
 #include "det_median.h"
+#include "det_noise.h"
 
 #define MAXN 100000
 
@@ -86,6 +89,48 @@ START_TEST(degenerate_ranges_fall_back_and_stay_exact) {
 }
 END_TEST
 
+/* The window's fit against a reference from qsort over the samples it holds: samples go in as
+ * log factors and are kept to 1 / 4096, so the reference rounds them the same way. */
+static void check_noise_fit(const struct det_noise *x, const float *hist, int added) {
+  int n = added - DET_NOISE_DELAY; /* the last DET_NOISE_DELAY samples are still held back */
+  if (n > DET_NOISE_LEN) n = DET_NOISE_LEN;
+  int first = added - DET_NOISE_DELAY - n;
+  for (int i = 0; i < n; i++)
+    sorted[i] = (float)lrintf(hist[first + i] * 4096.0f) / 4096.0f;
+  qsort(sorted, (size_t)n, sizeof *sorted, by_value);
+  float med = sorted[n / 2];
+  float tail = (sorted[n - 1 - n / 32] - med) / 1.88f;
+  for (int i = 0; i < n; i++)
+    work[i] = fabsf(sorted[i] - med);
+  qsort(work, (size_t)n, sizeof *work, by_value);
+  float mad = 1.4826f * work[n / 2];
+  ck_assert_msg(x->n == n, "window holds %d, expected %d", x->n, n);
+  ck_assert_msg(x->base == med, "after %d samples: base %g, sorting %g", added, x->base, med);
+  ck_assert_msg(x->spread == (mad > tail ? mad : tail), "after %d samples: spread %g, sorting %g",
+                added, x->spread, mad > tail ? mad : tail);
+}
+
+START_TEST(noise_window_fits_what_sorting_gives) {
+  srand(13);
+  static float hist[4000];
+  for (int round = 0; round < 20; round++) {
+    struct det_noise x = {0};
+    int added = 0;
+    for (int i = 0; i < 4000; i++) {
+      /* calm noise, ties (a coarse grid), bursts and a level that moves: every path of the
+       * sorted window's insert and evict */
+      float f = round % 3 == 0   ? (float)(rand() % 9 - 4) * 0.01f
+                : round % 3 == 1 ? uniform(-0.05f, 0.05f) + (rand() % 50 == 0 ? 0.8f : 0)
+                                 : uniform(-0.02f, 0.02f) + (float)(i / 500) * 0.1f;
+      hist[added++] = f;
+      det_noise_add(&x, f);
+      /* a fit comes every other sample while the window fills, every 8th once full */
+      if (x.since == 0 && x.n >= DET_NOISE_MIN) check_noise_fit(&x, hist, added);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("median");
   TCase *tc = tcase_create("median");
@@ -93,6 +138,7 @@ int main(void) {
   tcase_add_test(tc, short_arrays_give_every_order_statistic_exactly);
   tcase_add_test(tc, long_arrays_give_the_same_value_as_sorting);
   tcase_add_test(tc, degenerate_ranges_fall_back_and_stay_exact);
+  tcase_add_test(tc, noise_window_fits_what_sorting_gives);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
