@@ -83,11 +83,20 @@ struct wsum {
   float sum, max; /* of log(ns per byte) */
 };
 
+/* What a candidate's statistic is read from when it is not sighted (clear_evidence): a cell
+ * (link), a node's row (NIC TX) or column (NIC RX); the others clear by misses alone. */
+enum cand_on { ON_NOTHING, ON_CELL, ON_ROW, ON_COL };
+
 struct cand {
   char key[320];
   int streak, miss, seen, raised;
   float evidence; /* excess over the margin, in margins, summed over the streak */
   uint64_t first_seen;
+  enum cand_on on;
+  int at;         /* the cell or node it is read from */
+  float level;    /* its statistic in margins at its last sighting: the fault's level */
+  int calm;       /* evaluations in a row it read back inside its noise */
+  float calm_sum; /* how far inside, in margins, summed over those */
 };
 
 static struct {
@@ -397,6 +406,8 @@ static struct wsum trimmed(struct wsum s) {
   return s;
 }
 
+static float dev_of(const struct cell *c) { return c->d - m.dev_overall; }
+
 static struct cand *cand_get(const char *key) {
   for (int i = 0; i < m.ncand; i++)
     if (!strcmp(m.cand[i].key, key)) return &m.cand[i];
@@ -416,9 +427,58 @@ static int sighting(const char *key, uint64_t window_start, float excess, int st
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
+  c->calm = 0;
+  c->level = excess + 1;
   if (!c->streak++) c->first_seen = window_start, c->evidence = 0;
   c->evidence += excess;
   return c->raised ? 2 : c->streak >= streak && c->evidence >= EVIDENCE;
+}
+
+/* Where key's statistic is read from when it is not sighted. */
+static void cand_on(const char *key, enum cand_on on, int at) {
+  struct cand *c = cand_get(key);
+  if (c) c->on = on, c->at = at;
+}
+
+/* A raised candidate not sighted this evaluation: its statistic now, in margins, when measured
+ * (1 if so). */
+static int cand_now(const struct cand *c, float *u) {
+  if (c->on == ON_CELL) {
+    const struct cell *x = &m.cell[c->at];
+    if (!x->n || !x->judged || x->margin <= 0) return 0;
+    *u = dev_of(x) / x->margin;
+    return 1;
+  }
+  if (c->on == ON_ROW || c->on == ON_COL) {
+    const struct node *nd = &m.node[c->at];
+    int row = c->on == ON_ROW;
+    float margin = row ? nd->row_margin : nd->col_margin;
+    if ((row ? nd->nrow : nd->ncol) < 2 || margin <= 0) return 0;
+    *u = (row ? nd->row : nd->col) / margin;
+    return 1;
+  }
+  return 0;
+}
+
+/* Clearing by the evidence raising asks, in reverse: the statistic back under its margin and at
+ * least one margin below the level the fault held it at (a reading that low is as unlikely from
+ * the fault as the raise's was from noise), with EVIDENCE margins past that summed over the calm
+ * evaluations in a row. Raising also wants STREAK evaluations, against bursts of noise that make a
+ * healthy cell read slow for a window or two; noise does not make a slow link read fast (a
+ * transfer cannot beat its wire), so one calm evaluation with the evidence to spare is enough. A
+ * link that was far out (a 200x cell) clears at its first calm evaluation, about 1.2 s after it is
+ * restored; one barely past its margin has little evidence to give and clears by STREAK misses.
+ * Returns 1 when c clears this way. */
+static int clear_evidence(struct cand *c) {
+  float u;
+  if (!c->raised || !cand_now(c, &u)) return 0;
+  if (u >= 1 || c->level - u < 1) {
+    c->calm = 0;
+    return 0;
+  }
+  if (!c->calm++) c->calm_sum = 0;
+  c->calm_sum += c->level - u - 1;
+  return c->calm_sum >= EVIDENCE;
 }
 
 static uint64_t cand_first_seen(const char *key) {
@@ -448,7 +508,6 @@ static double confidence(double dev, double margin) {
 }
 
 /* The cell's deviation with the median cell's taken out: what it is judged by. */
-static float dev_of(const struct cell *c) { return c->d - m.dev_overall; }
 static float dev_all_of(const struct cell *c) { return c->d_all - m.dev_overall; }
 
 /* A cell that counts as hot when a row, column or path is judged. */
@@ -576,6 +635,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
     int due = sighting(key, wstart, eff / margin - 1, STREAK);
+    cand_on(key, by_src ? ON_ROW : ON_COL, k);
     for (int i = 0; due && i < m.ncells; i++)
       if (m.cell[i].n && (by_src ? m.cell[i].src : m.cell[i].dst) == k) hot_cell[i] = 3;
     if (due && by_src) nd->row_slow = 3;
@@ -695,6 +755,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     int split = det_plan_split(s->host, d->host);
     int due = sighting(key, wstart, fminf(dev_of(c), c->resid) / c->margin - 1,
                        split ? STREAK + SPLIT_WAIT : STREAK);
+    cand_on(key, ON_CELL, i);
     if (due) hot_cell[i] = 3;
     if (due != 1) continue;
     struct det_finding f = {.kind = "comm_slow",
@@ -921,8 +982,13 @@ static void evaluate(uint64_t w) {
     struct cand *c = &m.cand[i];
     if (!c->seen) {
       c->streak = 0;
-      if (++c->miss >= STREAK || !c->raised) {
-        if (c->raised) det_book_clear(c->key, "the cell is back under its threshold", ctx->now);
+      int calm = clear_evidence(c);
+      if (++c->miss >= STREAK || !c->raised || calm) {
+        if (c->raised)
+          det_book_clear(c->key,
+                         calm ? "back inside its noise, well below the fault's level"
+                              : "the cell is back under its threshold",
+                         ctx->now);
         m.cand[i] = m.cand[--m.ncand];
         continue;
       }

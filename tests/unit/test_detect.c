@@ -362,6 +362,9 @@ static double node4_receives_at_quarter(int s, int d, uint64_t t) {
 static double link_1_to_2_at_30(int s, int d, uint64_t t) {
   return s == 1 && d == 2 && t >= 12000 * MS ? 0.3 : 1;
 }
+static double link_1_to_2_at_2pct_until_17s(int s, int d, uint64_t t) {
+  return s == 1 && d == 2 && t >= 12000 * MS && t < 17000 * MS ? 0.02 : 1;
+}
 static double node3_at_half_both_ways(int s, int d, uint64_t t) {
   return (s == 3 || d == 3) && t >= 12000 * MS ? 0.5 : 1;
 }
@@ -385,6 +388,22 @@ START_TEST(a_slow_sending_nic_is_its_row_and_clears_when_restored) {
   uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
   ck_assert_msg(at > 12000 * MS && at < 14000 * MS, "flagged at %.2f s", (double)at / 1e9);
   ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+/* A link 50x slow (the demo's 80 Mbit/s on loopback reads 200x) clears at its first calm
+ * evaluation: the window ending 1 s after the restore, judged GRACE later. Three misses in a row
+ * (what clearing asked before) come 1 s later, too late for a run that ends 2 s after the fault. */
+START_TEST(a_far_out_link_clears_within_a_few_seconds_of_its_restore) {
+  setup(NULL);
+  run_xfers(1000 * MS, 22000 * MS, link_1_to_2_at_2pct_until_17s);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  ck_assert_int_eq(count("recovered"), 1);
+  json_t *rec = first("recovered");
+  double at = (double)json_integer_value(json_object_get(rec, "t")) / 1e9;
+  ck_assert_msg(at > 17.0 && at < 17.0 + 1.5, "cleared at %.2f s, restored at 17 s", at);
   c4_det_reset();
 }
 END_TEST
@@ -724,6 +743,7 @@ int main(void) {
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
+  tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
   tcase_add_test(tc, a_slow_receiving_nic_is_its_column);
   tcase_add_test(tc, one_slow_link_is_its_cell);
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
