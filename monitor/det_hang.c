@@ -93,7 +93,8 @@ struct gather {
   int n;
   int quiet, inside, outside, lost_recent;
   uint64_t since;
-  int want; /* 0: collect quiet ranks; 1: ranks not inside */
+  uint64_t first_inside; /* the earliest a rank inside a collective went in (0: none known) */
+  int want;              /* 0: collect quiet ranks; 1: ranks not inside */
 };
 
 static void add_rank(struct gather *g, int rank, const char *host) {
@@ -115,9 +116,11 @@ static void survey(struct det_rank *r, void *arg) {
   if (r->ended) return;
   int quiet = det_rank_quiet(r);
   g->quiet += quiet;
-  if (r->entered > r->done)
+  if (r->entered > r->done) {
     g->inside++;
-  else
+    if (r->inside_since && (!g->first_inside || r->inside_since < g->first_inside))
+      g->first_inside = r->inside_since;
+  } else
     g->outside++;
   if ((g->want == 0 && quiet) || (g->want == 1 && !quiet && r->entered <= r->done))
     add_rank(g, r->rank, r->host);
@@ -128,6 +131,7 @@ struct open_arg {
   struct gather *g;
   uint64_t comm;
   int missing, all_in;
+  uint64_t first_in; /* the earliest arrival at it */
 };
 
 /* The newest incomplete collective of a communicator: who has not entered it. */
@@ -139,6 +143,9 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
     o->all_in = 1;
     return;
   }
+  for (int r = 0; r < nranks; r++)
+    if (s->t_arrive[r] && (!o->first_in || s->t_arrive[r] < o->first_in))
+      o->first_in = s->t_arrive[r];
   for (int r = 0; r < nranks; r++) {
     if (s->t_arrive[r]) continue;
     const char *host;
@@ -239,7 +246,19 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
   hung(j);
 }
 
-static void judge_stall(struct job_state *j) {
+/* A non-communication hang is ranks waiting in a collective for others that do not come, for the
+ * hang threshold: the wait counts from the first of them going in, not from the last
+ * completion. The compute between collectives is no part of it: a larger model's forward pass on
+ * a loaded host (5 s between completions, measured on a healthy 4-rank 4 x 128 job at load 15)
+ * would otherwise read as a hang whenever one rank got into the next collective first. Returns
+ * 1 when the wait is long enough; else when to look again. */
+static int waited_enough(struct job_state *j, uint64_t first_in, uint64_t threshold) {
+  if (!first_in || first_in > ctx->now || ctx->now - first_in >= threshold) return 1;
+  j->next_look = first_in + threshold;
+  return 0;
+}
+
+static void judge_stall(struct job_state *j, uint64_t threshold) {
   struct gather g = {
       .job = j->job, .ranks = json_array(), .hosts = json_array(), .since = j->last_progress};
   det_ranks_each(j->job, survey, &g);
@@ -261,6 +280,7 @@ static void judge_stall(struct job_state *j) {
   g = (struct gather){.job = j->job, .ranks = json_array(), .hosts = json_array(), .want = 1};
   struct open_arg o = {.job = j->job, .g = &g};
   c4_mon_windows_each_open(j->job, open_coll, &o);
+  if (o.missing && !waited_enough(j, o.first_in, threshold)) goto done;
   if (o.missing) {
     snprintf(detail, sizeof detail,
              "%d rank(s) never entered the collective the others wait in "
@@ -276,6 +296,7 @@ static void judge_stall(struct job_state *j) {
   /* no collective record shows it (the profiler writes a collective once it completes): the
    * heartbeats' counts say who is inside one */
   det_ranks_each(j->job, survey, &g);
+  if (g.inside && g.outside && !waited_enough(j, g.first_inside, threshold)) goto done;
   if (g.inside && g.outside) {
     snprintf(
         detail, sizeof detail,
@@ -300,7 +321,7 @@ void det_hang_advance(void) {
     if (!j->last_progress || j->hung || ctx->now < j->next_look) continue;
     uint64_t threshold = ctx->cfg.hang_ns;
     if (10 * j->inside_ewma > (double)threshold) threshold = (uint64_t)(10 * j->inside_ewma);
-    if (ctx->now - j->last_progress >= threshold) judge_stall(j);
+    if (ctx->now - j->last_progress >= threshold) judge_stall(j, threshold);
   }
 }
 

@@ -99,6 +99,11 @@ void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k
     }
     /* a heartbeat says a collective completed since the last one, not when: take the earliest */
     if (k->done > e->done) ctx->progress(job, e->last_hb ? e->last_hb : k->t, 0);
+    /* inside since its previous heartbeat at the earliest, the way progress is taken */
+    if (k->entered <= k->done)
+      e->inside_since = 0;
+    else if (!e->inside_since || k->done > e->done)
+      e->inside_since = e->last_hb ? e->last_hb : k->t;
     e->last_hb = k->t;
     e->entered = k->entered;
     e->done = k->done;

@@ -15,6 +15,7 @@ struct det_rank {
   int used, lost, ended;
   uint64_t last_hb, hb_interval, lost_at;
   uint64_t entered, done; /* collectives, from the last heartbeat */
+  uint64_t inside_since;  /* heartbeats show it inside a collective since then (0: not) */
 };
 
 /* The rank (job, rank), added when insert is set and there is room; NULL otherwise. A process the

@@ -235,6 +235,23 @@ START_TEST(a_rank_that_never_enters_is_a_noncomm_hang_naming_it) {
 }
 END_TEST
 
+/* A larger model on a loaded host: 5 s of compute between collectives, one rank into the next one
+ * a second before the others. No completion for 5 s, but nobody waits 3 s: no hang. */
+START_TEST(a_long_compute_with_one_rank_in_early_is_no_hang) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (uint64_t k = 1; k <= 50; k++) /* rank 0 goes in at 4 s, the rest at 5 s */
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, k >= (r ? 50 : 40) ? 51 : 50, 50);
+  for (int r = 0; r < 4; r++)
+    coll(r, 4, 50, t + (r ? 5000 : 4000) * MS, t + 5050 * MS);
+  run_colls(4, 51, 5, t + 5100 * MS, healthy);
+  ck_assert_int_eq(count("noncomm_hang"), 0);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 static void pending(int src, int dst, int dir, uint64_t t) {
   struct c4_record r = {.kind = C4_REC_XFER};
   r.xfer = (struct c4_xfer_record){.dir = (uint8_t)dir,
@@ -739,6 +756,7 @@ int main(void) {
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
+  tcase_add_test(tc, a_long_compute_with_one_rank_in_early_is_no_hang);
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
