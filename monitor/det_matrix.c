@@ -462,13 +462,15 @@ static int cand_now(const struct cand *c, float *u) {
 
 /* Clearing by the evidence raising asks, in reverse: the statistic back under its margin and at
  * least one margin below the level the fault held it at (a reading that low is as unlikely from
- * the fault as the raise's was from noise), with EVIDENCE margins past that summed over the calm
- * evaluations in a row. Raising also wants STREAK evaluations, against bursts of noise that make a
- * healthy cell read slow for a window or two; noise does not make a slow link read fast (a
- * transfer cannot beat its wire), so one calm evaluation with the evidence to spare is enough. A
- * link that was far out (a 200x cell) clears at its first calm evaluation, about 1.2 s after it is
- * restored; one barely past its margin has little evidence to give and clears by STREAK misses.
- * Returns 1 when c clears this way. */
+ * the fault as the raise's was from noise), CLEAR_STREAK evaluations in a row with EVIDENCE
+ * margins past that summed. Raising wants STREAK (3) in a row, against bursts of noise that make a
+ * healthy cell read slow; a slow link reads fast less often (its receiver posting late, when the
+ * bytes already wait in the socket: one calm evaluation in the middle of make demo's 80 Mbit/s
+ * link at load 20 cleared it and it was raised again), and two in a row (1.5 s of transfers) are
+ * asked. A link that was far out (a 200x cell) clears about 1.7 s after it is restored; one
+ * barely past its margin has little evidence to give and clears by STREAK misses. Returns 1 when
+ * c clears this way. */
+#define CLEAR_STREAK 2
 static int clear_evidence(struct cand *c) {
   float u;
   if (!c->raised || !cand_now(c, &u)) return 0;
@@ -478,7 +480,7 @@ static int clear_evidence(struct cand *c) {
   }
   if (!c->calm++) c->calm_sum = 0;
   c->calm_sum += c->level - u - 1;
-  return c->calm_sum >= EVIDENCE;
+  return c->calm >= CLEAR_STREAK && c->calm_sum >= EVIDENCE;
 }
 
 static uint64_t cand_first_seen(const char *key) {

@@ -409,9 +409,10 @@ START_TEST(a_slow_sending_nic_is_its_row_and_clears_when_restored) {
 }
 END_TEST
 
-/* A link 50x slow (the demo's 80 Mbit/s on loopback reads 200x) clears at its first calm
- * evaluation: the window ending 1 s after the restore, judged GRACE later. Three misses in a row
- * (what clearing asked before) come 1 s later, too late for a run that ends 2 s after the fault. */
+/* A link 50x slow (the demo's 80 Mbit/s on loopback reads 200x) clears at its second calm
+ * evaluation: the window ending 1.5 s after the restore, judged GRACE later. Three misses in a row
+ * (what clearing asked before) come 0.5 s later, too late for a run that ends 2 s after the
+ * fault. */
 START_TEST(a_far_out_link_clears_within_a_few_seconds_of_its_restore) {
   setup(NULL);
   run_xfers(1000 * MS, 22000 * MS, link_1_to_2_at_2pct_until_17s);
@@ -420,7 +421,7 @@ START_TEST(a_far_out_link_clears_within_a_few_seconds_of_its_restore) {
   ck_assert_int_eq(count("recovered"), 1);
   json_t *rec = first("recovered");
   double at = (double)json_integer_value(json_object_get(rec, "t")) / 1e9;
-  ck_assert_msg(at > 17.0 && at < 17.0 + 1.5, "cleared at %.2f s, restored at 17 s", at);
+  ck_assert_msg(at > 17.0 && at < 17.0 + 2.0, "cleared at %.2f s, restored at 17 s", at);
   c4_det_reset();
 }
 END_TEST
