@@ -93,8 +93,8 @@ struct gather {
   int n;
   int quiet, inside, outside, lost_recent;
   uint64_t since;
-  uint64_t first_inside; /* the earliest a rank inside a collective went in (0: none known) */
-  int want;              /* 0: collect quiet ranks; 1: ranks not inside */
+  uint64_t first_inside, last_inside; /* the earliest and latest a rank inside went in (0: none) */
+  int want;                           /* 0: collect quiet ranks; 1: ranks not inside */
 };
 
 static void add_rank(struct gather *g, int rank, const char *host) {
@@ -120,6 +120,7 @@ static void survey(struct det_rank *r, void *arg) {
     g->inside++;
     if (r->inside_since && (!g->first_inside || r->inside_since < g->first_inside))
       g->first_inside = r->inside_since;
+    if (r->inside_since > g->last_inside) g->last_inside = r->inside_since;
   } else
     g->outside++;
   if ((g->want == 0 && quiet) || (g->want == 1 && !quiet && r->entered <= r->done))
@@ -131,7 +132,7 @@ struct open_arg {
   struct gather *g;
   uint64_t comm;
   int missing, all_in;
-  uint64_t first_in; /* the earliest arrival at it */
+  uint64_t first_in, last_in; /* the earliest and latest arrivals at it */
 };
 
 /* The newest incomplete collective of a communicator: who has not entered it. */
@@ -146,6 +147,8 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
   for (int r = 0; r < nranks; r++)
     if (s->t_arrive[r] && (!o->first_in || s->t_arrive[r] < o->first_in))
       o->first_in = s->t_arrive[r];
+  for (int r = 0; r < nranks; r++)
+    if (s->t_arrive[r] > o->last_in) o->last_in = s->t_arrive[r];
   for (int r = 0; r < nranks; r++) {
     if (s->t_arrive[r]) continue;
     const char *host;
@@ -248,7 +251,8 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
 
 /* A non-communication hang is ranks waiting in a collective for others that do not come, for the
  * hang threshold: the wait counts from the first of them going in, not from the last
- * completion. The compute between collectives is no part of it: a larger model's forward pass on
+ * completion; a communication hang's from the last of them going in (all are in: it should
+ * move). The compute between collectives is no part of it: a larger model's forward pass on
  * a loaded host (5 s between completions, measured on a healthy 4-rank 4 x 128 job at load 15)
  * would otherwise read as a hang whenever one rank got into the next collective first. Returns
  * 1 when the wait is long enough; else when to look again. */
@@ -289,6 +293,7 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
     raise_hang(j, "noncomm_hang", "gpu", g.ranks, g.hosts, o.comm, detail);
     return;
   }
+  if (o.all_in && !waited_enough(j, o.last_in, threshold)) goto done;
   if (o.all_in) {
     raise_comm_hang(j, o.comm, &g);
     return;
@@ -305,6 +310,7 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
     raise_hang(j, "noncomm_hang", "gpu", g.ranks, g.hosts, 0, detail);
     return;
   }
+  if (g.inside && !waited_enough(j, g.last_inside, threshold)) goto done;
   if (g.inside) {
     raise_comm_hang(j, 0, &g);
     return;
