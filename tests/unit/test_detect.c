@@ -248,6 +248,47 @@ static void long_compute(int early_ms) {
   run_colls(4, 51, 5, t + 5600 * MS, healthy);
 }
 
+/* Collectives seq0.. where rank 0 goes in wait_ms before the others (heartbeats every 100 ms say
+ * so) and each completes 50 ms after they come; the next starts 10 ms later. Returns its time. */
+static uint64_t rank0_waits(uint64_t t, uint64_t seq0, int n, const uint64_t *wait_ms) {
+  for (int i = 0; i < n; i++) {
+    uint64_t s = seq0 + (uint64_t)i, in = t + wait_ms[i] * MS, done = in + 50 * MS;
+    for (uint64_t h = t + 100 * MS; h < done; h += 100 * MS)
+      for (int r = 0; r < 4; r++)
+        hb(r, h, !r || h >= in ? s + 1 : s, s);
+    for (int r = 0; r < 4; r++)
+      coll(r, 4, s, r ? in : t, done);
+    t = done + 10 * MS;
+  }
+  return t;
+}
+
+/* Ranks that wait 1.5 s for one another every collective (a loaded host's uneven compute): one
+ * wait of 4 s is within three times the longest of the last 256 (4.6 s) and no hang; a rank that
+ * does not come is one, once the wait is past that. */
+START_TEST(a_wait_is_judged_against_the_jobs_longest_recent_waits) {
+  setup(NULL);
+  uint64_t w[40];
+  for (int i = 0; i < 40; i++)
+    w[i] = i == 39 ? 4000 : 1500;
+  rank0_waits(10 * MS, 0, 40, w);
+  ck_assert_int_eq(count("noncomm_hang"), 0);
+  c4_det_reset();
+  setup(NULL);
+  w[39] = 1500;
+  uint64_t t = rank0_waits(10 * MS, 0, 40, w);
+  for (uint64_t h = t + 100 * MS; h <= t + 6000 * MS; h += 100 * MS) /* the others never come */
+    for (int r = 0; r < 4; r++)
+      hb(r, h, r ? 40 : 41, 40);
+  json_t *e = first("noncomm_hang");
+  ck_assert_ptr_nonnull(e);
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(at >= t + 4500 * MS && at <= t + 5000 * MS, "flagged at +%.2f s",
+                (double)(at - t) / 1e9);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_long_compute_with_one_rank_in_early_is_no_hang) {
   setup(NULL);
   long_compute(1000);
@@ -768,6 +809,7 @@ int main(void) {
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
   tcase_add_test(tc, a_long_compute_with_one_rank_in_early_is_no_hang);
+  tcase_add_test(tc, a_wait_is_judged_against_the_jobs_longest_recent_waits);
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
