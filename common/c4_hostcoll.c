@@ -214,7 +214,7 @@ static void add_slice(void *p, size_t offset, size_t len) {
     a->dst[i] += a->src[i];
 }
 
-static void segment(size_t count, int world, int idx, size_t *off, size_t *len) {
+void c4_hostcoll_segment(size_t count, int world, int idx, size_t *off, size_t *len) {
   size_t base = count / (size_t)world, extra = count % (size_t)world;
   *off = (size_t)idx * base + ((size_t)idx < extra ? (size_t)idx : extra);
   *len = base + ((size_t)idx < extra ? 1 : 0);
@@ -260,8 +260,8 @@ static int allreduce(struct c4_hostcoll *h, float *buf, size_t count) {
   }
   for (int s = 0; s < W - 1; s++) { /* reduce-scatter */
     size_t soff, slen, roff, rlen;
-    segment(count, W, (h->rank - s + W) % W, &soff, &slen);
-    segment(count, W, (h->rank - s - 1 + 2 * W) % W, &roff, &rlen);
+    c4_hostcoll_segment(count, W, (h->rank - s + W) % W, &soff, &slen);
+    c4_hostcoll_segment(count, W, (h->rank - s - 1 + 2 * W) % W, &roff, &rlen);
     struct reduce_arg arg = {buf + roff, h->tmp};
     if (slen + rlen == 0) continue;
     int rc = shift(h, (const char *)(buf + soff), slen * sizeof(float), (char *)h->tmp,
@@ -270,8 +270,8 @@ static int allreduce(struct c4_hostcoll *h, float *buf, size_t count) {
   }
   for (int s = 0; s < W - 1; s++) { /* allgather */
     size_t soff, slen, roff, rlen;
-    segment(count, W, (h->rank + 1 - s + W) % W, &soff, &slen);
-    segment(count, W, (h->rank - s + W) % W, &roff, &rlen);
+    c4_hostcoll_segment(count, W, (h->rank + 1 - s + W) % W, &soff, &slen);
+    c4_hostcoll_segment(count, W, (h->rank - s + W) % W, &roff, &rlen);
     if (slen + rlen == 0) continue;
     int rc = shift(h, (const char *)(buf + soff), slen * sizeof(float), (char *)(buf + roff),
                    rlen * sizeof(float), NULL, NULL);

@@ -55,6 +55,11 @@ int c4_hostcoll_ring_init_group(struct c4_hostcoll *h, struct c4_netapi *api, in
  * or no progress for C4_COLL_TIMEOUT_MS; buf is then partly reduced). */
 int c4_hostcoll_allreduce_f32(struct c4_hostcoll *h, float *buf, size_t count);
 
+/* The floats [*off, *off + *len) of a count-float allreduce that form segment idx of world: the
+ * ring sums each segment's elements in its own order of ranks, so a caller that packs several
+ * buffers into one and wants the same bits puts each element into the same segment. */
+void c4_hostcoll_segment(size_t count, int world, int idx, size_t *off, size_t *len);
+
 /* Deregisters and closes the comms and frees the scratch buffer; h can be initialised again.
  * Safe on a ring whose init failed. */
 void c4_hostcoll_ring_close(struct c4_hostcoll *h);

@@ -221,6 +221,7 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_
 
 void train_pipe_free(struct train_pipe *tp) {
   if (tp->plan_up) layer_plan_free(&tp->plan);
+  if (tp->ends) tp->ends_ops->free(tp->ends);
   if (tp->group_up) c4_hostcoll_ring_close(&tp->group);
   if (tp->link.api) pipe_close(&tp->link);
   for (int i = 0; i < tp->slots; i++) {

@@ -45,6 +45,9 @@ struct train_pipe {
   double work_s;   /* busy_s without the drill: the layers, the ends and the copies */
   struct layer_plan plan; /* the layer re-split's decisions (the same on every rank) */
   int plan_up;
+  float *ends; /* ends_floats in ends_ops memory: the shared tensors' gradients, summed at once */
+  size_t ends_floats;
+  const struct c4k_ops *ends_ops;
 };
 
 /* The layers stage `stage` of `stages` holds in the even split of `layers`: [*l0, *l1). Returns

@@ -9,11 +9,51 @@
 #include "c4_err.h"
 #include "gpt_layers.h"
 
+/* Copies the two ends of the gradients into the packed buffer (to 1) or back (to 0): segment j
+ * of the packed buffer is segment j of the head end, then segment j of the tail end, then zeros up
+ * to seg floats. Copies go through the kernels (the buffer is in the model's memory) and are exact:
+ * x * 1 is x. */
+static void pack_ends(struct gpt *model, float *packed, size_t seg, int world, int to) {
+  size_t lay0 = model->at[GPT_LN1W], lay1 = model->at[GPT_LNFW], tail = model->nparams - lay1;
+  for (int j = 0; j < world; j++) {
+    size_t o0, n0, o1, n1;
+    c4_hostcoll_segment(lay0, world, j, &o0, &n0);
+    c4_hostcoll_segment(tail, world, j, &o1, &n1);
+    float *p = packed + (size_t)j * seg, *g0 = model->grads + o0, *g1 = model->grads + lay1 + o1;
+    model->ops->scale(to ? p : g0, to ? g0 : p, 1.0f, n0);
+    model->ops->scale(to ? p + n0 : g1, to ? g1 : p + n0, 1.0f, n1);
+  }
+}
+
+/* The embeddings' and the final layernorm's gradients, which sit at both ends of the window, go
+ * through one world allreduce rather than two back to back: c4mon's straggler detector measures a
+ * rank's compute between its collectives, and two with no work between them would halve its
+ * signal (one is also cheaper). Packed by segments (pack_ends), every element is summed over the
+ * ranks in the same order as in its own allreduce, so the bits are those of two allreduces as long
+ * as the packed buffer fits in one bucket (--bucket-mb; beyond that, the same sums to float
+ * reordering). */
+static int allreduce_ends(struct train_pipe *tp, struct dp *d, struct gpt *model) {
+  size_t lay0 = model->at[GPT_LN1W], tail = model->nparams - model->at[GPT_LNFW], n0, n1, o;
+  c4_hostcoll_segment(lay0, d->world, 0, &o, &n0); /* segment 0 is the longest */
+  c4_hostcoll_segment(tail, d->world, 0, &o, &n1);
+  size_t seg = n0 + n1, n = seg * (size_t)d->world;
+  if (tp->ends_floats < n) {
+    if (tp->ends) tp->ends_ops->free(tp->ends);
+    tp->ends = model->ops->alloc(n * sizeof(float)); /* zeroed: the padding stays 0 */
+    tp->ends_ops = model->ops;
+    tp->ends_floats = tp->ends ? n : 0;
+    if (!tp->ends) return C4_ENOMEM;
+  }
+  pack_ends(model, tp->ends, seg, d->world, 1);
+  if (dp_allreduce(d, tp->ends, n)) return C4_EREMOTE;
+  pack_ends(model, tp->ends, seg, d->world, 0);
+  return 0;
+}
+
 int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model) {
   size_t lay0 = model->at[GPT_LN1W], lay1 = model->at[GPT_LNFW]; /* the per-layer tensors */
-  if (dp_allreduce(d, model->grads, lay0) ||
-      dp_allreduce(d, model->grads + lay1, model->nparams - lay1))
-    return C4_EREMOTE;
+  int rc = allreduce_ends(tp, d, model);
+  if (rc) return rc;
   for (size_t at = lay0; tp->group_up && at < lay1; at += d->bucket_floats) {
     size_t len = lay1 - at < d->bucket_floats ? lay1 - at : d->bucket_floats;
     if (c4_hostcoll_allreduce_f32(&tp->group, model->grads + at, len)) return C4_EREMOTE;
