@@ -9,6 +9,7 @@
 #include "c4_err.h"
 #include "c4_log.h"
 #include "det_internal.h"
+#include "det_waits.h"
 #include "mon_windows.h"
 
 static struct det_idents idents;
@@ -72,6 +73,7 @@ void c4_det_take(const struct c4_det_job *job, const struct c4_record *r) {
     det_ident_learn(&idents, r->xfer.self.host, r->xfer.self.pid, r->xfer.self.rank);
     det_matrix_take(job, &r->xfer);
     det_hang_take_xfer(job, &r->xfer);
+    det_waits_take(job, &r->xfer);
     break;
   case C4_REC_COLL:
     c4_det_advance(r->coll.t_done ? r->coll.t_done : r->coll.t_arrive);
@@ -132,6 +134,7 @@ void c4_det_reset(void) {
   det_ident_reset(&idents);
   c4_mon_windows_reset();
   det_coll_reset();
+  det_waits_reset();
   det_hang_reset();
   det_matrix_reset();
   det_paths_reset();

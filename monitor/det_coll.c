@@ -10,12 +10,15 @@
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts:
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Also keeps who each communicator
- * rank is (its comm record's host and pid), for events in launcher ranks. */
+ * rank is (its comm record's host and pid), for events in launcher ranks. The time a rank spent
+ * blocked in receives between two collectives (det_waits: a pipeline stage waiting for its
+ * neighbour stage) is not its compute: a slow stage's neighbours are not named with it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "det_internal.h"
+#include "det_waits.h"
 #include "mon_windows.h"
 
 #define K 12             /* ratios per rank in the statistic */
@@ -351,9 +354,11 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
     if (cur->t_arrive[r] > latest) latest = cur->t_arrive[r], last = r;
   }
   double dur = prev_done > fallback ? (double)(prev_done - fallback) : 0;
-  for (int r = 0; r < nranks; r++) {
-    uint64_t end = prev->t_done[r] ? prev->t_done[r] : fallback;
-    s->gaps[r] = cur->t_arrive[r] > end ? (double)(cur->t_arrive[r] - end) : 0;
+  for (int r = 0; r < nranks;
+       r++) { /* blocked in a receive (a pipeline's neighbour) is no compute */
+    uint64_t end = prev->t_done[r] ? prev->t_done[r] : fallback, t = cur->t_arrive[r];
+    uint64_t waited = det_waits_blocked(job, s->host[r], s->pid[r], end, t);
+    s->gaps[r] = t > end + waited ? (double)(t - end - waited) : 0;
     s->scratch[r] = s->gaps[r];
   }
   double med = select_kth(s->scratch, nranks, nranks / 2);

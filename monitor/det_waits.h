@@ -1,0 +1,27 @@
+/* det_waits.h -- the time each process spent blocked in receives, from its receive records: a
+ * pipeline stage waiting for its neighbour's activations or gradients is not computing, and the
+ * straggler detector (det_coll.c) takes that time out of the rank's compute between collectives,
+ * so that only the slow stage is named, not its whole replica. Bounded: WAITS_PROCS processes (a
+ * full table learns no new one), the last WAITS_KEPT merged receive intervals each. */
+#ifndef C4_DET_WAITS_H
+#define C4_DET_WAITS_H
+
+#include <stdint.h>
+
+#include "c4_record.h"
+#include "det_job.h"
+
+/* Takes a completed receive (other records are ignored): its [t_posted, t_done] joins the
+ * process's intervals, merged with the newest one when they overlap (a ring's pipelined slices
+ * become one interval, a pipeline's receives in turn stay apart). */
+void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x);
+
+/* Nanoseconds of [t0, t1) that process (host, pid) of job spent inside receives it has reported
+ * (0 when none, or unknown). */
+uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
+                           uint64_t t0, uint64_t t1);
+
+/* Forgets everything. */
+void det_waits_reset(void);
+
+#endif

@@ -1,0 +1,185 @@
+/* test_det_pipe.c -- the straggler detector on a pipeline: 3 replicas of 2 stages (rank r is stage
+ * r % 2 of replica r / 2) summing gradients in one world allreduce per step. When one stage is
+ * slow, its neighbour stage waits for it in receives: only the slow stage is named, and it
+ * recovers when it heals. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check_run.h"
+#include "det.h"
+#include "mon_events.h"
+
+#define MS 1000000ull
+#define RANKS 6
+#define MICRO 4 /* micro-batches per replica per step */
+
+static json_t *events;
+
+static void collect(const json_t *ev, const char *line, void *arg) {
+  (void)line;
+  (void)arg;
+  json_array_append(events, (json_t *)ev);
+}
+
+static void take(struct c4_record *r) { c4_det_take(c4_det_job("job"), r); }
+
+static void comm_record(int rank) {
+  struct c4_record r = {.kind = C4_REC_COMM};
+  r.comm = (struct c4_comm_record){
+      .comm = 0xc4, .rank = rank, .nranks = RANKS, .pid = 100 + (uint32_t)rank, .t = 1};
+  snprintf(r.comm.host, sizeof r.comm.host, "node%d", rank);
+  take(&r);
+}
+
+static void hb(int rank, uint64_t t, uint64_t done) {
+  struct c4_record r = {.kind = C4_REC_RANK};
+  r.rank = (struct c4_rank_record){
+      .rank = rank, .pid = 100 + (uint32_t)rank, .t = t, .entered = done, .done = done};
+  snprintf(r.rank.host, sizeof r.rank.host, "node%d", rank);
+  take(&r);
+}
+
+/* A completed receive of rank self from peer, posted at t0 and done at t1. */
+static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
+  static uint64_t seq;
+  struct c4_record r = {.kind = C4_REC_XFER};
+  r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                   .status = C4_XFER_OK,
+                                   .conn_id = 1000 + (uint64_t)(peer * RANKS + self),
+                                   .seq = seq++,
+                                   .bytes = 65536,
+                                   .t_posted = t0,
+                                   .t_first_byte = t1 > t0 + 1000 ? t1 - 1000 : t0,
+                                   .t_done = t1};
+  r.xfer.self = (struct c4_identity){.rank = self, .pid = 100 + (uint32_t)self};
+  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = 100 + (uint32_t)peer};
+  snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
+  snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
+  take(&r);
+}
+
+static void coll(int rank, uint64_t seq, uint64_t arrive, uint64_t done) {
+  struct c4_record r = {.kind = C4_REC_COLL};
+  r.coll = (struct c4_coll_record){.comm = 0xc4,
+                                   .seq = seq,
+                                   .rank = rank,
+                                   .nranks = RANKS,
+                                   .root = -1,
+                                   .bytes = 1 << 20,
+                                   .t_arrive = arrive,
+                                   .t_enqueued = arrive + 1000,
+                                   .t_done = done};
+  strcpy(r.coll.func, "AllReduce");
+  take(&r);
+}
+
+/* 2% jitter, the same for a rank, step and pass every run. */
+static double jitter(int r, uint64_t s, int pass) {
+  uint64_t h = (s * 7919 + (uint64_t)r * 104729 + (uint64_t)pass * 1299709) % 101;
+  return 1 + 0.02 * ((double)h / 50.0 - 1);
+}
+
+/* One replica's step from t: stage 0 (rank a) runs the forwards, 6 ms each, and sends each
+ * activation on; stage 1 (rank b) receives it and runs forward and backward, 12 ms x slow_b, and
+ * sends the gradient back; stage 0 receives each gradient and runs its backward, 6 ms. Every
+ * receive is a record, posted when the rank starts waiting. Sets each rank's arrival at the
+ * allreduce. */
+static void replica_step(int a, int b, uint64_t s, uint64_t t, double slow_b, uint64_t *arrive) {
+  uint64_t act[MICRO], grad[MICRO], ta = t, tb = t;
+  for (int i = 0; i < MICRO; i++) {
+    ta += (uint64_t)(6 * MS * jitter(a, s, i));
+    act[i] = ta + 100000; /* the transfer */
+  }
+  for (int i = 0; i < MICRO; i++) {
+    uint64_t got = act[i] > tb ? act[i] : tb + 20000;
+    recv_record(b, a, tb, got);
+    tb = got + (uint64_t)(12 * MS * slow_b * jitter(b, s, MICRO + i));
+    grad[i] = tb + 100000;
+  }
+  for (int i = 0; i < MICRO; i++) {
+    uint64_t got = grad[i] > ta ? grad[i] : ta + 20000;
+    recv_record(a, b, ta, got);
+    ta = got + (uint64_t)(6 * MS * jitter(a, s, 2 * MICRO + i));
+  }
+  arrive[a] = ta;
+  arrive[b] = tb;
+}
+
+/* Steps s0 .. s0 + n - 1 from t, rank 3 (replica 1's second stage) slow(step) times slower;
+ * the allreduce takes 20 ms from the last arrival, its ring's receives recorded too. */
+static uint64_t run_steps(uint64_t s0, uint64_t n, uint64_t t, double (*slow)(uint64_t step)) {
+  for (uint64_t s = s0; s < s0 + n; s++) {
+    uint64_t arrive[RANKS], last = 0;
+    for (int p = 0; p < RANKS / 2; p++)
+      replica_step(2 * p, 2 * p + 1, s, t, p == 1 ? slow(s) : 1.0, arrive);
+    for (int r = 0; r < RANKS; r++)
+      if (arrive[r] > last) last = arrive[r];
+    uint64_t done = last + 20 * MS;
+    for (int r = 0; r < RANKS; r++) {
+      for (int k = 0; k < 4; k++) /* pipelined slices: overlapping receives from the ring */
+        recv_record(r, (r + RANKS - 1) % RANKS, arrive[r] + (uint64_t)k * 4 * MS,
+                    last + (uint64_t)(k + 1) * 5 * MS);
+      coll(r, s, arrive[r], done + (uint64_t)r * 1000);
+    }
+    for (int r = 0; r < RANKS; r++)
+      hb(r, done, s + 1);
+    t = done + 100000;
+  }
+  return t;
+}
+
+static double thrice_from_100_to_200(uint64_t s) { return s >= 100 && s < 200 ? 3.0 : 1.0; }
+
+/* The verdicts of kind naming rank. */
+static int named(const char *kind, int rank) {
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "kind")), kind)) continue;
+    json_t *ranks = json_object_get(e, "ranks");
+    size_t j;
+    json_t *v;
+    json_array_foreach(ranks, j, v) n += json_integer_value(v) == rank;
+  }
+  return n;
+}
+
+static int all_of(const char *kind) {
+  int n = 0;
+  for (int r = 0; r < RANKS; r++)
+    n += named(kind, r);
+  return n;
+}
+
+START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
+  events = json_array();
+  c4_mon_events_reset();
+  c4_mon_events_add_sink(collect, NULL);
+  struct c4_det_config cfg = {0};
+  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  for (int r = 0; r < RANKS; r++)
+    comm_record(r);
+  uint64_t t = run_steps(0, 100, 10 * MS, thrice_from_100_to_200);
+  ck_assert_int_eq(all_of("straggler"), 0);
+  t = run_steps(100, 100, t, thrice_from_100_to_200);
+  ck_assert_int_eq(named("straggler", 3), 1);
+  ck_assert_msg(all_of("straggler") == 1, "%d straggler verdicts (rank 2, which waits for 3: %d)",
+                all_of("straggler"), named("straggler", 2));
+  run_steps(200, 80, t, thrice_from_100_to_200);
+  ck_assert_int_eq(named("recovered", 3), 1);
+  ck_assert_int_eq(all_of("straggler"), 1);
+  c4_det_reset();
+  json_decref(events);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("det_pipe");
+  TCase *tc = tcase_create("det_pipe");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, only_the_slow_stage_is_named_not_the_stage_that_waits_for_it);
+  suite_add_tcase(s, tc);
+  return c4_check_run(s);
+}
