@@ -4,7 +4,9 @@
  * under the slowdowns it is made for (ranks under the straggler threshold count as healthy:
  * planning on noise would hand the fastest one more work, which it then finishes last); when
  * every rank reads healthy the even plan comes back, and a healed rank's window starts afresh
- * (its slow steps would read it slow again, and the plan would flap). */
+ * (its slow steps would read it slow again, and the plan would flap). A rank newly reading slow
+ * counts as healthy until its reading has held for persist_s seconds of steps (--straggler-wait,
+ * resplit.h: a burst of the machine's other work on its core passes) or c4mon names it. */
 #include "layer_plan.h"
 
 #include <stdlib.h>
@@ -52,9 +54,11 @@ int layer_plan_init(struct layer_plan *p, int stages, int replicas, int layers, 
   p->next = calloc(n, sizeof *p->next);
   p->monitor = calloc(n, sizeof *p->monitor);
   p->monitor_age = calloc(n, sizeof *p->monitor_age);
+  p->slow_for_s = calloc(n, sizeof *p->slow_for_s);
   if (!p->split || !p->data || !p->even || !p->even_data || (max_layers && !p->max_layers) ||
       !p->slowdown || !p->planned || !p->ends || !p->rel || !p->endw || !p->count || !p->next ||
-      !p->monitor || !p->monitor_age || layers < stages || stages < 1 || replicas < 1) {
+      !p->monitor || !p->monitor_age || !p->slow_for_s || layers < stages || stages < 1 ||
+      replicas < 1) {
     layer_plan_free(p);
     return C4_EINVAL;
   }
@@ -87,6 +91,7 @@ void layer_plan_free(struct layer_plan *p) {
   free(p->next);
   free(p->monitor);
   free(p->monitor_age);
+  free(p->slow_for_s);
   memset(p, 0, sizeof *p);
 }
 
@@ -210,14 +215,28 @@ static double best_plan(const struct layer_plan *p, const double *want, int *spl
   return best;
 }
 
+/* Each rank's time at the threshold grows by the step's slowest compute, or starts over. */
+static void time_slow(struct layer_plan *p, const struct layer_plan_report *rep) {
+  int n = p->stages * p->replicas;
+  double step_s = 0;
+  for (int i = 0; i < n; i++)
+    if (rep[i].busy_s > step_s) step_s = rep[i].busy_s;
+  for (int i = 0; i < n; i++)
+    p->slow_for_s[i] = p->slowdown[i] >= C4_SPLIT_STRAGGLER ? p->slow_for_s[i] + step_s : 0;
+}
+
 int layer_plan_step(struct layer_plan *p, const struct layer_plan_report *rep) {
   int S = p->stages, R = p->replicas, n = S * R;
-  if (!measure(p, rep) || !p->enabled || !c4_split_needs_replan(n, p->planned, p->slowdown))
-    return 0;
+  int ready = measure(p, rep);
+  time_slow(p, rep);
+  if (!ready || !p->enabled || !c4_split_needs_replan(n, p->planned, p->slowdown)) return 0;
   double want[n];
   int slow = 0, lay[S], dat[R];
   for (int i = 0; i < n; i++) {
     want[i] = p->slowdown[i] < C4_SPLIT_STRAGGLER ? 1.0 : p->slowdown[i];
+    int named = p->monitor_age[i] <= LAYER_PLAN_WINDOW && p->monitor[i] > 0;
+    if (p->planned[i] < C4_SPLIT_STRAGGLER && p->slow_for_s[i] < p->persist_s && !named)
+      want[i] = 1.0; /* not yet: it has not stayed slow for the wait */
     slow |= want[i] > 1.0;
   }
   if (!slow) {

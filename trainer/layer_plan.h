@@ -52,6 +52,9 @@ struct layer_plan {
   int *count, *next;
   double *monitor; /* c4mon's last factor per rank, and the steps since it appeared */
   int *monitor_age;
+  double *slow_for_s; /* per rank: seconds its slowdown has stood at the straggler threshold */
+  double persist_s;   /* how long a rank not planned slow must read slow before the plan acts on
+                         it, unless c4mon names it (resplit.h's wait; 0 after init: none) */
 };
 
 /* Starts at the even split of `layers` among `stages` and of `microbatches` among `replicas`

@@ -268,7 +268,10 @@ static int run_alloc(struct run *s) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return C4TRAIN_EXIT_PEER_LOST;
   }
-  if (s->pp > 1) s->mb = s->tp.plan.data; /* --pp: the pipeline plan splits the replicas' */
+  if (s->pp > 1) { /* --pp: the pipeline plan splits the replicas', after the same wait */
+    s->mb = s->tp.plan.data;
+    s->tp.plan.persist_s = o->straggler_wait_s;
+  }
   return 0;
 }
 

@@ -239,6 +239,47 @@ START_TEST(c4mon_s_verdict_moves_layers_before_the_windows_fill) {
 }
 END_TEST
 
+/* --straggler-wait (persist_s): a stage 2x slow for 12 steps (about 0.8 s of steps) moves layers
+ * without the wait and not under a 2 s one; a lasting slowdown moves them once the reading has
+ * stood 2 s of steps; c4mon's verdict does not wait. */
+START_TEST(the_wait_rides_out_a_burst_unless_c4mon_names_the_rank) {
+  for (int wait = 0; wait <= 1; wait++) {
+    for (int lasting = 0; lasting <= 1; lasting++) {
+      srand(13);
+      struct layer_plan p;
+      ck_assert_int_eq(layer_plan_init(&p, 4, 1, 16, 8, NULL, 1), 0);
+      p.persist_s = wait ? 2.0 : 0;
+      double slow[4] = {1, 1, 1, 1}, slow_s = 0;
+      struct layer_plan_report rep[4];
+      int shed = 0;
+      for (int step = 1; step <= 120 && !shed; step++) {
+        slow[1] = step >= 20 && (lasting || step < 32) ? 2 : 1;
+        synth(4, p.split, slow, 0.05, 0, rep);
+        layer_plan_step(&p, rep);
+        slow_s = p.slowdown[1] >= C4_SPLIT_STRAGGLER ? slow_s + rep[1].busy_s : 0;
+        if (p.split[1] < 4) shed = step;
+      }
+      if (!wait) ck_assert_msg(shed > 20, "no wait, lasting %d: shed at %d", lasting, shed);
+      if (wait && !lasting) ck_assert_msg(shed == 0, "a burst moved layers at step %d", shed);
+      if (wait && lasting)
+        ck_assert_msg(shed > 0 && slow_s >= 2.0, "shed %d after %.2f s", shed, slow_s);
+      layer_plan_free(&p);
+    }
+  }
+  struct layer_plan p; /* named by c4mon: at once */
+  ck_assert_int_eq(layer_plan_init(&p, 4, 1, 16, 8, NULL, 1), 0);
+  p.persist_s = 2.0;
+  double ones[4] = {1, 1, 1, 1};
+  struct layer_plan_report rep[4];
+  synth(4, p.split, ones, 0.05, 0, rep);
+  layer_plan_step(&p, rep);
+  synth(4, p.split, ones, 0.05, 0, rep);
+  rep[2].monitor_factor = 3.0;
+  ck_assert_int_eq(layer_plan_step(&p, rep), 1);
+  layer_plan_free(&p);
+}
+END_TEST
+
 /* --- the model's layers --- */
 
 static const struct gpt_config cfg = {
@@ -349,6 +390,7 @@ int main(void) {
   tcase_add_test(t, a_slow_stage_loses_layers_and_gets_them_back);
   tcase_add_test(t, layers_or_micro_batches_whichever_is_predicted_faster);
   tcase_add_test(t, c4mon_s_verdict_moves_layers_before_the_windows_fill);
+  tcase_add_test(t, the_wait_rides_out_a_burst_unless_c4mon_names_the_rank);
   tcase_add_test(t, a_stage_holds_only_its_layers);
   tcase_add_test(t, moving_layers_keeps_every_bit_and_the_loss);
   suite_add_tcase(s, t);
