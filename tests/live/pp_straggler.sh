@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# pp_straggler.sh -- the pipeline's straggler loop, live: c4mon and a c4train of 4 pipeline stages
+# (--pp 4, one replica, 8 layers) over loopback through the c4 plugin, each rank a host of its own,
+# c4mon's verdicts fed back (--monitor), stage 1 (rank 1) 3x slow in steps 30..130 of 220. Pass:
+# while stage 1 is slow, c4mon names rank 1 and no other rank a straggler (the stages that wait
+# for it in receives are not named); layers move off stage 1 within 2 s of the verdict (without --monitor the trainer's
+# own reading must first stand --straggler-wait, 3 s: that run fails here); rank 1's verdict is
+# recovered; the layers are back to the even split after the heal and stay there to the end.
+# Known and not asserted: after the heal, until the layers move back, the stage that took stage
+# 1's layers computes more than the median rank than it did while stage 1 was slow (c4mon judges a
+# rank against the median rank), and c4mon may name it for a few seconds (printed as a note).
+# No root needed. Usage: pp_straggler.sh [BUILD_DIR] [extra c4train flags].
+set -u
+BUILD=${1:-${C4_BUILD_DIR:-build}}
+shift
+MONITOR=${PP_STRAGGLER_MONITOR:-1} # 0: run without --monitor (to see the test fail)
+. "$(dirname "$0")/lib/train_job.sh"
+command -v jq >/dev/null || { echo "pp_straggler: jq is missing (make deps)"; exit 1; }
+for f in "$BUILD/bin/c4mon" "$BUILD/bin/c4train" "$BUILD/lib/libnccl-net-c4.so"; do
+  [ -e "$f" ] || { echo "pp_straggler: $f is missing (build first)"; exit 1; }
+done
+WORK=$(mktemp -d /tmp/c4-pp-straggler-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+fail() {
+  echo "pp_straggler: FAILED: $*"
+  jq -c '{kind, ranks, t, factor, detail}' "$WORK/events.jsonl"
+  jq -c 'select(.event == "step") | [.step, .t_ns, .layers, .pipe_slowdown[1]]' \
+    "$WORK/train.jsonl" | awk 'NR % 10 == 1'
+  exit 1
+}
+
+port=$(free_port)
+sub=$(free_port)
+"$BUILD/bin/c4mon" serve --listen "127.0.0.1:$port" --token live --subscribe "127.0.0.1:$sub" \
+  --events "$WORK/events.jsonl" >"$WORK/c4mon.out" 2>"$WORK/c4mon.log" &
+mon=$!
+sleep 0.5
+kill -0 "$mon" 2>/dev/null || { echo "pp_straggler: skipped: c4mon could not start:"; cat "$WORK/c4mon.log"; exit 0; }
+feed=()
+[ "$MONITOR" = 1 ] && feed=(--monitor "127.0.0.1:$sub")
+C4_HOSTNAME=node-%r C4_MONITOR="127.0.0.1:$port" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
+  "$BUILD/bin/c4train" --local-ranks 4 --pp 4 --layers 8 --width 32 --heads 2 --context 32 \
+  --steps 220 --eval-windows 4 --json --slow 1:3.0:30:130 "${feed[@]}" "$@" \
+  >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
+rc=$?
+sleep 1
+kill "$mon" 2>/dev/null
+wait "$mon" 2>/dev/null
+touch "$WORK/events.jsonl"
+[ $rc -eq 0 ] || { echo "pp_straggler: FAILED: c4train failed:"; tail -5 "$WORK/c4train.log"; exit 1; }
+
+# the events while the job ran: those before its end (job_end closes what is open)
+jq -s -c '(map(.kind == "job_end") | index(true)) as $stop | .[: ($stop // length)] | .[]' \
+  "$WORK/events.jsonl" >"$WORK/running.jsonl"
+steps=$(jq -s -c '[.[] | select(.event == "step") | {step, t: .t_ns, l: .layers}]' "$WORK/train.jsonl")
+heal=$(jq -n --argjson s "$steps" '[$s[] | select(.step == 130)] | .[0].t')
+named=$(jq -s -c "[.[] | select(.kind == \"straggler\" and .t <= $heal) | .ranks[]] | unique" \
+  "$WORK/running.jsonl")
+[ "$named" = "[1]" ] || fail "stragglers named while stage 1 was slow: $named, not rank 1 alone"
+later=$(jq -s -c "[.[] | select(.kind == \"straggler\" and .t > $heal) | .ranks[]]" \
+  "$WORK/running.jsonl")
+[ "$later" = "[]" ] || echo "pp_straggler: note: named after the heal (the shares moved back): $later"
+flagged=$(jq -s '[.[] | select(.kind == "straggler")] | .[0].t' "$WORK/running.jsonl")
+jq -e -s 'any(.[]; .kind == "recovered" and .ranks == [1])' "$WORK/running.jsonl" >/dev/null ||
+  fail "rank 1's verdict was never recovered"
+moved=$(jq -n -c --argjson s "$steps" '[$s[] | select(.l[1] < 2)] | .[0] // empty')
+[ -n "$moved" ] || fail "no layer ever moved off stage 1"
+after=$(jq -n --argjson m "$moved" "(\$m.t - $flagged) / 1e9")
+printf 'pp_straggler: rank 1 named; layers %s at step %s, %.2f s after the verdict\n' \
+  "$(jq -c .l <<<"$moved")" "$(jq .step <<<"$moved")" "$after"
+jq -e -n "$after <= 2" >/dev/null || fail "layers moved $after s after the verdict, not within 2 s"
+back=$(jq -n --argjson s "$steps" '[$s[] | select(.step > 130 and .l == [2,2,2,2])] | .[0].step // 0')
+last=$(jq -n -c --argjson s "$steps" '$s[-1].l')
+[ "$back" -gt 0 ] && [ "$last" = "[2,2,2,2]" ] ||
+  fail "layers not back to even after the heal (first even step after 130: $back, last: $last)"
+printf 'pp_straggler: back to the even split at step %s (heal at 130)\n' "$back"
+echo "pp_straggler: ok"
