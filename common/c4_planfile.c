@@ -38,21 +38,23 @@ void c4_planfile_free(struct c4_planfile *p) {
   free(p);
 }
 
-/* Copies a string of 1 to cap-1 bytes without a NUL inside into out; 0, or -1 when v is not. */
+/* Copies a string of 1 to cap-1 bytes without a NUL inside into out; 0, or C4_EINVAL when v is
+ * not. */
 static int host_name(json_t *v, char *out, size_t cap) {
   if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= cap ||
       strlen(json_string_value(v)) != json_string_length(v))
-    return -1;
+    return C4_EINVAL;
   memcpy(out, json_string_value(v), json_string_length(v) + 1);
   return 0;
 }
 
-/* An optional integer field 0..max into *out (-1 when absent or null). Returns 0 or -1. */
+/* An optional integer field 0..max into *out (-1 when absent or null). Returns 0 or C4_EINVAL. */
 static int opt_int(json_t *flow, const char *key, long long max, long long *out) {
   json_t *v = json_object_get(flow, key);
   *out = -1;
   if (!v || json_is_null(v)) return 0;
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) return -1;
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+    return C4_EINVAL;
   *out = json_integer_value(v);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "mon_events.h"
 
 #define MAX_ACTIVE 4096
@@ -41,7 +42,7 @@ static json_t *comm_hex(uint64_t comm) {
 static int find(const char *key) {
   for (int i = 0; i < book.nactive; i++)
     if (!strcmp(book.active[i].key, key)) return i;
-  return -1;
+  return C4_NONE;
 }
 
 static json_t *event_of(const struct det_finding *f, int id, uint64_t now) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "c4_hash.h"
 #include "det_internal.h"
 #include "det_median.h"
@@ -183,7 +184,7 @@ static int alloc(void) {
       !m.by_conn || !m.ev.ws || !m.ev.at || !m.ev.scratch || !m.ev.rs || !m.ev.cs || !m.ev.row ||
       !m.ev.col || !m.ev.nrow || !m.ev.ncol || !m.ev.hot_cell) {
     det_matrix_reset();
-    return -1;
+    return C4_ENOMEM;
   }
   memset(m.node_hash, 0xff, 2 * NODE_CAP * sizeof *m.node_hash);
   memset(m.cell_hash, 0xff, 2 * CELL_CAP * sizeof *m.cell_hash);
@@ -195,7 +196,7 @@ static int node_of(const char *host, int dev) {
   for (uint64_t i = mix(h) & (2 * NODE_CAP - 1);; i = (i + 1) & (2 * NODE_CAP - 1)) {
     int k = m.node_hash[i];
     if (k < 0) {
-      if (m.nnodes == NODE_CAP) return -1;
+      if (m.nnodes == NODE_CAP) return C4_NONE;
       k = m.node_hash[i] = m.nnodes++;
       snprintf(m.node[k].host, C4_HOST_MAX, "%s", host);
       m.node[k].dev = dev;
@@ -212,7 +213,7 @@ static int cell_of(int src, int dst) {
        i = (i + 1) & (2 * CELL_CAP - 1)) {
     int k = m.cell_hash[i];
     if (k < 0) {
-      if (m.ncells == CELL_CAP) return -1;
+      if (m.ncells == CELL_CAP) return C4_NONE;
       k = m.cell_hash[i] = m.ncells++;
       m.cell[k].src = src;
       m.cell[k].dst = dst;
@@ -257,7 +258,7 @@ void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
  * device, its host and rank (the rank stands for its NIC; kept as device -2 - rank). -1 when
  * the host is unknown or the table is full. */
 static int nic_of(const struct c4_identity *e) {
-  if (!e->host[0]) return -1;
+  if (!e->host[0]) return C4_NONE;
   return node_of(e->host, e->dev >= 0 ? e->dev : e->rank >= 0 ? -2 - e->rank : -1);
 }
 
@@ -281,7 +282,7 @@ static int cell_of_xfer(const struct c4_xfer_record *x) {
   const struct c4_identity *from = recv ? &x->peer : &x->self, *to = recv ? &x->self : &x->peer;
   int src = nic_of(from), dst = nic_of(to);
   int c = src >= 0 && dst >= 0 ? cell_of(src, dst) : -1;
-  if (c < 0) return -1;
+  if (c < 0) return C4_NONE;
   learn_rank(src, from->rank);
   learn_rank(dst, to->rank);
   if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */

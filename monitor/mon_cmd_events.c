@@ -12,6 +12,7 @@
 
 #include "c4_cli.h"
 #include "c4_clock.h"
+#include "c4_err.h"
 #include "c4_score.h"
 #include "mon_cli.h"
 #include "mon_evq.h"
@@ -173,7 +174,7 @@ static void nap_ms(long ms) {
  * Returns 0, or -1 when out of memory. */
 static int append_part(char **part, size_t *plen, const char *line, size_t len) {
   char *p = realloc(*part, *plen + len + 1);
-  if (!p) return -1;
+  if (!p) return C4_ENOMEM;
   memcpy(p + *plen, line, len + 1);
   *part = p;
   *plen += len;
@@ -389,7 +390,7 @@ static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q
                                  "time (--active --count counts the active verdicts)");
   if (q->score && (q->kinds || q->where || q->rank >= 0 || q->host || q->job || *since || *until))
     return c4_cli_usage(q->prog, "--score reads every event: give it no filter");
-  return -1;
+  return C4_NONE;
 }
 
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {

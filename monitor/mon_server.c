@@ -65,10 +65,14 @@ static struct {
   struct c4_record *batch; /* one RECORDS frame, checked whole before any record is taken */
 } mon;
 
+/* What a connection's handlers return when they closed it, or when it now only sends (a status
+ * reply): the loop stops reading from it. 0 is "go on". */
+#define CONN_CLOSED (-1)
+
 static int send_all_now(int fd, const uint8_t *p, size_t n) {
   while (n) { /* small control frames on a fresh or idle socket: fit in its buffer */
     ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k <= 0) return -1;
+    if (k <= 0) return C4_ESYS;
     p += k;
     n -= (size_t)k;
   }
@@ -77,7 +81,7 @@ static int send_all_now(int fd, const uint8_t *p, size_t n) {
 
 static int send_frame(int fd, int type, const void *payload, size_t len) {
   uint8_t b[C4_FRAME_HDR + 64];
-  if (len > sizeof b - C4_FRAME_HDR) return -1;
+  if (len > sizeof b - C4_FRAME_HDR) return C4_EINVAL;
   c4_frame_put_header(b, type, (uint32_t)len);
   if (len) memcpy(b + C4_FRAME_HDR, payload, len);
   return send_all_now(fd, b, C4_FRAME_HDR + len);
@@ -250,7 +254,7 @@ static int start_status(struct conn *c) {
   if (!c->out) {
     free(doc);
     close_conn(c, "out of memory for a status reply", 0);
-    return -1;
+    return CONN_CLOSED;
   }
   for (size_t f = 0, off = 0; f < frames; f++) {
     size_t part = n - off < C4_FRAME_MAX_PAYLOAD ? n - off : C4_FRAME_MAX_PAYLOAD;
@@ -268,10 +272,10 @@ static int start_status(struct conn *c) {
   struct epoll_event ev = {.events = EPOLLOUT, .data.fd = c->fd};
   if (epoll_ctl(mon.efd, EPOLL_CTL_MOD, c->fd, &ev) != 0) {
     close_conn(c, "could not wait to send the status", 0);
-    return -1;
+    return CONN_CLOSED;
   }
   on_writable(c);
-  return -1;
+  return CONN_CLOSED;
 }
 
 /* The first frame of a connection that has not proven the token: a HELLO (checked) or a STATUS
@@ -283,7 +287,7 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     if (!c4_frame_status_verify(p, len, c->nonce, mon.o->token)) {
       mon_gate_refused(now, "a STATUS request", NULL, NULL, "wrong token");
       close_conn(c, NULL, 1);
-      return -1;
+      return CONN_CLOSED;
     }
     if (mon.sending >= MON_GATE_STATUS_SENDING || !mon_gate_status_take(now)) {
       char why[64];
@@ -292,14 +296,14 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
       mon.status_refused++;
       mon_gate_refused(now, "a STATUS request", NULL, NULL, why);
       close_conn(c, NULL, 0);
-      return -1;
+      return CONN_CLOSED;
     }
     return start_status(c);
   }
   if (c4_frame_get_hello(p, len, &c->hello) != 0) {
     mon_gate_refused(now, "a connection", NULL, NULL, "its HELLO is malformed");
     close_conn(c, NULL, 1);
-    return -1;
+    return CONN_CLOSED;
   }
   int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
            (!mon.o->job || !strcmp(mon.o->job, c->hello.job)) &&
@@ -312,7 +316,7 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     mon_gate_refused(now, what, c->hello.job, c->hello.host,
                      "wrong token or job (or too many jobs known already)");
     close_conn(c, NULL, 1);
-    return -1;
+    return CONN_CLOSED;
   }
   c->state = UP;
   mon.connected++;
@@ -371,7 +375,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
     mon.clean_exits++;
     take_rank_event(c, C4_RANK_BYE, c4_now_ns(), 0);
     close_conn(c, NULL, 0);
-    return -1;
+    return CONN_CLOSED;
   } else {
     goto bad;
   }
@@ -379,7 +383,7 @@ static int on_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
 bad:
   mon.bad_frames++;
   close_conn(c, why, 0);
-  return -1;
+  return CONN_CLOSED;
 }
 
 static void on_readable(struct conn *c) {

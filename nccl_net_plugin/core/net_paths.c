@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "c4_err.h"
+
 void c4_paths_init(struct c4_paths *p, int n) {
   memset(p, 0, sizeof *p);
   p->n = n < 0 ? 0 : n > C4_PATHS_MAX ? C4_PATHS_MAX : n;
@@ -76,7 +78,7 @@ int c4_paths_changed(struct c4_paths *p, int i) {
   if (!p->slow[i] && w < 0.5) return p->slow[i] = 1;
   if (p->slow[i] && w > 0.75) {
     p->slow[i] = 0;
-    return -1;
+    return C4_PATHS_BACK;
   }
   return 0;
 }
@@ -127,7 +129,7 @@ int c4_paths_fair_tick(struct c4_paths *p, uint64_t now) {
     if (due < 0 && now >= p->fair_next[i]) due = i;
   }
   int f = c4_paths_fastest(p);
-  if (due < 0 || f < 0 || f == due) return -1;
+  if (due < 0 || f < 0 || f == due) return C4_NONE;
   p->fair = due;
   p->fair_ref = f;
   p->fair_start = now;
@@ -143,7 +145,7 @@ static int fair_judge(struct c4_paths *p, double rate_i, double rate_f, uint64_t
   if (!(rate_i > 0) || !(rate_f > 0)) {
     p->fair_dropped++;
     p->fair_next[i] = now + p->fair_every[i];
-    return -1;
+    return C4_PATHS_FAIR_OPEN;
   }
   p->rate[i] = p->rate[f] * rate_i / rate_f;
   int avoid = p->avoid[i];
@@ -177,18 +179,18 @@ static double fair_rate(const struct c4_paths *p, int i, double *ns) {
 
 int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
                            uint64_t now, struct c4_paths_fair_done *done) {
-  if (!c4_paths_fair_open(p) || i < 0 || i >= p->n) return -1;
+  if (!c4_paths_fair_open(p) || i < 0 || i >= p->n) return C4_PATHS_FAIR_OPEN;
   p->fair_seen[i] = *count;
   if (p->fair_base_gen[i] != p->fair_gen) {
     p->fair_base_gen[i] = p->fair_gen;
     p->fair_base[i] = *count;
-    return -1;
+    return C4_PATHS_FAIR_OPEN;
   }
   int r = p->fair, f = p->fair_ref;
   double ti, tf;
-  if (i != r || p->fair_base_gen[f] != p->fair_gen) return -1;
+  if (i != r || p->fair_base_gen[f] != p->fair_gen) return C4_PATHS_FAIR_OPEN;
   double rate_i = fair_rate(p, r, &ti);
-  if (ti < C4_PATHS_FAIR_BUSY_NS) return -1;
+  if (ti < C4_PATHS_FAIR_BUSY_NS) return C4_PATHS_FAIR_OPEN;
   double rate_f = fair_rate(p, f, &tf);
   *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
   return fair_judge(p, rate_i, rate_f, now);

@@ -146,13 +146,15 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * any is at least that much faster), and the path's estimate becomes the fastest's times the ratio
  * of the two, which weighs 1 by the usual rule when the path is back at speed.
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
- * the interval), either with *done filled in; -1 while it stays open, or when it closed without a
- * result (a path that delivered nothing: counted in fair_dropped). */
+ * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
+ * it closed without a result (a path that delivered nothing: counted in fair_dropped). */
+#define C4_PATHS_FAIR_OPEN (-1)
 int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
                            uint64_t now, struct c4_paths_fair_done *done);
 
-/* For the log: 1 when socket i has just fallen below half of the fastest, -1 when it has just
- * come back above three quarters, else 0. */
+/* For the log: C4_PATHS_SLOWED (1) when socket i has just fallen below half of the fastest,
+ * C4_PATHS_BACK (-1) when it has just come back above three quarters, else 0. */
+enum { C4_PATHS_SLOWED = 1, C4_PATHS_BACK = -1 };
 int c4_paths_changed(struct c4_paths *p, int i);
 
 #endif

@@ -124,7 +124,7 @@ static int step(struct c4_ib_listen *l, int i, uint64_t now, struct c4_ib_comm *
     }
     size_t before = p->got;
     p->got += (size_t)k;
-    if (c4_pending_judge(&l->t, i, p->in, p->got) != 0) return -1;
+    if (c4_pending_judge(&l->t, i, p->in, p->got) != 0) return C4_EPROTO;
     if (before < C4_HELLO_SIZE && p->got >= C4_HELLO_SIZE &&
         check_hello(l, p, err, sizeof err) != 0)
       return c4_pending_reject(&l->t, i, err), -1;

@@ -68,7 +68,7 @@ static int advance(void *ctx, int i, uint64_t now) {
       return c4_pending_reject(&l->t, i, err), -1;
     }
     p->got += (size_t)k;
-    if (c4_pending_judge(&l->t, i, p->buf, p->got) != 0) return -1;
+    if (c4_pending_judge(&l->t, i, p->buf, p->got) != 0) return C4_EPROTO;
     if (p->got == C4_HELLO_SIZE) {
       if (c4_handshake_check_hello(p->h.fd, p->buf, l->t.nonce, &p->hello, err, sizeof err) != 0)
         return c4_pending_reject(&l->t, i, err), -1;

@@ -124,7 +124,7 @@ static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double
     C4_INFO("connection to %s (pid %u, rank %d): data socket %d %s (%.2f of the fastest path's "
             "rate; its chunks are sized to match)",
             c->peer.host, c->peer.pid, c->peer.rank, s->index,
-            change > 0 ? "is on a slow path" : "is back to speed",
+            change == C4_PATHS_SLOWED ? "is on a slow path" : "is back to speed",
             c4_paths_weight(&c->paths, s->index));
 }
 

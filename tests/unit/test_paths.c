@@ -75,12 +75,12 @@ START_TEST(the_log_hears_of_a_slow_path_once_and_of_its_recovery_once) {
   send_at(&p, 1, 1.0, 10, MB);
   ck_assert_int_eq(c4_paths_changed(&p, 1), 0);
   send_at(&p, 1, 0.2, 400, MB / 4);
-  ck_assert_int_eq(c4_paths_changed(&p, 1), 1);
+  ck_assert_int_eq(c4_paths_changed(&p, 1), C4_PATHS_SLOWED);
   ck_assert_int_eq(c4_paths_changed(&p, 1), 0);
   send_at(&p, 1, 0.6, 400, MB); /* between half and three quarters: no news */
   ck_assert_int_eq(c4_paths_changed(&p, 1), 0);
   send_at(&p, 1, 1.0, 2000, MB);
-  ck_assert_int_eq(c4_paths_changed(&p, 1), -1);
+  ck_assert_int_eq(c4_paths_changed(&p, 1), C4_PATHS_BACK);
   ck_assert_int_eq(c4_paths_changed(&p, 1), 0);
 }
 END_TEST
