@@ -504,7 +504,10 @@ static int open_listener(const struct mon_opts *o) {
   const char *colon = strrchr(o->listen, ':'); /* c4_mon_listen found one */
   C4_NOTE("c4mon: listening for ranks on %.*s:%d", (int)(colon - o->listen), o->listen, port);
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = mon.lfd};
-  epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev);
+  if (epoll_ctl(mon.efd, EPOLL_CTL_ADD, mon.lfd, &ev) != 0) {
+    C4_WARN("c4mon: cannot wait on the listening socket: %s", strerror(errno));
+    return C4_ESYS;
+  }
   return 0;
 }
 
@@ -583,9 +586,13 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
   socklen_t salen;
   if (c4_mon_parse_addr(addr, &sa, &salen) != 0) return C4_EINVAL;
   int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return C4_ESYS;
   struct timeval tv = {.tv_sec = 5};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  int rc = fd >= 0 && connect(fd, (struct sockaddr *)&sa, salen) == 0 ? 0 : C4_EREMOTE;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) { /* no reply may hang us */
+    close(fd);
+    return C4_ESYS;
+  }
+  int rc = connect(fd, (struct sockaddr *)&sa, salen) == 0 ? 0 : C4_EREMOTE;
   /* c4mon sends its CHALLENGE first; the STATUS proves the token over its nonce */
   int type;
   uint8_t *body = NULL;
@@ -628,7 +635,7 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
     free(doc);
     doc = NULL;
   }
-  if (fd >= 0) close(fd);
+  close(fd);
   if (!rc && !doc) rc = C4_EPROTO;
   *out = doc;
   return rc;
