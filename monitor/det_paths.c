@@ -225,16 +225,9 @@ static void follow(int k, int hot, float S, float F, float margin, double cost, 
 }
 
 /* Judges half-window w (the SPAN half-windows ending with it) and teaches the baselines. */
-static void evaluate(uint64_t w) {
-  long n = p.socks.n;
-  int np = det_plan_npaths() < MAX_TRACKED ? det_plan_npaths() : MAX_TRACKED;
-  struct sock **v = malloc((size_t)(n ? n : 1) * sizeof *v);
-  struct path_sum *ps = calloc((size_t)(np ? np : 1), sizeof *ps);
-  if (!v || !ps) goto out;
-  for (long i = 0; i < n; i++)
-    v[i] = det_index_at(&p.socks, i);
-  qsort(v, (size_t)n, sizeof *v, by_conn);
-  /* the half-windows since the oldest running streak began (2 at least: a rate needs samples) */
+/* How many half-windows the connections' rates are judged over this time: SPAN, or fewer (2 at
+ * least: a rate needs samples) so that none reaches back before a running streak began. */
+static int recent_windows(int np, uint64_t w) {
   int recent = SPAN;
   for (int k = 0; k < np; k++)
     if (p.track[k].streak && !p.track[k].raised) {
@@ -242,11 +235,12 @@ static void evaluate(uint64_t w) {
       int r = since < w ? (int)(w - since + 1) : 1;
       recent = r < 2 ? 2 : r < recent ? r : recent;
     }
-  for (long lo = 0, hi; lo < n; lo = hi) {
-    for (hi = lo + 1; hi < n && v[hi]->conn == v[lo]->conn; hi++)
-      ;
-    judge_conn(v + lo, (int)(hi - lo), w, recent);
-  }
+  return recent;
+}
+
+/* Sums the judged sockets' statistics by the path each is on (ps[0 .. np-1]); returns every
+ * socket's busy time, what a path's lost time is a part of. */
+static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum *ps) {
   double all_busy = 0;
   for (long i = 0; i < n; i++) {
     const struct sock *s = v[i];
@@ -258,32 +252,57 @@ static void evaluate(uint64_t w) {
     ps[s->path].sum_recent += s->d_recent;
     ps[s->path].lost += s->lost_ns;
   }
+  return all_busy;
+}
+
+/* Path k's look: past its threshold or not, against its own noise once learned, else the pool's
+ * scaled to the sockets it has; then the path's noise learns the look unless a fault is under way.
+ */
+static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64_t wstart) {
+  struct track *t = &p.track[k];
+  if (!ps->n) return; /* no rate this time says nothing either way: the verdict stands */
+  float S = (float)(ps->sum / ps->n), base, margin;
+  if (det_noise_ready(&t->noise)) {
+    base = t->noise.base;
+    margin = det_noise_margin(&t->noise, &ctx->noise);
+  } else if (det_noise_ready(&p.pool)) {
+    base = p.pool.base;
+    margin = det_noise_margin_scaled(&p.pool, &ctx->noise, 1 / sqrtf((float)ps->n));
+  } else {
+    return; /* nothing learned yet */
+  }
+  double cost = all_busy > 0 ? fmin(1.0, ps->lost / all_busy) : 0;
+  /* a raised verdict holds down to half its margin: a fault near the threshold does not come
+   * and go with the noise (each clear and raise would be a new verdict) */
+  float need = t->raised ? fmaxf(margin / 2, (float)ctx->noise.min_log) : margin;
+  float F = (float)(ps->sum_recent / ps->n) - base;
+  follow(k, S - base >= need, S - base, F, margin, cost, ps->n, wstart);
+  if (t->raised || t->streak)
+    det_noise_drop(&t->noise); /* the fault's start is not the path's noise */
+  else
+    det_noise_add(&t->noise, S);
+}
+
+static void evaluate(uint64_t w) {
+  long n = p.socks.n;
+  int np = det_plan_npaths() < MAX_TRACKED ? det_plan_npaths() : MAX_TRACKED;
+  struct sock **v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  struct path_sum *ps = calloc((size_t)(np ? np : 1), sizeof *ps);
+  if (!v || !ps) goto out;
+  for (long i = 0; i < n; i++)
+    v[i] = det_index_at(&p.socks, i);
+  qsort(v, (size_t)n, sizeof *v, by_conn);
+  int recent = recent_windows(np, w);
+  for (long lo = 0, hi; lo < n; lo = hi) {
+    for (hi = lo + 1; hi < n && v[hi]->conn == v[lo]->conn; hi++)
+      ;
+    judge_conn(v + lo, (int)(hi - lo), w, recent);
+  }
+  double all_busy = sum_by_path(v, n, np, ps);
   uint64_t wstart = (w + 1 - SPAN) * HALF_NS;
   p.any_tracked = 0;
-  for (int k = 0; k < np; k++) {
-    struct track *t = &p.track[k];
-    if (!ps[k].n) continue; /* no rate this time says nothing either way: the verdict stands */
-    float S = (float)(ps[k].sum / ps[k].n), base, margin;
-    if (det_noise_ready(&t->noise)) {
-      base = t->noise.base;
-      margin = det_noise_margin(&t->noise, &ctx->noise);
-    } else if (det_noise_ready(&p.pool)) {
-      base = p.pool.base;
-      margin = det_noise_margin_scaled(&p.pool, &ctx->noise, 1 / sqrtf((float)ps[k].n));
-    } else {
-      continue; /* nothing learned yet */
-    }
-    double cost = all_busy > 0 ? fmin(1.0, ps[k].lost / all_busy) : 0;
-    /* a raised verdict holds down to half its margin: a fault near the threshold does not come
-     * and go with the noise (each clear and raise would be a new verdict) */
-    float need = t->raised ? fmaxf(margin / 2, (float)ctx->noise.min_log) : margin;
-    float F = (float)(ps[k].sum_recent / ps[k].n) - base;
-    follow(k, S - base >= need, S - base, F, margin, cost, ps[k].n, wstart);
-    if (t->raised || t->streak)
-      det_noise_drop(&t->noise); /* the fault's start is not the path's noise */
-    else
-      det_noise_add(&t->noise, S);
-  }
+  for (int k = 0; k < np; k++)
+    judge_path(k, &ps[k], all_busy, wstart);
   for (int k = 0; k < np; k++)
     p.any_tracked |= p.track[k].raised || p.track[k].streak;
   /* the pool learns every socket's d but those of a path under a verdict or on its way to one */
