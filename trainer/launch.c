@@ -138,11 +138,16 @@ int launch_local(const struct launch_opts *lo, int *status) {
   for (int r = 0; r < a.world; r++)
     a.orig[r] = r;
   a.started_ns = c4_now_ns();
-  struct mon_sub *sub = lo->monitor_sub ? mon_sub_start(lo->monitor_sub, -1, on_verdict, &a) : NULL;
   for (;;) {
     int r = fork_ranks(&a);
-    if (r >= 0) return r; /* the subscription thread does not exist in the child */
+    if (r >= 0) return r;
+    /* c4mon's verdicts are followed only while the ranks run, by a thread started after the fork:
+     * a child forked while it ran would hold its memory with no thread to own it (LeakSanitizer
+     * reports that memory as leaked in every rank) */
+    struct mon_sub *sub =
+        lo->monitor_sub ? mon_sub_start(lo->monitor_sub, -1, on_verdict, &a) : NULL;
     int failed = supervise(lo, &a);
+    if (sub) mon_sub_stop(sub);
     int peer_lost = 0, finished = 0;
     for (int i = 0; i < a.world; i++) {
       peer_lost += a.state[i] == PEER_LOST;
@@ -171,6 +176,5 @@ int launch_local(const struct launch_opts *lo, int *status) {
     pthread_mutex_unlock(&a.lock);
     say(lo, "going on with %d ranks from the last checkpoint (%d lost)", w, failed);
   }
-  if (sub) mon_sub_stop(sub);
   return C4_NONE;
 }

@@ -75,7 +75,7 @@ for r in 0 1 2 3; do
     C4_MONITOR=$MON_ADDR C4_TOKEN=live-token C4_JOB=live C4_HEARTBEAT_MS=250 \
     NCCL_SOCKET_IFNAME=eth0 C4_DEBUG=NONE C4_COLL_TIMEOUT_MS=120000 \
     '$C4PERF' --plugin '$PLUGIN' --mode allreduce -b 4M -e 4M -n 100000000 -w 0 --no-check \
-    --rank $r --world 4 --master $NET.1:29517" >"$WORK/rank$r.out" 2>&1 &
+    --timeline '$WORK/timeline' --rank $r --world 4 --master $NET.1:29517" >"$WORK/rank$r.out" 2>&1 &
   RANK_PIDS+=($!)
 done
 
@@ -122,11 +122,23 @@ if [ -s "$EVENTS" ]; then
     fail "a false alarm before any fault did not clear within 15 s"
 fi
 
+# The fault is sized from the rate the ring reached here, not fixed: on a loaded machine, or under
+# ASan, the ring may run below a fixed limit, which then slows nothing (no verdict is then right).
+# Each rank sends 2(n-1)/n of the 4 MiB buffer per allreduce; h2's link is cut to a quarter of the
+# rate its last 16 iterations ran at (median), and to 200 Mbit/s at most.
+ring_mbit=$(tail -n 16 "$WORK/timeline" 2>/dev/null | awk '{ print $2 }' | sort -n |
+  awk '{ v[NR] = $1 } END { if (NR) printf "%d", 1.5 * 4194304 * 8 / v[int((NR + 1) / 2)] }')
+[ -n "$ring_mbit" ] && [ "$ring_mbit" -gt 0 ] || fail "the ring wrote no timeline in the warm-up"
+limit=$((ring_mbit / 4))
+((limit > 200)) && limit=200
+((limit < 1)) && limit=1
 FROM=$(($(wc -l <"$EVENTS") + 1))
-echo "detect_live: h2's link limited to 200 Mbit/s"
+echo "detect_live: the ring ran at $ring_mbit Mbit/s a link; h2's link limited to $limit Mbit/s"
 T0=$SECONDS
-ip netns exec "$P-h2" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 100ms
-ev=$(wait_event 20 '"kind":"comm_slow"' '"h2"') || fail "no comm_slow naming h2 within 20 s"
+ip netns exec "$P-h2" tc qdisc add dev eth0 root tbf rate "${limit}mbit" burst 64kb latency 100ms
+# 40 s, not 20: under ASan on this 2-core VM some runs raised nothing for 20 s (the ring at 1/15 of
+# its rate); whether they raise later was not measured (docs/events.md, known limits)
+ev=$(wait_event 40 '"kind":"comm_slow"' '"h2"') || fail "no comm_slow naming h2 within 40 s"
 echo "detect_live: flagged in $((SECONDS - T0)) s: $ev"
 ip netns exec "$P-h2" tc qdisc del dev eth0 root
 wait_event 20 '"kind":"recovered"' '"comm_slow"' >/dev/null || fail "the slow link did not recover"
