@@ -33,6 +33,7 @@
 
 struct rank_state {
   float ring[K];          /* the last K log ratios */
+  float gap_ring[K];      /* and the compute gaps they came from, in ns */
   struct det_noise noise; /* the statistic's */
   struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
                              statistic that sits still, though its ratios do not */
@@ -52,7 +53,8 @@ struct comm_state {
   double med_ewma; /* typical median compute gap */
   double dur_ewma; /* typical collective time (last arrival to completion) */
   struct rank_state *rank;
-  int last_ring[K]; /* who arrived last, per ring slot */
+  int last_ring[K];   /* who arrived last, per ring slot */
+  double med_ring[K]; /* the median rank's compute gap, per ring slot */
   double *gaps, *scratch;
   char (*host)[C4_HOST_MAX]; /* from comm records; "" when none came */
   uint32_t *pid;
@@ -200,13 +202,21 @@ static double ratio_floor(const struct comm_state *s) {
   return 0.05 * (s->med_ewma + s->dur_ewma) + 1000;
 }
 
-/* The slowdown a statistic (log ratio) stat stands for over the baseline ref, with the floor
- * taken back out. */
-static double factor_of(const struct comm_state *s, double stat, double ref) {
-  double m = exp(stat), b = exp(ref);
-  double e = ratio_floor(s), med = s->med_ewma > 1 ? s->med_ewma : 1;
-  double gap = m * (med + e) - e, base = b * (med + e) - e;
-  return base > 0 ? gap / base : m / b;
+/* The slowdown over the newest n collectives, weighted by time: the rank's compute gaps summed
+ * over the median rank's, against its baseline share ref. A step with several collectives has
+ * gaps of nothing between them for every rank; a median of the ratios counts those as "even" and
+ * put a 3x rank at 2.2-2.6x of its peers where its compute over the run was 2.8-3.0x theirs. */
+static double window_factor(const struct comm_state *s, const struct rank_state *rs, int n,
+                            double ref) {
+  double g = 0, m = 0;
+  for (int i = 0; i < n; i++) {
+    int slot = (int)((s->completed - 1 - i) % K);
+    g += rs->gap_ring[slot];
+    m += s->med_ring[slot];
+  }
+  if (n <= 0) return 1;
+  double e = ratio_floor(s), b = exp(ref), base = b * (m / n + e) - e;
+  return base > 0 ? g / n / base : (g / n + e) / (m / n + e) / b;
 }
 
 /* The share of the communicator's cycle (compute gap plus collective) the others lose waiting
@@ -232,13 +242,14 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
   struct rank_state *rs = &s->rank[r];
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
-  /* The factor from the ratios since the run past the threshold began (three at least): the
-   * statistic, a median of K, crosses the threshold with about half its ratios slow, and would
-   * put the slowdown somewhere between the old gap and the new. */
-  long since = s->completed - rs->hot_from + 1;
+  /* The factor from the collectives slow in this run: the statistic, a median of K, crossed the
+   * threshold with half its ratios slow, so the run began K/2 collectives before it did (a
+   * window of K would put the slowdown between the old gap and the new; the run alone, three
+   * collectives at first, gave 2.2-3.2 for a rank 3x slow). */
+  long since = s->completed - rs->hot_from + K / 2;
   int len = stat_len(s), n = since < 3 ? 3 : since > len ? len : (int)since;
   if (n > len) n = len;
-  double factor = factor_of(s, fmax(stat, ring_median(rs->ring, s->completed, n)), rs->ref);
+  double factor = window_factor(s, rs, n, rs->ref);
   char key[320];
   straggler_key(s, r, key, sizeof key);
   struct det_finding f = {.kind = "straggler",
@@ -284,7 +295,7 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
   if (s->completed % K) return;
   char key[320];
   straggler_key(s, r, key, sizeof key);
-  double factor = factor_of(s, stat, rs->ref);
+  double factor = window_factor(s, rs, stat_len(s), rs->ref);
   det_book_update(key, factor, confidence_of(stat, rs->ref, rs->thr), cost_of(s, factor, rs->ref));
 }
 
@@ -371,8 +382,10 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   s->last_ring[slot] = last;
   s->rank[last].last++;
   s->completed++;
+  s->med_ring[slot] = med;
   for (int r = 0; r < nranks; r++) {
     s->rank[r].ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
+    s->rank[r].gap_ring[slot] = (float)s->gaps[r];
     if (s->completed >= SKIP + EARLY) judge_rank(s, r, cur->t_arrive[r]);
   }
 }
@@ -385,8 +398,7 @@ double det_coll_slowdown(const struct c4_det_job *job, int rank) {
       int r = s->flagged_list[i];
       const char *host;
       if (det_coll_identity(s->job, s->comm, r, &host) == rank)
-        return factor_of(s, ring_median(s->rank[r].ring, s->completed, stat_len(s)),
-                         s->rank[r].ref);
+        return window_factor(s, &s->rank[r], stat_len(s), s->rank[r].ref);
     }
   }
   return 1.0;
