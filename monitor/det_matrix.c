@@ -31,6 +31,11 @@
  * pair's data sockets take a path under a verdict (det_paths.c), explained unless its NIC is slow
  * both ways on cells off that path too */
 #define ON_SLOW_PATH 4
+/* hot_cell: a verdict of its NIC slow both ways stands, and a link finding does not take the cell
+ * over. In a ring, a NIC's link out and the link into it (slowed too when the NIC's ACKs queue)
+ * read as the NIC one evaluation and as its link the next: one fault's verdict flipped between
+ * them 4 times in 26 s. */
+#define NIC_STANDS 1
 #define EVIDENCE 2.0f
 #define MAX_CANDS 4096
 
@@ -63,6 +68,7 @@ struct cell {
   float d, d_all, margin;
   int judged;
   float n_usual; /* its typical transfers per window (0: none yet) */
+  float one_sd;  /* this window's spread of one transfer's sample (0: too few to tell) */
 };
 
 struct node {
@@ -86,7 +92,7 @@ struct wsum {
 
 /* What a candidate's statistic is read from when it is not sighted (clear_evidence): a cell
  * (link), a node's row (NIC TX) or column (NIC RX); the others clear by misses alone. */
-enum cand_on { ON_NOTHING, ON_CELL, ON_ROW, ON_COL };
+enum cand_on { ON_NOTHING, ON_CELL, ON_ROW, ON_COL, ON_NIC /* both ways: clears by misses */ };
 
 struct cand {
   char key[320];
@@ -484,6 +490,13 @@ static int clear_evidence(struct cand *c) {
   return c->calm >= CLEAR_STREAK && c->calm_sum >= EVIDENCE;
 }
 
+/* 1 when key's verdict stands; never adds a candidate. */
+static int cand_raised(const char *key) {
+  for (int i = 0; i < m.ncand; i++)
+    if (!strcmp(m.cand[i].key, key)) return m.cand[i].raised;
+  return 0;
+}
+
 static uint64_t cand_first_seen(const char *key) {
   struct cand *c = cand_get(key);
   return c ? c->first_seen : 0;
@@ -695,16 +708,21 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     if (!x->cells[0] || !x->cells[1]) continue;
     float pooled = (x->u[0] + x->u[1]) / (float)cells * sqrtf((float)cells);
     int few = x->cells[0] <= 2 && x->cells[1] <= 2, hot = x->hot[0] + x->hot[1];
-    if (!x->off_path || (few ? x->u[0] < 0.5f * (float)x->cells[0] ||
-                                   x->u[1] < 0.5f * (float)x->cells[1] || pooled < 1
-                             : !x->hot[0] || !x->hot[1] || hot * 3 < cells * 2))
-      continue;
+    int both = few ? x->u[0] >= 0.5f * (float)x->cells[0] && x->u[1] >= 0.5f * (float)x->cells[1] &&
+                         pooled >= 1
+                   : x->hot[0] && x->hot[1] && hot * 3 >= cells * 2;
+    /* a standing verdict holds while one way is past its margins: the way that is slowed only by
+     * the other's (ACKs queued behind a slow sender) hovers about half a margin */
+    int one_way = pooled >= 1 && (x->u[0] >= (float)x->cells[0] || x->u[1] >= (float)x->cells[1]);
+    if (!x->off_path || (!both && !one_way)) continue;
     struct node *nd = &m.node[k];
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
+    if (!both && !cand_raised(key)) continue;
     float out = x->dev[0] / (float)x->cells[0], in = x->dev[1] / (float)x->cells[1];
     float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
     int due = sighting(key, wstart, few || margin <= 0 ? pooled - 1 : eff / margin - 1, STREAK);
+    cand_on(key, ON_NIC, k);
     for (int i = 0; i < m.ncells; i++)
       if (m.cell[i].n && (m.cell[i].src == k || m.cell[i].dst == k)) hot_cell[i] = due ? 3 : 2;
     if (due != 1) continue;
@@ -746,7 +764,8 @@ static void straggler_explains(const json_t *ev, void *arg) {
 static void find_links(uint64_t wstart, char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
-    if (!c->n || !c->judged || hot_cell[i] >= 2 || dev_of(c) < c->margin || c->resid < c->margin)
+    if (!c->n || !c->judged || hot_cell[i] >= 2 || hot_cell[i] == NIC_STANDS ||
+        dev_of(c) < c->margin || c->resid < c->margin)
       continue;
     struct node *s = &m.node[c->src], *d = &m.node[c->dst];
     char key[320];
@@ -810,6 +829,23 @@ static void group(const int *key, int live, int *start, int *order) {
 /* The judged cells (those with a baseline) into the polish's arrays: their deviations (lv),
  * sources (ls) and destinations (ld); sets each live cell's d, d_all, margin and judged, and the
  * median deviation. Returns how many. */
+/* A window with fewer transfers than the cell usually has is noisier: its mean has the sampling
+ * variance of one transfer over n where the baseline's had it over n_usual, on top of what moves
+ * whole windows (a busy host, a shared core). The margin grows by that difference, z spreads of
+ * it; never past the square root of n_usual / n, which assumes all of the baseline's noise was
+ * sampling. A link slowed 15x carries a fifteenth of its transfers, so scaling the whole margin
+ * by the root (3.75x there) hid it: on a loopback ring under ASan a transfer's sample spread 0.67
+ * (median window), a window's mean 0.17 with 300 transfers, mostly shared by the window's
+ * transfers, not sampling. */
+static float fewer_transfers_margin(const struct cell *c, float margin) {
+  if (!(c->n_usual > (float)c->n)) return margin;
+  float most = margin * sqrtf(c->n_usual / (float)c->n);
+  if (c->one_sd <= 0) return most;
+  float z = (float)ctx->noise.z * c->one_sd;
+  float grown = sqrtf(margin * margin + z * z * (1.0f / (float)c->n - 1.0f / c->n_usual));
+  return grown < most ? grown : most;
+}
+
 static int judged_cells(void) {
   int live = 0;
   for (int i = 0; i < m.ncells; i++) {
@@ -819,15 +855,32 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    /* a window with fewer transfers than the cell usually has is noisier, by the square root */
-    c->margin = det_noise_margin(nz, &ctx->noise) *
-                (c->n_usual > (float)c->n ? sqrtf(c->n_usual / (float)c->n) : 1.0f);
+    c->margin = fewer_transfers_margin(c, det_noise_margin(nz, &ctx->noise));
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
   }
   m.dev_overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
   return live;
+}
+
+/* The cells under a verdict that this evaluation did not sight (a ring's NIC slow both ways
+ * reads so now and then): not learned either, or the fault becomes their baseline; a NIC verdict
+ * standing on a 15x slow link cleared itself 20 s in, the fault still on. */
+static void hold_back_standing(char *hot_cell) {
+  for (int i = 0; i < m.ncand; i++) {
+    const struct cand *c = &m.cand[i];
+    if (!c->raised || c->seen || c->on == ON_NOTHING) continue;
+    if (c->on == ON_CELL) {
+      if (c->at < m.ncells) hot_cell[c->at] = 3;
+      continue;
+    }
+    for (int j = 0; j < m.ncells; j++) {
+      const struct cell *x = &m.cell[j];
+      int out = x->src == c->at, in = x->dst == c->at;
+      if (x->n && (c->on == ON_NIC ? out || in : c->on == ON_ROW ? out : in)) hot_cell[j] = 3;
+    }
+  }
 }
 
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
@@ -886,6 +939,24 @@ static void class_medians(int nws, float ref[64]) {
   }
 }
 
+/* The spread of one transfer's sample in a cell's window, from how far each class's largest sits
+ * above its mean: about sqrt(2 ln n) - (ln ln n + ln 4 pi) / (2 sqrt(2 ln n)) standard deviations
+ * for n normal samples (a little under the true expectation, and a heavy tail reads wide: both
+ * make the estimate err large). The classes' estimates weighted by their transfers; 0 when no
+ * class has three. */
+static float one_transfer_sd(const struct wsum *ws, int k) {
+  double acc = 0;
+  int tot = 0;
+  for (int j = 0; j < k; j++) {
+    if (ws[j].n < 3) continue;
+    double l = sqrt(2 * log((double)ws[j].n));
+    double expected_max = l - (log(log((double)ws[j].n)) + log(4 * M_PI)) / (2 * l);
+    acc += ws[j].n * (ws[j].max - ws[j].sum / ws[j].n) / expected_max;
+    tot += ws[j].n;
+  }
+  return tot ? (float)(acc / tot) : 0;
+}
+
 /* Each cell's value this window (v, and v_all untrimmed), its transfers (n), the matrix's
  * weight and its median cell (overall). The first window of a slowdown holds one or two slow
  * samples per cell, the very ones that trimming leaves out; a row or path needs most of its
@@ -907,6 +978,7 @@ static void cell_values(const float ref[64]) {
     }
     c->n = tot >= 2 ? tot : 0;
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
+    c->one_sd = one_transfer_sd(ws + at[i], at[i + 1] - at[i]);
     c->v_all = c->n ? (float)(acc_all / tot_all) : 0;
     if (!c->n) continue;
     m.ev.scratch[live++] = c->v;
@@ -969,6 +1041,11 @@ static void evaluate(uint64_t w) {
   for (int i = 0; i < m.ncand; i++)
     m.cand[i].seen = 0;
   uint64_t wstart = (w - 1) * HALF_NS;
+  for (int i = 0; i < m.ncand; i++)
+    if (m.cand[i].raised && m.cand[i].on == ON_NIC)
+      for (int j = 0; j < m.ncells; j++)
+        if (m.cell[j].n && (m.cell[j].src == m.cand[i].at || m.cell[j].dst == m.cand[i].at))
+          hot_cell[j] = NIC_STANDS;
   det_book_each("straggler", straggler_explains, hot_cell);
   for (int i = 0; i < m.ncells; i++)
     if (m.cell[i].n && hot_cell[i] < 2 &&
@@ -980,6 +1057,7 @@ static void evaluate(uint64_t w) {
   find_nics_both_ways(wstart, hot_cell);
   find_paths(wstart, hot_cell, 1);
   find_links(wstart, hot_cell);
+  hold_back_standing(hot_cell);
   learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */
     struct cand *c = &m.cand[i];
