@@ -3,7 +3,9 @@
 # rank reporting as a host of its own (C4_HOSTNAME=node-%r), without c4mon's factors fed back
 # (no --monitor: c4train measures its slowdowns itself). Leaves in DIR: events.jsonl (c4mon's
 # verdicts), trace.jsonl (what c4mon received, in its clock), train.jsonl (c4train's steps) and
-# the two logs. Needs BUILD set; returns non-zero when c4train fails.
+# the two logs. With TRAIN_JOB_STATUS=1, also status.jsonl: c4mon's status document (its active
+# verdicts, their factors as they follow the fault) once a second while c4train runs. Needs
+# BUILD set; returns non-zero when c4train fails.
 
 free_port() { # a port nothing listens on, below the ephemeral range
   local p
@@ -17,16 +19,24 @@ free_port() { # a port nothing listens on, below the ephemeral range
 train_job() {
   local dir=$1 steps=$2
   shift 2
-  local port mon rc
+  local port mon rc poll=
   port=$(free_port)
   "$BUILD/bin/c4mon" serve --listen "127.0.0.1:$port" --token live --record "$dir/trace.jsonl" \
     --events "$dir/events.jsonl" >"$dir/c4mon.out" 2>"$dir/c4mon.log" &
   mon=$!
   sleep 0.5
+  if [ -n "${TRAIN_JOB_STATUS:-}" ]; then
+    while sleep 1; do
+      "$BUILD/bin/c4mon" status --connect "127.0.0.1:$port" --token live --json 2>/dev/null |
+        jq -c . 2>/dev/null
+    done >"$dir/status.jsonl" &
+    poll=$!
+  fi
   C4_HOSTNAME=node-%r C4_MONITOR="127.0.0.1:$port" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
     "$BUILD/bin/c4train" --local-ranks 4 --steps "$steps" --eval-windows 4 --json "$@" \
     >"$dir/train.jsonl" 2>"$dir/c4train.log"
   rc=$?
+  [ -n "$poll" ] && kill "$poll" 2>/dev/null && wait "$poll" 2>/dev/null
   sleep 1 # the last records and verdicts reach c4mon
   kill "$mon" 2>/dev/null
   wait "$mon" 2>/dev/null
