@@ -55,8 +55,11 @@ static double send_phase(struct c4_netapi *api, void *comm, unsigned char *buf, 
   return n * (double)MP_SIZE / ((double)(c4_now_ns() - t0) / 1e3);
 }
 
-/* A healthy phase, then one after the onset: the second keeps at least half the first's rate
- * (measured: 340-380 MB/s against 360-390 before; unweighted, C4_PATH_WEIGHTS=0: 38). */
+/* A healthy phase, then one after the onset: the second keeps at least a quarter of the first's
+ * rate. Measured on a quiet machine: 340-380 MB/s against 360-390 before; unweighted
+ * (C4_PATH_WEIGHTS=0) 38, a tenth. The phases come one after the other, so a load that changes
+ * between them moves the ratio: at load 6.7 (the suite beside two compiles) 90 against 248, 0.36,
+ * which failed the half this asked before. */
 static int send_stream(struct c4_netapi *api, void *comm, void *arg) {
   (void)arg;
   unsigned char *buf = malloc(MP_SIZE);
@@ -70,7 +73,7 @@ static int send_stream(struct c4_netapi *api, void *comm, void *arg) {
   if (healthy < 0 || slowed < 0 || !r || h_wait(api, r, NULL)) return 20;
   free(buf);
   c4_netapi_close_send(api, comm);
-  if (slowed < 0.5 * healthy) {
+  if (slowed < 0.25 * healthy) {
     fprintf(stderr, "conformance: %.0f MB/s with one path slow, %.0f MB/s before\n", slowed,
             healthy);
     return 22;
