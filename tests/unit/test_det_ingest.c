@@ -9,26 +9,10 @@
 #include "../check_run.h"
 #include "det.h"
 #include "det_internal.h"
+#include "det_test_util.h"
 #include "mon_events.h"
 
 #define MS 1000000ull
-
-static json_t *events;
-
-static void collect(const json_t *ev, const char *line, void *arg) {
-  (void)line;
-  (void)arg;
-  json_array_append(events, (json_t *)ev);
-}
-
-static void setup(void) {
-  json_decref(events);
-  events = json_array();
-  c4_mon_events_reset();
-  c4_mon_events_add_sink(collect, NULL);
-  struct c4_det_config cfg = {0};
-  ck_assert_int_eq(c4_det_init(&cfg), 0);
-}
 
 /* What the tracer records of each transfer. */
 struct form {
@@ -111,7 +95,7 @@ static json_t *only_comm_slow(void) {
 
 static void expect_nic(const struct form *f, const char *where, const char *host, int rank,
                        double lo, double hi) {
-  setup();
+  setup(NULL);
   run(f, 18000 * MS);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), where);
@@ -127,7 +111,7 @@ static void expect_nic(const struct form *f, const char *where, const char *host
 }
 
 static void expect_link(const struct form *f) {
-  setup();
+  setup(NULL);
   run(f, 18000 * MS);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
@@ -166,7 +150,7 @@ START_TEST(wrap_mode_receives_are_placed_through_their_connection) {
   f.rate = link_1_to_2_at_30;
   expect_link(&f);
   /* receives alone that know no peer cannot be placed: no cell, no verdict */
-  setup();
+  setup(NULL);
   f.sends = 0;
   run(&f, 9000 * MS);
   json_t *st = c4_det_state_json();

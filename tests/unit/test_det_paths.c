@@ -11,23 +11,17 @@
 
 #include "../check_run.h"
 #include "det.h"
+#include "det_test_util.h"
 #include "mon_events.h"
 
 #define MS 1000000ull
 
-static json_t *events;
 static char plan[64];
-
-static void collect(const json_t *ev, const char *line, void *arg) {
-  (void)line;
-  (void)arg;
-  json_array_append(events, (json_t *)ev);
-}
 
 /* The drill's plan: the ring h0 -> h1 -> h3 -> h2 -> h0, two data sockets a hop; the hops between
  * the leaves (h0 -> h1, h3 -> h2) have one socket on each spine, the others stay in their leaf.
  * The "paths" part lists each pair once (under s0), as c4plan writes it. */
-static void setup(void) {
+static void setup_drill_plan(void) {
   snprintf(plan, sizeof plan, "/tmp/c4-test-paths-XXXXXX");
   int fd = mkstemp(plan);
   ck_assert_int_ge(fd, 0);
@@ -44,30 +38,8 @@ static void setup(void) {
         "{\"src\":\"h2\",\"dst\":\"h0\",\"path\":\"l0\",\"src_port\":null}]}",
         f);
   fclose(f);
-  json_decref(events);
-  events = json_array();
-  c4_mon_events_reset();
-  c4_mon_events_add_sink(collect, NULL);
-  struct c4_det_config cfg = {.plan = plan};
-  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  setup(plan);
   unlink(plan);
-}
-
-static int count(const char *kind) {
-  int n = 0;
-  size_t i;
-  json_t *e;
-  json_array_foreach(events, i, e) n +=
-      !strcmp(json_string_value(json_object_get(e, "kind")), kind);
-  return n;
-}
-
-static json_t *first(const char *kind) {
-  size_t i;
-  json_t *e;
-  json_array_foreach(events, i,
-                     e) if (!strcmp(json_string_value(json_object_get(e, "kind")), kind)) return e;
-  return NULL;
 }
 
 static const char *const ring[4] = {"h0", "h1", "h3", "h2"}; /* rank r's host */
@@ -162,7 +134,7 @@ static double one_leaf_socket_slow(int hop, int sock, uint64_t t) {
 }
 
 START_TEST(a_congested_spine_is_one_path_verdict_that_clears_when_it_ends) {
-  setup();
+  setup_drill_plan();
   run_paths(1000 * MS, 60000 * MS, spine1_congested);
   c4_det_advance(61000 * MS);
   ck_assert_int_eq(count("comm_slow"), 1);
@@ -181,7 +153,7 @@ START_TEST(a_congested_spine_is_one_path_verdict_that_clears_when_it_ends) {
 END_TEST
 
 START_TEST(a_slow_host_link_slows_every_socket_alike_and_is_no_path) {
-  setup();
+  setup_drill_plan();
   run_paths(1000 * MS, 60000 * MS, host_link_h2_slow);
   c4_det_advance(61000 * MS);
   ck_assert_int_eq(count("comm_slow"), 0);
@@ -190,7 +162,7 @@ START_TEST(a_slow_host_link_slows_every_socket_alike_and_is_no_path) {
 END_TEST
 
 START_TEST(sockets_the_plan_keeps_on_one_path_never_name_it) {
-  setup();
+  setup_drill_plan();
   run_paths(1000 * MS, 60000 * MS, one_leaf_socket_slow);
   c4_det_advance(61000 * MS);
   ck_assert_int_eq(count("comm_slow"), 0);
@@ -202,7 +174,7 @@ END_TEST
  * over both spines, so the cells name no path and wait for the sockets' rates, which name s1 (here
  * a sample every second per socket, as a small job's sockets give). One verdict, no links. */
 START_TEST(a_congested_spine_that_slows_its_hops_cells_is_the_path_not_two_links) {
-  setup();
+  setup_drill_plan();
   for (uint64_t t = 1000 * MS; t < 60000 * MS; t += 1000 * MS) {
     run_paths_every(t, t + 1000 * MS, spine1_congested, 1000 * MS);
     run_xfers(t, t + 1000 * MS, crossing_hops_slow);
@@ -218,7 +190,7 @@ END_TEST
 
 /* Ten minutes of healthy noise (+-40% per sample): not one verdict. */
 START_TEST(healthy_noise_raises_nothing) {
-  setup();
+  setup_drill_plan();
   run_paths(1000 * MS, 600000 * MS, healthy);
   c4_det_advance(601000 * MS);
   ck_assert_int_eq((int)json_array_size(events), 0);

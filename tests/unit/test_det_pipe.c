@@ -8,37 +8,12 @@
 
 #include "../check_run.h"
 #include "det.h"
+#include "det_test_util.h"
 #include "mon_events.h"
 
 #define MS 1000000ull
 #define RANKS 6
 #define MICRO 4 /* micro-batches per replica per step */
-
-static json_t *events;
-
-static void collect(const json_t *ev, const char *line, void *arg) {
-  (void)line;
-  (void)arg;
-  json_array_append(events, (json_t *)ev);
-}
-
-static void take(struct c4_record *r) { c4_det_take(c4_det_job("job"), r); }
-
-static void comm_record(int rank) {
-  struct c4_record r = {.kind = C4_REC_COMM};
-  r.comm = (struct c4_comm_record){
-      .comm = 0xc4, .rank = rank, .nranks = RANKS, .pid = 100 + (uint32_t)rank, .t = 1};
-  snprintf(r.comm.host, sizeof r.comm.host, "node%d", rank);
-  take(&r);
-}
-
-static void hb(int rank, uint64_t t, uint64_t done) {
-  struct c4_record r = {.kind = C4_REC_RANK};
-  r.rank = (struct c4_rank_record){
-      .rank = rank, .pid = 100 + (uint32_t)rank, .t = t, .entered = done, .done = done};
-  snprintf(r.rank.host, sizeof r.rank.host, "node%d", rank);
-  take(&r);
-}
 
 /* A completed receive of rank self from peer, posted at t0 and done at t1. */
 static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
@@ -56,21 +31,6 @@ static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
   r.xfer.peer = (struct c4_identity){.rank = peer, .pid = 100 + (uint32_t)peer};
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
-  take(&r);
-}
-
-static void coll(int rank, uint64_t seq, uint64_t arrive, uint64_t done) {
-  struct c4_record r = {.kind = C4_REC_COLL};
-  r.coll = (struct c4_coll_record){.comm = 0xc4,
-                                   .seq = seq,
-                                   .rank = rank,
-                                   .nranks = RANKS,
-                                   .root = -1,
-                                   .bytes = 1 << 20,
-                                   .t_arrive = arrive,
-                                   .t_enqueued = arrive + 1000,
-                                   .t_done = done};
-  strcpy(r.coll.func, "AllReduce");
   take(&r);
 }
 
@@ -120,10 +80,10 @@ static uint64_t run_steps(uint64_t s0, uint64_t n, uint64_t t, double (*slow)(ui
       for (int k = 0; k < 4; k++) /* pipelined slices: overlapping receives from the ring */
         recv_record(r, (r + RANKS - 1) % RANKS, arrive[r] + (uint64_t)k * 4 * MS,
                     last + (uint64_t)(k + 1) * 5 * MS);
-      coll(r, s, arrive[r], done + (uint64_t)r * 1000);
+      coll(r, RANKS, s, arrive[r], done + (uint64_t)r * 1000);
     }
     for (int r = 0; r < RANKS; r++)
-      hb(r, done, s + 1);
+      hb(r, done, s + 1, s + 1);
     t = done + 100000;
   }
   return t;
@@ -154,13 +114,9 @@ static int all_of(const char *kind) {
 }
 
 START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
-  events = json_array();
-  c4_mon_events_reset();
-  c4_mon_events_add_sink(collect, NULL);
-  struct c4_det_config cfg = {0};
-  ck_assert_int_eq(c4_det_init(&cfg), 0);
+  setup(NULL);
   for (int r = 0; r < RANKS; r++)
-    comm_record(r);
+    comm_record(r, RANKS, 1);
   uint64_t t = run_steps(0, 100, 10 * MS, thrice_from_100_to_200);
   ck_assert_int_eq(all_of("straggler"), 0);
   t = run_steps(100, 100, t, thrice_from_100_to_200);
@@ -171,7 +127,6 @@ START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
   ck_assert_int_eq(named("recovered", 3), 1);
   ck_assert_int_eq(all_of("straggler"), 1);
   c4_det_reset();
-  json_decref(events);
 }
 END_TEST
 

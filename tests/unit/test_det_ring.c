@@ -12,6 +12,7 @@
 
 #include "../check_run.h"
 #include "det.h"
+#include "det_test_util.h"
 #include "mon_events.h"
 
 #define MS 1000000ull
@@ -21,14 +22,7 @@
 #define SD_ONE 0.67         /* a transfer's spread around its half-window's level (log) */
 #define SD_WINDOW 0.17      /* a half-window's level's spread, per hop (log) */
 
-static json_t *events;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static void collect(const json_t *ev, const char *line, void *arg) {
-  (void)line;
-  (void)arg;
-  json_array_append(events, (json_t *)ev);
-}
 
 static double uniform(void) { /* xorshift64*: deterministic, so a failure repeats */
   rng ^= rng >> 12;
@@ -49,7 +43,8 @@ static int by_done(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void take(int src, uint64_t seq, uint64_t t_first, uint64_t t_done) {
+/* Node src + 1's receive number seq from src, its first byte at t_first, done at t_done. */
+static void hop_recv(int src, uint64_t seq, uint64_t t_first, uint64_t t_done) {
   int dst = (src + 1) % NODES;
   struct c4_record r = {.kind = C4_REC_XFER};
   r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
@@ -64,7 +59,7 @@ static void take(int src, uint64_t seq, uint64_t t_first, uint64_t t_done) {
   r.xfer.peer = (struct c4_identity){.rank = src, .pid = 100 + (uint32_t)src};
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", dst);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", src);
-  c4_det_take(c4_det_job("job"), &r);
+  take(&r);
 }
 
 /* Iterations of the ring from t0 to t1: hop s's transfers take slow(s, t) times their usual
@@ -94,7 +89,7 @@ static void run_ring(uint64_t t0, uint64_t t1, double (*slow)(int src, uint64_t 
     }
     qsort(x, NODES * CHUNKS, sizeof *x, by_done);
     for (int i = 0; i < NODES * CHUNKS; i++)
-      take(x[i].src, seq++, x[i].t_first, x[i].t_done);
+      hop_recv(x[i].src, seq++, x[i].t_first, x[i].t_done);
     t = end + 100000 + (pause_every && it % pause_every == 0 ? pause_ns : 0);
   }
 }
@@ -108,28 +103,10 @@ static double hop_2_to_3_at_a_fifteenth_from_20s(int s, uint64_t t) {
   return s == 2 && t >= 20000 * MS ? 15 : 1;
 }
 
-static void setup(void) {
-  json_decref(events);
-  events = json_array();
-  c4_mon_events_reset();
-  c4_mon_events_add_sink(collect, NULL);
-  struct c4_det_config cfg = {0};
-  ck_assert_int_eq(c4_det_init(&cfg), 0);
-}
-
-static int count(const char *kind) {
-  int n = 0;
-  size_t i;
-  json_t *e;
-  json_array_foreach(events, i, e) n +=
-      !strcmp(json_string_value(json_object_get(e, "kind")), kind);
-  return n;
-}
-
 /* Scaling the whole margin by the root of the transfers missing (3.9x here) hid this hop for as
  * long as it was slow (detect_live, about half its runs under ASan). */
 START_TEST(a_hop_slowed_15x_is_named_once_though_it_carries_a_fifteenth_of_its_transfers) {
-  setup();
+  setup(NULL);
   run_ring(1000 * MS, 40000 * MS, hop_2_to_3_at_a_fifteenth_from_20s, 0, 0);
   ck_assert_msg(count("comm_slow") == 1, "%d comm_slow verdicts, %zu events", count("comm_slow"),
                 json_array_size(events));
@@ -149,7 +126,7 @@ END_TEST
 /* Two minutes of a healthy ring that stops 400 ms every 10 iterations: half-windows of a few
  * transfers among ones of a hundred and more. */
 START_TEST(a_healthy_ring_with_bursty_traffic_raises_nothing) {
-  setup();
+  setup(NULL);
   run_ring(1000 * MS, 121000 * MS, healthy, 10, 400 * MS);
   ck_assert_msg(json_array_size(events) == 0, "%zu events on a healthy ring, the first: %s",
                 json_array_size(events),

@@ -10,77 +10,11 @@
 #include "../check_run.h"
 #include "det.h"
 #include "det_internal.h"
+#include "det_test_util.h"
 #include "mon_events.h"
 #include "mon_metrics.h"
 
 #define MS 1000000ull
-
-static json_t *events;
-
-static void collect(const json_t *ev, const char *line, void *arg) {
-  (void)line;
-  (void)arg;
-  json_array_append(events, (json_t *)ev);
-}
-
-static void setup(const char *plan) {
-  json_decref(events);
-  events = json_array();
-  c4_mon_events_reset();
-  c4_mon_events_add_sink(collect, NULL);
-  struct c4_det_config cfg = {.plan = plan};
-  ck_assert_int_eq(c4_det_init(&cfg), 0);
-}
-
-static int count(const char *kind) {
-  int n = 0;
-  size_t i;
-  json_t *e;
-  json_array_foreach(events, i, e) n +=
-      !strcmp(json_string_value(json_object_get(e, "kind")), kind);
-  return n;
-}
-
-static json_t *first(const char *kind) {
-  size_t i;
-  json_t *e;
-  json_array_foreach(events, i,
-                     e) if (!strcmp(json_string_value(json_object_get(e, "kind")), kind)) return e;
-  return NULL;
-}
-
-static void take(struct c4_record *r) { c4_det_take(c4_det_job("job"), r); }
-
-static void comm_record(int rank, int nranks, uint64_t t) {
-  struct c4_record r = {.kind = C4_REC_COMM};
-  r.comm = (struct c4_comm_record){
-      .comm = 0xc4, .rank = rank, .nranks = nranks, .pid = 100 + rank, .t = t};
-  snprintf(r.comm.host, sizeof r.comm.host, "node%d", rank);
-  take(&r);
-}
-
-static void hb(int rank, uint64_t t, uint64_t entered, uint64_t done) {
-  struct c4_record r = {.kind = C4_REC_RANK};
-  r.rank = (struct c4_rank_record){
-      .rank = rank, .pid = 100 + (uint32_t)rank, .t = t, .entered = entered, .done = done};
-  snprintf(r.rank.host, sizeof r.rank.host, "node%d", rank);
-  take(&r);
-}
-
-static void coll(int rank, int nranks, uint64_t seq, uint64_t arrive, uint64_t done) {
-  struct c4_record r = {.kind = C4_REC_COLL};
-  r.coll = (struct c4_coll_record){.comm = 0xc4,
-                                   .seq = seq,
-                                   .rank = rank,
-                                   .nranks = nranks,
-                                   .root = -1,
-                                   .bytes = 1 << 20,
-                                   .t_arrive = arrive,
-                                   .t_enqueued = arrive + 1000,
-                                   .t_done = done};
-  strcpy(r.coll.func, "AllReduce");
-  take(&r);
-}
 
 /* A data-parallel loop of n ranks: compute 60 ms times slow(rank, seq) with 2% jitter, then a
  * 40 ms allreduce that starts when the last rank arrives. Heartbeats every 200 ms. */
