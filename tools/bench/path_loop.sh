@@ -24,6 +24,8 @@ case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 BIN=$BUILD/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
 FABRIC=$HERE/../fabric/fabric
+# shellcheck source=tools/fabric/ring_plan.sh
+. "$HERE/../fabric/ring_plan.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "path_loop: skipped: needs CAP_NET_ADMIN (root) and ip netns"
@@ -71,27 +73,7 @@ now() { "$BIN/c4mon" events --now; }
 fab --hosts 5 --leaves 2 --spines 2 --rate "${RATE_MBIT}mbit" up >"$OUT/fabric.log" 2>&1 ||
   fail "fabric up: $(tail -3 "$OUT/fabric.log")"
 # two flows a hop (C4_NSOCKS=2 data sockets), probed, then placed on the two spines
-{
-  printf '{"v":1,"flows":['
-  sep=
-  for r in 0 1 2 3; do
-    for _ in 1 2; do
-      printf '%s{"src":"h%d","dst":"h%d","bytes":1048576}' "$sep" "$r" $(((r + 1) % 4))
-      sep=,
-    done
-  done
-  printf ']}\n'
-} >"$OUT/flows.json"
-probes=()
-for r in 0 1 2 3; do
-  d=$(((r + 1) % 4)) rc=0
-  ip netns exec "$NAME-h$r" "$BIN/c4plan" probe --topo "$TOPO" --dst "h$d" --dst-port "$LPORT" \
-    --json >"$OUT/probe-$r.json" 2>"$OUT/probe.log" || rc=$?
-  [ $rc -le 1 ] && [ -s "$OUT/probe-$r.json" ] || fail "c4plan probe h$r -> h$d: $(cat "$OUT/probe.log")"
-  probes+=(--probe "$OUT/probe-$r.json")
-done
-"$BIN/c4plan" assign --topo "$TOPO" --flows "$OUT/flows.json" "${probes[@]}" --out "$OUT/plan.json" \
-  >"$OUT/assign.log" 2>&1 || fail "c4plan assign: $(cat "$OUT/assign.log")"
+ring_plan "$BIN" "$NAME" "$TOPO" "$LPORT" "$OUT" h0 h1 h2 h3 || fail "$RING_PLAN_ERR"
 jq -e '[.flows[] | select(.path == "s1")] | length == 4' "$OUT/plan.json" >/dev/null ||
   fail "the plan does not put one socket of each hop on s1: $(jq -c '[.flows[] | [.src, .dst, .path]]' "$OUT/plan.json")"
 

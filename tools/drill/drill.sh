@@ -33,6 +33,8 @@ case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 BIN=$BUILD/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
 FABRIC=$HERE/../fabric/fabric
+# shellcheck source=tools/fabric/ring_plan.sh
+. "$HERE/../fabric/ring_plan.sh"
 OUT=${C4_DRILL_OUT:-$PWD/drill-out}
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -103,30 +105,7 @@ fab --hosts 5 --ports 1 --leaves 2 --spines 2 --rate 1gbit up >"$OUT/fabric.log"
   die "fabric up: $(cat "$OUT/fabric.log")"
 say "fabric $NAME up: 5 hosts, 2 leaves, 2 spines, 1 Gbit/s links (topology $TOPO)"
 # The job's flows: two per ring hop (C4_NSOCKS=2 data sockets), probed, then placed.
-{
-  printf '{"v":1,"flows":['
-  sep=
-  for r in 0 1 2 3; do
-    a=${HOSTS[r]} b=${HOSTS[$(((r + 1) % 4))]}
-    for _ in 1 2; do
-      printf '%s{"src":"%s","dst":"%s","bytes":1048576}' "$sep" "$a" "$b"
-      sep=,
-    done
-  done
-  printf ']}\n'
-} >"$OUT/flows.json"
-probes=()
-for r in 0 1 2 3; do
-  a=${HOSTS[r]} b=${HOSTS[$(((r + 1) % 4))]}
-  # exit 1: some source ports stayed unmapped (a lost ICMP reply); the plan uses the others
-  rc=0
-  ip netns exec "$NAME-$a" "$BIN/c4plan" probe --topo "$TOPO" --dst "$b" --dst-port $LPORT --json \
-    >"$OUT/probe-$a-$b.json" 2>"$OUT/probe.log" || rc=$?
-  [ $rc -le 1 ] && [ -s "$OUT/probe-$a-$b.json" ] || die "c4plan probe $a -> $b (exit $rc): $(cat "$OUT/probe.log")"
-  probes+=(--probe "$OUT/probe-$a-$b.json")
-done
-"$BIN/c4plan" assign --topo "$TOPO" --flows "$OUT/flows.json" "${probes[@]}" --out "$OUT/plan.json" \
-  >"$OUT/assign.log" 2>&1 || die "c4plan assign: $(cat "$OUT/assign.log")"
+ring_plan "$BIN" "$NAME" "$TOPO" "$LPORT" "$OUT" "${HOSTS[@]}" || die "$RING_PLAN_ERR"
 # The planned source ports of each crossing hop, by spine: "SRC DST SPINE PORT" lines.
 "$BIN/c4plan" flows "$OUT/plan.json" >"$OUT/flows.txt" 2>&1 || die "the plan: $(cat "$OUT/flows.txt")"
 awk '$3 ~ /^s/' "$OUT/flows.txt" >"$OUT/pins"
