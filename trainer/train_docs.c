@@ -7,24 +7,22 @@
  * another exchange. */
 #include "train_docs.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "assign_policy.h"
 #include "c4_clock.h"
-#include "c4_env.h"
 #include "c4_err.h"
 #include "docs.h"
 #include "dp.h"
 #include "seq_assign.h"
 #include "seq_cost.h"
 #include "train_docs_report.h"
+#include "train_rank.h"
 
 /* A rank's buffers for one step. */
 struct docs_step_bufs {
@@ -65,13 +63,6 @@ static int bufs_init(struct docs_step_bufs *b, int max_seq, size_t positions) {
   return C4_ENOMEM;
 }
 
-static void sleep_seconds(double s) {
-  if (s <= 0) return;
-  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
 /* Runs sequences sel[0..n) (indices into d) packed into micro-batches; mb_of[k] names each one's
  * micro-batch (nmb of them). Training (dloss > 0) adds gradients, evaluation (dloss 0) does not.
  * The drill's slowdown sleeps after each micro-batch. Returns the sum of the position losses. */
@@ -90,7 +81,7 @@ static double run_packed(struct gpt *m, const struct doc_set *d, const int *sel,
     }
     loss += dloss > 0 ? gpt_step_packed(m, b->tok, b->tgt, b->seg, nseg, dloss)
                       : gpt_eval_packed(m, b->tok, b->tgt, b->seg, nseg);
-    if (slow > 1) sleep_seconds((double)(c4_now_ns() - t0) * 1e-9 * (slow - 1));
+    train_stretch(t0, slow);
   }
   return loss;
 }
@@ -204,12 +195,7 @@ static int docs_alloc(struct docs_run *s) {
     fprintf(stderr, "c4train: rank %d: out of memory\n", s->rank);
     return 1;
   }
-  if (s->rank == 0 && !o->json && o->json_out && !(s->jf = fopen(o->json_out, "a"))) {
-    fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
-    return 1;
-  }
-  if (s->rank == 0 && o->json) s->jf = stdout;
-  return 0;
+  return train_json_open(o, s->rank, &s->jf);
 }
 
 /* This rank's share of the step's sequences, packed and run; its report filled. */
@@ -225,9 +211,7 @@ static void docs_compute(struct docs_run *s, int step, int n, long tokens,
       seq_cost_features(&s->model, b->len[i], mine->f);
     }
   int nmb = seq_assign_pack(nmine, b->mine_len, (int)s->cap, b->mb_of);
-  double slow = s->orig_rank == o->slow_rank && step + 1 >= o->slow_from && step + 1 <= o->slow_to
-                    ? o->slow_factor
-                    : 1;
+  double slow = train_slow_factor(o, s->orig_rank, step);
   gpt_zero_grad(&s->m);
   uint64_t t0 = c4_now_ns();
   mine->loss_sum =
@@ -309,7 +293,7 @@ static void docs_end(struct docs_run *s) {
 
 /* Everything docs_open and docs_alloc made. */
 static void docs_close(struct docs_run *s) {
-  if (s->jf && s->jf != stdout) fclose(s->jf);
+  train_json_close(s->jf);
   free(s->rep);
   free(s->rec);
   free(s->samples);
@@ -331,7 +315,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   s->o = o;
   s->rank = r->rank;
   s->world = r->world;
-  s->orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", r->rank, 0, INT_MAX);
+  s->orig_rank = train_orig_rank(r);
   int status = docs_open(s, r);
   if (status) {
     free(s);

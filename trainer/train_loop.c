@@ -7,13 +7,10 @@
 #include "train_loop.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "c4_clock.h"
@@ -26,6 +23,7 @@
 #include "text_data.h"
 #include "train_ckpt.h"
 #include "train_pipe.h"
+#include "train_rank.h"
 #include "train_report.h"
 
 void openblas_set_num_threads(int num_threads);
@@ -110,13 +108,6 @@ static void sort(double *v, int n) {
 static double median(double *v, int n) {
   sort(v, n);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void sleep_seconds(double s) {
-  if (s <= 0) return;
-  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
 }
 
 /* Mean held-out loss over o->eval_windows windows, micro-batch by micro-batch. */
@@ -301,12 +292,7 @@ static int run_begin(struct run *s) {
   if (s->pp > 1 &&
       train_pipe_eval(&s->tp, &s->dp, &s->m, &s->data, o->eval_windows, &s->eval_start))
     return C4TRAIN_EXIT_PEER_LOST;
-  /* rank 0's JSON lines: on stdout (--json) or, beside the text, in a file (--json-out) */
-  if (rank == 0 && !o->json && o->json_out && !(s->jf = fopen(o->json_out, "a"))) {
-    fprintf(stderr, "c4train: --json-out %s: %s\n", o->json_out, strerror(errno));
-    return 1;
-  }
-  if (rank == 0 && o->json) s->jf = stdout;
+  if (train_json_open(o, rank, &s->jf)) return 1;
   if (rank == 0) {
     if (s->jf)
       train_report_start(s->jf, s->world, o->device, gpt_full_floats(&s->m), s->step,
@@ -334,9 +320,8 @@ static int step_compute(struct run *s, struct step_state *st) {
   double loss_sum = 0, first_s = 0;
   st->gemm0 = gemm_seconds;
   uint64_t t0 = st->t0 = c4_now_ns();
-  int slow_now = s->orig_rank == o->slow_rank && o->slow_factor > 1 &&
-                 s->step + 1 >= o->slow_from && s->step + 1 <= o->slow_to;
-  s->tp.slow = slow_now ? o->slow_factor : 1;
+  double slow = train_slow_factor(o, s->orig_rank, s->step);
+  s->tp.slow = slow;
   if (s->pp > 1 &&
       train_pipe_step(&s->tp, &s->m, &s->data, o->seed, s->step, start, s->dloss, &loss_sum)) {
     fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", s->rank,
@@ -349,7 +334,7 @@ static int step_compute(struct run *s, struct step_state *st) {
       text_data_sample(&s->data, o->seed, (uint64_t)s->step, (uint64_t)(start + k) * B + b, T,
                        s->tok + b * T, s->tgt + b * T);
     loss_sum += (double)gpt_step_microbatch(&s->m, s->tok, s->tgt, s->dloss) * B * T;
-    if (slow_now) sleep_seconds((double)(c4_now_ns() - tk) * 1e-9 * (o->slow_factor - 1));
+    train_stretch(tk, slow);
     if (k == 0) { /* the step-time model's point at one micro-batch (on a GPU, once done) */
       s->ops->sync();
       first_s = (double)(c4_now_ns() - t0) * 1e-9;
@@ -619,7 +604,7 @@ static int run_end(struct run *s) {
 
 /* Everything run_open and run_alloc made (each free takes NULL or a zeroed object). */
 static void run_close(struct run *s) {
-  if (s->jf && s->jf != stdout) fclose(s->jf);
+  train_json_close(s->jf);
   if (s->sub) mon_sub_stop(s->sub);
   free(s->tok);
   free(s->tgt);
@@ -648,8 +633,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   s->o = o;
   s->rank = r->rank;
   s->world = r->world;
-  /* --slow names a rank of the first launch: a restarted job keeps the name (launch.c) */
-  s->orig_rank = (int)c4_env_long("C4TRAIN_ORIG_RANK", r->rank, 0, INT_MAX);
+  s->orig_rank = train_orig_rank(r);
   s->B = o->micro_batch;
   s->T = o->cfg.context;
   s->pp = o->pp > 1 ? o->pp : 1;

@@ -4,15 +4,14 @@
  * way. A slot's send buffer is reused only once its last send is done. */
 #include "train_pipe.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "planner.h"
+#include "train_rank.h"
 
 int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1) {
   if (stages < 1 || layers < stages || stage < 0 || stage >= stages) return C4_EINVAL;
@@ -157,10 +156,7 @@ static void compute_done(struct train_pipe *tp, struct spent took) {
   tp->work_s += cpu;
   tp->busy_s += cpu * (tp->slow > 1 ? tp->slow : 1);
   tp->wall_s += (double)took.wall * 1e-9 + s;
-  if (s <= 0) return;
-  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
+  train_sleep_s(s);
 }
 
 int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_data *data,
