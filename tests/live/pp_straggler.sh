@@ -15,6 +15,8 @@ BUILD=${1:-${C4_BUILD_DIR:-build}}
 shift
 MONITOR=${PP_STRAGGLER_MONITOR:-1} # 0: run without --monitor (to see the test fail)
 . "$(dirname "$0")/lib/train_job.sh"
+# shellcheck source=tests/lib/c4mon_serve.sh
+. "$(dirname "$0")/../lib/c4mon_serve.sh"
 command -v jq >/dev/null || { echo "pp_straggler: jq is missing (make deps)"; exit 1; }
 for f in "$BUILD/bin/c4mon" "$BUILD/bin/c4train" "$BUILD/lib/libnccl-net-c4.so"; do
   [ -e "$f" ] || { echo "pp_straggler: $f is missing (build first)"; exit 1; }
@@ -29,16 +31,14 @@ fail() {
   exit 1
 }
 
-port=$(free_port)
 sub=$(free_port)
-"$BUILD/bin/c4mon" serve --listen "127.0.0.1:$port" --token live --subscribe "127.0.0.1:$sub" \
-  --events "$WORK/events.jsonl" >"$WORK/c4mon.out" 2>"$WORK/c4mon.log" &
-mon=$!
-sleep 0.5
-kill -0 "$mon" 2>/dev/null || { echo "pp_straggler: skipped: c4mon could not start:"; cat "$WORK/c4mon.log"; exit 0; }
+c4mon_serve "$BUILD/bin/c4mon" "$WORK/c4mon.out" "$WORK/c4mon.log" --listen 127.0.0.1:0 \
+  --token live --subscribe "127.0.0.1:$sub" --events "$WORK/events.jsonl" ||
+  { echo "pp_straggler: skipped: c4mon could not start"; exit 0; }
+mon=$MON_PID
 feed=()
 [ "$MONITOR" = 1 ] && feed=(--monitor "127.0.0.1:$sub")
-C4_HOSTNAME=node-%r C4_MONITOR="127.0.0.1:$port" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
+C4_HOSTNAME=node-%r C4_MONITOR="$MON_RANKS" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
   "$BUILD/bin/c4train" --local-ranks 4 --pp 4 --layers 8 --width 32 --heads 2 --context 32 \
   --steps 220 --eval-windows 4 --json --slow 1:3.0:30:130 "${feed[@]}" "$@" \
   >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
