@@ -163,67 +163,66 @@ static int parse_master(const char *s, struct perf_ranks *r) {
   return parse_int("--master (port)", colon + 1, 1, 65535, &r->port);
 }
 
-/* The options into o and r. Returns -1 to go on, else the exit status (help, version: 0; a
- * usage error, said in one line: 2). */
-static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ranks *r) {
-  enum {
-    O_MODE = 256,
-    O_INFLIGHT,
-    O_DEV,
-    O_PLUGIN,
-    O_NOCHECK,
-    O_JSON,
-    O_RANK,
-    O_WORLD,
-    O_MASTER,
-    O_SPAWN,
-    O_TIMELINE
-  };
-  static const struct option longs[] = {{"mode", 1, 0, O_MODE},
-                                        {"min-bytes", 1, 0, 'b'},
-                                        {"max-bytes", 1, 0, 'e'},
-                                        {"factor", 1, 0, 'f'},
-                                        {"iters", 1, 0, 'n'},
-                                        {"warmup", 1, 0, 'w'},
-                                        {"inflight", 1, 0, O_INFLIGHT},
-                                        {"dev", 1, 0, O_DEV},
-                                        {"plugin", 1, 0, O_PLUGIN},
-                                        {"no-check", 0, 0, O_NOCHECK},
-                                        {"json", 0, 0, O_JSON},
-                                        {"rank", 1, 0, O_RANK},
-                                        {"world", 1, 0, O_WORLD},
-                                        {"master", 1, 0, O_MASTER},
-                                        {"spawn", 1, 0, O_SPAWN},
-                                        {"timeline", 1, 0, O_TIMELINE},
-                                        {"help", 0, 0, 'h'},
-                                        {"version", 0, 0, 'V'},
-                                        {0, 0, 0, 0}};
-  int c, bad = 0;
-  while (!bad && (c = getopt_long(argc, argv, ":b:e:f:n:w:hV", longs, NULL)) != -1) {
-    switch (c) {
-    case O_MODE: bad = parse_mode(optarg, &o->mode); break;
-    case 'b': bad = parse_bytes("--min-bytes", optarg, &o->min_bytes); break;
-    case 'e': bad = parse_bytes("--max-bytes", optarg, &o->max_bytes); break;
-    case 'f': bad = c4_cli_double("c4perf", "--factor", optarg, 1.1, 1024, &o->factor); break;
-    case 'n': bad = parse_int("--iters", optarg, 1, 100000000, &o->iters); break;
-    case 'w': bad = parse_int("--warmup", optarg, 0, 100000000, &o->warmup); break;
-    case O_INFLIGHT: bad = parse_int("--inflight", optarg, 1, 32, &o->inflight); break;
-    case O_DEV: bad = parse_int("--dev", optarg, 0, 1023, &o->dev); break;
-    case O_PLUGIN: o->plugin = optarg; break;
-    case O_NOCHECK: o->check = 0; break;
-    case O_JSON: o->json = 1; break;
-    case O_TIMELINE: o->timeline = optarg; break;
-    case O_RANK: bad = parse_int("--rank", optarg, 0, 1 << 20, &r->rank); break;
-    case O_WORLD: bad = parse_int("--world", optarg, 1, 1 << 20, &r->world); break;
-    case O_MASTER: bad = parse_master(optarg, r); break;
-    case O_SPAWN: bad = parse_int("--spawn", optarg, 1, 64, &r->spawn_n); break;
-    case 'h': usage(stdout); return C4_EXIT_OK;
-    case 'V': c4_cli_version("c4perf"); return C4_EXIT_OK;
-    default: return c4_cli_bad_option("c4perf", argv, c);
-    }
+enum {
+  O_MODE = 256,
+  O_INFLIGHT,
+  O_DEV,
+  O_PLUGIN,
+  O_NOCHECK,
+  O_JSON,
+  O_RANK,
+  O_WORLD,
+  O_MASTER,
+  O_SPAWN,
+  O_TIMELINE
+};
+static const struct option longs[] = {{"mode", 1, 0, O_MODE},
+                                      {"min-bytes", 1, 0, 'b'},
+                                      {"max-bytes", 1, 0, 'e'},
+                                      {"factor", 1, 0, 'f'},
+                                      {"iters", 1, 0, 'n'},
+                                      {"warmup", 1, 0, 'w'},
+                                      {"inflight", 1, 0, O_INFLIGHT},
+                                      {"dev", 1, 0, O_DEV},
+                                      {"plugin", 1, 0, O_PLUGIN},
+                                      {"no-check", 0, 0, O_NOCHECK},
+                                      {"json", 0, 0, O_JSON},
+                                      {"rank", 1, 0, O_RANK},
+                                      {"world", 1, 0, O_WORLD},
+                                      {"master", 1, 0, O_MASTER},
+                                      {"spawn", 1, 0, O_SPAWN},
+                                      {"timeline", 1, 0, O_TIMELINE},
+                                      {"help", 0, 0, 'h'},
+                                      {"version", 0, 0, 'V'},
+                                      {0, 0, 0, 0}};
+
+/* Option c (one of longs' but help and version) with its value v into o or r. Returns 0, or
+ * non-zero when v is bad (said in one line). */
+static int take_option(int c, const char *v, struct perf_opts *o, struct perf_ranks *r) {
+  switch (c) {
+  case O_MODE: return parse_mode(v, &o->mode);
+  case 'b': return parse_bytes("--min-bytes", v, &o->min_bytes);
+  case 'e': return parse_bytes("--max-bytes", v, &o->max_bytes);
+  case 'f': return c4_cli_double("c4perf", "--factor", v, 1.1, 1024, &o->factor);
+  case 'n': return parse_int("--iters", v, 1, 100000000, &o->iters);
+  case 'w': return parse_int("--warmup", v, 0, 100000000, &o->warmup);
+  case O_INFLIGHT: return parse_int("--inflight", v, 1, 32, &o->inflight);
+  case O_DEV: return parse_int("--dev", v, 0, 1023, &o->dev);
+  case O_PLUGIN: o->plugin = v; return 0;
+  case O_NOCHECK: o->check = 0; return 0;
+  case O_JSON: o->json = 1; return 0;
+  case O_TIMELINE: o->timeline = v; return 0;
+  case O_RANK: return parse_int("--rank", v, 0, 1 << 20, &r->rank);
+  case O_WORLD: return parse_int("--world", v, 1, 1 << 20, &r->world);
+  case O_MASTER: return parse_master(v, r);
+  case O_SPAWN: return parse_int("--spawn", v, 1, 64, &r->spawn_n);
   }
-  if (bad) return C4_EXIT_USAGE;
-  if (optind < argc) return c4_cli_usage("c4perf", "unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* The sizes, once every option is in (--mode may follow them): the sweep's ends in order, and an
+ * allreduce at least one float. Returns -1 when they do, else 2 (said in one line). */
+static int check_sizes(struct perf_opts *o) {
   if (o->min_bytes > o->max_bytes)
     return c4_cli_usage("c4perf", "--min-bytes %zu is above --max-bytes %zu", o->min_bytes,
                         o->max_bytes);
@@ -231,6 +230,27 @@ static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ra
   if (o->mode == MODE_ALLREDUCE && o->max_bytes < sizeof(float))
     return c4_cli_usage("c4perf", "allreduce needs --max-bytes of at least %zu", sizeof(float));
   return C4_NONE;
+}
+
+/* The options into o and r. Returns -1 to go on, else the exit status (help, version: 0; a
+ * usage error, said in one line: 2). */
+static int parse_args(int argc, char **argv, struct perf_opts *o, struct perf_ranks *r) {
+  int c, bad = 0;
+  while (!bad && (c = getopt_long(argc, argv, ":b:e:f:n:w:hV", longs, NULL)) != -1) {
+    if (c == 'h') {
+      usage(stdout);
+      return C4_EXIT_OK;
+    }
+    if (c == 'V') {
+      c4_cli_version("c4perf");
+      return C4_EXIT_OK;
+    }
+    if (c == '?' || c == ':') return c4_cli_bad_option("c4perf", argv, c);
+    bad = take_option(c, optarg, o, r);
+  }
+  if (bad) return C4_EXIT_USAGE;
+  if (optind < argc) return c4_cli_usage("c4perf", "unexpected argument '%s'", argv[optind]);
+  return check_sizes(o);
 }
 
 /* Fills what the flags left open from the launcher's variables (c4_ranks.h), then checks the
