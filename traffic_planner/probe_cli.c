@@ -80,17 +80,58 @@ struct opts {
   int json;
 };
 
+static const char *const prog = "c4plan probe";
+static const struct option longs[] = {
+    {"topo", 1, 0, 'T'},    {"src", 1, 0, 's'},   {"src-addr", 1, 0, 'a'},
+    {"dst", 1, 0, 'd'},     {"proto", 1, 0, 'P'}, {"dst-port", 1, 0, 'p'},
+    {"sports", 1, 0, 'r'},  {"ttl", 1, 0, 't'},   {"timeout-ms", 1, 0, 'w'},
+    {"tries", 1, 0, 'n'},   {"json", 0, 0, 'j'},  {"help", 0, 0, 'h'},
+    {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
+
+/* Option c (one of longs' but help and version) with its value v into o; the ports into
+ * *dst_port and *lo..*hi, which parse_opts settles once every option is in. Returns 0, or
+ * C4_EINVAL when v is bad (said in one line). */
+static int take_option(int c, const char *v, struct opts *o, long *dst_port, unsigned *lo,
+                       unsigned *hi) {
+  long n;
+  switch (c) {
+  case 'T': o->topo = v; return 0;
+  case 's': o->src = v; return 0;
+  case 'a': o->src_addr = v; return 0;
+  case 'd': o->dst = v; return 0;
+  case 'j': o->json = 1; return 0;
+  case 'p': return c4_cli_long(prog, "--dst-port", v, 1, 65535, dst_port) != 0 ? C4_EINVAL : 0;
+  case 't':
+    if (c4_cli_long(prog, "--ttl", v, 1, 255, &n) != 0) return C4_EINVAL;
+    o->req.ttl = (int)n;
+    return 0;
+  case 'w':
+    if (c4_cli_long(prog, "--timeout-ms", v, 1, 600000, &n) != 0) return C4_EINVAL;
+    o->req.timeout_ms = (int)n;
+    return 0;
+  case 'n':
+    if (c4_cli_long(prog, "--tries", v, 1, 1000, &n) != 0) return C4_EINVAL;
+    o->req.tries = (int)n;
+    return 0;
+  case 'P':
+    if (!strcmp(v, "tcp") || !strcmp(v, "udp")) {
+      o->req.proto = v[0] == 't' ? C4_PLAN_TCP : C4_PLAN_UDP;
+      return 0;
+    }
+    c4_cli_usage(prog, "--proto wants tcp or udp, not '%s'", v);
+    return C4_EINVAL;
+  case 'r':
+    if (sscanf(v, "%u-%u", lo, hi) == 2 && *lo >= 1 && *lo <= *hi && *hi <= 65535) return 0;
+    c4_cli_usage(prog, "--sports wants LO-HI within 1-65535, not '%s'", v);
+    return C4_EINVAL;
+  }
+  return 0;
+}
+
 /* The options into o. Returns 0, 1 when --help or --version was printed, or -1 having printed
  * the one-line usage error. */
 static int parse_opts(int argc, char **argv, struct opts *o) {
-  static const char *prog = "c4plan probe";
-  static const struct option longs[] = {
-      {"topo", 1, 0, 'T'},    {"src", 1, 0, 's'},   {"src-addr", 1, 0, 'a'},
-      {"dst", 1, 0, 'd'},     {"proto", 1, 0, 'P'}, {"dst-port", 1, 0, 'p'},
-      {"sports", 1, 0, 'r'},  {"ttl", 1, 0, 't'},   {"timeout-ms", 1, 0, 'w'},
-      {"tries", 1, 0, 'n'},   {"json", 0, 0, 'j'},  {"help", 0, 0, 'h'},
-      {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
-  long dst_port = -1, v;
+  long dst_port = -1;
   int c;
   unsigned lo = 49152, hi = 49215;
   o->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : DEFAULT_TOPO;
@@ -98,42 +139,19 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       (struct c4_plan_probe_req){.proto = C4_PLAN_TCP, .ttl = 2, .timeout_ms = 300, .tries = 3};
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
-    switch (c) {
-    case 'T': o->topo = optarg; break;
-    case 's': o->src = optarg; break;
-    case 'a': o->src_addr = optarg; break;
-    case 'd': o->dst = optarg; break;
-    case 'p':
-      if (c4_cli_long(prog, "--dst-port", optarg, 1, 65535, &dst_port) != 0) return C4_EINVAL;
-      break;
-    case 't':
-      if (c4_cli_long(prog, "--ttl", optarg, 1, 255, &v) != 0) return C4_EINVAL;
-      o->req.ttl = (int)v;
-      break;
-    case 'w':
-      if (c4_cli_long(prog, "--timeout-ms", optarg, 1, 600000, &v) != 0) return C4_EINVAL;
-      o->req.timeout_ms = (int)v;
-      break;
-    case 'n':
-      if (c4_cli_long(prog, "--tries", optarg, 1, 1000, &v) != 0) return C4_EINVAL;
-      o->req.tries = (int)v;
-      break;
-    case 'j': o->json = 1; break;
-    case 'P':
-      if (!strcmp(optarg, "tcp") || !strcmp(optarg, "udp")) {
-        o->req.proto = optarg[0] == 't' ? C4_PLAN_TCP : C4_PLAN_UDP;
-        break;
-      }
-      c4_cli_usage(prog, "--proto wants tcp or udp, not '%s'", optarg);
-      return C4_EINVAL;
-    case 'r':
-      if (sscanf(optarg, "%u-%u", &lo, &hi) == 2 && lo >= 1 && lo <= hi && hi <= 65535) break;
-      c4_cli_usage(prog, "--sports wants LO-HI within 1-65535, not '%s'", optarg);
-      return C4_EINVAL;
-    case 'h': usage(stdout); return 1;
-    case 'V': c4_cli_version("c4plan"); return 1;
-    default: c4_cli_bad_option(prog, argv, c); return C4_EINVAL;
+    if (c == 'h') {
+      usage(stdout);
+      return 1;
     }
+    if (c == 'V') {
+      c4_cli_version("c4plan");
+      return 1;
+    }
+    if (c == '?' || c == ':') {
+      c4_cli_bad_option(prog, argv, c);
+      return C4_EINVAL;
+    }
+    if (take_option(c, optarg, o, &dst_port, &lo, &hi)) return C4_EINVAL;
   }
   if (optind < argc && !o->dst) o->dst = argv[optind++];
   if (!o->dst) return c4_cli_usage(prog, "--dst HOST|ADDR is required"), -1;
