@@ -96,21 +96,12 @@ static void take_verdicts(struct resplit *p, const struct resplit_report *rep) {
   }
 }
 
-int resplit_step(struct resplit *p, const struct resplit_report *rep) {
+/* `believed`: the slowdowns the plan may act on; a rank newly reading slow counts as healthy
+ * until its reading has held for RESPLIT_PERSIST_S or c4mon names it (whose factor then stands
+ * as its slowdown too). */
+static void believe(struct resplit *p, const struct resplit_report *rep, double *believed) {
   int n = p->ranks;
-  p->step++;
-  for (int i = 0; i < n; i++)
-    p->steps[i] = rep[i].step;
-  take_verdicts(p, rep);
-  step_model_add(&p->model, p->steps);
-  double fixed = 0, per_mb = step_model_slowdowns(&p->model, p->slowdown, &fixed);
-  if (per_mb > 0) {
-    p->per_mb_s = per_mb;
-    p->fixed_s = fixed;
-  }
-  /* `believed`: the slowdowns the plan may act on; a rank newly reading slow counts as healthy
-   * until its reading has held for RESPLIT_PERSIST_S or c4mon names it */
-  double believed[n], step_s = 0;
+  double step_s = 0;
   for (int i = 0; i < n; i++)
     if (rep[i].step.total_s > step_s) step_s = rep[i].step.total_s;
   for (int i = 0; i < n; i++) {
@@ -123,23 +114,22 @@ int resplit_step(struct resplit *p, const struct resplit_report *rep) {
              believed[i] >= C4_SPLIT_STRAGGLER)
       believed[i] = 1.0;
   }
-  if (!p->enabled || !c4_split_needs_replan(n, p->planned, believed)) return 0;
-  /* a rank under the straggler threshold is healthy: planning on its noise would hand the
-   * "fastest" healthy rank extra work that it then finishes last */
-  double want[n];
-  for (int i = 0; i < n; i++) {
+}
+
+/* The slowdowns to plan for: a rank under the straggler threshold is healthy, since planning on
+ * its noise would hand the "fastest" healthy rank extra work that it then finishes last. */
+static void wanted(const struct resplit *p, const double *believed, double *want) {
+  for (int i = 0; i < p->ranks; i++) {
     want[i] = believed[i] < C4_SPLIT_STRAGGLER ? 1.0 : believed[i];
     if (want[i] < C4_SPLIT_STRAGGLER && p->planned[i] >= C4_SPLIT_STRAGGLER &&
         p->step - p->straggler_since[i] < p->hold[i])
       want[i] = p->planned[i]; /* a heal that did not hold last time waits out its hold */
   }
-  /* and the split changes only when that pays 5%: between two splits about as good,
-   * measurement noise would otherwise flip it back and forth. `planned` stays what the split
-   * was made for, so a straggler on its way back is compared with where it was */
-  int cand[n];
-  plan(p, want, cand);
-  if (resplit_bottleneck(n, cand, want) >= 0.95 * resplit_bottleneck(n, p->split, want)) return 0;
-  for (int i = 0; i < n; i++) {
+}
+
+/* A new split for want is taken: each rank it judges healed or newly slow is noted. */
+static void note_turns(struct resplit *p, const double *want) {
+  for (int i = 0; i < p->ranks; i++) {
     if (p->planned[i] >= C4_SPLIT_STRAGGLER && want[i] < C4_SPLIT_STRAGGLER) {
       /* judged healed: measured afresh, or the slow steps still in its window would read it
        * slow again at the next noisy step */
@@ -153,6 +143,32 @@ int resplit_step(struct resplit *p, const struct resplit_report *rep) {
                          : 2 * STEP_MODEL_WINDOW;
     }
   }
+}
+
+int resplit_step(struct resplit *p, const struct resplit_report *rep) {
+  int n = p->ranks;
+  p->step++;
+  for (int i = 0; i < n; i++)
+    p->steps[i] = rep[i].step;
+  take_verdicts(p, rep);
+  step_model_add(&p->model, p->steps);
+  double fixed = 0, per_mb = step_model_slowdowns(&p->model, p->slowdown, &fixed);
+  if (per_mb > 0) {
+    p->per_mb_s = per_mb;
+    p->fixed_s = fixed;
+  }
+  double believed[n];
+  believe(p, rep, believed);
+  if (!p->enabled || !c4_split_needs_replan(n, p->planned, believed)) return 0;
+  double want[n];
+  wanted(p, believed, want);
+  /* the split changes only when that pays 5%: between two splits about as good,
+   * measurement noise would otherwise flip it back and forth. `planned` stays what the split
+   * was made for, so a straggler on its way back is compared with where it was */
+  int cand[n];
+  plan(p, want, cand);
+  if (resplit_bottleneck(n, cand, want) >= 0.95 * resplit_bottleneck(n, p->split, want)) return 0;
+  note_turns(p, want);
   memcpy(p->split, cand, sizeof cand);
   memcpy(p->planned, want, sizeof want);
   return 1;
