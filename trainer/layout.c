@@ -45,6 +45,39 @@ static int probe_argv(int argc, char **argv, char **out) {
   return n;
 }
 
+/* A probe's JSON lines from in (closed after; NULL reads nothing): each step's time adds to
+ * p->last_step_s and, past the first two steps, its tokens/s joins p's rates. Returns 1 when the
+ * run's end line came. */
+static int read_probe(FILE *in, struct layout_probe *p) {
+  char line[8192];
+  int ended = 0;
+  while (in && fgets(line, sizeof line, in)) {
+    json_t *j = json_loads(line, 0, NULL);
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    if (ev && strcmp(ev, "step") == 0) {
+      p->last_step_s += json_number_value(json_object_get(j, "step_ms")) * 1e-3;
+      double tps = json_number_value(json_object_get(j, "tokens_per_s"));
+      if (json_integer_value(json_object_get(j, "step")) > 2 && tps > 0 && p->nrate < LAYOUT_RATES)
+        p->rate[p->nrate++] = tps;
+    }
+    ended |= ev && strcmp(ev, "end") == 0;
+    json_decref(j);
+  }
+  if (in) fclose(in);
+  return ended;
+}
+
+/* Waits for the probe's process pid (none when not > 0), its peak memory joining p's. Returns 1
+ * when it exited 0. */
+static int reap_probe(pid_t pid, struct layout_probe *p) {
+  int status = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  if (pid <= 0 || wait4(pid, &status, 0, &ru) != pid) return 0;
+  p->peak_mb = fmax(p->peak_mb, (double)ru.ru_maxrss / 1024.0); /* kB */
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* Runs one probe of `steps` steps; adds its timed steps' tokens/s to p's, and its memory and
  * time. A probe that fails sets p's tokens/s to 0. */
 static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
@@ -54,7 +87,7 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
   snprintf(m, sizeof m, "%d", p->microbatches);
   snprintf(st, sizeof st, "%d", steps);
   char **args = calloc((size_t)argc + 16, sizeof *args);
-  int fds[2], ok = 0;
+  int fds[2];
   uint64_t t0 = c4_now_ns();
   p->rounds++;
   p->last_step_s = 0;
@@ -79,30 +112,8 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
     _exit(127);
   }
   close(fds[1]);
-  FILE *in = fdopen(fds[0], "r");
-  char line[8192];
-  while (in && fgets(line, sizeof line, in)) {
-    json_t *j = json_loads(line, 0, NULL);
-    const char *ev = json_string_value(json_object_get(j, "event"));
-    if (ev && strcmp(ev, "step") == 0) {
-      p->last_step_s += json_number_value(json_object_get(j, "step_ms")) * 1e-3;
-      double tps = json_number_value(json_object_get(j, "tokens_per_s"));
-      if (json_integer_value(json_object_get(j, "step")) > 2 && tps > 0 && p->nrate < LAYOUT_RATES)
-        p->rate[p->nrate++] = tps;
-    }
-    ok |= ev && strcmp(ev, "end") == 0;
-    json_decref(j);
-  }
-  if (in) fclose(in);
-  int status = 0;
-  struct rusage ru;
-  memset(&ru, 0, sizeof ru);
-  if (pid > 0 && wait4(pid, &status, 0, &ru) == pid) {
-    p->peak_mb = fmax(p->peak_mb, (double)ru.ru_maxrss / 1024.0); /* kB */
-    ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  } else {
-    ok = 0;
-  }
+  int ended = read_probe(fdopen(fds[0], "r"), p);
+  int ok = reap_probe(pid, p) && ended;
   p->last_s = (double)(c4_now_ns() - t0) * 1e-9;
   p->seconds += p->last_s;
   if (!ok || p->nrate == 0) p->nrate = 0;
