@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "c4_err.h"
 #include "mon_tl_labels.h"
 
 #define WIDTH 1280
@@ -354,45 +355,35 @@ static cairo_status_t to_file(void *f, const unsigned char *data, unsigned int l
   return fwrite(data, 1, len, f) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
-int tl_png(const struct tl_run *r, const char *path, char *err, size_t n) {
-  if (!r->nsteps) return fail(err, n, path, "no steps to draw");
-  struct geo g = {.x0 = LEFT,
-                  .x1 = WIDTH - RIGHT,
-                  .s0 = r->steps[0].step - 1,
-                  .s1 = r->steps[r->nsteps - 1].step};
-  /* the labels are measured on a scratch surface, then the picture is sized to hold them */
+/* Both bands' labels laid out (measured on a scratch surface) into *fl and *vl, and g's rows and
+ * height set to hold them. Returns 0, or C4_ENOMEM with nothing left allocated. */
+static int place_bands(const struct tl_run *r, struct geo *g, struct tl_label **fl,
+                       struct tl_label **vl) {
   cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
   cairo_t *m = cairo_create(scratch);
   cairo_select_font_face(m, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(m, FONT);
   size_t nf, nv;
-  struct tl_label *fl = band_layout(m, r, &g, 1, &nf, &g.fault_rows);
-  struct tl_label *vl = band_layout(m, r, &g, 0, &nv, &g.verdict_rows);
+  *fl = band_layout(m, r, g, 1, &nf, &g->fault_rows);
+  *vl = band_layout(m, r, g, 0, &nv, &g->verdict_rows);
   cairo_destroy(m);
   cairo_surface_destroy(scratch);
-  if (!fl || !vl) {
-    free(fl);
-    free(vl);
-    return fail(err, n, path, "out of memory");
+  if (!*fl || !*vl) {
+    free(*fl);
+    free(*vl);
+    return C4_ENOMEM;
   }
-  g.y_faults = 44;
-  g.y_verdicts = g.y_faults + (g.fault_rows ? g.fault_rows : 1) * ROW + 6;
-  g.y_lanes = g.y_verdicts + (g.verdict_rows ? g.verdict_rows : 1) * ROW + 6;
-  g.y_axis = g.y_lanes + JOB_LANE + r->ranks * (RANK_LANE + GAP) + 4;
-  g.height = g.y_axis + 88;
-  cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, WIDTH, (int)ceil(g.height));
-  cairo_t *cr = cairo_create(sf);
-  int window = tl_smooth_steps(r->nsteps);
-  struct lane *lanes = lanes_of(r, window);
-  if (lanes) draw(cr, r, &g, fl, vl, lanes, window);
-  lanes_free(lanes, r->ranks + 1);
-  free(fl);
-  free(vl);
-  if (!lanes) {
-    cairo_destroy(cr);
-    cairo_surface_destroy(sf);
-    return fail(err, n, path, "out of memory");
-  }
+  g->y_faults = 44;
+  g->y_verdicts = g->y_faults + (g->fault_rows ? g->fault_rows : 1) * ROW + 6;
+  g->y_lanes = g->y_verdicts + (g->verdict_rows ? g->verdict_rows : 1) * ROW + 6;
+  g->y_axis = g->y_lanes + JOB_LANE + r->ranks * (RANK_LANE + GAP) + 4;
+  g->height = g->y_axis + 88;
+  return 0;
+}
+
+/* Writes the picture sf (drawn through cr; both destroyed here) to path by way of a temporary
+ * file renamed over it, so that a reader never sees half a picture. Returns 0 or fail()'s 1. */
+static int write_png(cairo_t *cr, cairo_surface_t *sf, const char *path, char *err, size_t n) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
   FILE *f = fopen(tmp, "wb");
@@ -414,4 +405,29 @@ int tl_png(const struct tl_run *r, const char *path, char *err, size_t n) {
     return fail(err, n, path, strerror(e));
   }
   return 0;
+}
+
+int tl_png(const struct tl_run *r, const char *path, char *err, size_t n) {
+  if (!r->nsteps) return fail(err, n, path, "no steps to draw");
+  struct geo g = {.x0 = LEFT,
+                  .x1 = WIDTH - RIGHT,
+                  .s0 = r->steps[0].step - 1,
+                  .s1 = r->steps[r->nsteps - 1].step};
+  /* the labels are measured first, then the picture is sized to hold them */
+  struct tl_label *fl, *vl;
+  if (place_bands(r, &g, &fl, &vl)) return fail(err, n, path, "out of memory");
+  cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, WIDTH, (int)ceil(g.height));
+  cairo_t *cr = cairo_create(sf);
+  int window = tl_smooth_steps(r->nsteps);
+  struct lane *lanes = lanes_of(r, window);
+  if (lanes) draw(cr, r, &g, fl, vl, lanes, window);
+  lanes_free(lanes, r->ranks + 1);
+  free(fl);
+  free(vl);
+  if (!lanes) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(sf);
+    return fail(err, n, path, "out of memory");
+  }
+  return write_png(cr, sf, path, err, n);
 }
