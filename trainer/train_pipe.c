@@ -56,20 +56,17 @@ static void caps(const struct train_pipe *tp, const struct gpt *model, int m, do
   }
 }
 
-int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
-                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen) {
-  memset(tp, 0, sizeof *tp);
-  int L = model->cfg.layers, m = microbatches; /* the most one replica can be given */
-  tp->stage = rank % stages;
-  tp->stages = stages;
-  tp->cap = m;
-  tp->slow = 1;
+/* The plan of layers (tp->plan, tp->split: the even split), each stage capped to the layers that
+ * fit in stage_mem (0: no cap) and the even split checked against the caps. Returns 0, or
+ * C4_EINVAL / C4_ENOMEM with err (the caller frees tp). */
+static int plan_layers(struct train_pipe *tp, const struct dp *d, const struct gpt *model,
+                       int microbatches, double stage_mem, int resplit, char *err, size_t errlen) {
+  int L = model->cfg.layers, stages = tp->stages, m = microbatches;
   tp->split = calloc((size_t)stages, sizeof *tp->split);
   for (int s = 0, l0, l1; tp->split && s < stages; s++)
     if (train_pipe_even_layers(L, stages, s, &l0, &l1) == 0) tp->split[s] = l1 - l0;
   if (!tp->split || tp->split[stages - 1] < 1) {
     snprintf(err, errlen, "%d layers cannot fill %d pipeline stages", L, stages);
-    train_pipe_free(tp);
     return C4_EINVAL;
   }
   int cap[stages];
@@ -82,20 +79,21 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
                (double)gpt_stage_bytes(model, tp->split[s], s == stages - 1,
                                        sched_1f1b_in_flight(s, stages, m)) /
                    1048576);
-      train_pipe_free(tp);
       return C4_EINVAL;
     }
   if (layer_plan_init(&tp->plan, stages, d->world / stages, L, microbatches,
                       stage_mem > 0 ? cap : NULL, resplit)) {
     snprintf(err, errlen, "out of memory for the layer plan");
-    train_pipe_free(tp);
     return C4_ENOMEM;
   }
   tp->plan_up = 1;
-  tp->l0 = model->l0;
-  tp->l1 = model->l1;
-  model->time_layers = 1;
-  tp->slots = sched_1f1b_in_flight(tp->stage, stages, m);
+  return 0;
+}
+
+/* The step's order and the slots (the activations in flight), for m micro-batches a step at the
+ * most. Returns 0, or C4_ENOMEM with err (the caller frees tp). */
+static int alloc_slots(struct train_pipe *tp, struct gpt *model, int m, char *err, size_t errlen) {
+  tp->slots = sched_1f1b_in_flight(tp->stage, tp->stages, m);
   size_t bytes = gpt_boundary_bytes(model), N = (size_t)model->B * model->cfg.context;
   tp->order = calloc((size_t)2 * m, sizeof *tp->order);
   tp->in = calloc((size_t)tp->slots, sizeof *tp->in);
@@ -112,8 +110,31 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   }
   if (!ok || gpt_slots(model, tp->slots, err, errlen)) {
     if (!ok) snprintf(err, errlen, "out of memory for %d pipeline slots", tp->slots);
-    train_pipe_free(tp);
     return C4_ENOMEM;
+  }
+  return 0;
+}
+
+int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
+                    int microbatches, double stage_mem, int resplit, char *err, size_t errlen) {
+  memset(tp, 0, sizeof *tp);
+  int m = microbatches; /* the most one replica can be given */
+  tp->stage = rank % stages;
+  tp->stages = stages;
+  tp->cap = m;
+  tp->slow = 1;
+  int rc = plan_layers(tp, d, model, microbatches, stage_mem, resplit, err, errlen);
+  if (rc) {
+    train_pipe_free(tp);
+    return rc;
+  }
+  tp->l0 = model->l0;
+  tp->l1 = model->l1;
+  model->time_layers = 1;
+  rc = alloc_slots(tp, model, m, err, errlen);
+  if (rc) {
+    train_pipe_free(tp);
+    return rc;
   }
   tp->m = tp->plan.data[rank / stages];
   sched_1f1b(tp->stage, stages, tp->m, tp->order);
