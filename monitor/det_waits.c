@@ -1,7 +1,6 @@
 /* det_waits.c -- per process, its recent receive intervals (det_waits.h), in a fixed hash table. */
 #include "det_waits.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "c4_hash.h"
@@ -45,9 +44,37 @@ static struct waits_slot *slots; /* WAITS_SLOTS, mapped on first use */
 static struct waits *items;      /* WAITS_PROCS, in arrival order */
 static int nitems;
 
+/* A process's host is its first C4_HOST_MAX - 1 bytes up to a NUL: a record's field need not
+ * hold one. */
+#define HOST_LEN (C4_HOST_MAX - 1)
+
 /* The hash of (host, pid). */
 static uint64_t hash_of(const char *host, uint32_t pid) {
-  return c4_fnv1a(c4_fnv1a_str(C4_FNV_BASIS_OLD, host), &pid, sizeof pid);
+  uint64_t h = C4_FNV_BASIS_OLD;
+  for (int i = 0; i < HOST_LEN && host[i]; i++)
+    h = (h ^ (unsigned char)host[i]) * C4_FNV_PRIME;
+  return c4_fnv1a(h, &pid, sizeof pid);
+}
+
+static int same_host(const char *kept, const char *host) {
+  for (int i = 0; i < HOST_LEN; i++) {
+    if (kept[i] != host[i]) return 0;
+    if (!host[i]) return 1;
+  }
+  return 1; /* kept ends at HOST_LEN */
+}
+
+/* The slot of (host, pid), walking from its hash's place: its own, else the empty one ending the
+ * run (the index is never full). */
+static struct waits_slot *slot_of(const struct c4_det_job *job, const char *host, uint32_t pid,
+                                  uint64_t h) {
+  uint32_t tag = (uint32_t)(h >> 32);
+  for (uint64_t i = h & (WAITS_SLOTS - 1);; i = (i + 1) & (WAITS_SLOTS - 1)) {
+    struct waits_slot *s = &slots[i];
+    if (!s->pos) return s;
+    const struct waits *w = &items[s->pos - 1];
+    if (s->tag == tag && w->job == job && w->pid == pid && same_host(w->host, host)) return s;
+  }
 }
 
 static struct waits *find(const struct c4_det_job *job, const char *host, uint32_t pid, int add) {
@@ -61,29 +88,16 @@ static struct waits *find(const struct c4_det_job *job, const char *host, uint32
     }
   }
   uint64_t h = hash_of(host, pid);
-  uint32_t tag = (uint32_t)(h >> 32);
-  for (uint64_t i = h & (WAITS_SLOTS - 1);; i = (i + 1) & (WAITS_SLOTS - 1)) {
-    struct waits_slot *s = &slots[i];
-    if (!s->pos) {
-      if (!add || nitems == WAITS_PROCS) return NULL;
-      struct waits *w = &items[nitems];
-      *s = (struct waits_slot){.tag = tag, .pos = ++nitems};
-      w->job = job;
-      w->pid = pid;
-      snprintf(w->host, sizeof w->host, "%s", host);
-      return w;
-    }
-    struct waits *w = &items[s->pos - 1];
-    if (s->tag == tag && w->job == job && w->pid == pid && !strncmp(w->host, host, C4_HOST_MAX))
-      return w;
-  }
-}
-
-/* A record's host as a string: at most C4_HOST_MAX - 1 bytes of it. */
-static void host_of(const struct c4_xfer_record *x, char host[C4_HOST_MAX]) {
-  size_t len = strnlen(x->self.host, C4_HOST_MAX - 1);
-  memcpy(host, x->self.host, len);
-  host[len] = 0;
+  struct waits_slot *s = slot_of(job, host, pid, h);
+  if (s->pos) return &items[s->pos - 1];
+  if (!add || nitems == WAITS_PROCS) return NULL;
+  struct waits *w = &items[nitems];
+  *s = (struct waits_slot){.tag = (uint32_t)(h >> 32), .pos = ++nitems};
+  w->job = job;
+  w->pid = pid;
+  size_t len = strnlen(host, HOST_LEN);
+  memcpy(w->host, host, len); /* the rest is zero: the table is mapped zeroed */
+  return w;
 }
 
 static int takes(const struct c4_xfer_record *x) {
@@ -92,14 +106,17 @@ static int takes(const struct c4_xfer_record *x) {
 
 void det_waits_prefetch(const struct c4_xfer_record *x, int stage) {
   if (!slots || !takes(x)) return;
-  char host[C4_HOST_MAX];
-  host_of(x, host);
-  uint64_t h = hash_of(host, x->self.pid);
+  uint64_t h = hash_of(x->self.host, x->self.pid);
   const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
-  if (stage == 0)
+  if (stage == 0) {
     __builtin_prefetch(s);
-  else if (s->pos && s->tag == (uint32_t)(h >> 32)) /* the run's first slot: the common case */
-    __builtin_prefetch(&items[s->pos - 1]);
+    return;
+  }
+  for (int n = 0; n < 4 && s->pos; n++, s = &slots[(s - slots + 1) & (WAITS_SLOTS - 1)])
+    if (s->tag == (uint32_t)(h >> 32)) { /* the run's first slots: the common case */
+      __builtin_prefetch(&items[s->pos - 1]);
+      return;
+    }
 }
 
 /* Writes the newest interval at its place. */
@@ -113,9 +130,7 @@ static void place(struct waits *w) {
 
 void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   if (!takes(x)) return;
-  char host[C4_HOST_MAX];
-  host_of(x, host);
-  struct waits *w = find(job, host, x->self.pid, 1);
+  struct waits *w = find(job, x->self.host, x->self.pid, 1);
   if (!w) return;
   if (x->t_done > w->t1_max) w->t1_max = x->t_done;
   if (w->next && x->t_posted <= w->cur1 && x->t_done >= w->cur0) {
@@ -130,13 +145,19 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
   w->next++;
 }
 
-void det_waits_prefetch_proc(const char *host, uint32_t pid) {
+void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage) {
   if (!slots || !host[0]) return;
   uint64_t h = hash_of(host, pid);
   const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
-  if (s->pos && s->tag == (uint32_t)(h >> 32)) {
-    __builtin_prefetch(&items[s->pos - 1]);
-    __builtin_prefetch(items[s->pos - 1].block_t1);
+  if (!s->pos || s->tag != (uint32_t)(h >> 32)) return; /* the run's first slot: the common case */
+  const struct waits *w = &items[s->pos - 1];
+  if (stage == 0) {
+    __builtin_prefetch(w);
+    __builtin_prefetch(w->block_t1);
+  } else if (w->next) { /* the newest block, which a look reads unless the process is idle */
+    unsigned i = (w->next - 1) % WAITS_KEPT / WAITS_BLOCK * WAITS_BLOCK;
+    __builtin_prefetch(&w->t0[i]);
+    __builtin_prefetch(&w->t1[i]);
   }
 }
 

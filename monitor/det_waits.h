@@ -20,8 +20,9 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
  * process's first cache line (1), that det_waits_take(x) will read. */
 void det_waits_prefetch(const struct c4_xfer_record *x, int stage);
 
-/* A hint: starts loading what det_waits_blocked(job, host, pid, ...) will read. */
-void det_waits_prefetch_proc(const char *host, uint32_t pid);
+/* A hint, in two stages some looks apart: starts loading what det_waits_blocked(job, host, pid,
+ * ...) will read, the process's first lines (0), then its newest intervals (1). */
+void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage);
 
 /* Nanoseconds of [t0, t1) that process (host, pid) of job spent inside receives it has reported
  * (0 when none, or unknown). */
