@@ -25,7 +25,7 @@ void det_waits_prefetch(const struct c4_xfer_record *x, int stage);
 void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage);
 
 /* Nanoseconds of [t0, t1) that process (host, pid) of job spent inside receives it has reported
- * (0 when none, or unknown). */
+ * (0 when none, or unknown). host: a string in a buffer of C4_HOST_MAX bytes (all readable). */
 uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
                            uint64_t t0, uint64_t t1);
 
