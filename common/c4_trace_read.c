@@ -391,10 +391,14 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
     const uint8_t *b = r->map ? r->map : r->buf;
     size_t have = r->map ? r->map_len : r->have;
     if (r->pos < have) {
-      /* the record READ_AHEAD bytes on: the hardware's prefetch stops at each page's end */
-      if (r->map && have - r->pos > READ_AHEAD + 256)
-        for (int l = 0; l < 256; l += 64)
-          __builtin_prefetch(b + r->pos + READ_AHEAD + l);
+      /* the records READ_AHEAD bytes on: the hardware's prefetch stops at each page's end;
+       * each line once (records are shorter than the 256 bytes looked ahead) */
+      if (r->map && r->ahead < r->pos + READ_AHEAD + 256) {
+        size_t to = r->pos + READ_AHEAD + 256 < have ? r->pos + READ_AHEAD + 256 : have;
+        if (r->ahead < r->pos + READ_AHEAD) r->ahead = r->pos + READ_AHEAD;
+        for (; r->ahead < to; r->ahead += 64)
+          __builtin_prefetch(b + r->ahead);
+      }
       int n = c4_frame_get_record(b + r->pos, have - r->pos, out);
       if (n > 0) {
         r->pos += (size_t)n;

@@ -30,6 +30,7 @@ struct c4_trace_reader {
   uint64_t offset;    /* file offset of buf[0] */
   const uint8_t *map; /* a binary trace in a regular file, mapped whole (no copy), or NULL */
   size_t map_len;
+  size_t ahead; /* the mapping is prefetched up to here */
 };
 
 /* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary

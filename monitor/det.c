@@ -62,6 +62,7 @@ void c4_det_prefetch(const struct c4_record *r, int stage) {
   if (r->kind != C4_REC_XFER) return;
   if (stage == 0) det_ident_prefetch(&idents, r->xfer.self.host, r->xfer.self.pid);
   det_matrix_prefetch(&r->xfer, stage);
+  det_waits_prefetch(&r->xfer, stage);
 }
 
 /* The clock moves to the record's time first, so a verdict it triggers carries that time. */

@@ -367,6 +367,8 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   double dur = prev_done > fallback ? (double)(prev_done - fallback) : 0;
   for (int r = 0; r < nranks;
        r++) { /* blocked in a receive (a pipeline's neighbour) is no compute */
+    if (r + 16 < nranks) det_waits_prefetch_proc(s->host[r + 16], s->pid[r + 16], 0);
+    if (r + 8 < nranks) det_waits_prefetch_proc(s->host[r + 8], s->pid[r + 8], 1);
     uint64_t end = prev->t_done[r] ? prev->t_done[r] : fallback, t = cur->t_arrive[r];
     uint64_t waited = det_waits_blocked(job, s->host[r], s->pid[r], end, t);
     s->gaps[r] = t > end + waited ? (double)(t - end - waited) : 0;

@@ -1,72 +1,196 @@
 /* det_waits.c -- per process, its recent receive intervals (det_waits.h), in a fixed hash table. */
 #include "det_waits.h"
 
-#include <stdio.h>
-#include <stdlib.h>
+#include <endian.h>
 #include <string.h>
 
 #include "c4_hash.h"
+#include "det_index.h"
 
-#define WAITS_PROCS 8192 /* processes; a power of two */
+#define WAITS_PROCS 8192 /* processes; the index has twice as many slots */
 #define WAITS_KEPT 64    /* merged receive intervals kept per process */
 
+#define WAITS_BLOCK 8 /* places summed up together, so that a look skips what it cannot use */
+#define WAITS_BLOCKS (WAITS_KEPT / WAITS_BLOCK)
+
+/* A process's intervals. Its first cache line holds what each receive reads (the key, the newest
+ * interval, the latest end), so that the per-record path touches one line of it: the newest
+ * interval lives here while receives merge into it, and its place in t0/t1 is written when the
+ * next one starts (or before t0/t1 are read). Per block of places, the latest end of any interval
+ * ever written there (at least that of those it holds): a look at a time span reads the blocks
+ * that reach into it, not all 64 places, and writing a place reads none. */
 struct waits {
-  const struct c4_det_job *job;
-  char host[C4_HOST_MAX];
+  _Alignas(64) const struct c4_det_job *job;
   uint32_t pid;
-  int used;
-  unsigned next; /* intervals taken so far; the newest is at (next - 1) % WAITS_KEPT */
+  unsigned next;       /* intervals taken so far; the newest is cur, its place (next - 1) % KEPT */
+  int placed;          /* cur is at its place */
+  uint64_t t1_max;     /* the latest end of any interval taken */
+  uint64_t cur0, cur1; /* the newest interval */
+  char host[C4_HOST_MAX];
+  _Alignas(64) uint64_t block_t1[WAITS_BLOCKS];
   uint64_t t0[WAITS_KEPT], t1[WAITS_KEPT];
 };
 
-static struct waits *table; /* WAITS_PROCS entries, on first use */
+/* The index: a slot holds an item's position + 1 (0: empty) and 32 bits of its hash, so that a
+ * probe run is walked in 128 KiB without reading the items it passes (a kilobyte each, apart).
+ * At most half full, so that a process not in it is known after a short run: with one slot per
+ * process, once more processes than slots had reported (16,384 ranks) every receive of one left
+ * out scanned the whole table. */
+struct waits_slot {
+  uint32_t tag;
+  int32_t pos;
+};
+#define WAITS_SLOTS (2 * WAITS_PROCS)
+static struct waits_slot *slots; /* WAITS_SLOTS, mapped on first use */
+static struct waits *items;      /* WAITS_PROCS, in arrival order */
+static int nitems;
+
+/* A process's host is its first C4_HOST_MAX - 1 bytes up to a NUL: a record's field need not
+ * hold one. */
+#define HOST_LEN (C4_HOST_MAX - 1)
+
+/* The hash of (host, pid), a word of the host at a time (a byte at a time was a tenth of a
+ * replay's instructions): the bytes from its first NUL on, and byte HOST_LEN, are masked out.
+ * host: a C4_HOST_MAX buffer, readable whole. */
+static uint64_t hash_of(const char *host, uint32_t pid) {
+  uint64_t h = (C4_FNV_BASIS_OLD ^ pid) * C4_FNV_PRIME;
+  for (int i = 0; i < C4_HOST_MAX; i += 8) {
+    uint64_t v;
+    memcpy(&v, host + i, 8);
+    v = le64toh(v); /* byte k of the host is bits 8k..8k+7 */
+    if (i + 8 == C4_HOST_MAX) v &= 0x00ffffffffffffffull;
+    /* the lowest byte flagged is the first zero byte (borrows only flag bytes above one) */
+    uint64_t zero = (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
+    if (zero) v &= ((zero & -zero) >> 7) - 1;
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+    if (zero) break;
+  }
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ h >> 33;
+}
+
+static int same_host(const char *kept, const char *host) {
+  for (int i = 0; i < HOST_LEN; i++) {
+    if (kept[i] != host[i]) return 0;
+    if (!host[i]) return 1;
+  }
+  return 1; /* kept ends at HOST_LEN */
+}
+
+/* The slot of (host, pid), walking from its hash's place: its own, else the empty one ending the
+ * run (the index is never full). */
+static struct waits_slot *slot_of(const struct c4_det_job *job, const char *host, uint32_t pid,
+                                  uint64_t h) {
+  uint32_t tag = (uint32_t)(h >> 32);
+  for (uint64_t i = h & (WAITS_SLOTS - 1);; i = (i + 1) & (WAITS_SLOTS - 1)) {
+    struct waits_slot *s = &slots[i];
+    if (!s->pos) return s;
+    const struct waits *w = &items[s->pos - 1];
+    if (s->tag == tag && w->job == job && w->pid == pid && same_host(w->host, host)) return s;
+  }
+}
 
 static struct waits *find(const struct c4_det_job *job, const char *host, uint32_t pid, int add) {
-  if (!table && (!add || !(table = calloc(WAITS_PROCS, sizeof *table)))) return NULL;
-  uint64_t h = c4_fnv1a(c4_fnv1a_str(C4_FNV_BASIS_OLD, host), &pid, sizeof pid);
-  for (unsigned i = 0; i < WAITS_PROCS; i++) {
-    struct waits *w = &table[(h + i) & (WAITS_PROCS - 1)];
-    if (!w->used) {
-      if (!add) return NULL;
-      w->used = 1;
-      w->job = job;
-      w->pid = pid;
-      snprintf(w->host, sizeof w->host, "%s", host);
-      return w;
+  if (!slots) {
+    if (!add) return NULL;
+    slots = det_table_alloc(WAITS_SLOTS * sizeof *slots);
+    items = det_table_alloc(WAITS_PROCS * sizeof *items);
+    if (!slots || !items) {
+      det_waits_reset();
+      return NULL;
     }
-    if (w->job == job && w->pid == pid && !strncmp(w->host, host, C4_HOST_MAX)) return w;
   }
-  return NULL;
+  uint64_t h = hash_of(host, pid);
+  struct waits_slot *s = slot_of(job, host, pid, h);
+  if (s->pos) return &items[s->pos - 1];
+  if (!add || nitems == WAITS_PROCS) return NULL;
+  struct waits *w = &items[nitems];
+  *s = (struct waits_slot){.tag = (uint32_t)(h >> 32), .pos = ++nitems};
+  w->job = job;
+  w->pid = pid;
+  size_t len = strnlen(host, HOST_LEN);
+  memcpy(w->host, host, len); /* the rest is zero: the table is mapped zeroed */
+  return w;
+}
+
+static int takes(const struct c4_xfer_record *x) {
+  return x->dir == C4_DIR_RECV && x->status == C4_XFER_OK && x->t_done > x->t_posted;
+}
+
+void det_waits_prefetch(const struct c4_xfer_record *x, int stage) {
+  if (!slots || !takes(x)) return;
+  uint64_t h = hash_of(x->self.host, x->self.pid);
+  const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
+  if (stage == 0) {
+    __builtin_prefetch(s);
+    return;
+  }
+  for (int n = 0; n < 4 && s->pos; n++, s = &slots[(s - slots + 1) & (WAITS_SLOTS - 1)])
+    if (s->tag == (uint32_t)(h >> 32)) { /* the run's first slots: the common case */
+      __builtin_prefetch(&items[s->pos - 1]);
+      return;
+    }
+}
+
+/* Writes the newest interval at its place. */
+static void place(struct waits *w) {
+  unsigned i = (w->next - 1) % WAITS_KEPT;
+  w->t0[i] = w->cur0;
+  w->t1[i] = w->cur1;
+  if (w->cur1 > w->block_t1[i / WAITS_BLOCK]) w->block_t1[i / WAITS_BLOCK] = w->cur1;
+  w->placed = 1;
 }
 
 void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
-  if (x->dir != C4_DIR_RECV || x->status != C4_XFER_OK || x->t_done <= x->t_posted) return;
-  char host[C4_HOST_MAX];
-  snprintf(host, sizeof host, "%.*s", C4_HOST_MAX - 1, x->self.host);
-  struct waits *w = find(job, host, x->self.pid, 1);
+  if (!takes(x)) return;
+  struct waits *w = find(job, x->self.host, x->self.pid, 1);
   if (!w) return;
-  unsigned last = (w->next - 1) % WAITS_KEPT;
-  if (w->next && x->t_posted <= w->t1[last] && x->t_done >= w->t0[last]) {
-    if (x->t_posted < w->t0[last]) w->t0[last] = x->t_posted;
-    if (x->t_done > w->t1[last]) w->t1[last] = x->t_done;
+  if (x->t_done > w->t1_max) w->t1_max = x->t_done;
+  if (w->next && x->t_posted <= w->cur1 && x->t_done >= w->cur0) {
+    if (x->t_posted < w->cur0) w->cur0 = x->t_posted, w->placed = 0;
+    if (x->t_done > w->cur1) w->cur1 = x->t_done, w->placed = 0;
     return;
   }
-  w->t0[w->next % WAITS_KEPT] = x->t_posted;
-  w->t1[w->next % WAITS_KEPT] = x->t_done;
+  if (w->next && !w->placed) place(w); /* the newest closes */
+  w->placed = 0;
+  w->cur0 = x->t_posted;
+  w->cur1 = x->t_done;
   w->next++;
+}
+
+void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage) {
+  if (!slots || !host[0]) return;
+  uint64_t h = hash_of(host, pid);
+  const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
+  if (!s->pos || s->tag != (uint32_t)(h >> 32)) return; /* the run's first slot: the common case */
+  const struct waits *w = &items[s->pos - 1];
+  if (stage == 0) {
+    __builtin_prefetch(w);
+    __builtin_prefetch(w->block_t1);
+  } else if (w->next) { /* the newest block, which a look reads unless the process is idle */
+    unsigned i = (w->next - 1) % WAITS_KEPT / WAITS_BLOCK * WAITS_BLOCK;
+    __builtin_prefetch(&w->t0[i]);
+    __builtin_prefetch(&w->t1[i]);
+  }
 }
 
 uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
                            uint64_t t0, uint64_t t1) {
   struct waits *w = host[0] ? find(job, host, pid, 0) : NULL;
-  if (!w || t1 <= t0) return 0;
+  if (!w || t1 <= t0 || t0 >= w->t1_max) return 0; /* no interval reaches past t0 */
+  if (!w->placed) place(w);
   uint64_t sum = 0, covered = t0; /* newest first is not start order: sum the clipped union */
   unsigned n = w->next < WAITS_KEPT ? w->next : WAITS_KEPT;
   for (;;) { /* intervals are few and nearly sorted: take the earliest start past covered */
     uint64_t best0 = UINT64_MAX, best1 = 0;
-    for (unsigned i = 0; i < n; i++) {
-      uint64_t a = w->t0[i] > covered ? w->t0[i] : covered, b = w->t1[i] < t1 ? w->t1[i] : t1;
-      if (b > a && a < best0) best0 = a, best1 = b;
+    for (unsigned k = 0; k * WAITS_BLOCK < n; k++) {
+      if (w->block_t1[k] <= covered) continue; /* none of it reaches past covered */
+      unsigned end = (k + 1) * WAITS_BLOCK < n ? (k + 1) * WAITS_BLOCK : n;
+      for (unsigned i = k * WAITS_BLOCK; i < end; i++) {
+        uint64_t a = w->t0[i] > covered ? w->t0[i] : covered, b = w->t1[i] < t1 ? w->t1[i] : t1;
+        if (b > a && a < best0) best0 = a, best1 = b;
+      }
     }
     if (best0 == UINT64_MAX) return sum;
     sum += best1 - best0;
@@ -75,6 +199,9 @@ uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint3
 }
 
 void det_waits_reset(void) {
-  free(table);
-  table = NULL;
+  det_table_free(slots, WAITS_SLOTS * sizeof *slots);
+  det_table_free(items, WAITS_PROCS * sizeof *items);
+  slots = NULL;
+  items = NULL;
+  nitems = 0;
 }

@@ -16,8 +16,16 @@
  * become one interval, a pipeline's receives in turn stay apart). */
 void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x);
 
+/* A hint, in the two stages of c4_det_prefetch: starts loading the index slot (0), then the
+ * process's first cache line (1), that det_waits_take(x) will read. */
+void det_waits_prefetch(const struct c4_xfer_record *x, int stage);
+
+/* A hint, in two stages some looks apart: starts loading what det_waits_blocked(job, host, pid,
+ * ...) will read, the process's first lines (0), then its newest intervals (1). */
+void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage);
+
 /* Nanoseconds of [t0, t1) that process (host, pid) of job spent inside receives it has reported
- * (0 when none, or unknown). */
+ * (0 when none, or unknown). host: a string in a buffer of C4_HOST_MAX bytes (all readable). */
 uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
                            uint64_t t0, uint64_t t1);
 

@@ -11,6 +11,27 @@ static void shift(uint64_t *t, int64_t off) {
   if (*t) *t = (uint64_t)((int64_t)*t + off); /* c4_mon_record_check made it safe */
 }
 
+/* Every time of r moved by off (c4_mon_record_check made it safe). */
+static void shift_times(struct c4_record *r, int64_t off) {
+  if (r->kind == C4_REC_XFER) {
+    shift(&r->xfer.t_posted, off);
+    shift(&r->xfer.t_first_byte, off);
+    shift(&r->xfer.t_done, off);
+  } else if (r->kind == C4_REC_COLL) {
+    shift(&r->coll.t_arrive, off);
+    shift(&r->coll.t_enqueued, off);
+    shift(&r->coll.t_done, off);
+  } else if (r->kind == C4_REC_COMM) {
+    shift(&r->comm.t, off);
+  } else if (r->kind == C4_REC_LINK) {
+    shift(&r->link.t, off);
+  } else if (r->kind == C4_REC_RANK) {
+    shift(&r->rank.t, off);
+  } else if (r->kind == C4_REC_PATH) {
+    shift(&r->path.t, off);
+  }
+}
+
 int c4_mon_time_ok(uint64_t t, int64_t off) {
   if (!t) return 0;
   if (t > C4_FRAME_TIME_MAX || off > (int64_t)C4_FRAME_TIME_MAX ||
@@ -18,6 +39,16 @@ int c4_mon_time_ok(uint64_t t, int64_t off) {
     return C4_EPROTO;
   if (off < 0) return t > (uint64_t)-off ? 0 : C4_EPROTO;          /* stays above 0 */
   return t <= (uint64_t)INT64_MAX - (uint64_t)off ? 0 : C4_EPROTO; /* fits an int64_t */
+}
+
+/* Whether any of three times is out of range under offset off; without one (a replay), a single
+ * comparison of the latest does (0, a time not known, is in range then). */
+static int times_bad(int64_t off, uint64_t a, uint64_t b, uint64_t c) {
+  if (!off) {
+    uint64_t latest = a > b ? a : b;
+    return (latest > c ? latest : c) > C4_FRAME_TIME_MAX;
+  }
+  return c4_mon_time_ok(a, off) || c4_mon_time_ok(b, off) || c4_mon_time_ok(c, off);
 }
 
 int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why) {
@@ -28,13 +59,11 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
   int t_bad = 0, n_bad = 0;
   switch (r->kind) {
   case C4_REC_XFER:
-    t_bad = c4_mon_time_ok(r->xfer.t_posted, offset) ||
-            c4_mon_time_ok(r->xfer.t_first_byte, offset) || c4_mon_time_ok(r->xfer.t_done, offset);
+    t_bad = times_bad(offset, r->xfer.t_posted, r->xfer.t_first_byte, r->xfer.t_done);
     n_bad = r->xfer.bytes > INT64_MAX || r->xfer.seq > INT64_MAX;
     break;
   case C4_REC_COLL:
-    t_bad = c4_mon_time_ok(r->coll.t_arrive, offset) ||
-            c4_mon_time_ok(r->coll.t_enqueued, offset) || c4_mon_time_ok(r->coll.t_done, offset);
+    t_bad = times_bad(offset, r->coll.t_arrive, r->coll.t_enqueued, r->coll.t_done);
     n_bad = r->coll.bytes > INT64_MAX || r->coll.count > INT64_MAX || r->coll.seq > INT64_MAX ||
             r->coll.nranks < -1 || r->coll.rank < -1 ||
             (r->coll.nranks > 0 && r->coll.rank >= r->coll.nranks) || r->coll.root < -1;
@@ -68,23 +97,7 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
 
 void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,
                         struct c4_record *r) {
-  if (r->kind == C4_REC_XFER) {
-    shift(&r->xfer.t_posted, offset);
-    shift(&r->xfer.t_first_byte, offset);
-    shift(&r->xfer.t_done, offset);
-  } else if (r->kind == C4_REC_COLL) {
-    shift(&r->coll.t_arrive, offset);
-    shift(&r->coll.t_enqueued, offset);
-    shift(&r->coll.t_done, offset);
-  } else if (r->kind == C4_REC_COMM) {
-    shift(&r->comm.t, offset);
-  } else if (r->kind == C4_REC_LINK) {
-    shift(&r->link.t, offset);
-  } else if (r->kind == C4_REC_RANK) {
-    shift(&r->rank.t, offset);
-  } else if (r->kind == C4_REC_PATH) {
-    shift(&r->path.t, offset);
-  }
+  if (offset) shift_times(r, offset);
   if (r->kind == C4_REC_RANK)
     s->heartbeats += r->rank.event == C4_RANK_HB;
   else
