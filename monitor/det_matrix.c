@@ -68,7 +68,6 @@ struct cell {
   float d, d_all, margin;
   int judged;
   float n_usual; /* its typical transfers per window (0: none yet) */
-  float one_sd;  /* this window's spread of one transfer's sample (0: too few to tell) */
 };
 
 struct node {
@@ -829,6 +828,24 @@ static void group(const int *key, int live, int *start, int *order) {
 /* The judged cells (those with a baseline) into the polish's arrays: their deviations (lv),
  * sources (ls) and destinations (ld); sets each live cell's d, d_all, margin and judged, and the
  * median deviation. Returns how many. */
+/* The spread of one transfer's sample in a cell's window, from how far each class's largest sits
+ * above its mean: about sqrt(2 ln n) - (ln ln n + ln 4 pi) / (2 sqrt(2 ln n)) standard deviations
+ * for n normal samples (a little under the true expectation, and a heavy tail reads wide: both
+ * make the estimate err large). The classes' estimates weighted by their transfers; 0 when no
+ * class has three. */
+static float one_transfer_sd(const struct wsum *ws, int k) {
+  double acc = 0;
+  int tot = 0;
+  for (int j = 0; j < k; j++) {
+    if (ws[j].n < 3) continue;
+    double l = sqrt(2 * log((double)ws[j].n));
+    double expected_max = l - (log(log((double)ws[j].n)) + log(4 * M_PI)) / (2 * l);
+    acc += ws[j].n * (ws[j].max - ws[j].sum / ws[j].n) / expected_max;
+    tot += ws[j].n;
+  }
+  return tot ? (float)(acc / tot) : 0;
+}
+
 /* A window with fewer transfers than the cell usually has is noisier: its mean has the sampling
  * variance of one transfer over n where the baseline's had it over n_usual, on top of what moves
  * whole windows (a busy host, a shared core). The margin grows by that difference, z spreads of
@@ -837,11 +854,13 @@ static void group(const int *key, int live, int *start, int *order) {
  * by the root (3.75x there) hid it: on a loopback ring under ASan a transfer's sample spread 0.67
  * (median window), a window's mean 0.17 with 300 transfers, mostly shared by the window's
  * transfers, not sampling. */
-static float fewer_transfers_margin(const struct cell *c, float margin) {
+static float fewer_transfers_margin(int i, float margin) {
+  const struct cell *c = &m.cell[i];
   if (!(c->n_usual > (float)c->n)) return margin;
   float most = margin * sqrtf(c->n_usual / (float)c->n);
-  if (c->one_sd <= 0) return most;
-  float z = (float)ctx->noise.z * c->one_sd;
+  float one_sd = one_transfer_sd(m.ev.ws + m.ev.at[i], m.ev.at[i + 1] - m.ev.at[i]);
+  if (one_sd <= 0) return most;
+  float z = (float)ctx->noise.z * one_sd;
   float grown = sqrtf(margin * margin + z * z * (1.0f / (float)c->n - 1.0f / c->n_usual));
   return grown < most ? grown : most;
 }
@@ -855,7 +874,7 @@ static int judged_cells(void) {
     if (!c->judged) continue;
     c->d = c->v - m.overall - nz->base;
     c->d_all = c->v_all - m.overall - nz->base;
-    c->margin = fewer_transfers_margin(c, det_noise_margin(nz, &ctx->noise));
+    c->margin = fewer_transfers_margin(i, det_noise_margin(nz, &ctx->noise));
     m.ev.scratch[live] = m.ev.lv[live] = c->d;
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
@@ -939,24 +958,6 @@ static void class_medians(int nws, float ref[64]) {
   }
 }
 
-/* The spread of one transfer's sample in a cell's window, from how far each class's largest sits
- * above its mean: about sqrt(2 ln n) - (ln ln n + ln 4 pi) / (2 sqrt(2 ln n)) standard deviations
- * for n normal samples (a little under the true expectation, and a heavy tail reads wide: both
- * make the estimate err large). The classes' estimates weighted by their transfers; 0 when no
- * class has three. */
-static float one_transfer_sd(const struct wsum *ws, int k) {
-  double acc = 0;
-  int tot = 0;
-  for (int j = 0; j < k; j++) {
-    if (ws[j].n < 3) continue;
-    double l = sqrt(2 * log((double)ws[j].n));
-    double expected_max = l - (log(log((double)ws[j].n)) + log(4 * M_PI)) / (2 * l);
-    acc += ws[j].n * (ws[j].max - ws[j].sum / ws[j].n) / expected_max;
-    tot += ws[j].n;
-  }
-  return tot ? (float)(acc / tot) : 0;
-}
-
 /* Each cell's value this window (v, and v_all untrimmed), its transfers (n), the matrix's
  * weight and its median cell (overall). The first window of a slowdown holds one or two slow
  * samples per cell, the very ones that trimming leaves out; a row or path needs most of its
@@ -978,7 +979,6 @@ static void cell_values(const float ref[64]) {
     }
     c->n = tot >= 2 ? tot : 0;
     c->v = tot >= 2 ? (float)(acc / tot) : 0;
-    c->one_sd = one_transfer_sd(ws + at[i], at[i + 1] - at[i]);
     c->v_all = c->n ? (float)(acc_all / tot_all) : 0;
     if (!c->n) continue;
     m.ev.scratch[live++] = c->v;
