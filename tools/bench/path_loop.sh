@@ -12,9 +12,10 @@
 # bandwidth healthy, degraded and healed; from the degrade, the time until every iteration runs at
 # >= 0.9 of the degraded steady rate and of the max-flow bound (125 of 200 with RATE's quarter on
 # one spine link); from the heal, the time until every iteration runs at >= 0.9 of the healthy
-# figure (reported, not asserted: one slow iteration in a noisy phase says "never"). Not in the
-# suite yet: in one of the two runs that reached the degrade the ring stopped for good (c4mon:
-# comm_hang on h2 -> h3, "moved 524288 bytes and is stuck"), cause not found (docs/multipath.md).
+# figure (reported, not asserted: one slow iteration in a noisy phase says "never"). A bench, not
+# a suite test (40 s on the namespace fabric). Half of its runs once stalled at the degrade: a
+# packet queued under the old rate's tbf bucket was bigger than the new one's and wedged the link
+# (docs/multipath.md); the fabric's bucket is now the same at every rate.
 # Needs root: says "skipped" and passes without it. Usage: tools/bench/path_loop.sh [BUILD_DIR]
 # (default $C4_BUILD_DIR, else build).
 # OUT: $C4_LOOP_OUT (default a temporary directory, removed).
