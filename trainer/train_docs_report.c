@@ -89,17 +89,21 @@ static void summarize_pairs(const struct docs_step_rec *rec, int nrec, double *v
 /* The medians of docs_print_end's figures; v holds nrec doubles. */
 static void summarize(const struct docs_step_rec *rec, int nrec, double *v,
                       struct docs_summary *s) {
-  int n = 0, fitted = 0;
-  for (int k = 1; k < nrec; k++) {
+  int n = 0;
+  for (int k = 1; k < nrec; k++)
     v[n++] = rec[k].secs - rec[k].compute;
-    fitted += rec[k].fitted;
-  }
   s->overhead = n ? median(v, n) : 0;
-  for (int what = 0; what < 2; what++) { /* tokens/s over the step, over compute */
+  /* tokens/s over the step and over compute: each policy's over its steps assigned by a fitted
+   * model, or over all its steps when none was (under load the fit can come so late that
+   * rotate's last fitted steps miss a policy, which then had no figure at all) */
+  for (int what = 0; what < 2; what++) {
     for (int p = -1; p < TRAIN_ASSIGN_POLICIES; p++) {
+      int fitted_p = 0;
+      for (int k = 1; k < nrec; k++)
+        fitted_p += (p < 0 || rec[k].policy == p) && rec[k].fitted;
       n = 0;
       for (int k = 1; k < nrec; k++)
-        if ((p < 0 || rec[k].policy == p) && (rec[k].fitted || !fitted))
+        if ((p < 0 || rec[k].policy == p) && (rec[k].fitted || !fitted_p))
           v[n++] = rec[k].tokens / (what ? rec[k].compute : rec[k].secs);
       double m = median(v, n);
       if (p < 0)
