@@ -73,7 +73,7 @@ static void prune(const char *dir) {
 }
 
 int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int step, int world,
-                    char *err, size_t errlen) {
+                    const json_t *extra, char *err, size_t errlen) {
   if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST) {
     snprintf(err, errlen, "%s: %s", o->ckpt_dir, strerror(errno));
     return C4_ESYS;
@@ -93,10 +93,11 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
     m->ops->download(host + 2 * n, m->adam_v, n * sizeof(float));
   }
   tensors(m, full ? full : host, t, names);
-  json_t *meta =
-      json_pack("{s:i,s:i,s:o,s:i,s:i,s:I,s:f,s:s}", "step", step, "world", world, "model",
-                config_json(&m->cfg), "micro_batch", o->micro_batch, "microbatches",
-                o->microbatches, "seed", (json_int_t)o->seed, "lr", (double)o->lr, "data", o->data);
+  json_t *meta = json_pack("{s:i,s:i,s:o,s:i,s:i,s:I,s:f,s:s,s:i}", "step", step, "world", world,
+                           "model", config_json(&m->cfg), "micro_batch", o->micro_batch,
+                           "microbatches", o->microbatches, "seed", (json_int_t)o->seed, "lr",
+                           (double)o->lr, "data", o->data, "max_context", o->max_context);
+  if (meta && extra) json_object_update(meta, (json_t *)extra);
   int rc = c4_ckpt_step_path(path, sizeof path, o->ckpt_dir, (uint64_t)step);
   if (rc == 0)
     rc = c4_ckpt_save(path, meta, t, 3 * GPT_NPARAMS, err, errlen);
@@ -141,7 +142,8 @@ static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64
   return 1;
 }
 
-/* 0 when ck was saved by this model and global batch, else -1 with err naming path. */
+/* 0 when ck was saved by this model, global batch and kind of data, else -1 with err naming
+ * path. A checkpoint from before documents has no max_context: it trained on windows (0). */
 static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_opts *o,
                     const char *path, char *err, size_t errlen) {
   json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);
@@ -149,6 +151,19 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
   json_decref(want);
   long mb = (long)json_integer_value(json_object_get(meta, "micro_batch"));
   long mbs = (long)json_integer_value(json_object_get(meta, "microbatches"));
+  long maxctx = (long)json_integer_value(json_object_get(meta, "max_context"));
+  if (maxctx != o->max_context) {
+    char was[64];
+    if (maxctx > 0)
+      snprintf(was, sizeof was, "documents of --max-context %ld", maxctx);
+    else
+      snprintf(was, sizeof was, "fixed windows (no --max-context)");
+    snprintf(err, errlen,
+             "%s was written training on %s: its step names that data's draws, so give the same "
+             "--max-context (or none), or another --ckpt-dir",
+             path, was);
+    return C4_EINVAL;
+  }
   if (same_model && mb == o->micro_batch && mbs == o->microbatches) return 0;
   snprintf(err, errlen,
            "%s is for another model or global batch (its micro-batch %ld x %ld): give the same "
@@ -184,8 +199,9 @@ static int load(struct gpt *m, struct c4_ckpt *ck, char *err, size_t errlen) {
   return rc ? -1 : 0;
 }
 
-int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
-                      size_t errlen, char *warn, size_t warnlen) {
+int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json_t **meta,
+                      char *err, size_t errlen, char *warn, size_t warnlen) {
+  if (meta) *meta = NULL;
   char path[4096];
   uint64_t at = 0;
   int rc = latest(o, path, sizeof path, &at, err, errlen, warn, warnlen);
@@ -194,6 +210,7 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char
   if (!ck) return C4_EPROTO;
   rc = same_run(ck, m, o, path, err, errlen);
   if (rc == 0) rc = load(m, ck, err, errlen);
+  if (rc == 0 && meta) *meta = json_incref(c4_ckpt_meta(ck));
   c4_ckpt_close(ck);
   if (rc) return C4_EINVAL;
   *step = (int)at;

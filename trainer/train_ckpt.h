@@ -4,6 +4,7 @@
 #ifndef C4_TRAIN_CKPT_H
 #define C4_TRAIN_CKPT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "gpt.h"
@@ -12,17 +13,20 @@
 /* Writes o->ckpt_dir/step-NNNNNNNN.c4ck (atomically) after `step` steps on `world` ranks, and
  * removes older ones beyond the two newest. The tensors come from full (the whole model's
  * params, adam_m and adam_v: 3 x gpt_full_floats, gathered from a pipeline's stages) or, full
- * NULL, from m, which then holds every layer. 0, or -1 with err. */
+ * NULL, from m, which then holds every layer. The metadata holds the run's shape and step, and
+ * extra's keys when extra is not NULL (documents: the cost model). 0, or -1 with err. */
 int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int step, int world,
-                    char *err, size_t errlen);
+                    const json_t *extra, char *err, size_t errlen);
 
-/* Loads the newest intact checkpoint of o->ckpt_dir into m (the layers it holds) and *step: 1 (err
+/* Loads the newest intact checkpoint of o->ckpt_dir into m (the layers it holds), *step and, when
+ * meta is not NULL, its metadata into *meta (a new reference; NULL when there was none): 1 (err
  * holds its file name; warn, when not empty, names the newer checkpoints that were damaged and
  * skipped: the newest's file and why), 0 when there is none at all (a fresh start; the directory is
  * created when missing), -1 with err: the directory cannot be made or read, checkpoints exist but
  * none is intact (never a silent start from step 0), a newer one is damaged and o->ckpt_strict is
- * set, or the checkpoint is for another model shape. */
-int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, char *err,
-                      size_t errlen, char *warn, size_t warnlen);
+ * set, or the checkpoint is for another model shape or another kind of data (documents of another
+ * --max-context, or fixed windows). */
+int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json_t **meta,
+                      char *err, size_t errlen, char *warn, size_t warnlen);
 
 #endif

@@ -4,7 +4,9 @@
  * that the summed gradient is that of the mean loss over every token of the step, however the
  * sequences were split. Then one allgather of (loss, tokens, squared tokens, compute time) per
  * rank feeds the cost model on every rank alike, so all agree on the next assignment without
- * another exchange. */
+ * another exchange. With --ckpt-dir the run resumes from the newest checkpoint on any number of
+ * ranks (a step names its draw of sequences, and the assignment does not change the math), and
+ * each checkpoint carries the cost model's coefficients so the resumed run assigns by them. */
 #include "train_docs.h"
 
 #include <jansson.h>
@@ -21,6 +23,8 @@
 #include "dp.h"
 #include "seq_assign.h"
 #include "seq_cost.h"
+#include "seq_cost_json.h"
+#include "train_ckpt.h"
 #include "train_docs_report.h"
 #include "train_rank.h"
 
@@ -148,15 +152,17 @@ struct docs_run {
   struct seq_cost_sample *samples;
   FILE *jf;
   double eval_start, last_loss;
+  int first;       /* the step this run started at: 0, or its checkpoint's */
+  int ckpt_failed; /* a checkpoint was not written: the exit status says so */
 };
 
 /* Data, kernels, ring and model; on failure what was opened is closed again. */
 static int docs_open(struct docs_run *s, const struct c4_ranks *r) {
   const struct train_opts *o = s->o;
   int rank = s->rank;
-  if (o->pp > 1 || o->ckpt_dir) {
-    fprintf(stderr, "c4train: rank %d: --max-context trains data-parallel only: not with %s\n",
-            rank, o->pp > 1 ? "--pp" : "--ckpt-dir");
+  if (o->pp > 1) {
+    fprintf(stderr, "c4train: rank %d: --max-context trains data-parallel only: not with --pp\n",
+            rank);
     return 1;
   }
   if (docs_load(&s->d, o->data, o->max_context, s->err, sizeof s->err)) {
@@ -221,7 +227,7 @@ static void docs_compute(struct docs_run *s, int step, int n, long tokens,
 }
 
 /* The step's loss, its record (r: policy, tokens and predictions already in) and the cost
- * model's sample (past the first step, which warms caches). */
+ * model's sample (past this run's first step, which warms caches). */
 static void docs_account(struct docs_run *s, int step, struct docs_step_rec *r,
                          const double *rank_pred, uint64_t t_step) {
   double loss = 0, measured = 0, predicted = 0;
@@ -236,7 +242,7 @@ static void docs_account(struct docs_run *s, int step, struct docs_step_rec *r,
   }
   s->last_loss = loss / r->tokens;
   r->load = predicted > 0 ? measured / predicted : 1;
-  if (step > 0) seq_cost_add(&s->model, s->samples);
+  if (step > s->first) seq_cost_add(&s->model, s->samples);
   r->secs = (double)(c4_now_ns() - t_step) * 1e-9;
 }
 
@@ -283,12 +289,54 @@ static int docs_step_run(struct docs_run *s, int step) {
   return 0;
 }
 
-/* Rank 0's closing figures. */
+/* --ckpt-dir: the model and step of the newest checkpoint, and the cost model's coefficients
+ * when it carries them (a checkpoint written before its model was fitted carries none: the
+ * prior stands until this run fits its own). */
+static int docs_resume(struct docs_run *s) {
+  const struct train_opts *o = s->o;
+  if (!o->ckpt_dir) return 0;
+  char warn[1024], why[256];
+  json_t *meta = NULL;
+  int rc = train_ckpt_resume(&s->m, o, &s->first, &meta, s->err, sizeof s->err, warn, sizeof warn);
+  if (rc < 0) {
+    fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
+    return 1;
+  }
+  json_t *cost = json_object_get(meta, "cost_model");
+  if (cost && seq_cost_from_json(&s->model, cost, why, sizeof why) && s->rank == 0)
+    fprintf(stderr, "c4train: %s: %s; the cost model starts from its prior\n", s->err, why);
+  json_decref(meta);
+  if (rc > 0 && warn[0] && s->rank == 0)
+    fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, s->err);
+  if (rc > 0 && s->rank == 0 && !o->json)
+    printf("resumed from step %d (%s) on %d ranks%s\n", s->first, s->err, s->world,
+           s->model.fitted ? ", with its cost model" : "");
+  return 0;
+}
+
+/* --ckpt-every: rank 0 writes the model (every rank holds all of it) after `done` steps, at the
+ * checkpoint's interval and at the last step. A checkpoint not written does not stop the run;
+ * the exit status says it. */
+static void docs_checkpoint(struct docs_run *s, int done) {
+  const struct train_opts *o = s->o;
+  if (!(o->ckpt_dir && o->ckpt_every > 0 && (done % o->ckpt_every == 0 || done == o->steps)) ||
+      s->rank != 0)
+    return;
+  json_t *extra = json_object(), *cost = seq_cost_to_json(&s->model);
+  if (extra && cost) json_object_set_new(extra, "cost_model", cost);
+  if (train_ckpt_save(&s->m, NULL, o, done, s->world, extra, s->err, sizeof s->err)) {
+    fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", done, s->err);
+    s->ckpt_failed = 1;
+  }
+  json_decref(extra);
+}
+
+/* Rank 0's closing figures, over this run's steps. */
 static void docs_end(struct docs_run *s) {
   const struct train_opts *o = s->o;
   double eval_end = o->eval_windows ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0;
-  docs_print_end(s->jf, !o->json, o, &s->model, s->rec, o->steps, s->last_loss, s->eval_start,
-                 eval_end);
+  docs_print_end(s->jf, !o->json, o, &s->model, s->rec + s->first, o->steps - s->first,
+                 s->last_loss, s->eval_start, eval_end);
 }
 
 /* Everything docs_open and docs_alloc made. */
@@ -322,6 +370,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     return status;
   }
   status = docs_alloc(s);
+  if (!status) status = docs_resume(s);
   if (!status) {
     s->eval_start =
         o->eval_windows && s->rank == 0 ? eval_docs(&s->m, &s->d, o->eval_windows, &s->b) : 0;
@@ -331,9 +380,12 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
              s->world, o->device, s->m.nparams, s->d.n, o->max_context, o->data, s->budget, s->cap,
              train_assign_policy_name(o->assign), s->eval_start);
   }
-  for (int step = 0; !status && step < o->steps; step++)
+  for (int step = s->first; !status && step < o->steps; step++) {
     status = docs_step_run(s, step);
-  if (!status && s->rank == 0) docs_end(s);
+    if (!status) docs_checkpoint(s, step + 1);
+  }
+  if (!status && s->rank == 0 && s->first < o->steps) docs_end(s);
+  if (!status) status = s->ckpt_failed ? 1 : 0;
   docs_close(s);
   free(s);
   return status;

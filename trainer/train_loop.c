@@ -270,7 +270,7 @@ static int run_alloc(struct run *s) {
 static int run_resume(struct run *s) {
   if (!s->o->ckpt_dir) return 0;
   char warn[1024];
-  int rc = train_ckpt_resume(&s->m, s->o, &s->step, s->err, sizeof s->err, warn, sizeof warn);
+  int rc = train_ckpt_resume(&s->m, s->o, &s->step, NULL, s->err, sizeof s->err, warn, sizeof warn);
   if (rc < 0) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return 1;
@@ -495,7 +495,8 @@ static int step_checkpoint(struct run *s) {
     free(full);
     return C4TRAIN_EXIT_PEER_LOST;
   }
-  if (s->rank == 0 && train_ckpt_save(&s->m, full, o, step, s->world, s->err, sizeof s->err)) {
+  if (s->rank == 0 &&
+      train_ckpt_save(&s->m, full, o, step, s->world, NULL, s->err, sizeof s->err)) {
     fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, s->err);
     s->ckpt_failed = 1;
   }

@@ -3,7 +3,9 @@
  * bytes), header text and data, around which the target writes a correct preamble with the
  * header's SHA-256, so that mutations reach the JSON and layout checks behind the checksum.
  * Whatever opens must list, verify and load without crashing, and a shape other than the one
- * listed must be refused. */
+ * listed must be refused; a `cost_model` in its metadata (c4train's, on documents) is taken into
+ * a cost model or refused with a message, never taken with a negative or non-finite number. */
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,26 @@
 #include "c4_err.h"
 #include "ckpt.h"
 #include "fuzz.h"
+#include "seq_cost_json.h"
 
 static void must(int cond) {
   if (!cond) abort();
+}
+
+/* What c4train does with a documents' checkpoint's cost model: takes it whole or not at all. */
+static void read_cost_model(const json_t *j) {
+  struct seq_cost m;
+  char err[256] = "";
+  must(seq_cost_init(&m, 2, 2048, 1, 1) == 0); /* knots 256 .. 1536 */
+  if (seq_cost_from_json(&m, j, err, sizeof err) == 0) {
+    must(m.fitted && isfinite(m.fixed) && m.fixed >= 0 && isfinite(m.a) && m.a >= 0 &&
+         isfinite(m.b) && m.b >= 0);
+    for (int k = 0; k < m.nknots; k++)
+      must(isfinite(m.c[k]) && m.c[k] >= 0);
+  } else {
+    must(!m.fitted && m.a == 1 && m.b == 1 && !strncmp(err, "cost_model: ", 12));
+  }
+  seq_cost_free(&m);
 }
 
 /* Opens the file and exercises everything a reader offers. */
@@ -27,6 +46,8 @@ static void read_file(const uint8_t *file, size_t size) {
     return;
   }
   must(json_is_object(c4_ckpt_meta(c)));
+  json_t *cost = json_object_get(c4_ckpt_meta(c), "cost_model");
+  if (cost) read_cost_model(cost);
   int n = c4_ckpt_count(c), verified = c4_ckpt_verify(c, err, sizeof err) == 0;
   for (int i = 0; i < n; i++) {
     struct c4_ckpt_tensor t = *c4_ckpt_tensor_at(c, i);
@@ -77,7 +98,10 @@ static void make_seeds(void) {
   float a[6] = {1, 2, 3, 4, 5, 6}, s = -1;
   struct c4_ckpt_tensor t[3] = {
       {"wte", 2, {2, 3}, a}, {"adam.m.wte", 0, {0}, &s}, {"empty", 1, {0}, NULL}};
-  json_t *meta = json_pack("{s:i, s:i, s:{s:i}}", "step", 7, "world_size", 2, "data", "pos", 9);
+  json_t *meta = json_pack("{s:i, s:i, s:{s:i}, s:{s:f, s:f, s:f, s:[iiiiii], s:[ffffff]}}", "step",
+                           7, "world_size", 2, "data", "pos", 9, "cost_model", "fixed", 1e-3, "a",
+                           3e-6, "b", 1.5e-8, "knots", 256, 384, 512, 768, 1024, 1536, "c", 0.0,
+                           1e-9, 0.0, 2e-9, 0.0, 3e-9);
   char err[256];
   for (int k = 0; k < 3; k++) {
     must(c4_ckpt_save(path, meta, t, k + 1, err, sizeof err) == 0);
