@@ -461,10 +461,9 @@ int gpt_packed_fits(const struct gpt *m, const int *seg_len, int nseg) {
   return nseg > 0 && n <= (long)m->B * m->cfg.context;
 }
 
-/* Uploads a packed micro-batch into slot 0; its tokens are the sum of seg_len. */
-static void upload_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
-                          int nseg) {
-  struct gpt_slot *sl = &m->slot[0];
+/* Uploads a packed micro-batch into slot sl; its tokens are the sum of seg_len. */
+static void upload_packed(struct gpt *m, struct gpt_slot *sl, const int *tokens, const int *targets,
+                          const int *seg_len, int nseg) {
   memcpy(sl->seg_len, seg_len, (size_t)nseg * sizeof(int));
   sl->nseg = nseg;
   size_t n = (size_t)slot_rows(m, sl) * sizeof(int);
@@ -474,7 +473,7 @@ static void upload_packed(struct gpt *m, const int *tokens, const int *targets, 
 
 double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
                        int nseg, float dloss) {
-  upload_packed(m, tokens, targets, seg_len, nseg);
+  upload_packed(m, &m->slot[0], tokens, targets, seg_len, nseg);
   double loss = forward(m, &m->slot[0]);
   m->ops->zero(m->slot[0].dacts, m->nacts * sizeof(float));
   backward(m, &m->slot[0], dloss);
@@ -483,7 +482,7 @@ double gpt_step_packed(struct gpt *m, const int *tokens, const int *targets, con
 
 double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, const int *seg_len,
                        int nseg) {
-  upload_packed(m, tokens, targets, seg_len, nseg);
+  upload_packed(m, &m->slot[0], tokens, targets, seg_len, nseg);
   return forward(m, &m->slot[0]);
 }
 
@@ -494,23 +493,34 @@ float gpt_stage_forward(struct gpt *m, int sl, const int *tokens, const int *tar
   return (float)(forward(m, &m->slot[sl]) / ((double)m->B * m->cfg.context));
 }
 
+double gpt_stage_forward_packed(struct gpt *m, int sl, const int *tokens, const int *targets,
+                                const int *seg_len, int nseg, const float *in) {
+  upload_packed(m, &m->slot[sl], tokens, targets, seg_len, nseg);
+  if (m->l0 > 0) m->ops->upload(m->slot[sl].a.encoded, in, gpt_slot_boundary_bytes(m, sl));
+  return forward(m, &m->slot[sl]);
+}
+
 void gpt_stage_output(struct gpt *m, int sl, float *out) {
-  m->ops->download(out, m->slot[sl].a.layer[m->l1 - 1].res3, gpt_boundary_bytes(m));
+  m->ops->download(out, m->slot[sl].a.layer[m->l1 - 1].res3, gpt_slot_boundary_bytes(m, sl));
 }
 
 void gpt_stage_backward(struct gpt *m, int sl, float dloss, const float *dout) {
   m->ops->zero(m->slot[sl].dacts, m->nacts * sizeof(float));
   if (m->l1 < m->cfg.layers)
-    m->ops->upload(m->slot[sl].d.layer[m->l1 - 1].res3, dout, gpt_boundary_bytes(m));
+    m->ops->upload(m->slot[sl].d.layer[m->l1 - 1].res3, dout, gpt_slot_boundary_bytes(m, sl));
   backward(m, &m->slot[sl], dloss);
 }
 
 void gpt_stage_input_grad(struct gpt *m, int sl, float *din) {
-  m->ops->download(din, m->slot[sl].d.encoded, gpt_boundary_bytes(m));
+  m->ops->download(din, m->slot[sl].d.encoded, gpt_slot_boundary_bytes(m, sl));
 }
 
 size_t gpt_boundary_bytes(const struct gpt *m) {
   return (size_t)m->B * m->cfg.context * m->cfg.width * sizeof(float);
+}
+
+size_t gpt_slot_boundary_bytes(const struct gpt *m, int sl) {
+  return (size_t)slot_rows(m, &m->slot[sl]) * m->cfg.width * sizeof(float);
 }
 
 void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t) {

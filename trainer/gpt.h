@@ -172,8 +172,11 @@ double gpt_eval_packed(struct gpt *m, const int *tokens, const int *targets, con
 int gpt_slots(struct gpt *m, int n, char *err, size_t errlen);
 
 /* Bytes of the residual stream between two layers of one micro-batch (B x T x C floats): what
- * one stage sends the next, and the gradient it gets back. */
+ * one stage sends the next, and the gradient it gets back; the most a slot's can be. */
 size_t gpt_boundary_bytes(const struct gpt *m);
+
+/* The same for the micro-batch now in `slot`: a packed one's positions x C floats. */
+size_t gpt_slot_boundary_bytes(const struct gpt *m, int slot);
 
 /* Forward through the held layers: from the tokens when l0 is 0, else from `in` (host, the
  * previous stage's output); through the head when l1 is the last layer, returning the mean
@@ -181,7 +184,13 @@ size_t gpt_boundary_bytes(const struct gpt *m);
 float gpt_stage_forward(struct gpt *m, int slot, const int *tokens, const int *targets,
                         const float *in);
 
-/* The output of layer l1 - 1 of that forward pass into host `out` (gpt_boundary_bytes). */
+/* The same for a packed micro-batch (as gpt_step_packed's): `in` holds its positions x C floats
+ * (gpt_slot_boundary_bytes once it is in the slot); returns the SUM of the position losses on the
+ * last stage (else 0), the backward pass scaling by dloss per token. */
+double gpt_stage_forward_packed(struct gpt *m, int slot, const int *tokens, const int *targets,
+                                const int *seg_len, int nseg, const float *in);
+
+/* The output of layer l1 - 1 of that forward pass into host `out` (gpt_slot_boundary_bytes). */
 void gpt_stage_output(struct gpt *m, int slot, float *out);
 
 /* Backward through layers [l1 - 1 .. l0], adding into m->grads: from the loss (scaled by dloss

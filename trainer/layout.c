@@ -18,7 +18,7 @@ int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe
   long seqs = (long)o->micro_batch * o->microbatches; /* the global batch, kept */
   int n = 0;
   for (int pp = 1; pp <= ranks && pp <= o->cfg.layers; pp++) {
-    if (ranks % pp || (pp > 1 && o->max_context > 0)) continue;
+    if (ranks % pp) continue;
     for (long b = 1; b <= seqs && n < max; b *= 2) {
       if (seqs % b || seqs / b < ranks / pp) continue; /* a micro-batch for every replica */
       out[n++] =

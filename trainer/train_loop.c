@@ -322,8 +322,9 @@ static int step_compute(struct run *s, struct step_state *st) {
   uint64_t t0 = st->t0 = c4_now_ns();
   double slow = train_slow_factor(o, s->orig_rank, s->step);
   s->tp.slow = slow;
-  if (s->pp > 1 &&
-      train_pipe_step(&s->tp, &s->m, &s->data, o->seed, s->step, start, s->dloss, &loss_sum)) {
+  struct train_pipe_windows windows = {&s->data, o->seed, s->step, start, B, T};
+  struct train_pipe_feed feed = {train_pipe_fill_windows, &windows};
+  if (s->pp > 1 && train_pipe_step(&s->tp, &s->m, &feed, s->dloss, &loss_sum)) {
     fprintf(stderr, "c4train: rank %d: a pipeline neighbour was lost at step %d\n", s->rank,
             s->step + 1);
     return C4TRAIN_EXIT_PEER_LOST;

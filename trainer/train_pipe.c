@@ -101,7 +101,8 @@ static int alloc_slots(struct train_pipe *tp, struct gpt *model, int m, char *er
   tp->sent = calloc((size_t)tp->slots, sizeof *tp->sent);
   tp->tok = malloc(N * sizeof *tp->tok);
   tp->tgt = malloc(N * sizeof *tp->tgt);
-  int ok = tp->order && tp->in && tp->out && tp->sent && tp->tok && tp->tgt;
+  tp->seg = malloc(N * sizeof *tp->seg);
+  int ok = tp->order && tp->in && tp->out && tp->sent && tp->tok && tp->tgt && tp->seg;
   for (int i = 0; ok && i < tp->slots; i++) {
     tp->in[i] = malloc(bytes);
     tp->out[i] = malloc(bytes);
@@ -180,60 +181,103 @@ static void compute_done(struct train_pipe *tp, struct spent took) {
   train_sleep_s(s);
 }
 
-int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_data *data,
-                    unsigned long long seed, int step, int first, float dloss, double *loss_sum) {
-  int B = model->B, T = model->cfg.context, last = tp->stage == tp->stages - 1;
+int train_pipe_fill_windows(void *windows, int mb, int *tokens, int *targets, int *seg_len) {
+  const struct train_pipe_windows *w = windows;
+  (void)seg_len;
+  for (int b = 0; b < w->B; b++)
+    text_data_sample(w->data, w->seed, (uint64_t)w->step, (uint64_t)(w->first + mb) * w->B + b,
+                     w->T, tokens + b * w->T, targets + b * w->T);
+  return 0;
+}
+
+/* Micro-batch mb's forward pass on slot sl: its input from the previous stage (at the size the
+ * feed's micro-batch has), its output sent on without waiting. The sum of its position losses
+ * into *loss_sum on the last stage. */
+static int forward_pass(struct train_pipe *tp, struct gpt *model,
+                        const struct train_pipe_feed *feed, int mb, int sl, double *loss_sum) {
+  int last = tp->stage == tp->stages - 1, C = model->cfg.width;
+  int nseg = feed->fill(feed->ctx, mb, tp->tok, tp->tgt, tp->seg);
   size_t bytes = gpt_boundary_bytes(model);
+  if (nseg) {
+    long rows = 0;
+    for (int i = 0; i < nseg; i++)
+      rows += tp->seg[i];
+    bytes = (size_t)rows * C * sizeof(float);
+  }
+  if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return C4_EREMOTE;
+  struct spent t0 = now();
+  if (nseg)
+    *loss_sum += gpt_stage_forward_packed(model, sl, tp->tok, tp->tgt, tp->seg, nseg, tp->in[sl]);
+  else
+    *loss_sum += (double)gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]) * model->B *
+                 model->cfg.context;
+  struct spent took = since(t0);
+  if (!last) {
+    if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
+    t0 = now();
+    gpt_stage_output(model, sl, tp->out[sl]);
+    struct spent more = since(t0);
+    took.cpu += more.cpu;
+    took.wall += more.wall;
+  }
+  compute_done(tp, took);
+  if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return C4_EREMOTE;
+  return 0;
+}
+
+/* The backward pass of the micro-batch on slot sl: its output's gradient from the next stage, its
+ * input's sent back without waiting. */
+static int backward_pass(struct train_pipe *tp, struct gpt *model, int sl, float dloss) {
+  int last = tp->stage == tp->stages - 1;
+  size_t bytes = gpt_slot_boundary_bytes(model, sl);
+  if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return C4_EREMOTE;
+  struct spent t0 = now();
+  gpt_stage_backward(model, sl, dloss, tp->in[sl]);
+  struct spent took = since(t0);
+  if (tp->stage > 0) {
+    if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
+    t0 = now();
+    gpt_stage_input_grad(model, sl, tp->out[sl]);
+    struct spent more = since(t0);
+    took.cpu += more.cpu;
+    took.wall += more.wall;
+  }
+  compute_done(tp, took);
+  if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)
+    return C4_EREMOTE;
+  return 0;
+}
+
+/* The 1F1B order's passes (its forwards alone when backward is 0), then the last sends. */
+static int run_order(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
+                     int backward, float dloss, double *loss_sum) {
   *loss_sum = 0;
   tp->busy_s = tp->wall_s = tp->work_s = 0;
   model->layers_s = 0;
   for (int k = 0; k < 2 * tp->m; k++) {
-    int mb = tp->order[k].microbatch, sl = mb % tp->slots;
-    if (!tp->order[k].backward) {
-      for (int b = 0; b < B; b++)
-        text_data_sample(data, seed, (uint64_t)step, (uint64_t)(first + mb) * B + b, T,
-                         tp->tok + b * T, tp->tgt + b * T);
-      if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return C4_EREMOTE;
-      struct spent t0 = now();
-      float loss = gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]);
-      if (last) *loss_sum += (double)loss * B * T;
-      struct spent took = since(t0);
-      if (!last) {
-        if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
-        t0 = now();
-        gpt_stage_output(model, sl, tp->out[sl]);
-        struct spent more = since(t0);
-        took.cpu += more.cpu;
-        took.wall += more.wall;
-      }
-      compute_done(tp, took);
-      if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0)
-        return C4_EREMOTE;
-    } else {
-      if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return C4_EREMOTE;
-      struct spent t0 = now();
-      gpt_stage_backward(model, sl, dloss, tp->in[sl]);
-      struct spent took = since(t0);
-      if (tp->stage > 0) {
-        if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
-        t0 = now();
-        gpt_stage_input_grad(model, sl, tp->out[sl]);
-        struct spent more = since(t0);
-        took.cpu += more.cpu;
-        took.wall += more.wall;
-      }
-      compute_done(tp, took);
-      if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)
-        return C4_EREMOTE;
-    }
+    int mb = tp->order[k].microbatch, sl = mb % tp->slots, rc = 0;
+    if (!tp->order[k].backward)
+      rc = forward_pass(tp, model, feed, mb, sl, loss_sum);
+    else if (backward)
+      rc = backward_pass(tp, model, sl, dloss);
+    if (rc) return rc;
   }
   for (int i = 0; i < tp->slots; i++) { /* the step's last sends, before the buffers change */
     if (pipe_wait(&tp->link, tp->sent[i])) return C4_EREMOTE;
     tp->sent[i] = -1;
   }
   tp->layers_s = model->layers_s;
-
   return 0;
+}
+
+int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
+                    float dloss, double *loss_sum) {
+  return run_order(tp, model, feed, 1, dloss, loss_sum);
+}
+
+int train_pipe_forward(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
+                       double *loss_sum) {
+  return run_order(tp, model, feed, 0, 0, loss_sum);
 }
 
 void train_pipe_free(struct train_pipe *tp) {
@@ -252,5 +296,6 @@ void train_pipe_free(struct train_pipe *tp) {
   free(tp->split);
   free(tp->tok);
   free(tp->tgt);
+  free(tp->seg);
   memset(tp, 0, sizeof *tp);
 }

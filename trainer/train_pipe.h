@@ -34,6 +34,7 @@ struct train_pipe {
   int slots;
   int *split;     /* layers per stage now (stages entries) */
   int *tok, *tgt; /* host B x T */
+  int *seg;       /* host: a packed micro-batch's sequence lengths (B x T at most) */
   double slow;    /* drill (--slow): each pass takes this many times as long (1: none) */
   /* The last step's compute, in the thread's CPU time (on a machine with more ranks than cores,
    * wall time would count the other ranks' turns as this stage's slowness), times the drill's
@@ -63,12 +64,34 @@ int train_pipe_even_layers(int layers, int stages, int stage, int *l0, int *l1);
 int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int rank, int stages,
                     int microbatches, double stage_mem, int resplit, char *err, size_t errlen);
 
-/* One step's forward and backward passes of this replica's micro-batches: global micro-batch
- * indices first .. first + m - 1 of step `step` (sampled from data with seed, as the
- * data-parallel loop does), gradients added with dloss. *loss_sum gets the sum of the position
- * losses (last stage; 0 elsewhere). Returns 0, or -1 when a neighbour is gone or silent. */
-int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct text_data *data,
-                    unsigned long long seed, int step, int first, float dloss, double *loss_sum);
+/* What a step's micro-batches hold, as every stage of a replica sees them alike: fill writes
+ * micro-batch mb's tokens and targets (host, B x T at most) and returns 0 for B x T positions of
+ * windows, or the number of sequences packed end to end, their lengths in seg_len. */
+struct train_pipe_feed {
+  int (*fill)(void *ctx, int mb, int *tokens, int *targets, int *seg_len);
+  void *ctx;
+};
+
+/* The windows feed of the data-parallel loop: global micro-batch indices first .. first + m - 1
+ * of step `step`, sampled from data with seed. */
+struct train_pipe_windows {
+  const struct text_data *data;
+  unsigned long long seed;
+  int step, first, B, T;
+};
+int train_pipe_fill_windows(void *windows, int mb, int *tokens, int *targets, int *seg_len);
+
+/* One step's forward and backward passes of this replica's m micro-batches from feed, gradients
+ * added with dloss (per position). *loss_sum gets the sum of the position losses (last stage; 0
+ * elsewhere). A packed micro-batch's activations cross between stages at its own size. Returns
+ * 0, or -1 when a neighbour is gone or silent. */
+int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
+                    float dloss, double *loss_sum);
+
+/* The forward passes alone of the m micro-batches from feed (no gradients): the sum of their
+ * position losses in *loss_sum on the last stage. Every stage of the replica calls it. 0 or -1. */
+int train_pipe_forward(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
+                       double *loss_sum);
 
 /* Sums the gradients as the header says. Collective over d. 0, or -1 when a peer is lost. */
 int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model);
@@ -90,8 +113,8 @@ int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,
 int train_pipe_move(struct train_pipe *tp, struct gpt *model, const int *split, char *err,
                     size_t errlen);
 
-/* Makes the stage run m micro-batches a step from now on (the 1F1B order and the slots follow).
- * 0, or -1 with err when memory is short. */
+/* Makes the stage run m micro-batches a step from now on (the 1F1B order and the slots follow;
+ * at most the micro-batches it was made for). 0, or -1 with err. */
 int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errlen);
 
 /* After a step's optimizer update: every rank shares its timings (and c4mon's factor for it, 0

@@ -25,11 +25,10 @@ START_TEST(candidates_keep_the_global_batch_and_fit_the_ranks) {
   o.cfg.layers = 2; /* no stage without a layer: pp 4 is out */
   n = layout_candidates(&o, 4, c, 64);
   ck_assert_int_eq(n, 3 + 4);
-  o.max_context = 64; /* documents: data-parallel only */
+  o.max_context = 64; /* documents: pipelines too, the same candidates */
   n = layout_candidates(&o, 4, c, 64);
-  ck_assert_int_eq(n, 3);
-  for (int i = 0; i < n; i++)
-    ck_assert_int_eq(c[i].pp, 1);
+  ck_assert_int_eq(n, 3 + 4);
+  ck_assert_int_eq(c[n - 1].pp, 2);
   o.max_context = 0;
   o.cfg.layers = 4;
   /* 3 ranks: pp 1 (3 replicas) B 1, 2, 4; pp 3 (1 replica) B 1 to 16 */

@@ -378,9 +378,11 @@ START_TEST(the_assignment_does_not_change_the_losses) {
 }
 END_TEST
 
-/* The step lines of c4train ARGS (exit status 0): their step numbers and losses (up to max), and
- * the first one's predicted compute of rank 0 in *first_pred; returns the lines read. */
-static int step_lines(const char *args, int *step, double *loss, int max, double *first_pred) {
+/* The step lines of c4train ARGS (exit status 0): their step numbers and losses (up to max), the
+ * first one's predicted compute of rank 0 in *first_pred, and when tokens is not NULL the tokens
+ * of ranks (or pipelines) 0 and 1 summed over steps from `from` on; returns the lines read. */
+static int step_lines(const char *args, int *step, double *loss, int max, double *first_pred,
+                      int from, long *tokens) {
   char cmd[2048], line[8192];
   c4train(cmd, sizeof cmd, args);
   FILE *p = popen(cmd, "r");
@@ -394,6 +396,8 @@ static int step_lines(const char *args, int *step, double *loss, int max, double
         *first_pred = json_real_value(json_array_get(json_object_get(j, "rank_predicted_ms"), 0));
       step[n] = (int)json_integer_value(json_object_get(j, "step"));
       loss[n++] = json_real_value(json_object_get(j, "loss"));
+      for (int k = 0; tokens && step[n - 1] >= from && k < 2; k++)
+        tokens[k] += json_integer_value(json_array_get(json_object_get(j, "rank_tokens"), k));
     }
     json_decref(j);
   }
@@ -423,12 +427,12 @@ START_TEST(a_checkpoint_on_documents_resumes_on_other_ranks) {
   int step[16];
   snprintf(args, sizeof args, "%s --max-context 64 --data %s --local-ranks 4 --steps 16", model,
            corpus);
-  ck_assert_int_eq(step_lines(args, step, whole, 16, &pred), 16);
+  ck_assert_int_eq(step_lines(args, step, whole, 16, &pred, 0, NULL), 16);
   snprintf(args, sizeof args,
            "%s --max-context 64 --data %s --local-ranks 4 --steps 8 --ckpt-dir %s/ck "
            "--ckpt-every 4",
            model, corpus, dir);
-  ck_assert_int_eq(step_lines(args, step, loss, 16, &pred), 8);
+  ck_assert_int_eq(step_lines(args, step, loss, 16, &pred, 0, NULL), 8);
   snprintf(path, sizeof path, "%s/ck/step-00000008.c4ck", dir);
   struct c4_ckpt *ck = c4_ckpt_open(path, err, sizeof err);
   ck_assert_msg(ck != NULL, "%s", err);
@@ -446,7 +450,7 @@ START_TEST(a_checkpoint_on_documents_resumes_on_other_ranks) {
              "%s --max-context 64 --data %s --local-ranks %d --steps %d "
              "--ckpt-dir %s/ck",
              model, corpus, ranks, to, dir);
-    ck_assert_int_eq(step_lines(args, step, loss, 16, &pred), 4);
+    ck_assert_int_eq(step_lines(args, step, loss, 16, &pred, 0, NULL), 4);
     ck_assert_msg(pred > 0, "%d ranks: the first step was not predicted by the carried model",
                   ranks);
     for (int k = 0; k < 4; k++) {
@@ -469,6 +473,56 @@ START_TEST(a_checkpoint_on_documents_resumes_on_other_ranks) {
   err[got] = 0;
   fclose(f);
   ck_assert_msg(strstr(err, "--max-context 64") != NULL, "the refusal does not name it: %s", err);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, corpus);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* --pp: the sequences go to the pipelines and each runs its packed micro-batches through its
+ * stages. Two pipelines of two stages train the losses of two ranks holding the whole model
+ * (measured within 1.7e-9 relative; the bound allows 500 times that); their checkpoint resumes on
+ * one rank with the losses of the run that never stopped; and a pipeline with a stage three times
+ * slow is given fewer tokens once the cost model has its steps (measured: 0.29 to 0.35 of the
+ * healthy pipeline's; the bound is 0.8). */
+START_TEST(documents_run_through_pipelines) {
+  char corpus[] = "/tmp/c4-varlen-pp-XXXXXX", dir[] = "/tmp/c4-varlen-ppdir-XXXXXX";
+  char cmd[4096], args[2048], model[1024];
+  close(mkstemp(corpus));
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(args, sizeof args, "--max-context 64 --synth-corpus %s --synth-docs 400", corpus);
+  c4train(cmd, sizeof cmd, args);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(model, sizeof model,
+           "--max-context 64 --data %s --layers 2 --width 16 --heads 2 --micro-batch 2 "
+           "--microbatches 4 --eval-windows 4 --json",
+           corpus);
+  double whole[12], piped[12], pred;
+  int step[12];
+  snprintf(args, sizeof args, "%s --local-ranks 2 --steps 12", model);
+  ck_assert_int_eq(step_lines(args, step, whole, 12, &pred, 0, NULL), 12);
+  snprintf(args, sizeof args, "%s --local-ranks 4 --pp 2 --steps 12", model);
+  ck_assert_int_eq(step_lines(args, step, piped, 12, &pred, 0, NULL), 12);
+  for (int k = 0; k < 12; k++)
+    ck_assert_msg(fabs(piped[k] - whole[k]) <= 1e-6 * whole[k], "step %d: %.9f vs %.9f", k + 1,
+                  piped[k], whole[k]);
+
+  snprintf(args, sizeof args, "%s --local-ranks 4 --pp 2 --steps 8 --ckpt-dir %s/ck", model, dir);
+  ck_assert_int_eq(step_lines(args, step, piped, 12, &pred, 0, NULL), 8);
+  snprintf(args, sizeof args, "%s --local-ranks 1 --steps 12 --ckpt-dir %s/ck", model, dir);
+  ck_assert_int_eq(step_lines(args, step, piped, 12, &pred, 0, NULL), 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(step[k], 9 + k);
+    ck_assert_msg(fabs(piped[k] - whole[8 + k]) <= 1e-6 * whole[8 + k],
+                  "resumed step %d: %.9f vs %.9f", step[k], piped[k], whole[8 + k]);
+  }
+
+  long tokens[2] = {0, 0};
+  double loss[30];
+  int steps[30];
+  snprintf(args, sizeof args, "%s --local-ranks 4 --pp 2 --steps 30 --slow 3:3.0", model);
+  ck_assert_int_eq(step_lines(args, steps, loss, 30, &pred, 16, tokens), 30);
+  ck_assert_msg(tokens[1] < 0.8 * tokens[0], "the slow pipeline ran %ld tokens, the other %ld",
+                tokens[1], tokens[0]);
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, corpus);
   ck_assert_int_eq(system(cmd), 0);
 }
@@ -516,6 +570,7 @@ static Suite *suite(void) {
   tcase_add_test(prog, the_assignment_does_not_change_the_losses);
   tcase_add_test(prog, data_stats_and_usage_errors);
   tcase_add_test(prog, a_checkpoint_on_documents_resumes_on_other_ranks);
+  tcase_add_test(prog, documents_run_through_pipelines);
   suite_add_tcase(s, prog);
   return s;
 }
