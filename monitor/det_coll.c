@@ -7,12 +7,17 @@
  * baseline by z spreads and by the minimum effect (docs/events.md), for long enough that its
  * excess over that threshold, counted in thresholds and summed, reaches EVIDENCE: a burst of a
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
- * it is compared with the median rank, and only a rank at least UNEVEN times the median counts:
+ * it is compared with the median rank, and only a rank at least UNEVEN times the median counts,
+ * and only when the collective waits for it (last to arrive in at least WAITED_ON of the last K):
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
- * row past it suffice: being 1.3x the median rank is not a burst). Also keeps who each communicator
- * rank is (its comm record's host and pid), for events in launcher ranks. The time a rank spent
- * blocked in receives between two collectives (det_waits: a pipeline stage waiting for its
- * neighbour stage) is not its compute: a slow stage's neighbours are not named with it. */
+ * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
+ * by design, a pipeline's stages, differ from the median rank from the start (the last stage
+ * computes the head: 1.7-1.9x the median stage under load in pp_straggler) and hold nobody up at
+ * the collective (last to arrive 0 of 12; the first stage, which ends the backward passes, is
+ * last), so they are judged only once they have a baseline of their own. Also keeps who each
+ * communicator rank is (its comm record's host and pid), for events in launcher ranks. The time a
+ * rank spent blocked in receives between two collectives (det_waits: a pipeline stage waiting for
+ * its neighbour stage) is not its compute: a slow stage's neighbours are not named with it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +26,16 @@
 #include "det_waits.h"
 #include "mon_windows.h"
 
-#define K 12             /* ratios per rank in the statistic */
-#define SKIP 2           /* a communicator's first collectives: start-up, not judged */
-#define EARLY 6          /* ratios the statistic needs before a rank is judged at all */
-#define EVERY 4          /* a healthy statistic joins the baseline every EVERY collectives */
-#define UNEVEN 1.3       /* without a baseline, a rank this far over the median rank is slow */
-#define HOT_RUN 2        /* statistics past the threshold in a row before a verdict */
-#define EVIDENCE 4.0     /* and their excess over it, in margins, summed: severity x duration */
-#define CALM_RUN (3 * K) /* statistics back under it in a row before a verdict clears */
-#define MAX_TRACKED 1024 /* communicators with identity or straggler state */
+#define K 12              /* ratios per rank in the statistic */
+#define SKIP 2            /* a communicator's first collectives: start-up, not judged */
+#define EARLY 6           /* ratios the statistic needs before a rank is judged at all */
+#define EVERY 4           /* a healthy statistic joins the baseline every EVERY collectives */
+#define UNEVEN 1.3        /* without a baseline, a rank this far over the median rank is slow */
+#define WAITED_ON (K / 4) /* last arrivals in the last K: the collective waits for this rank */
+#define HOT_RUN 2         /* statistics past the threshold in a row before a verdict */
+#define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
+#define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
+#define MAX_TRACKED 1024  /* communicators with identity or straggler state */
 
 struct rank_state {
   float ring[K];          /* the last K log ratios */
@@ -321,11 +327,13 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
   }
   if (stat >= rs->thr) {
-    if (!rs->hot_run++) rs->hot_since = t, rs->hot_from = s->completed, rs->evidence = 0;
+    if (!rs->hot_run) rs->hot_since = t, rs->hot_from = s->completed, rs->evidence = 0;
+    if (rs->hot_run < UINT8_MAX) rs->hot_run++;
     rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
-    /* against its peers (no baseline yet), being 1.3x the median rank twice in a row is no
-     * burst: no evidence summed */
-    if (rs->hot_run >= HOT_RUN && (!det_noise_ready(&rs->noise) || rs->evidence >= EVIDENCE)) {
+    /* against its peers (no baseline yet), being 1.3x the median rank twice in a row while the
+     * collective waits for it is no burst: no evidence summed */
+    int ready = det_noise_ready(&rs->noise);
+    if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : rs->last >= WAITED_ON)) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
