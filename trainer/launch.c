@@ -157,24 +157,31 @@ int launch_local(const struct launch_opts *lo, int *status) {
       *status = 0;
       break;
     }
-    int survivors = a.world - failed;
-    if (!lo->restart || failed == 0 || survivors < 1 || r == -2) {
+    int survivors = a.world - failed, per = lo->multiple > 1 ? lo->multiple : 1;
+    int going = survivors - survivors % per; /* whole pipelines */
+    if (!lo->restart || failed == 0 || going < 1 || r == -2) {
       if (failed == 0 && peer_lost)
         fprintf(stderr, "c4train: every rank gave up on a peer, and none died or hung\n");
       else if (!lo->restart)
         fprintf(stderr, "c4train: a rank was lost; give --ckpt-dir to go on with the others\n");
+      else if (going < 1 && survivors > 0)
+        fprintf(stderr, "c4train: %d ranks left, fewer than a pipeline of %d stages\n", survivors,
+                per);
       *status = 1;
       break;
     }
     pthread_mutex_lock(&a.lock);
     int w = 0;
-    for (int i = 0; i < a.world; i++)
+    for (int i = 0; i < a.world && w < going; i++)
       if (a.state[i] != FAILED) a.orig[w++] = a.orig[i];
     a.world = w;
     memset(a.condemned, 0, sizeof a.condemned);
     a.started_ns = c4_now_ns();
     pthread_mutex_unlock(&a.lock);
     say(lo, "going on with %d ranks from the last checkpoint (%d lost)", w, failed);
+    if (survivors > w)
+      say(lo, "%d of the survivors sit out: the job goes on in whole pipelines of %d stages",
+          survivors - w, per);
   }
   return C4_NONE;
 }

@@ -7,6 +7,8 @@
 struct launch_opts {
   int ranks;
   int restart;             /* 1: go on with fewer ranks after a loss (needs a checkpoint dir) */
+  int multiple;            /* the ranks a job goes on with are a multiple of this (--pp: whole
+                            * pipelines); the survivors past it sit out (0 or 1: all go on) */
   const char *monitor_sub; /* c4mon's subscription port: its rank_lost and noncomm_hang verdicts
                             * name ranks to stop at once (c4mon on this machine) */
   int quiet;               /* no supervisor lines on stderr */

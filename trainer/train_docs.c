@@ -34,6 +34,7 @@
 #include "train_docs_report.h"
 #include "train_pipe.h"
 #include "train_rank.h"
+#include "train_report.h"
 
 /* A rank's buffers for one step. */
 struct docs_step_bufs {
@@ -514,6 +515,8 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     s->eval_start = o->eval_windows ? eval_docs(s) : 0;
     if (isnan(s->eval_start)) status = C4TRAIN_EXIT_PEER_LOST;
   }
+  if (!status && s->rank == 0 && s->jf)
+    train_report_start(s->jf, s->world, o->device, gpt_full_floats(&s->m), s->first, s->eval_start);
   if (!status && s->rank == 0 && !o->json) {
     char pipes[64] = "";
     if (s->pp > 1)

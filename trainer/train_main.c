@@ -72,7 +72,8 @@ static void usage(FILE *f) {
       "                       the steps while probing stays within a tenth of the run, print\n"
       "                       the table and train with the fastest\n"
       "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
-      "                       from the last checkpoint (with --ckpt-dir)\n"
+      "                       from the last checkpoint (with --ckpt-dir; with --pp, in whole\n"
+      "                       pipelines, the survivors past them sitting out)\n"
       "  --json               one JSON object per line (start, step, end) from rank 0\n"
       "  --json-out FILE      the same lines appended to FILE, the text staying on stdout\n"
       "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
@@ -415,6 +416,7 @@ int main(int argc, char **argv) {
   if (a.o.max_context > 0) a.o.cfg.context = a.o.max_context;
   if (a.lo.ranks > 0) {
     a.lo.restart = a.o.ckpt_dir != NULL;
+    a.lo.multiple = a.o.pp;
     int status;
     if (launch_local(&a.lo, &status) < 0) return status;
   }

@@ -479,14 +479,15 @@ static pid_t rank_pid(pid_t launcher, int rank) {
   return found;
 }
 
-/* Runs a 3-rank job, hits rank 1 with sig at step 6, and checks the job ends at step 24 on 2. */
-static void drill(int sig) {
+/* Runs a job of `job` (its ranks, data and layout), hits rank 1 with sig at step 6, and checks
+ * the job ends at step 24 and started on the worlds `worlds` (3 then 2: 32). */
+static void drill_job(int sig, const char *job, int worlds) {
   char args[1024];
   /* a model big enough that the job is still early when the test reads step 6 */
   snprintf(args, sizeof args,
-           "--layers 2 --width 64 --heads 2 --context 64 --micro-batch 2 --microbatches 8 "
-           "--eval-windows 8 --json --steps 24 --local-ranks 3 --ckpt-dir %s/ck --ckpt-every 4",
-           dir);
+           "--layers 2 --width 64 --heads 2 --micro-batch 2 --microbatches 8 --eval-windows 8 "
+           "--json --steps 24 %s --ckpt-dir %s/ck --ckpt-every 4",
+           job, dir);
   setenv("C4_COLL_TIMEOUT_MS", "2000", 1);
   setenv("C4TRAIN_HANG_GRACE_MS", "1000", 1);
   FILE *out;
@@ -513,12 +514,21 @@ static void drill(int sig) {
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "c4train ended with %d", st);
   ck_assert_int_eq(last_step, 24);
-  ck_assert_int_eq(worlds_seen, 32); /* started on 3 ranks, went on with 2 */
+  ck_assert_int_eq(worlds_seen, worlds);
   unsetenv("C4_COLL_TIMEOUT_MS");
   unsetenv("C4TRAIN_HANG_GRACE_MS");
 }
 
+static void drill(int sig) { drill_job(sig, "--context 64 --local-ranks 3", 32); }
+
 START_TEST(a_killed_rank_is_dropped_and_the_job_goes_on) { drill(SIGKILL); }
+END_TEST
+
+/* Two pipelines of two stages on documents lose rank 1: the three survivors cannot make whole
+ * pipelines, so two go on (one pipeline) from the checkpoint and one sits out. */
+START_TEST(a_pipeline_job_that_loses_a_rank_goes_on_in_whole_pipelines) {
+  drill_job(SIGKILL, "--max-context 64 --local-ranks 4 --pp 2", 42);
+}
 END_TEST
 
 START_TEST(a_stopped_rank_is_found_hung_and_the_job_goes_on) { drill(SIGSTOP); }
@@ -755,6 +765,7 @@ int main(void) {
   tcase_add_test(prog, an_uneven_split_trains_the_same_parameters_as_an_even_one);
   tcase_add_test(prog, a_restart_on_fewer_ranks_continues_the_same_loss_curve);
   tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
+  tcase_add_test(prog, a_pipeline_job_that_loses_a_rank_goes_on_in_whole_pipelines);
   tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
   tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
