@@ -64,6 +64,11 @@ struct comm_state {
   double *gaps, *scratch;
   char (*host)[C4_HOST_MAX]; /* from comm records; "" when none came */
   uint32_t *pid;
+  /* each rank's handle in det_waits (-1: none), looked up once rather than per collective; the
+   * ranks without one are looked up again when det_waits keeps more processes */
+  int *waits_at;
+  int waits_count;
+  unsigned waits_epoch;
   int linked; /* 1 when the windows hold this as their user pointer */
   int nflagged;
   int flagged_list[64]; /* the flagged ranks, for the state document */
@@ -79,6 +84,7 @@ static void state_free(struct comm_state *s) {
   free(s->scratch);
   free(s->host);
   free(s->pid);
+  free(s->waits_at);
   free(s);
 }
 
@@ -121,7 +127,8 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->scratch = calloc(n, sizeof *s->scratch);
   s->host = calloc(n, sizeof *s->host);
   s->pid = calloc(n, sizeof *s->pid);
-  if (!s->rank || !s->gaps || !s->scratch || !s->host || !s->pid) {
+  s->waits_at = malloc(n * sizeof *s->waits_at);
+  if (!s->rank || !s->gaps || !s->scratch || !s->host || !s->pid || !s->waits_at) {
     state_free(s);
     return NULL;
   }
@@ -130,6 +137,9 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->nranks = nranks;
   for (int i = 0; i < K; i++)
     s->last_ring[i] = -1;
+  for (int r = 0; r < nranks; r++)
+    s->waits_at[r] = -1;
+  s->waits_count = -1;
   tracked[ntracked++] = s;
   return s;
 }
@@ -140,6 +150,23 @@ void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_recor
   if (!s || c->rank < 0 || c->rank >= s->nranks) return;
   snprintf(s->host[c->rank], C4_HOST_MAX, "%s", c->host);
   s->pid[c->rank] = c->pid;
+  s->waits_at[c->rank] = -1; /* a new identity: looked up again */
+  s->waits_count = -1;
+}
+
+/* Each rank's det_waits handle, current: the ranks without one looked up when det_waits has
+ * taken in processes since the last look, every rank when it has forgotten them. */
+static void waits_handles(struct comm_state *s) {
+  if (s->waits_epoch != det_waits_epoch()) {
+    for (int r = 0; r < s->nranks; r++)
+      s->waits_at[r] = -1;
+    s->waits_epoch = det_waits_epoch();
+    s->waits_count = -1;
+  }
+  if (s->waits_count == det_waits_count()) return;
+  s->waits_count = det_waits_count();
+  for (int r = 0; r < s->nranks; r++)
+    if (s->waits_at[r] < 0) s->waits_at[r] = det_waits_find(s->job, s->host[r], s->pid[r]);
 }
 
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
@@ -373,12 +400,13 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
     if (cur->t_arrive[r] > latest) latest = cur->t_arrive[r], last = r;
   }
   double dur = prev_done > fallback ? (double)(prev_done - fallback) : 0;
+  waits_handles(s);
   for (int r = 0; r < nranks;
        r++) { /* blocked in a receive (a pipeline's neighbour) is no compute */
-    if (r + 16 < nranks) det_waits_prefetch_proc(s->host[r + 16], s->pid[r + 16], 0);
-    if (r + 8 < nranks) det_waits_prefetch_proc(s->host[r + 8], s->pid[r + 8], 1);
+    if (r + 16 < nranks) det_waits_prefetch_at(s->waits_at[r + 16], 0);
+    if (r + 8 < nranks) det_waits_prefetch_at(s->waits_at[r + 8], 1);
     uint64_t end = prev->t_done[r] ? prev->t_done[r] : fallback, t = cur->t_arrive[r];
-    uint64_t waited = det_waits_blocked(job, s->host[r], s->pid[r], end, t);
+    uint64_t waited = det_waits_blocked(s->waits_at[r], end, t);
     s->gaps[r] = t > end + waited ? (double)(t - end - waited) : 0;
     s->scratch[r] = s->gaps[r];
   }
