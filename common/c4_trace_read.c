@@ -397,7 +397,7 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
         size_t to = r->pos + READ_AHEAD + 256 < have ? r->pos + READ_AHEAD + 256 : have;
         if (r->ahead < r->pos + READ_AHEAD) r->ahead = r->pos + READ_AHEAD;
         for (; r->ahead < to; r->ahead += 64)
-          __builtin_prefetch(b + r->ahead);
+          __builtin_prefetch(b + r->ahead, 0, 0);
       }
       int n = c4_frame_get_record(b + r->pos, have - r->pos, out);
       if (n > 0) {

@@ -249,12 +249,16 @@ static size_t conn_slot(uint64_t conn) {
   return k;
 }
 
+/* Only what det_matrix_take will read: not for a transfer it leaves out at once, nor the bucket
+ * of a send whose connection's receives speak for it (half of a full trace's transfers). The
+ * loads a batch asks for queue behind each other; a useless one delays the useful ones. */
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
-  if (!m.by_conn) return;
+  if (!m.by_conn || x->status != C4_XFER_OK || x->bytes < MIN_BYTES || !x->t_done) return;
   size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
   if (stage == 0) {
     __builtin_prefetch(&m.by_conn[k]);
-  } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
+  } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0 &&
+             (x->dir == C4_DIR_RECV || !m.by_conn[k].recv_seen)) {
     __builtin_prefetch(&m.samples[m.by_conn[k].cell - 1].b[(x->t_done / HALF_NS) & 3]);
   }
 }
