@@ -912,6 +912,7 @@ static void hold_back_standing(char *hot_cell) {
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
+    if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
     if (hot_cell[i] >= 3) {
       det_noise_drop(&m.noise[i]);
