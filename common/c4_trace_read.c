@@ -397,7 +397,7 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
         size_t to = r->pos + READ_AHEAD + 256 < have ? r->pos + READ_AHEAD + 256 : have;
         if (r->ahead < r->pos + READ_AHEAD) r->ahead = r->pos + READ_AHEAD;
         for (; r->ahead < to; r->ahead += 64)
-          __builtin_prefetch(b + r->ahead);
+          __builtin_prefetch(b + r->ahead, 0, 0);
       }
       int n = c4_frame_get_record(b + r->pos, have - r->pos, out);
       if (n > 0) {
@@ -417,6 +417,26 @@ static int next_binary(struct c4_trace_reader *r, struct c4_record *out, char *e
     }
     if (r->map || !refill(r)) return 0;
   }
+}
+
+int c4_trace_next_many(struct c4_trace_reader *r, struct c4_record *out, int max) {
+  if (!r->map || r->binary != 1) return 0;
+  const uint8_t *b = r->map;
+  size_t have = r->map_len, pos = r->pos, ahead = r->ahead;
+  int n = 0;
+  for (; n < max && pos < have; n++) {
+    if (ahead < pos + READ_AHEAD) ahead = pos + READ_AHEAD; /* as next_binary looks ahead */
+    for (size_t to = pos + READ_AHEAD + 256 < have ? pos + READ_AHEAD + 256 : have; ahead < to;
+         ahead += 64)
+      __builtin_prefetch(b + ahead, 0, 0);
+    int len = c4_frame_get_record(b + pos, have - pos, &out[n]);
+    if (len <= 0) break; /* c4_trace_next decodes it again and says why */
+    pos += (size_t)len;
+  }
+  r->pos = pos;
+  r->ahead = ahead;
+  r->lineno += (unsigned long)n;
+  return n;
 }
 
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {

@@ -46,6 +46,12 @@ int c4_trace_open_stream(struct c4_trace_reader *r, FILE *f);
  * A binary trace of another version of the format gives one C4_EPROTO saying so, then 0. */
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen);
 
+/* Up to max records of a binary trace read through its mapping (c4_trace_open of a regular
+ * file) into out, decoded in one loop: what c4_trace_next would give, without its per-record
+ * call. Stops before anything else (a record it cannot decode, the end): returns how many it
+ * decoded, 0 included, and c4_trace_next goes on from there, saying what stopped it. */
+int c4_trace_next_many(struct c4_trace_reader *r, struct c4_record *out, int max);
+
 void c4_trace_close(struct c4_trace_reader *r);
 
 #endif

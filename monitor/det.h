@@ -51,10 +51,13 @@ void c4_det_advance(uint64_t now);
  *    "gone":[JOB...],
  *    "matrix":{"nodes":["HOST/DEV",...],"cells":[[SRC,DST,FACTOR,SAMPLES],...],
  *              "rows":[FACTOR...],"cols":[FACTOR...],"t":T},
- *    "verdicts":[EVENT...], "counts":{"straggler":N,"comm_slow":N,...,"recovered":N}}
+ *    "verdicts":[EVENT...], "counts":{"straggler":N,"comm_slow":N,...,"recovered":N},
+ *    "waits_untracked":N}
  * where a cell's FACTOR is its time per byte over its size class's median, and rows/cols the
  * row and column effects (1 = normal). A job that ended (job_end) more than the forget period ago
- * is in "gone", its ranks (lost ones excepted) and its matrix no longer shown. */
+ * is in "gone", its ranks (lost ones excepted) and its matrix no longer shown. waits_untracked:
+ * receives not kept for the straggler's receive waits (det_waits.h: more processes than it keeps).
+ */
 json_t *c4_det_state_json(void);
 
 /* Forgets everything (end of replay, tests). */

@@ -37,18 +37,21 @@
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
 #define MAX_TRACKED 1024  /* communicators with identity or straggler state */
 
+/* What every collective reads of each rank (its newest ratio, threshold and state) is in its
+ * first cache line, and the noise windows, read at every EVERY-th, last: at 16,384 ranks a look at
+ * three lines per rank per collective, 11 MB apart in all, was a third of the detector's time. */
 struct rank_state {
-  float ring[K];          /* the last K log ratios */
-  float gap_ring[K];      /* and the compute gaps they came from, in ns */
+  _Alignas(64) float ring[K]; /* the last K log ratios */
+  float ref, thr;             /* the baseline and threshold it is judged (or was raised) against */
+  uint8_t flagged, calm, hot_run;
+  uint8_t last;      /* times last to arrive in the last K */
+  float gap_ring[K]; /* and the compute gaps they came from, in ns */
+  float evidence;    /* excess over the threshold, in margins, summed over this run past it */
+  uint64_t hot_since;
+  long hot_from;          /* the comm's completed count when this run past the threshold began */
   struct det_noise noise; /* the statistic's */
   struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
                              statistic that sits still, though its ratios do not */
-  float ref, thr;         /* the baseline and threshold it is judged (or was raised) against */
-  float evidence;         /* excess over the threshold, in margins, summed over this run past it */
-  uint64_t hot_since;
-  long hot_from; /* the comm's completed count when this run past the threshold began */
-  uint8_t flagged, calm, hot_run;
-  uint8_t last; /* times last to arrive in the last K */
 };
 
 struct comm_state {
@@ -64,6 +67,11 @@ struct comm_state {
   double *gaps, *scratch;
   char (*host)[C4_HOST_MAX]; /* from comm records; "" when none came */
   uint32_t *pid;
+  /* each rank's handle in det_waits (-1: none), looked up once rather than per collective; the
+   * ranks without one are looked up again when det_waits keeps more processes */
+  int *waits_at;
+  int waits_count;
+  unsigned waits_epoch;
   int linked; /* 1 when the windows hold this as their user pointer */
   int nflagged;
   int flagged_list[64]; /* the flagged ranks, for the state document */
@@ -79,6 +87,7 @@ static void state_free(struct comm_state *s) {
   free(s->scratch);
   free(s->host);
   free(s->pid);
+  free(s->waits_at);
   free(s);
 }
 
@@ -116,12 +125,14 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   struct comm_state *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   size_t n = (size_t)nranks;
-  s->rank = calloc(n, sizeof *s->rank);
+  s->rank = aligned_alloc(_Alignof(struct rank_state), n * sizeof *s->rank);
+  if (s->rank) memset(s->rank, 0, n * sizeof *s->rank);
   s->gaps = calloc(n, sizeof *s->gaps);
   s->scratch = calloc(n, sizeof *s->scratch);
   s->host = calloc(n, sizeof *s->host);
   s->pid = calloc(n, sizeof *s->pid);
-  if (!s->rank || !s->gaps || !s->scratch || !s->host || !s->pid) {
+  s->waits_at = malloc(n * sizeof *s->waits_at);
+  if (!s->rank || !s->gaps || !s->scratch || !s->host || !s->pid || !s->waits_at) {
     state_free(s);
     return NULL;
   }
@@ -130,6 +141,9 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->nranks = nranks;
   for (int i = 0; i < K; i++)
     s->last_ring[i] = -1;
+  for (int r = 0; r < nranks; r++)
+    s->waits_at[r] = -1;
+  s->waits_count = -1;
   tracked[ntracked++] = s;
   return s;
 }
@@ -140,6 +154,23 @@ void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_recor
   if (!s || c->rank < 0 || c->rank >= s->nranks) return;
   snprintf(s->host[c->rank], C4_HOST_MAX, "%s", c->host);
   s->pid[c->rank] = c->pid;
+  s->waits_at[c->rank] = -1; /* a new identity: looked up again */
+  s->waits_count = -1;
+}
+
+/* Each rank's det_waits handle, current: the ranks without one looked up when det_waits has
+ * taken in processes since the last look, every rank when it has forgotten them. */
+static void waits_handles(struct comm_state *s) {
+  if (s->waits_epoch != det_waits_epoch()) {
+    for (int r = 0; r < s->nranks; r++)
+      s->waits_at[r] = -1;
+    s->waits_epoch = det_waits_epoch();
+    s->waits_count = -1;
+  }
+  if (s->waits_count == det_waits_count()) return;
+  s->waits_count = det_waits_count();
+  for (int r = 0; r < s->nranks; r++)
+    if (s->waits_at[r] < 0) s->waits_at[r] = det_waits_find(s->job, s->host[r], s->pid[r]);
 }
 
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
@@ -373,12 +404,13 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
     if (cur->t_arrive[r] > latest) latest = cur->t_arrive[r], last = r;
   }
   double dur = prev_done > fallback ? (double)(prev_done - fallback) : 0;
+  waits_handles(s);
   for (int r = 0; r < nranks;
        r++) { /* blocked in a receive (a pipeline's neighbour) is no compute */
-    if (r + 16 < nranks) det_waits_prefetch_proc(s->host[r + 16], s->pid[r + 16], 0);
-    if (r + 8 < nranks) det_waits_prefetch_proc(s->host[r + 8], s->pid[r + 8], 1);
+    if (r + 16 < nranks) det_waits_prefetch_at(s->waits_at[r + 16], 0);
+    if (r + 8 < nranks) det_waits_prefetch_at(s->waits_at[r + 8], 1);
     uint64_t end = prev->t_done[r] ? prev->t_done[r] : fallback, t = cur->t_arrive[r];
-    uint64_t waited = det_waits_blocked(job, s->host[r], s->pid[r], end, t);
+    uint64_t waited = det_waits_blocked(s->waits_at[r], end, t);
     s->gaps[r] = t > end + waited ? (double)(t - end - waited) : 0;
     s->scratch[r] = s->gaps[r];
   }

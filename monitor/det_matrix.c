@@ -131,6 +131,7 @@ static struct {
     int recv_seen; /* a receive of it was taken: its sends no longer are */
   } * by_conn;
   int nconns;
+  size_t conn_cap; /* by_conn's slots: a power of two up to CONN_CACHE, at least twice nconns */
   /* evaluate's working arrays, sized for CELL_CAP and NODE_CAP once: fresh ones per evaluation
    * (megabytes at 16,384 NICs) cost more in page faults than the evaluation */
   struct {
@@ -149,6 +150,9 @@ static struct {
 } m;
 
 #define CONN_CACHE (1 << 20)
+#define CONN_FIRST                                                                                 \
+  (1 << 12) /* by_conn starts this small and doubles with the job: its slots are                   \
+               hashed all over it, so each of its pages is touched (and zeroed) */
 
 static const struct det_ctx *ctx;
 
@@ -167,7 +171,8 @@ static int alloc(void) {
   m.samples = det_table_alloc(CELL_CAP * sizeof *m.samples); /* page-aligned */
   m.noise = det_table_alloc(CELL_CAP * sizeof *m.noise);
   m.cell_hash = det_table_alloc(2 * CELL_CAP * sizeof *m.cell_hash);
-  m.by_conn = det_table_alloc(CONN_CACHE * sizeof *m.by_conn);
+  m.conn_cap = CONN_FIRST;
+  m.by_conn = det_table_alloc(m.conn_cap * sizeof *m.by_conn);
   m.ev.ws = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.ws);
   m.ev.at = malloc((CELL_CAP + 1) * sizeof *m.ev.at);
   m.ev.scratch = malloc(CELL_CAP * 2 * CLASSES * sizeof *m.ev.scratch);
@@ -243,18 +248,39 @@ static void learn_rank(int k, int rank) {
 
 /* The by_conn slot of conn: its own, or the empty one where it goes. */
 static size_t conn_slot(uint64_t conn) {
-  size_t k = mix(conn) & (CONN_CACHE - 1);
+  size_t k = mix(conn) & (m.conn_cap - 1);
   while (m.by_conn[k].cell && m.by_conn[k].conn != conn)
-    k = (k + 1) & (CONN_CACHE - 1);
+    k = (k + 1) & (m.conn_cap - 1);
   return k;
 }
 
+/* by_conn at twice its slots, every connection moved over. Returns 0, or C4_ENOMEM (it stays as
+ * it was). */
+static int grow_by_conn(void) {
+  __typeof__(m.by_conn) old = m.by_conn;
+  size_t old_cap = m.conn_cap;
+  m.by_conn = det_table_alloc(2 * old_cap * sizeof *m.by_conn);
+  if (!m.by_conn) {
+    m.by_conn = old;
+    return C4_ENOMEM;
+  }
+  m.conn_cap = 2 * old_cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].cell) m.by_conn[conn_slot(old[i].conn)] = old[i];
+  det_table_free(old, old_cap * sizeof *old);
+  return 0;
+}
+
+/* Only what det_matrix_take will read: not for a transfer it leaves out at once, nor the bucket
+ * of a send whose connection's receives speak for it (half of a full trace's transfers). The
+ * loads a batch asks for queue behind each other; a useless one delays the useful ones. */
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
-  if (!m.by_conn) return;
-  size_t k = mix(x->conn_id) & (CONN_CACHE - 1);
+  if (!m.by_conn || x->status != C4_XFER_OK || x->bytes < MIN_BYTES || !x->t_done) return;
+  size_t k = mix(x->conn_id) & (m.conn_cap - 1);
   if (stage == 0) {
     __builtin_prefetch(&m.by_conn[k]);
-  } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0) {
+  } else if (m.by_conn[k].conn == x->conn_id && m.by_conn[k].cell > 0 &&
+             (x->dir == C4_DIR_RECV || !m.by_conn[k].recv_seen)) {
     __builtin_prefetch(&m.samples[m.by_conn[k].cell - 1].b[(x->t_done / HALF_NS) & 3]);
   }
 }
@@ -291,6 +317,10 @@ static int cell_of_xfer(const struct c4_xfer_record *x) {
   learn_rank(src, from->rank);
   learn_rank(dst, to->rank);
   if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */
+    if ((size_t)(m.nconns + 1) * 2 > m.conn_cap) {
+      if (grow_by_conn() != 0) return c;
+      k = conn_slot(x->conn_id); /* its place in the grown table */
+    }
     m.nconns++;
     m.by_conn[k].conn = x->conn_id;
     m.by_conn[k].cell = c + 1;
@@ -908,6 +938,7 @@ static void hold_back_standing(char *hot_cell) {
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
+    if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
     if (hot_cell[i] >= 3) {
       det_noise_drop(&m.noise[i]);
@@ -1120,7 +1151,7 @@ void det_matrix_reset(void) {
   det_table_free(m.samples, CELL_CAP * sizeof *m.samples);
   det_table_free(m.noise, CELL_CAP * sizeof *m.noise);
   det_table_free(m.cell_hash, 2 * CELL_CAP * sizeof *m.cell_hash);
-  det_table_free(m.by_conn, CONN_CACHE * sizeof *m.by_conn);
+  det_table_free(m.by_conn, m.conn_cap * sizeof *m.by_conn);
   det_xstart_reset();
   void *ev[] = {m.ev.pick, m.ev.ws,  m.ev.at,    m.ev.scratch, m.ev.lv,      m.ev.rv, m.ev.cv,
                 m.ev.ls,   m.ev.ld,  m.ev.order, m.ev.rk,      m.ev.ck,      m.ev.rs, m.ev.cs,

@@ -1,14 +1,15 @@
-/* det_waits.c -- per process, its recent receive intervals (det_waits.h), in a fixed hash table. */
+/* det_waits.c -- per process, its recent receive intervals (det_waits.h), in a hash table that
+ * grows with the job. */
 #include "det_waits.h"
 
 #include <endian.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "c4_hash.h"
 #include "det_index.h"
 
-#define WAITS_PROCS 8192 /* processes; the index has twice as many slots */
-#define WAITS_KEPT 64    /* merged receive intervals kept per process */
+#define WAITS_KEPT 64 /* merged receive intervals kept per process */
 
 #define WAITS_BLOCK 8 /* places summed up together, so that a look skips what it cannot use */
 #define WAITS_BLOCKS (WAITS_KEPT / WAITS_BLOCK)
@@ -31,19 +32,29 @@ struct waits {
   uint64_t t0[WAITS_KEPT], t1[WAITS_KEPT];
 };
 
+/* Processes in arrival order, in chunks mapped as the job grows (a handle is a position, and
+ * never moves): a 16,384-rank job has 16,384 of them, a 16-rank one one chunk's first pages. */
+#define CHUNK_BITS 12
+#define CHUNK (1 << CHUNK_BITS)
+static struct waits *chunks[DET_WAITS_MAX / CHUNK];
+static int nitems;
+
+static struct waits *item(int at) { return &chunks[at >> CHUNK_BITS][at & (CHUNK - 1)]; }
+
 /* The index: a slot holds an item's position + 1 (0: empty) and 32 bits of its hash, so that a
- * probe run is walked in 128 KiB without reading the items it passes (a kilobyte each, apart).
- * At most half full, so that a process not in it is known after a short run: with one slot per
- * process, once more processes than slots had reported (16,384 ranks) every receive of one left
- * out scanned the whole table. */
+ * probe run is walked without reading the items it passes (a kilobyte each, apart). At most half
+ * full, so that a process not in it is known after a short run; it doubles (and is filled again
+ * from the items) when it would be more: a fixed 8,192 processes left half of a 16,384-rank job's
+ * waits uncounted, its pipeline stages' receive time read as their compute. */
 struct waits_slot {
   uint32_t tag;
   int32_t pos;
 };
-#define WAITS_SLOTS (2 * WAITS_PROCS)
-static struct waits_slot *slots; /* WAITS_SLOTS, mapped on first use */
-static struct waits *items;      /* WAITS_PROCS, in arrival order */
-static int nitems;
+#define FIRST_SLOTS 1024
+static struct waits_slot *slots; /* nslots (a power of two), mapped on first use */
+static size_t nslots;
+static uint64_t untracked; /* receives of processes not kept */
+static unsigned epoch;
 
 /* A process's host is its first C4_HOST_MAX - 1 bytes up to a NUL: a record's field need not
  * hold one. */
@@ -83,36 +94,70 @@ static int same_host(const char *kept, const char *host) {
 static struct waits_slot *slot_of(const struct c4_det_job *job, const char *host, uint32_t pid,
                                   uint64_t h) {
   uint32_t tag = (uint32_t)(h >> 32);
-  for (uint64_t i = h & (WAITS_SLOTS - 1);; i = (i + 1) & (WAITS_SLOTS - 1)) {
+  for (uint64_t i = h & (nslots - 1);; i = (i + 1) & (nslots - 1)) {
     struct waits_slot *s = &slots[i];
     if (!s->pos) return s;
-    const struct waits *w = &items[s->pos - 1];
+    const struct waits *w = item(s->pos - 1);
     if (s->tag == tag && w->job == job && w->pid == pid && same_host(w->host, host)) return s;
   }
 }
 
-static struct waits *find(const struct c4_det_job *job, const char *host, uint32_t pid, int add) {
-  if (!slots) {
-    if (!add) return NULL;
-    slots = det_table_alloc(WAITS_SLOTS * sizeof *slots);
-    items = det_table_alloc(WAITS_PROCS * sizeof *items);
-    if (!slots || !items) {
-      det_waits_reset();
-      return NULL;
-    }
+/* An index of n slots holding every item. Returns 0, or C4_ENOMEM when it cannot be mapped (the
+ * old one stays). */
+static int index_of_size(size_t n) {
+  struct waits_slot *t = det_table_alloc(n * sizeof *t);
+  if (!t) return C4_ENOMEM;
+  for (int at = 0; at < nitems; at++) {
+    const struct waits *w = item(at);
+    uint64_t h = hash_of(w->host, w->pid);
+    uint64_t i = h & (n - 1);
+    while (t[i].pos)
+      i = (i + 1) & (n - 1);
+    t[i] = (struct waits_slot){.tag = (uint32_t)(h >> 32), .pos = at + 1};
   }
-  uint64_t h = hash_of(host, pid);
+  det_table_free(slots, nslots * sizeof *slots);
+  slots = t;
+  nslots = n;
+  return 0;
+}
+
+/* Room for one more process: a chunk for it, and an index at most half full with it. Returns 0,
+ * C4_ENOMEM, or C4_NONE when DET_WAITS_MAX processes are kept already. */
+static int room_for_one(void) {
+  if (nitems == DET_WAITS_MAX) return C4_NONE;
+  if (!chunks[nitems >> CHUNK_BITS] &&
+      !(chunks[nitems >> CHUNK_BITS] = det_table_alloc(CHUNK * sizeof(struct waits))))
+    return C4_ENOMEM;
+  return (size_t)(nitems + 1) * 2 > nslots ? index_of_size(2 * nslots) : 0;
+}
+
+/* The handle of (host, pid) of job, whose hash is h; with add, a new one when it has none and
+ * there is room. C4_NONE otherwise. */
+static int find_at(const struct c4_det_job *job, const char *host, uint32_t pid, uint64_t h,
+                   int add) {
+  if (!slots && (!add || index_of_size(FIRST_SLOTS) != 0)) return C4_NONE;
   struct waits_slot *s = slot_of(job, host, pid, h);
-  if (s->pos) return &items[s->pos - 1];
-  if (!add || nitems == WAITS_PROCS) return NULL;
-  struct waits *w = &items[nitems];
+  if (s->pos) return s->pos - 1;
+  if (!add || room_for_one() != 0) return C4_NONE;
+  s = slot_of(job, host, pid, h); /* the index may have grown */
+  struct waits *w = item(nitems);
   *s = (struct waits_slot){.tag = (uint32_t)(h >> 32), .pos = ++nitems};
   w->job = job;
   w->pid = pid;
   size_t len = strnlen(host, HOST_LEN);
-  memcpy(w->host, host, len); /* the rest is zero: the table is mapped zeroed */
-  return w;
+  memcpy(w->host, host, len); /* the rest is zero: the chunk is mapped zeroed */
+  return nitems - 1;
 }
+
+int det_waits_find(const struct c4_det_job *job, const char *host, uint32_t pid) {
+  return host[0] ? find_at(job, host, pid, hash_of(host, pid), 0) : C4_NONE;
+}
+
+int det_waits_count(void) { return nitems; }
+
+unsigned det_waits_epoch(void) { return epoch; }
+
+uint64_t det_waits_untracked(void) { return untracked; }
 
 static int takes(const struct c4_xfer_record *x) {
   return x->dir == C4_DIR_RECV && x->status == C4_XFER_OK && x->t_done > x->t_posted;
@@ -121,14 +166,14 @@ static int takes(const struct c4_xfer_record *x) {
 void det_waits_prefetch(const struct c4_xfer_record *x, int stage) {
   if (!slots || !takes(x)) return;
   uint64_t h = hash_of(x->self.host, x->self.pid);
-  const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
+  const struct waits_slot *s = &slots[h & (nslots - 1)];
   if (stage == 0) {
     __builtin_prefetch(s);
     return;
   }
-  for (int n = 0; n < 4 && s->pos; n++, s = &slots[(s - slots + 1) & (WAITS_SLOTS - 1)])
+  for (int n = 0; n < 4 && s->pos; n++, s = &slots[(size_t)(s - slots + 1) & (nslots - 1)])
     if (s->tag == (uint32_t)(h >> 32)) { /* the run's first slots: the common case */
-      __builtin_prefetch(&items[s->pos - 1]);
+      __builtin_prefetch(item(s->pos - 1));
       return;
     }
 }
@@ -144,8 +189,12 @@ static void place(struct waits *w) {
 
 void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   if (!takes(x)) return;
-  struct waits *w = find(job, x->self.host, x->self.pid, 1);
-  if (!w) return;
+  int at = find_at(job, x->self.host, x->self.pid, hash_of(x->self.host, x->self.pid), 1);
+  if (at < 0) {
+    untracked++;
+    return;
+  }
+  struct waits *w = item(at);
   if (x->t_done > w->t1_max) w->t1_max = x->t_done;
   if (w->next && x->t_posted <= w->cur1 && x->t_done >= w->cur0) {
     if (x->t_posted < w->cur0) w->cur0 = x->t_posted, w->placed = 0;
@@ -159,12 +208,9 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
   w->next++;
 }
 
-void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage) {
-  if (!slots || !host[0]) return;
-  uint64_t h = hash_of(host, pid);
-  const struct waits_slot *s = &slots[h & (WAITS_SLOTS - 1)];
-  if (!s->pos || s->tag != (uint32_t)(h >> 32)) return; /* the run's first slot: the common case */
-  const struct waits *w = &items[s->pos - 1];
+void det_waits_prefetch_at(int at, int stage) {
+  if (at < 0 || at >= nitems) return;
+  const struct waits *w = item(at);
   if (stage == 0) {
     __builtin_prefetch(w);
     __builtin_prefetch(w->block_t1);
@@ -175,10 +221,10 @@ void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage) {
   }
 }
 
-uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
-                           uint64_t t0, uint64_t t1) {
-  struct waits *w = host[0] ? find(job, host, pid, 0) : NULL;
-  if (!w || t1 <= t0 || t0 >= w->t1_max) return 0; /* no interval reaches past t0 */
+uint64_t det_waits_blocked(int at, uint64_t t0, uint64_t t1) {
+  if (at < 0 || at >= nitems) return 0;
+  struct waits *w = item(at);
+  if (t1 <= t0 || t0 >= w->t1_max) return 0; /* no interval reaches past t0 */
   if (!w->placed) place(w);
   uint64_t sum = 0, covered = t0; /* newest first is not start order: sum the clipped union */
   unsigned n = w->next < WAITS_KEPT ? w->next : WAITS_KEPT;
@@ -199,9 +245,14 @@ uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint3
 }
 
 void det_waits_reset(void) {
-  det_table_free(slots, WAITS_SLOTS * sizeof *slots);
-  det_table_free(items, WAITS_PROCS * sizeof *items);
+  det_table_free(slots, nslots * sizeof *slots);
+  for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+    det_table_free(chunks[c], CHUNK * sizeof(struct waits));
+    chunks[c] = NULL;
+  }
   slots = NULL;
-  items = NULL;
+  nslots = 0;
   nitems = 0;
+  untracked = 0;
+  epoch++;
 }

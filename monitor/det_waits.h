@@ -1,8 +1,9 @@
 /* det_waits.h -- the time each process spent blocked in receives, from its receive records: a
  * pipeline stage waiting for its neighbour's activations or gradients is not computing, and the
  * straggler detector (det_coll.c) takes that time out of the rank's compute between collectives,
- * so that only the slow stage is named, not its whole replica. Bounded: WAITS_PROCS processes (a
- * full table learns no new one), the last WAITS_KEPT merged receive intervals each. */
+ * so that only the slow stage is named, not its whole replica. Bounded: DET_WAITS_MAX processes
+ * (the table grows with the job up to that; receives of a process past it are not kept and are
+ * counted, det_waits_untracked), the last WAITS_KEPT merged receive intervals each. */
 #ifndef C4_DET_WAITS_H
 #define C4_DET_WAITS_H
 
@@ -10,6 +11,8 @@
 
 #include "c4_record.h"
 #include "det_job.h"
+
+#define DET_WAITS_MAX (1 << 18) /* processes kept: as many as the rank index (det_ident.h) */
 
 /* Takes a completed receive (other records are ignored): its [t_posted, t_done] joins the
  * process's intervals, merged with the newest one when they overlap (a ring's pipelined slices
@@ -20,14 +23,30 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
  * process's first cache line (1), that det_waits_take(x) will read. */
 void det_waits_prefetch(const struct c4_xfer_record *x, int stage);
 
-/* A hint, in two stages some looks apart: starts loading what det_waits_blocked(job, host, pid,
- * ...) will read, the process's first lines (0), then its newest intervals (1). */
-void det_waits_prefetch_proc(const char *host, uint32_t pid, int stage);
+/* Where process (host, pid) of job is kept, for a caller that looks the same processes up again
+ * and again (the straggler detector: each rank at each collective): a handle that stays valid
+ * until det_waits_epoch changes, or C4_NONE (-1) while the process has reported no receive. host:
+ * a string in a buffer of C4_HOST_MAX bytes (all readable). */
+int det_waits_find(const struct c4_det_job *job, const char *host, uint32_t pid);
 
-/* Nanoseconds of [t0, t1) that process (host, pid) of job spent inside receives it has reported
- * (0 when none, or unknown). host: a string in a buffer of C4_HOST_MAX bytes (all readable). */
-uint64_t det_waits_blocked(const struct c4_det_job *job, const char *host, uint32_t pid,
-                           uint64_t t0, uint64_t t1);
+/* How many processes are kept: a process det_waits_find did not find is not found again until
+ * this grows. */
+int det_waits_count(void);
+
+/* Changes when the table is forgotten (det_waits_reset): every handle is stale then. */
+unsigned det_waits_epoch(void);
+
+/* A hint, in two stages some looks apart: starts loading what det_waits_blocked(at, ...) will
+ * read, the process's first lines (0), then its newest intervals (1). at: a handle or -1. */
+void det_waits_prefetch_at(int at, int stage);
+
+/* Nanoseconds of [t0, t1) that the process of handle at (-1: none) spent inside receives it has
+ * reported (0 when none). */
+uint64_t det_waits_blocked(int at, uint64_t t0, uint64_t t1);
+
+/* Receives not kept because DET_WAITS_MAX processes were kept already (or the table could not
+ * grow): their processes' waits count as compute. */
+uint64_t det_waits_untracked(void);
 
 /* Forgets everything. */
 void det_waits_reset(void);

@@ -326,6 +326,63 @@ START_TEST(the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one) {
 }
 END_TEST
 
+/* c4mon replay decodes a mapped binary trace many records at a time: the same records, lines
+ * counted alike, and it stops before a bad record, which c4_trace_next then reports. */
+START_TEST(many_at_a_time_reads_what_one_at_a_time_reads_and_stops_before_a_bad_record) {
+  char path[] = "/tmp/c4-trace-many-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_int_eq(c4_trace_bin_start(f), 0);
+  static struct c4_record in[1000], out[1000];
+  for (int i = 0; i < 1000; i++) {
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].kind = i % 4 ? C4_REC_XFER : C4_REC_COLL;
+    if (in[i].kind == C4_REC_XFER) {
+      in[i].xfer.version = C4_RECORD_VERSION;
+      in[i].xfer.conn_id = (uint64_t)i * 7919;
+      in[i].xfer.bytes = 1u << 20;
+      in[i].xfer.t_done = (uint64_t)i + 5;
+      snprintf(in[i].xfer.self.host, C4_HOST_MAX, "host-%d", i);
+      snprintf(in[i].xfer.peer.host, C4_HOST_MAX, "peer-%d", i % 7);
+    } else {
+      in[i].coll.seq = (uint64_t)i;
+      in[i].coll.nranks = 8;
+      strcpy(in[i].coll.func, "AllReduce");
+    }
+    ck_assert_int_eq(c4_trace_bin_write(f, &in[i]), 0);
+  }
+  fputc(99, f); /* a record kind nobody knows */
+  fclose(f);
+  struct c4_trace_reader rd;
+  ck_assert_int_eq(c4_trace_open(&rd, path), 0);
+  ck_assert_ptr_nonnull(rd.map);
+  int n = 0, got;
+  while ((got = c4_trace_next_many(&rd, out + n, n + 33 <= 1000 ? 33 : 1000 - n)) > 0) {
+    n += got;
+    ck_assert_uint_eq(rd.lineno, (unsigned long)n);
+  }
+  ck_assert_int_eq(n, 1000);
+  for (int i = 0; i < 1000; i++)
+    ck_assert_msg(!memcmp(&out[i], &in[i], sizeof out[i]), "record %d differs", i);
+  ck_assert_int_eq(c4_trace_next_many(&rd, out, 10), 0); /* the bad one: not taken */
+  char err[256];
+  ck_assert_int_eq(c4_trace_next(&rd, out, err, sizeof err), C4_EPROTO);
+  ck_assert_msg(strstr(err, "not a record kind"), "%s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, out, err, sizeof err), 0);
+  ck_assert_int_eq(c4_trace_next_many(&rd, out, 10), 0);
+  c4_trace_close(&rd);
+  static char bytes[1 << 20]; /* a memory stream (a pipe, too) is not mapped: one at a time */
+  f = fopen(path, "r");
+  size_t len = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  ck_assert_int_eq(c4_trace_open_stream(&rd, fmemopen(bytes, len, "r")), 0);
+  ck_assert_int_eq(c4_trace_next_many(&rd, out, 10), 0);
+  ck_assert_int_eq(c4_trace_next(&rd, out, err, sizeof err), 1);
+  c4_trace_close(&rd);
+  unlink(path);
+}
+END_TEST
+
 START_TEST(a_long_line_and_a_last_line_without_newline_are_read) {
   char path[] = "/tmp/c4-trace-long-XXXXXX";
   int fd = mkstemp(path);
@@ -359,6 +416,7 @@ int main(void) {
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
   tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
   tcase_add_test(tc, the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one);
+  tcase_add_test(tc, many_at_a_time_reads_what_one_at_a_time_reads_and_stops_before_a_bad_record);
   tcase_add_test(tc, a_long_line_and_a_last_line_without_newline_are_read);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
