@@ -11,7 +11,7 @@ out=build/fuzz
 pkgs="jansson libcrypto libmicrohttpd cairo"
 rm -rf "$out/obj" # objects of sources gone since must not reach the library
 mkdir -p "$out/obj"
-srcs=$(ls common/*.c nccl_net_plugin/{api,core,sock,ib,wrap,prof}/*.c trainer/ckpt*.c trainer/docs.c trainer/gpt_rng.c tools/c4cap/packet.c traffic_planner/{topo,flows,portmap,plan,assign,port_sched}.c monitor/*.c | grep -v 'net_plugin_api.c\|mon_main.c')
+srcs=$(ls common/*.c nccl_net_plugin/{api,core,sock,ib,wrap,prof}/*.c trainer/ckpt*.c trainer/docs.c trainer/gpt_rng.c trainer/seq_cost.c trainer/seq_cost_json.c tools/c4cap/packet.c traffic_planner/{topo,flows,portmap,plan,assign,port_sched}.c monitor/*.c | grep -v 'net_plugin_api.c\|mon_main.c')
 flags="-std=c11 -D_GNU_SOURCE -DC4_VERSION=\"fuzz\" -g -O1 -Icommon -Iinclude/c4 $(printf -- "-Inccl_net_plugin/%s " api core sock ib wrap prof) -Itrainer -Itraffic_planner -Imonitor $(pkg-config --cflags $pkgs)"
 san=address,undefined
 export flags san out
