@@ -42,6 +42,9 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage);
 void det_matrix_advance(void);
 json_t *det_matrix_state(void);
+/* Calls fn with the host of each NIC that the last evaluation found slow (a NIC verdict on its way
+ * or standing): det_paths does not judge the sockets of its connections. */
+void det_matrix_each_slow_nic(void (*fn)(const char *host, void *arg), void *arg);
 void det_matrix_reset(void);
 
 /* The traffic plan's paths (det_plan.c): which path a host pair's traffic takes. */

@@ -15,9 +15,9 @@
  * summed, is one `path` verdict under the key the matrix would use (held while the path stays past
  * half its margin); the matrix takes the cells of its host pairs as explained. A slow host link
  * does not slow its sockets alike: two flows that share it share it unevenly, and the weights feed
- * that back (make drill: 3.9x); so the sockets of connections that cross a host under a NIC
- * verdict, or under one until NIC_HOLD_NS ago, are not judged (a path left with none of its sockets
- * has a calm look). */
+ * that back (make drill: 3.9x); so the sockets of connections that cross a host whose NIC the
+ * matrix finds slow (a verdict on its way), or under a NIC verdict until NIC_HOLD_NS ago, are not
+ * judged (a path left with none of its sockets has a calm look). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@
 #define MAX_TRACKED 4096 /* paths followed */
 /* A host under a NIC verdict, and for this long after it clears: its sockets' rates tell nothing
  * of paths (docs/events.md, measured on make drill's recordings). */
-#define NIC_HOLD_NS 6000000000ull
+#define NIC_HOLD_NS 8000000000ull
 #define MAX_NIC_HELD 256
 
 struct sock {
@@ -54,10 +54,12 @@ struct sock {
   double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
 };
 
-/* A host whose NIC a verdict names: until when its sockets are excused. */
+/* A host whose NIC the matrix finds slow (slow: this evaluation) or a verdict names (until: when
+ * its sockets are judged again). */
 struct nic_held {
   char host[C4_HOST_MAX];
   uint64_t until;
+  int slow;
 };
 
 struct track { /* one path: its noise and its run of evaluations */
@@ -255,6 +257,32 @@ static int recent_windows(int np, uint64_t w) {
   return recent;
 }
 
+/* host's entry in the held NICs (a lapsed one's slot, or a new one, when it has none); NULL when
+ * MAX_NIC_HELD hosts are held at once (the others' sockets are judged). */
+static struct nic_held *nic_entry(const char *host) {
+  int at = -1;
+  for (int i = 0; i < p.nnic && at < 0; i++)
+    if (!strcmp(p.nic[i].host, host)) at = i;
+  for (int i = 0; i < p.nnic && at < 0; i++)
+    if (p.nic[i].until <= ctx->now && !p.nic[i].slow) at = i;
+  if (at < 0 && p.nnic < MAX_NIC_HELD) at = p.nnic++;
+  if (at < 0) return NULL;
+  if (strcmp(p.nic[at].host, host)) {
+    snprintf(p.nic[at].host, sizeof p.nic[at].host, "%s", host);
+    p.nic[at].until = 0;
+    p.nic[at].slow = 0;
+  }
+  return &p.nic[at];
+}
+
+/* A NIC the matrix found slow in its last evaluation: a verdict may be on its way, and the path's
+ * sockets must not win the race to name the fault. */
+static void slow_nic(const char *host, void *arg) {
+  (void)arg;
+  struct nic_held *h = nic_entry(host);
+  if (h) h->slow = 1;
+}
+
 /* A standing NIC verdict (nic_tx or nic_rx, slow both ways included) of this job: its host's
  * sockets are excused until NIC_HOLD_NS after the last evaluation that saw it stand. */
 static void hold_nic(const json_t *ev, void *arg) {
@@ -265,21 +293,14 @@ static void hold_nic(const json_t *ev, void *arg) {
   if (!where || !host || !job || !p.job || strcmp(job, p.job->name) ||
       (strcmp(where, "nic_tx") && strcmp(where, "nic_rx")))
     return;
-  int at = -1;
-  for (int i = 0; i < p.nnic && at < 0; i++)
-    if (!strcmp(p.nic[i].host, host)) at = i;
-  for (int i = 0; i < p.nnic && at < 0; i++) /* a lapsed hold's slot */
-    if (p.nic[i].until <= ctx->now) at = i;
-  if (at < 0 && p.nnic < MAX_NIC_HELD) at = p.nnic++;
-  if (at < 0) return; /* 256 hosts held at once: the others' sockets are judged */
-  snprintf(p.nic[at].host, sizeof p.nic[at].host, "%s", host);
-  p.nic[at].until = ctx->now + NIC_HOLD_NS;
+  struct nic_held *h = nic_entry(host);
+  if (h) h->until = ctx->now + NIC_HOLD_NS;
 }
 
-/* 1 when host is under a NIC verdict or was within NIC_HOLD_NS. */
+/* 1 when host's NIC is slow, under a verdict or was within NIC_HOLD_NS. */
 static int nic_held(const char *host) {
   for (int i = 0; i < p.nnic; i++)
-    if (p.nic[i].until > ctx->now && !strcmp(p.nic[i].host, host)) return 1;
+    if ((p.nic[i].slow || p.nic[i].until > ctx->now) && !strcmp(p.nic[i].host, host)) return 1;
   return 0;
 }
 
@@ -353,6 +374,9 @@ static void evaluate(uint64_t w) {
       ;
     judge_conn(v + lo, (int)(hi - lo), w, recent);
   }
+  for (int i = 0; i < p.nnic; i++)
+    p.nic[i].slow = 0;
+  det_matrix_each_slow_nic(slow_nic, NULL);
   det_book_each("comm_slow", hold_nic, NULL);
   double all_busy = sum_by_path(v, n, np, ps);
   uint64_t wstart = (w + 1 - SPAN) * HALF_NS;
