@@ -35,8 +35,8 @@
 #define STREAK 3
 #define EVIDENCE 2.0f
 #define MAX_TRACKED 4096 /* paths followed */
-/* A host under a NIC verdict, and for this long after it clears: its sockets' rates tell nothing
- * of paths (docs/events.md, measured on make drill's recordings). */
+/* A host whose NIC is slow, under its verdict and for this long after it clears: its sockets'
+ * rates tell nothing of paths (docs/events.md, measured on make drill's recordings). */
 #define NIC_HOLD_NS 8000000000ull
 #define MAX_NIC_HELD 256
 
@@ -50,7 +50,7 @@ struct sock {
    * this one's; has: d was computed; split: its sibling is on another path */
   float d, d_recent;
   int has, split;
-  int excused;             /* its connection crosses a host under (or lately under) a NIC verdict */
+  int excused;             /* its connection crosses a host whose NIC is slow (or lately was) */
   double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
 };
 
@@ -194,7 +194,7 @@ static int by_conn(const void *a, const void *b) {
 }
 
 /* Path k this evaluation: its split sockets' mean d, how many, the time they lost; and how many
- * a NIC verdict excused. */
+ * a slow NIC excused. */
 struct path_sum {
   int n, excused;
   double sum, sum_recent, lost;
@@ -305,8 +305,8 @@ static int nic_held(const char *host) {
 }
 
 /* Sums the judged sockets' statistics by the path each is on (ps[0 .. np-1]), but those of
- * connections a NIC verdict excuses (counted apart); returns every socket's busy time, what a
- * path's lost time is a part of. */
+ * connections a slow NIC excuses (counted apart); returns every socket's busy time, what a path's
+ * lost time is a part of. */
 static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum *ps) {
   double all_busy = 0;
   for (long i = 0; i < n; i++) {
