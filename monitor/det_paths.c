@@ -277,9 +277,9 @@ static struct nic_held *nic_entry(const char *host) {
 
 /* A NIC the matrix found slow in its last evaluation: a verdict may be on its way, and the path's
  * sockets must not win the race to name the fault. */
-static void slow_nic(const char *host, void *arg) {
+void det_paths_take_slow_nic(const char *host, void *arg) {
   (void)arg;
-  struct nic_held *h = nic_entry(host);
+  struct nic_held *h = det_plan_npaths() ? nic_entry(host) : NULL;
   if (h) h->slow = 1;
 }
 
@@ -374,9 +374,6 @@ static void evaluate(uint64_t w) {
       ;
     judge_conn(v + lo, (int)(hi - lo), w, recent);
   }
-  for (int i = 0; i < p.nnic; i++)
-    p.nic[i].slow = 0;
-  det_matrix_each_slow_nic(slow_nic, NULL);
   det_book_each("comm_slow", hold_nic, NULL);
   double all_busy = sum_by_path(v, n, np, ps);
   uint64_t wstart = (w + 1 - SPAN) * HALF_NS;
@@ -398,13 +395,16 @@ out:
 }
 
 void det_paths_advance(void) {
-  if (!p.next_hw || !det_plan_npaths()) return;
-  if (!p.track && !(p.track = calloc(MAX_TRACKED, sizeof *p.track))) return;
-  if (p.newest_hw > p.next_hw + 2) p.next_hw = p.newest_hw - 2;
-  while (p.next_hw <= p.newest_hw && (p.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
-    evaluate(p.next_hw);
-    p.next_hw++;
+  if (p.next_hw && det_plan_npaths() &&
+      (p.track || (p.track = calloc(MAX_TRACKED, sizeof *p.track)))) {
+    if (p.newest_hw > p.next_hw + 2) p.next_hw = p.newest_hw - 2;
+    while (p.next_hw <= p.newest_hw && (p.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
+      evaluate(p.next_hw);
+      p.next_hw++;
+    }
   }
+  for (int i = 0; i < p.nnic; i++) /* det.c tells them again before the next advance */
+    p.nic[i].slow = 0;
 }
 
 int det_paths_explains(const char *src_host, const char *dst_host) {
