@@ -110,7 +110,10 @@ void c4_det_advance(uint64_t now) {
   ctx.now = now;
   if (now < periodic_at) return;
   periodic_at = now + 50000000ull;
-  det_paths_advance(); /* first: the matrix asks it which cells a slow path explains */
+  /* paths first: the matrix asks them which cells a slow path explains; they are told which NICs
+   * the matrix found slow, whose hosts' sockets they do not judge */
+  det_matrix_each_slow_nic(det_paths_take_slow_nic, NULL);
+  det_paths_advance();
   det_matrix_advance();
   det_ranks_advance();
   det_hang_advance();

@@ -42,6 +42,9 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
 void det_matrix_prefetch(const struct c4_xfer_record *x, int stage);
 void det_matrix_advance(void);
 json_t *det_matrix_state(void);
+/* Calls fn with the host of each NIC that the last evaluation found slow (a NIC verdict on its way
+ * or standing), for det_paths (det.c hands them over: the matrix already calls det_paths). */
+void det_matrix_each_slow_nic(void (*fn)(const char *host, void *arg), void *arg);
 void det_matrix_reset(void);
 
 /* The traffic plan's paths (det_plan.c): which path a host pair's traffic takes. */
@@ -62,6 +65,9 @@ void det_plan_reset(void);
 /* Congested paths from the plugin's path records (det_paths.c). */
 void det_paths_init(const struct det_ctx *ctx);
 void det_paths_take(const struct c4_det_job *job, const struct c4_path_record *a);
+/* host's NIC was found slow by the matrix's last evaluation: the next det_paths_advance does not
+ * judge the sockets of connections that cross it (each advance forgets these). */
+void det_paths_take_slow_nic(const char *host, void *arg);
 void det_paths_advance(void);
 /* 1 when a path the pair's data sockets take is under a path verdict or on its way to one: the
  * matrix takes the pair's cell as explained. */

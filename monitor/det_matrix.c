@@ -1142,6 +1142,14 @@ json_t *det_matrix_state(void) {
                    "dropped", (json_int_t)m.dropped);
 }
 
+void det_matrix_each_slow_nic(void (*fn)(const char *host, void *arg), void *arg) {
+  for (int i = 0; i < m.ncand; i++) {
+    const struct cand *c = &m.cand[i];
+    if ((c->on == ON_ROW || c->on == ON_COL || c->on == ON_NIC) && (c->streak || c->raised))
+      fn(m.node[c->at].host, arg);
+  }
+}
+
 void det_matrix_init(const struct det_ctx *c) { ctx = c; }
 
 void det_matrix_reset(void) {

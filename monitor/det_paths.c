@@ -7,14 +7,17 @@
  * A path's statistic is the mean, over the data sockets the plan puts on it, of the log of the
  * best other-path sibling's rate over the socket's own: about 0 on a healthy fabric, and the
  * congestion's factor when the path is slow. A slow host link or NIC slows every socket of its
- * connections alike and leaves it near 0; sockets of connections the plan keeps on one path tell
- * nothing of paths apart. Its noise: the path's own healthy values (det_noise) once it has a
- * dozen, until then the pool of every socket's log ratio to its siblings, connections on one path
- * included (their ratios are the measure's own noise), its spread scaled down by the square root
- * of the sockets averaged. A path past z of its spreads and the minimum effect for three
- * evaluations in a row, with enough evidence summed, is one `path` verdict under the key the
- * matrix would use (held while the path stays past half its margin); the matrix takes the cells
- * of its host pairs as explained. */
+ * connections; sockets of connections the plan keeps on one path tell nothing of paths apart. Its
+ * noise: the path's own healthy values (det_noise) once it has a dozen, until then the pool of
+ * every socket's log ratio to its siblings, connections on one path included (their ratios are the
+ * measure's own noise), its spread scaled down by the square root of the sockets averaged. A path
+ * past z of its spreads and the minimum effect for three evaluations in a row, with enough evidence
+ * summed, is one `path` verdict under the key the matrix would use (held while the path stays past
+ * half its margin); the matrix takes the cells of its host pairs as explained. A slow host link
+ * does not slow its sockets alike: two flows that share it share it unevenly, and the weights feed
+ * that back (make drill: 3.9x); so the sockets of connections that cross a host whose NIC the
+ * matrix finds slow (a verdict on its way), or under a NIC verdict until NIC_HOLD_NS ago, are not
+ * judged (a path left with none of its sockets has a calm look). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,10 @@
 #define STREAK 3
 #define EVIDENCE 2.0f
 #define MAX_TRACKED 4096 /* paths followed */
+/* A host whose NIC is slow, under its verdict and for this long after it clears: its sockets'
+ * rates tell nothing of paths (docs/events.md, measured on make drill's recordings). */
+#define NIC_HOLD_NS 8000000000ull
+#define MAX_NIC_HELD 256
 
 struct sock {
   uint64_t conn;
@@ -43,7 +50,16 @@ struct sock {
    * this one's; has: d was computed; split: its sibling is on another path */
   float d, d_recent;
   int has, split;
+  int excused;             /* its connection crosses a host whose NIC is slow (or lately was) */
   double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
+};
+
+/* A host whose NIC the matrix finds slow (slow: this evaluation) or a verdict names (until: when
+ * its sockets are judged again). */
+struct nic_held {
+  char host[C4_HOST_MAX];
+  uint64_t until;
+  int slow;
 };
 
 struct track { /* one path: its noise and its run of evaluations */
@@ -60,6 +76,8 @@ static struct {
   const struct c4_det_job *job;
   int any_tracked;
   struct det_noise pool; /* every socket's d: the ratio's healthy spread */
+  struct nic_held nic[MAX_NIC_HELD];
+  int nnic;
 } p;
 
 static const struct det_ctx *ctx;
@@ -175,9 +193,10 @@ static int by_conn(const void *a, const void *b) {
   return x->conn < y->conn ? -1 : x->conn > y->conn;
 }
 
-/* Path k this evaluation: its split sockets' mean d, how many, the time they lost. */
+/* Path k this evaluation: its split sockets' mean d, how many, the time they lost; and how many
+ * a slow NIC excused. */
 struct path_sum {
-  int n;
+  int n, excused;
   double sum, sum_recent, lost;
 };
 
@@ -238,15 +257,68 @@ static int recent_windows(int np, uint64_t w) {
   return recent;
 }
 
-/* Sums the judged sockets' statistics by the path each is on (ps[0 .. np-1]); returns every
- * socket's busy time, what a path's lost time is a part of. */
+/* host's entry in the held NICs (a lapsed one's slot, or a new one, when it has none); NULL when
+ * MAX_NIC_HELD hosts are held at once (the others' sockets are judged). */
+static struct nic_held *nic_entry(const char *host) {
+  int at = -1;
+  for (int i = 0; i < p.nnic && at < 0; i++)
+    if (!strcmp(p.nic[i].host, host)) at = i;
+  for (int i = 0; i < p.nnic && at < 0; i++)
+    if (p.nic[i].until <= ctx->now && !p.nic[i].slow) at = i;
+  if (at < 0 && p.nnic < MAX_NIC_HELD) at = p.nnic++;
+  if (at < 0) return NULL;
+  if (strcmp(p.nic[at].host, host)) {
+    snprintf(p.nic[at].host, sizeof p.nic[at].host, "%s", host);
+    p.nic[at].until = 0;
+    p.nic[at].slow = 0;
+  }
+  return &p.nic[at];
+}
+
+/* A NIC the matrix found slow in its last evaluation: a verdict may be on its way, and the path's
+ * sockets must not win the race to name the fault. */
+void det_paths_take_slow_nic(const char *host, void *arg) {
+  (void)arg;
+  struct nic_held *h = det_plan_npaths() ? nic_entry(host) : NULL;
+  if (h) h->slow = 1;
+}
+
+/* A standing NIC verdict (nic_tx or nic_rx, slow both ways included) of this job: its host's
+ * sockets are excused until NIC_HOLD_NS after the last evaluation that saw it stand. */
+static void hold_nic(const json_t *ev, void *arg) {
+  (void)arg;
+  const char *where = json_string_value(json_object_get(ev, "where"));
+  const char *job = json_string_value(json_object_get(ev, "job"));
+  const char *host = json_string_value(json_object_get(json_object_get(ev, "nic"), "host"));
+  if (!where || !host || !job || !p.job || strcmp(job, p.job->name) ||
+      (strcmp(where, "nic_tx") && strcmp(where, "nic_rx")))
+    return;
+  struct nic_held *h = nic_entry(host);
+  if (h) h->until = ctx->now + NIC_HOLD_NS;
+}
+
+/* 1 when host's NIC is slow, under a verdict or was within NIC_HOLD_NS. */
+static int nic_held(const char *host) {
+  for (int i = 0; i < p.nnic; i++)
+    if ((p.nic[i].slow || p.nic[i].until > ctx->now) && !strcmp(p.nic[i].host, host)) return 1;
+  return 0;
+}
+
+/* Sums the judged sockets' statistics by the path each is on (ps[0 .. np-1]), but those of
+ * connections a slow NIC excuses (counted apart); returns every socket's busy time, what a path's
+ * lost time is a part of. */
 static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum *ps) {
   double all_busy = 0;
   for (long i = 0; i < n; i++) {
-    const struct sock *s = v[i];
+    struct sock *s = v[i];
     if (!s->has) continue;
     all_busy += s->busy_ns;
+    s->excused = p.nnic && (nic_held(s->src) || nic_held(s->dst));
     if (!s->split || s->path >= np) continue;
+    if (s->excused) {
+      ps[s->path].excused++;
+      continue;
+    }
     ps[s->path].n++;
     ps[s->path].sum += s->d;
     ps[s->path].sum_recent += s->d_recent;
@@ -260,6 +332,10 @@ static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum
  */
 static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64_t wstart) {
   struct track *t = &p.track[k];
+  if (!ps->n && ps->excused) { /* its sockets' rates are a slow NIC's: a calm look */
+    if (t->raised || t->streak) follow(k, 0, 0, 0, 1, 0, 0, wstart);
+    return;
+  }
   if (!ps->n) return; /* no rate this time says nothing either way: the verdict stands */
   float S = (float)(ps->sum / ps->n), base, margin;
   if (det_noise_ready(&t->noise)) {
@@ -298,6 +374,7 @@ static void evaluate(uint64_t w) {
       ;
     judge_conn(v + lo, (int)(hi - lo), w, recent);
   }
+  det_book_each("comm_slow", hold_nic, NULL);
   double all_busy = sum_by_path(v, n, np, ps);
   uint64_t wstart = (w + 1 - SPAN) * HALF_NS;
   p.any_tracked = 0;
@@ -308,7 +385,7 @@ static void evaluate(uint64_t w) {
   /* the pool learns every socket's d but those of a path under a verdict or on its way to one */
   for (long i = 0; i < n; i++) {
     const struct sock *s = v[i];
-    if (!s->has) continue;
+    if (!s->has || s->excused) continue; /* a slow NIC's shares are not the ratio's noise */
     if (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak)) continue;
     det_noise_add(&p.pool, s->d);
   }
@@ -318,13 +395,16 @@ out:
 }
 
 void det_paths_advance(void) {
-  if (!p.next_hw || !det_plan_npaths()) return;
-  if (!p.track && !(p.track = calloc(MAX_TRACKED, sizeof *p.track))) return;
-  if (p.newest_hw > p.next_hw + 2) p.next_hw = p.newest_hw - 2;
-  while (p.next_hw <= p.newest_hw && (p.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
-    evaluate(p.next_hw);
-    p.next_hw++;
+  if (p.next_hw && det_plan_npaths() &&
+      (p.track || (p.track = calloc(MAX_TRACKED, sizeof *p.track)))) {
+    if (p.newest_hw > p.next_hw + 2) p.next_hw = p.newest_hw - 2;
+    while (p.next_hw <= p.newest_hw && (p.next_hw + 1) * HALF_NS + GRACE_NS <= ctx->now) {
+      evaluate(p.next_hw);
+      p.next_hw++;
+    }
   }
+  for (int i = 0; i < p.nnic; i++) /* det.c tells them again before the next advance */
+    p.nic[i].slow = 0;
 }
 
 int det_paths_explains(const char *src_host, const char *dst_host) {

@@ -54,7 +54,7 @@ static double noise(uint64_t *state, double a) {
 
 /* Path records of every data socket of the ring from t0 to t1: each socket sends a 20 ms busy
  * sample every 100 ms at about 1 GB/s times rate(hop, sock, t), as the plugin's weights sample
- * it. */
+ * it; none where rate is 0 (a socket the weights keep off even shares reports nothing). */
 static void run_paths_every(uint64_t t0, uint64_t t1, double (*rate)(int hop, int sock, uint64_t t),
                             uint64_t every) {
   static uint64_t state = 12345;
@@ -63,6 +63,7 @@ static void run_paths_every(uint64_t t0, uint64_t t1, double (*rate)(int hop, in
       for (int sock = 0; sock < 2; sock++) {
         struct c4_record r = {.kind = C4_REC_PATH};
         double bps = 1.0 * rate(hop, sock, t) * noise(&state, 0.4); /* bytes per ns */
+        if (bps <= 0) continue;
         r.path = (struct c4_path_record){.conn_id = 0xc0 + (uint64_t)hop,
                                          .sock = (uint8_t)sock,
                                          .nsocks = 2,
@@ -128,6 +129,22 @@ static double host_link_h2_slow(int hop, int sock, uint64_t t) {
   (void)sock;
   return (hop == 2 || hop == 3) && t >= 30000 * MS && t < 45000 * MS ? 0.2 : 1;
 }
+/* h2's host link at a fifth from 30 s to 45 s, as make drill's recordings saw it: the two
+ * sockets of h3 -> h2 (one on each spine) share it unevenly, s0's 220-720 Mbit/s against s1's
+ * 104-209 (here 0.32 and 0.1 of the healthy rate), h2 -> h0's (both on l0) alike. The socket on s1
+ * reports nothing for 4 s before the fault and 3 s after it (the weights keep it off even shares
+ * until its re-measure), so its rate over the last 4 s is soon the fault's alone: the path's
+ * statistic rises as fast as the NIC's cells, and after the fault it holds the fault's rate. */
+static double host_link_h2_uneven(int hop, int sock, uint64_t t) {
+  int silent = (t >= 26000 * MS && t < 30000 * MS) || (t >= 45000 * MS && t < 48000 * MS);
+  if (hop == 2 && sock == 1 && silent) return 0;
+  if ((hop != 2 && hop != 3) || t < 30000 * MS || t >= 45000 * MS) return 1;
+  return hop == 2 ? (sock ? 0.1 : 0.32) : 0.2;
+}
+/* the same host link in the transfers: hops into and out of h2 5x slower */
+static double host_link_h2_hops(int hop, uint64_t t) {
+  return (hop == 2 || hop == 3) && t >= 30000 * MS && t < 45000 * MS ? 0.2 : 1;
+}
 /* one socket of the intra-leaf hop h1 -> h3 slow: the plan keeps both on l1 */
 static double one_leaf_socket_slow(int hop, int sock, uint64_t t) {
   return hop == 1 && sock == 1 && t >= 30000 * MS && t < 45000 * MS ? 0.1 : 1;
@@ -188,6 +205,57 @@ START_TEST(a_congested_spine_that_slows_its_hops_cells_is_the_path_not_two_links
 }
 END_TEST
 
+/* The ring's transfers and path records from 1 s to 60 s, a second at a time. */
+static void run_ring(double (*paths)(int hop, int sock, uint64_t t),
+                     double (*hops)(int hop, uint64_t t)) {
+  for (uint64_t t = 1000 * MS; t < 60000 * MS; t += 1000 * MS) {
+    run_paths(t, t + 1000 * MS, paths);
+    run_xfers(t, t + 1000 * MS, hops);
+  }
+  c4_det_advance(61000 * MS);
+}
+
+/* How many comm_slow verdicts name a place of kind where. */
+static int slow_at(const char *where) {
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i, e) n +=
+      !strcmp(json_string_value(json_object_get(e, "kind")), "comm_slow") &&
+      !strcmp(json_string_value(json_object_get(e, "where")), where);
+  return n;
+}
+
+/* A slow host link whose two sockets of h3 -> h2 share it unevenly (one on each spine): the NIC
+ * explains their rates, from the matrix's first sighting of it (the path's statistic would win
+ * the race otherwise), while its verdict stands and after it clears: it is the one verdict. */
+START_TEST(a_slow_host_link_shared_unevenly_by_its_spines_is_its_nic_not_a_path) {
+  setup_drill_plan();
+  run_ring(host_link_h2_uneven, host_link_h2_hops);
+  ck_assert_int_eq(slow_at("nic_tx") + slow_at("nic_rx"), 1);
+  json_t *e = first("comm_slow");
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "h2");
+  ck_assert_int_eq(slow_at("path"), 0);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+/* A congested spine with healthy hosts, transfers and path records as the drill gives them: the
+ * path is named as soon as without the NIC rule (2.2 s after onset, the 4-s pool filling). */
+START_TEST(a_congested_spine_with_healthy_hosts_is_named_as_fast_as_before) {
+  setup_drill_plan();
+  run_ring(spine1_congested, crossing_hops_slow);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  json_t *e = first("comm_slow");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "s1");
+  double at = (double)json_integer_value(json_object_get(e, "t")) / 1e9 - 30;
+  ck_assert_msg(at > 0 && at <= 2.21, "flagged %.2f s after onset", at);
+  c4_det_reset();
+}
+END_TEST
+
 /* Ten minutes of healthy noise (+-40% per sample): not one verdict. */
 START_TEST(healthy_noise_raises_nothing) {
   setup_drill_plan();
@@ -219,6 +287,8 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_congested_spine_is_one_path_verdict_that_clears_when_it_ends);
   tcase_add_test(tc, a_slow_host_link_slows_every_socket_alike_and_is_no_path);
+  tcase_add_test(tc, a_slow_host_link_shared_unevenly_by_its_spines_is_its_nic_not_a_path);
+  tcase_add_test(tc, a_congested_spine_with_healthy_hosts_is_named_as_fast_as_before);
   tcase_add_test(tc, sockets_the_plan_keeps_on_one_path_never_name_it);
   tcase_add_test(tc, a_congested_spine_that_slows_its_hops_cells_is_the_path_not_two_links);
   tcase_add_test(tc, healthy_noise_raises_nothing);
