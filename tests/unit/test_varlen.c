@@ -420,8 +420,10 @@ START_TEST(a_checkpoint_on_documents_resumes_on_other_ranks) {
   snprintf(args, sizeof args, "--max-context 64 --synth-corpus %s --synth-docs 400", corpus);
   c4train(cmd, sizeof cmd, args);
   ck_assert_int_eq(system(cmd), 0);
+  /* 64 wide: a step's compute (about 10 ms) over the noise of a loaded machine, so the cost
+   * model has a per-token cost to fit by step 8 */
   snprintf(model, sizeof model,
-           "--layers 1 --width 16 --heads 2 --micro-batch 2 --microbatches 4 --eval-windows 4 "
+           "--layers 1 --width 64 --heads 2 --micro-batch 2 --microbatches 4 --eval-windows 4 "
            "--json");
   double whole[16], loss[16], pred;
   int step[16];
@@ -482,8 +484,8 @@ END_TEST
  * stages. Two pipelines of two stages train the losses of two ranks holding the whole model
  * (measured within 1.7e-9 relative; the bound allows 500 times that); their checkpoint resumes on
  * one rank with the losses of the run that never stopped; and a pipeline with a stage three times
- * slow is given fewer tokens once the cost model has its steps (measured: 0.29 to 0.35 of the
- * healthy pipeline's; the bound is 0.8). */
+ * slow is given fewer tokens once the cost model has its steps (steps 21-40 measured: 0.29 to 0.40
+ * of the healthy pipeline's; the bound is 0.8). */
 START_TEST(documents_run_through_pipelines) {
   char corpus[] = "/tmp/c4-varlen-pp-XXXXXX", dir[] = "/tmp/c4-varlen-ppdir-XXXXXX";
   char cmd[4096], args[2048], model[1024];
@@ -516,11 +518,17 @@ START_TEST(documents_run_through_pipelines) {
                   "resumed step %d: %.9f vs %.9f", step[k], piped[k], whole[8 + k]);
   }
 
+  /* a model four times as wide, so that a step's compute (20 ms) stands above another suite's
+   * turns on the cores (with 16 wide, 6 ms a step, two suites at once left 0.88) */
   long tokens[2] = {0, 0};
-  double loss[30];
-  int steps[30];
-  snprintf(args, sizeof args, "%s --local-ranks 4 --pp 2 --steps 30 --slow 3:3.0", model);
-  ck_assert_int_eq(step_lines(args, steps, loss, 30, &pred, 16, tokens), 30);
+  double loss[40];
+  int steps[40];
+  snprintf(args, sizeof args,
+           "--max-context 64 --data %s --layers 2 --width 64 --heads 2 --micro-batch 2 "
+           "--microbatches 4 --eval-windows 4 --json --local-ranks 4 --pp 2 --steps 40 "
+           "--slow 3:3.0",
+           corpus);
+  ck_assert_int_eq(step_lines(args, steps, loss, 40, &pred, 21, tokens), 40);
   ck_assert_msg(tokens[1] < 0.8 * tokens[0], "the slow pipeline ran %ld tokens, the other %ld",
                 tokens[1], tokens[0]);
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, corpus);
