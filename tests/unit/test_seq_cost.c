@@ -3,16 +3,19 @@
  * step timings, where the quadratic alone cannot follow the knee; the
  * first stage is optimal on small cases (checked by brute force) and near the lower bound on a
  * long-tailed step of many sequences, where it beats balancing by token count; the packing keeps
- * every micro-batch within its limit. */
+ * every micro-batch within its limit; the coefficients a checkpoint carries (seq_cost_json) come
+ * back exactly, and a model of other knots or a negative number is refused. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../check_run.h"
+#include "c4_err.h"
 #include "gpt_rng.h"
 #include "seq_assign.h"
 #include "seq_cost.h"
+#include "seq_cost_json.h"
 
 static double uniform(struct gpt_rng *r) {
   return ((double)(gpt_rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
@@ -274,11 +277,47 @@ START_TEST(packing_keeps_every_micro_batch_within_its_limit) {
 }
 END_TEST
 
+/* A fitted model's coefficients through JSON into a fresh model of the same --max-context: the
+ * same numbers, fitted; an unfitted model writes none; a model of other knots (another
+ * --max-context) and a negative coefficient are refused with the model unchanged. */
+START_TEST(the_coefficients_a_checkpoint_carries_come_back_exactly) {
+  struct seq_cost m, back, other;
+  ck_assert_int_eq(seq_cost_init(&m, 4, 2048, 1, 1), 0);
+  ck_assert_ptr_null(seq_cost_to_json(&m)); /* the prior's FLOPs are not seconds */
+  m.fixed = 2.5e-3, m.a = 3.1e-6, m.b = 1.7e-8;
+  for (int k = 0; k < m.nknots; k++)
+    m.c[k] = k % 2 ? 1e-9 * k : 0;
+  m.fitted = 1;
+  json_t *j = seq_cost_to_json(&m);
+  ck_assert_ptr_nonnull(j);
+  char err[256];
+  ck_assert_int_eq(seq_cost_init(&back, 2, 2048, 1, 1), 0);
+  ck_assert_int_eq(seq_cost_from_json(&back, j, err, sizeof err), 0);
+  ck_assert(back.fitted && back.fixed == m.fixed && back.a == m.a && back.b == m.b);
+  ck_assert_int_eq(back.nknots, m.nknots);
+  for (int k = 0; k < m.nknots; k++)
+    ck_assert(back.c[k] == m.c[k]);
+  ck_assert_double_eq(seq_cost_of(&back, 1500), seq_cost_of(&m, 1500));
+  ck_assert_int_eq(seq_cost_init(&other, 2, 512, 1, 1), 0); /* knots 256, 384 */
+  ck_assert_int_eq(seq_cost_from_json(&other, j, err, sizeof err), C4_EINVAL);
+  ck_assert_msg(strstr(err, "knots") != NULL, "%s", err);
+  ck_assert(!other.fitted && other.a == 1 && other.b == 1);
+  json_object_set_new(j, "b", json_real(-1e-9));
+  ck_assert_int_eq(seq_cost_from_json(&back, j, err, sizeof err), C4_EINVAL);
+  ck_assert(back.b == m.b);
+  json_decref(j);
+  seq_cost_free(&m);
+  seq_cost_free(&back);
+  seq_cost_free(&other);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("seq_cost");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, the_fit_recovers_known_costs_from_noisy_timings);
+  tcase_add_test(tc, the_coefficients_a_checkpoint_carries_come_back_exactly);
   tcase_add_test(tc, the_quadratic_alone_misses_a_knee_the_hinges_follow);
   tcase_add_test(tc, a_rank_that_scatters_more_is_seen_to);
   tcase_add_test(tc, the_first_stage_is_optimal_on_small_cases);
