@@ -30,8 +30,9 @@ struct layout_probe {
   double rate[LAYOUT_RATES];
 };
 
-/* The candidates for o on `ranks` ranks into out (at most max); returns how many. Documents
- * (o->max_context) train data-parallel only: their candidates are micro-batch sizes alone. */
+/* The candidates for o on `ranks` ranks into out (at most max): every pipeline depth dividing
+ * the ranks (a layer a stage at least) with every micro-batch size that keeps the global batch
+ * and a micro-batch for every replica, documents (o->max_context) alike; returns how many. */
 int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe *out, int max);
 
 /* Probes the candidates in rounds, each probe this program (/proc/self/exe) with argv and the

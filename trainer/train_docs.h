@@ -1,7 +1,8 @@
 /* train_docs.h -- one rank of c4train on documents (--max-context): each global step's sequences
- * (docs.h) are assigned across the data-parallel ranks by predicted time, then packed into
- * micro-batches within each rank (seq_assign.h); every token weighs the same in the gradient
- * whatever the assignment; the cost model (seq_cost.h) is refitted from every step's timings. */
+ * (docs.h) are assigned across the data-parallel ranks (with --pp, the pipelines) by predicted
+ * time, then packed into micro-batches within each (seq_assign.h); every token weighs the same in
+ * the gradient whatever the assignment; the cost model (seq_cost.h) is refitted from every step's
+ * timings. */
 #ifndef C4_TRAIN_DOCS_H
 #define C4_TRAIN_DOCS_H
 
@@ -10,8 +11,9 @@
 
 /* Runs this rank to o->steps on the documents of o->data, cut at o->max_context (also the
  * model's context), o->micro_batch x o->max_context positions a micro-batch and o->microbatches
- * times that a step. Data-parallel only: not with --pp or --ckpt-dir (refused with a message).
- * Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
+ * times that a step; with o->pp, as pipelines of that many stages (CPU only); with o->ckpt_dir,
+ * resumed from its newest checkpoint and checkpointed every o->ckpt_every steps. Returns 0,
+ * C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
 int train_docs_run(const struct train_opts *o, const struct c4_ranks *r);
 
 #endif
