@@ -226,7 +226,10 @@ static void follow(int k, int hot, float S, float F, float margin, double cost, 
     det_book_update(key, exp(S), confidence, cost);
     return;
   }
-  if (t->streak < STREAK || t->evidence < EVIDENCE) return;
+  /* the streak's own half-windows must show the path slower: a span that still holds an earlier
+   * fault's samples (a host link just restored) can pass the threshold while they do not, and a
+   * verdict saying "0.79x" contradicts itself (a quick drill in CI) */
+  if (t->streak < STREAK || t->evidence < EVIDENCE || F <= 0) return;
   struct det_finding f = {.kind = "comm_slow",
                           .where = "path",
                           .job = p.job->name,
