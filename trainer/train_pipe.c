@@ -169,6 +169,10 @@ static struct spent since(struct spent t0) {
 
 static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now_ns()}; }
 
+static struct spent plus(struct spent a, struct spent b) {
+  return (struct spent){a.cpu + b.cpu, a.wall + b.wall};
+}
+
 /* A pass computed for `took`: the drill makes it take tp->slow times as long, as a slower
  * device would (its wall time by sleeping, its CPU time by counting), and the step's busy
  * times count it. */
@@ -216,9 +220,7 @@ static int forward_pass(struct train_pipe *tp, struct gpt *model,
     if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
     t0 = now();
     gpt_stage_output(model, sl, tp->out[sl]);
-    struct spent more = since(t0);
-    took.cpu += more.cpu;
-    took.wall += more.wall;
+    took = plus(took, since(t0));
   }
   compute_done(tp, took);
   if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return C4_EREMOTE;
@@ -238,9 +240,7 @@ static int backward_pass(struct train_pipe *tp, struct gpt *model, int sl, float
     if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
     t0 = now();
     gpt_stage_input_grad(model, sl, tp->out[sl]);
-    struct spent more = since(t0);
-    took.cpu += more.cpu;
-    took.wall += more.wall;
+    took = plus(took, since(t0));
   }
   compute_done(tp, took);
   if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)
