@@ -402,6 +402,15 @@ void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, int sock, size_
     bucket_charge(&f->tat_sock[sock], pace_ns_per_byte(f, now, sock), now, sent);
 }
 
+double c4_fault_pace_rate(const struct c4_fault_conn *f, uint64_t now, int sock) {
+  double ns = pace_ns_per_byte(f, now, -1);
+  if (sock >= 0 && sock < C4_FAULT_SOCKS) {
+    double own = pace_ns_per_byte(f, now, sock);
+    if (own > ns) ns = own;
+  }
+  return ns > 0 ? 1.0 / ns : 0;
+}
+
 int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now, int sock) {
   uint64_t until = 0;
   const struct c4_fault_clause *st = stall_at(now);

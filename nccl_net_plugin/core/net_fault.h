@@ -76,6 +76,12 @@ int c4_fault_stalled(const struct c4_fault_conn *f, uint64_t now);
 size_t c4_fault_pace_allow(struct c4_fault_conn *f, uint64_t now, int sock, size_t want);
 void c4_fault_pace_charge(struct c4_fault_conn *f, uint64_t now, int sock, size_t sent);
 
+/* The rate (bytes per ns) the pacer holds socket sock to at now, the stricter of its two buckets;
+ * 0: not paced. The path weights take a rate sample as no faster: the kernel's count of bytes
+ * acknowledged cannot see a hold in the sender, and a chunk small enough to pass in one burst
+ * never waits, so without this a paced path measured at loopback speed between its waits. */
+double c4_fault_pace_rate(const struct c4_fault_conn *f, uint64_t now, int sock);
+
 /* Milliseconds (>= 1) socket sock should wait because a stall or its pacer holds it, or -1 when
  * neither does. */
 int c4_fault_hold_ms(const struct c4_fault_conn *f, uint64_t now, int sock);

@@ -93,9 +93,9 @@ static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_
  * does; the chunk's own write time could not (the send buffer swallows a chunk in microseconds).
  * When the writes had to wait for the buffer or for a C4_FAULT pacer, the write time is a measure
  * too (the pacer's hold is in the sender, where the kernel does not see it), and the smaller is
- * the rate. */
+ * the rate; a sample is never faster than the pacer's rate now (paced, 0: none). */
 static double finished_chunk_rate(struct sock_state *s, int have, uint64_t acked, uint64_t busy_us,
-                                  double *span_ns) {
+                                  double paced, double *span_ns) {
   *span_ns = 0;
   if (!s->done_len) return 0;
   double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), rate = 0;
@@ -109,6 +109,7 @@ static double finished_chunk_rate(struct sock_state *s, int have, uint64_t acked
     rate = wrote;
     *span_ns = 0; /* the chunk's time on the path at that rate */
   }
+  if (paced > 0 && rate > paced) rate = paced;
   return rate;
 }
 
@@ -208,8 +209,10 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int have = multipath &&
              (s->done_len || atomic_load_explicit(&c->fair_open, memory_order_relaxed)) &&
              c4_tcp_progress(s->fd, &acked, &busy_us) == 0;
-  double span_ns;
-  double rate = finished_chunk_rate(s, have, acked, busy_us, &span_ns);
+  double span_ns, paced = 0;
+  if (__builtin_expect(c->fault.active, 0))
+    paced = c4_fault_pace_rate(&c->fault, c4_now_ns(), s->index);
+  double rate = finished_chunk_rate(s, have, acked, busy_us, paced, &span_ns);
   struct c4_paths_fair_done fair;
   int judged = -1;
   pthread_mutex_lock(&c->claim_lock);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../check_run.h"
+#include "c4_clock.h"
 #include "net_fault.h"
 
 START_TEST(the_issue_example_gives_three_clauses) {
@@ -94,6 +95,29 @@ START_TEST(a_step_window_opens_and_closes_with_the_reported_step) {
   ck_assert_uint_eq(c4_fault_pace_allow(&f, now + 1000, -1, 1 << 20), 0); /* in debt */
   c4_fault_set_step(5);
   ck_assert_uint_eq(c4_fault_pace_allow(&f, now + 2000, -1, 1 << 20), 1 << 20);
+  unsetenv("C4_FAULT");
+}
+END_TEST
+
+/* The rate a path's samples are capped at: the stricter of the connection's clause and the
+ * socket's own, and nothing for a socket no clause names while the connection is unpaced. */
+START_TEST(the_paced_rate_is_the_stricter_of_connection_and_socket) {
+  setenv("C4_FAULT", "rate:peer=6,mbps=40,sock=1;rate:peer=6,mbps=400,sock=2;rate:peer=7,mbps=80",
+         1);
+  c4_fault_load();
+  struct c4_fault_conn f, g;
+  c4_fault_conn_init(&f, 1, 6);
+  c4_fault_conn_init(&g, 1, 7);
+  uint64_t now = c4_now_ns(); /* the clauses' windows open when they were loaded */
+  ck_assert_double_eq_tol(c4_fault_pace_rate(&f, now, 1), 0.005, 1e-12); /* 40 Mbit/s in B/ns */
+  ck_assert_double_eq_tol(c4_fault_pace_rate(&f, now, 2), 0.05, 1e-12);
+  ck_assert_double_eq(c4_fault_pace_rate(&f, now, 0), 0);
+  ck_assert_double_eq(c4_fault_pace_rate(&f, now, -1), 0);
+  ck_assert_double_eq_tol(c4_fault_pace_rate(&g, now, 3), 0.01, 1e-12); /* the connection's */
+  c4_fault_conn_init(&f, 1, 8);                                         /* a peer no clause names */
+  ck_assert_double_eq(c4_fault_pace_rate(&f, now, 1), 0);
+  c4_fault_conn_init(&f, 0, 6); /* receives are not paced */
+  ck_assert_double_eq(c4_fault_pace_rate(&f, now, 1), 0);
   unsetenv("C4_FAULT");
 }
 END_TEST
@@ -202,6 +226,7 @@ int main(void) {
   tcase_add_test(tc, a_rate_can_name_one_data_socket);
   tcase_add_test(tc, a_window_can_be_steps_that_the_program_reports);
   tcase_add_test(tc, a_step_window_opens_and_closes_with_the_reported_step);
+  tcase_add_test(tc, the_paced_rate_is_the_stricter_of_connection_and_socket);
   tcase_add_test(tc, unset_and_empty_give_nothing);
   tcase_add_loop_test(tc, a_bad_clause_is_reported_and_left_out, 0,
                       (int)(sizeof bad / sizeof bad[0]));
