@@ -15,18 +15,24 @@ FUZZ_ITERS=${C4_FUZZ_ITERS:-3000}
 passed=0
 failed=0
 failed_names=()
+logs=$(mktemp -d /tmp/c4-suites-XXXXXX) # each suite's output, to repeat a failed one's at the end
+trap 'rm -rf "$logs"' EXIT
 
 run() { # name, command...
   local name=$1
   shift
   echo "== $name"
-  local start=$SECONDS
-  if timeout 600 "$@"; then
+  # To a file, not through a pipe: a daemon a test leaves behind would hold a pipe open.
+  local start=$SECONDS log="$logs/$((passed + failed)).log" rc=0
+  timeout 600 "$@" >"$log" 2>&1 || rc=$?
+  cat "$log"
+  if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "-- $name: ok ($((SECONDS - start)) s)"
   else
     failed=$((failed + 1))
     failed_names+=("$name")
+    cp "$log" "$logs/failed-${#failed_names[@]}.log"
     echo "-- $name: FAILED ($((SECONDS - start)) s)"
   fi
 }
@@ -49,6 +55,11 @@ for f in "$BUILD"/tests/fuzz_*_smoke; do
 done
 
 echo
+# A CI page often shows only the end of the output: each failed suite's last lines go here too.
+for i in "${!failed_names[@]}"; do
+  echo "== the end of ${failed_names[$i]}'s output:"
+  tail -n 25 "$logs/failed-$((i + 1)).log"
+done
 [ ${#failed_names[@]} -gt 0 ] && echo "failed: ${failed_names[*]}"
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
