@@ -29,4 +29,28 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
 int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json_t **meta,
                       char *err, size_t errlen, char *warn, size_t warnlen);
 
+/* Whether --ckpt-every asks for a checkpoint after `done` steps: at its interval and at the last
+ * step, with a checkpoint directory. */
+static inline int train_ckpt_due(const struct train_opts *o, int done) {
+  return o->ckpt_dir && o->ckpt_every > 0 && (done % o->ckpt_every == 0 || done == o->steps);
+}
+
+/* Where a run stands at a checkpoint: its options, its pipeline depth, this rank, the ranks, and
+ * the steps done. */
+struct train_ckpt_at {
+  const struct train_opts *o;
+  int pp, rank, world, done;
+};
+
+struct train_pipe;
+struct dp;
+
+/* The checkpoint after at->done steps, called on every rank when one is due: with --pp (at->pp >
+ * 1) the stages gather the whole model over tp and dp first, then rank 0 writes it with extra's
+ * keys (NULL: none). A checkpoint not written does not stop the run. Returns 0; -1 when rank 0
+ * could not write it (said, with err); C4TRAIN_EXIT_PEER_LOST when the gather's peer was lost; 1
+ * when memory is short (said). */
+int train_ckpt_step(const struct train_ckpt_at *at, struct gpt *m, struct train_pipe *tp,
+                    struct dp *dp, const json_t *extra, char *err, size_t errlen);
+
 #endif

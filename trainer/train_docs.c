@@ -167,36 +167,20 @@ static int docs_resume(struct docs_run *s) {
   return 0;
 }
 
-/* --ckpt-every: rank 0 writes the model after `done` steps, at the checkpoint's interval and at
- * the last step (every rank holds all of it, or with --pp the stages gather it first). A
- * checkpoint not written does not stop the run; the exit status says it. Returns 0, or
- * C4TRAIN_EXIT_PEER_LOST (the gather's peer was lost) or 1 (out of memory). */
+/* --ckpt-every: the model after `done` steps, with the fitted cost model in its metadata (rank
+ * 0 writes; with --pp the stages gather it first). A checkpoint not written does not stop the
+ * run; the exit status says it. Returns 0, or C4TRAIN_EXIT_PEER_LOST (the gather's peer was
+ * lost) or 1 (out of memory). */
 static int docs_checkpoint(struct docs_run *s, int done) {
-  const struct train_opts *o = s->o;
-  if (!(o->ckpt_dir && o->ckpt_every > 0 && (done % o->ckpt_every == 0 || done == o->steps)))
-    return 0;
-  float *full = NULL;
-  if (s->pp > 1 && !(full = malloc(3 * gpt_full_floats(&s->m) * sizeof *full))) {
-    fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", s->rank);
-    return 1;
-  }
-  if (s->pp > 1 && train_pipe_gather(&s->tp, &s->dp, &s->m, full)) {
-    fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", s->rank,
-            done);
-    free(full);
-    return C4TRAIN_EXIT_PEER_LOST;
-  }
+  if (!train_ckpt_due(s->o, done)) return 0;
   json_t *extra = s->rank == 0 ? json_object() : NULL;
   json_t *cost = extra ? seq_cost_to_json(&s->model) : NULL;
   if (cost) json_object_set_new(extra, "cost_model", cost);
-  if (s->rank == 0 &&
-      train_ckpt_save(&s->m, full, o, done, s->world, extra, s->err, sizeof s->err)) {
-    fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", done, s->err);
-    s->ckpt_failed = 1;
-  }
+  struct train_ckpt_at at = {s->o, s->pp, s->rank, s->world, done};
+  int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, extra, s->err, sizeof s->err);
   json_decref(extra);
-  free(full);
-  return 0;
+  if (rc < 0) s->ckpt_failed = 1;
+  return rc < 0 ? 0 : rc;
 }
 
 /* The held-out loss at the end (every rank: with --pp it is collective), and rank 0's closing

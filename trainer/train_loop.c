@@ -481,28 +481,11 @@ static void step_report_text(struct run *s, const struct step_state *st) {
 /* --ckpt-every: the model written at its steps and at the last (--pp: gathered from the stages
  * first). A checkpoint not written does not stop the run; the exit status says it. */
 static int step_checkpoint(struct run *s) {
-  const struct train_opts *o = s->o;
-  int step = s->step;
-  if (!(o->ckpt_dir && o->ckpt_every > 0 && (step % o->ckpt_every == 0 || step == o->steps)))
-    return 0;
-  float *full = NULL; /* --pp: the whole model, for the moment of the checkpoint */
-  if (s->pp > 1 && !(full = malloc(3 * gpt_full_floats(&s->m) * sizeof *full))) {
-    fprintf(stderr, "c4train: rank %d: out of memory for a checkpoint\n", s->rank);
-    return 1;
-  }
-  if (s->pp > 1 && train_pipe_gather(&s->tp, &s->dp, &s->m, full)) {
-    fprintf(stderr, "c4train: rank %d: a peer was lost at the checkpoint of step %d\n", s->rank,
-            step);
-    free(full);
-    return C4TRAIN_EXIT_PEER_LOST;
-  }
-  if (s->rank == 0 &&
-      train_ckpt_save(&s->m, full, o, step, s->world, NULL, s->err, sizeof s->err)) {
-    fprintf(stderr, "c4train: checkpoint at step %d not written: %s\n", step, s->err);
-    s->ckpt_failed = 1;
-  }
-  free(full);
-  return 0;
+  if (!train_ckpt_due(s->o, s->step)) return 0;
+  struct train_ckpt_at at = {s->o, s->pp, s->rank, s->world, s->step};
+  int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, NULL, s->err, sizeof s->err);
+  if (rc < 0) s->ckpt_failed = 1;
+  return rc < 0 ? 0 : rc;
 }
 
 /* One global step, from its compute to its checkpoint. */
