@@ -23,7 +23,7 @@ struct det_finding {
   double cost;   /* the share of the job's step or collective time it costs, 0 to 1 */
   uint64_t comm; /* 0: none */
   uint64_t first_seen;
-  char detail[160];
+  char detail[320]; /* a comm_hang names two hosts and may say why its link is uncertain */
 };
 
 /* Raises the verdict named key (unique per fault: kind, place) at now unless it is already

@@ -204,8 +204,12 @@ static void raise_hang(struct job_state *j, const char *kind, const char *where,
 }
 
 /* The stuck connection: a pending send whose receiver's side is pending too, else the oldest
- * pending send, else the oldest pending receive. */
-static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *job) {
+ * pending send, else the oldest pending receive. *alike gets how many pending transfers could be
+ * named as well: 1 when a send decides, else the job's pending receives that moved no more bytes
+ * than the one named. Receives alone cannot tell the stuck link from those stalled behind it
+ * (in a ring every receive downstream waits too): a receive-only trace of a 4,096-rank ring named
+ * another of the 512 stuck receives, posted a few microseconds earlier. */
+static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *job, int *alike) {
   const struct c4_xfer_record *best = NULL;
   int best_score = -1;
   for (int i = 0; i < npend; i++) {
@@ -220,11 +224,17 @@ static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *jo
       best_score = score;
     }
   }
+  *alike = best != NULL;
+  if (!best || best_score > 0) return best;
+  *alike = 0;
+  for (int i = 0; i < npend; i++)
+    *alike += pend[i].job == job && pend[i].x.dir == C4_DIR_RECV && pend[i].x.bytes <= best->bytes;
   return best;
 }
 
 static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g) {
-  const struct c4_xfer_record *x = stuck_connection(j->job);
+  int alike;
+  const struct c4_xfer_record *x = stuck_connection(j->job, &alike);
   char detail[160];
   if (!x) {
     snprintf(detail, sizeof detail,
@@ -251,13 +261,18 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
                           .link_dst = dst->host,
                           .link_src_dev = src->dev,
                           .link_dst_dev = dst->dev,
-                          .confidence = x->dir == C4_DIR_SEND ? 1.0 : 0.6,
+                          .confidence = x->dir == C4_DIR_SEND ? 1.0 : 0.6 / alike,
                           .comm = comm,
                           .first_seen = j->last_progress};
-  snprintf(f.detail, sizeof f.detail,
-           "every rank is inside a collective; connection %016" PRIx64 " %s/%d -> %s/%d moved "
-           "%" PRIu64 " bytes and is stuck",
-           x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
+  int at = snprintf(f.detail, sizeof f.detail,
+                    "every rank is inside a collective; connection %016" PRIx64 " %s/%d -> %s/%d "
+                    "moved %" PRIu64 " bytes and is stuck",
+                    x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
+  if (alike > 1 && at > 0 && (size_t)at < sizeof f.detail)
+    snprintf(f.detail + at, sizeof f.detail - (size_t)at,
+             "; no send pending: the first posted of %d receives stuck alike, so the link may "
+             "be another's",
+             alike);
   det_book_raise(key, &f, ctx->now);
   hung(j);
 }

@@ -241,7 +241,7 @@ static void pending(int src, int dst, int dir, uint64_t t) {
   struct c4_record r = {.kind = C4_REC_XFER};
   r.xfer = (struct c4_xfer_record){.dir = (uint8_t)dir,
                                    .status = C4_XFER_PENDING,
-                                   .conn_id = 77,
+                                   .conn_id = 1000 + (uint64_t)(src * 16 + dst), /* one a link */
                                    .seq = 9,
                                    .bytes = 4096,
                                    .t_posted = t};
@@ -274,6 +274,32 @@ START_TEST(all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link) {
   /* it completes after all: recovered */
   run_colls(4, 51, 5, t + 5000 * MS, healthy);
   ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+/* Receives alone: a ring's stuck link and the receives stalled behind it look alike, so the
+ * verdict names the first posted and says that it may be another, at a confidence shared among
+ * them. */
+START_TEST(stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (int r = 0; r < 4; r++)
+    coll(r, 4, 50, t + 60 * MS, 0);
+  pending(1, 2, C4_DIR_RECV, t + 2002 * MS);
+  pending(2, 3, C4_DIR_RECV, t + 2000 * MS); /* the first posted */
+  pending(3, 0, C4_DIR_RECV, t + 2001 * MS);
+  for (uint64_t k = 1; k <= 40; k++)
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, 51, 50);
+  json_t *e = first("comm_hang");
+  ck_assert_ptr_nonnull(e);
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  ck_assert_double_eq_tol(json_number_value(json_object_get(e, "confidence")), 0.2, 1e-9);
+  const char *detail = json_string_value(json_object_get(e, "detail"));
+  ck_assert_msg(strstr(detail, "the first posted of 3 receives stuck alike"), "detail: %s", detail);
   c4_det_reset();
 }
 END_TEST
@@ -745,6 +771,7 @@ int main(void) {
   tcase_add_test(tc, a_long_compute_with_one_rank_in_early_is_no_hang);
   tcase_add_test(tc, a_wait_is_judged_against_the_jobs_longest_recent_waits);
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
+  tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
