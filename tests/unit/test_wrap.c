@@ -94,6 +94,11 @@ static void trace_to_temp(void) {
   setenv("C4_TRACE", trace_path, 1);
 }
 
+/* After each test: its trace goes, however the test ended (one left a file in /tmp each run). */
+static void remove_trace(void) {
+  if (trace_path[0]) unlink(trace_path);
+}
+
 /* ---- the trailer ------------------------------------------------------------------------- */
 
 START_TEST(the_trailer_round_trips_full_and_compact_and_refuses_a_spoiled_one) {
@@ -741,6 +746,7 @@ int main(void) {
   Suite *s = suite_create("wrap");
   TCase *tc = tcase_create("wrap");
   tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, NULL, remove_trace);
   tcase_add_test(tc, the_trailer_round_trips_full_and_compact_and_refuses_a_spoiled_one);
   tcase_add_test(tc, room_is_the_untouched_or_all_zero_tail_of_the_handle);
   tcase_add_test(tc, a_missing_file_is_refused_naming_the_file_and_the_loaders_reason);
