@@ -52,9 +52,10 @@ struct usual {
 
 static struct {
   struct comm_posts comm[COMMS];
-  struct usual *usual; /* [CELLS], made on first use */
-  float fastest[64];   /* per size class, the least usual of any cell */
-  struct held *q;      /* a ring, [head, tail) */
+  struct usual *usual;  /* [CELLS], made on first use */
+  float fastest[64];    /* per size class, the least usual of any cell (as last updated) */
+  int fastest_cell[64]; /* the cell that holds it */
+  struct held *q;       /* a ring, [head, tail) */
   size_t head, tail;
 } xs;
 
@@ -122,8 +123,10 @@ static int make_usual(void) {
     xs.usual[c].last_post = 0;
     xs.usual[c].same_post = 0;
   }
-  for (int c = 0; c < 64; c++)
+  for (int c = 0; c < 64; c++) {
     xs.fastest[c] = INFINITY;
+    xs.fastest_cell[c] = -1;
+  }
   return 0;
 }
 
@@ -175,8 +178,11 @@ static float clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim
 /* Which phase a cell's usual puts it in: 0 near the fastest cells of its size class, 1 well
  * above them (it waits behind another phase of the call, as a tree's broadcast behind its
  * reduce). */
-static int phase_of(int cls, float usual) {
-  if (usual < xs.fastest[cls]) xs.fastest[cls] = usual;
+static int phase_of(int cell, int cls, float usual) {
+  if (usual < xs.fastest[cls] || cell == xs.fastest_cell[cls]) {
+    xs.fastest[cls] = usual;
+    xs.fastest_cell[cls] = cell;
+  }
   return usual - xs.fastest[cls] > LATER ? 1 : 0;
 }
 
@@ -200,7 +206,7 @@ float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
     return NAN;
   }
   u->v[a] += RATE * clampf(dev, STEP);
-  *phase = phase_of(cls, u->v[a]);
+  *phase = phase_of(cell, cls, u->v[a]);
   return dev;
 }
 
