@@ -105,11 +105,8 @@ void c4_det_take(const struct c4_det_job *job, const struct c4_record *r) {
 
 /* The periodic checks run every 50 ms of detection time, not per record: at 16,384 ranks a scan
  * per record would cost more than the records. */
-void c4_det_advance(uint64_t now) {
-  if (now <= ctx.now) return;
-  ctx.now = now;
-  if (now < periodic_at) return;
-  periodic_at = now + 50000000ull;
+static void periodic(void) {
+  periodic_at = ctx.now + 50000000ull;
   /* paths first: the matrix asks them which cells a slow path explains; they are told which NICs
    * the matrix found slow, whose hosts' sockets they do not judge */
   det_matrix_each_slow_nic(det_paths_take_slow_nic, NULL);
@@ -117,6 +114,23 @@ void c4_det_advance(uint64_t now) {
   det_matrix_advance();
   det_ranks_advance();
   det_hang_advance();
+}
+
+void c4_det_advance(uint64_t now) {
+  if (now <= ctx.now) return;
+  if (now < periodic_at) {
+    ctx.now = now;
+    return;
+  }
+  /* a hang that came due in a gap of the records (a node's own trace has no heartbeats to fill
+   * it) is judged at its time, not at the next record's */
+  uint64_t due = c4_det_hang_due();
+  if (due > ctx.now && due < now) {
+    ctx.now = due;
+    periodic();
+  }
+  ctx.now = now;
+  periodic();
 }
 
 json_t *c4_det_state_json(void) {

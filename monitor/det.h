@@ -46,6 +46,11 @@ void c4_det_prefetch(const struct c4_record *r, int stage);
  * Time never goes back: an earlier now is ignored. */
 void c4_det_advance(uint64_t now);
 
+/* When a job whose transfers were reported stuck since its last completed collective would have
+ * waited out the hang threshold, 0 when none has: a replayed trace that ends inside a hang (the
+ * job was killed during it, or its trace was taken then) is judged up to that time. */
+uint64_t c4_det_hang_due(void);
+
 /* Detection's view for status, metrics, `c4mon top` and pictures (the caller owns it):
  *   {"t":NOW, "ranks":[{"job","rank","host","slowdown","last_hb_ns","entered","done","lost"}],
  *    "gone":[JOB...],

@@ -232,6 +232,15 @@ static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *jo
   return best;
 }
 
+/* The latest post of the job's transfers reported pending that were posted after t, 0: none. */
+static uint64_t pending_since(const struct c4_det_job *job, uint64_t t) {
+  uint64_t newest = 0;
+  for (int i = 0; i < npend; i++)
+    if (pend[i].job == job && pend[i].x.t_posted > t && pend[i].x.t_posted > newest)
+      newest = pend[i].x.t_posted;
+  return newest;
+}
+
 static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g) {
   int alike;
   const struct c4_xfer_record *x = stuck_connection(j->job, &alike);
@@ -353,20 +362,47 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
     raise_comm_hang(j, 0, &g);
     return;
   }
+  /* no heartbeats either (a trace written on the node, C4_TRACE): transfers the plugin reported
+   * stuck since the last progress say their ranks are inside a collective */
+  uint64_t newest = pending_since(j->job, j->last_progress);
+  if (newest && !waited_enough(j, newest, threshold)) goto done;
+  if (newest) {
+    raise_comm_hang(j, 0, &g);
+    return;
+  }
   j->next_look = ctx->now + 1000000000ull; /* nobody is inside a collective: computing */
 done:
   json_decref(g.ranks);
   json_decref(g.hosts);
 }
 
+/* The job's hang threshold: the configured one, or ten times its usual time inside a collective
+ * when that is longer. */
+static uint64_t threshold_of(const struct job_state *j) {
+  uint64_t threshold = ctx->cfg.hang_ns;
+  if (10 * j->inside_ewma > (double)threshold) threshold = (uint64_t)(10 * j->inside_ewma);
+  return threshold;
+}
+
 void det_hang_advance(void) {
   for (int i = 0; i < njobs; i++) {
     struct job_state *j = &jobs[i];
     if (!j->last_progress || j->hung || ctx->now < j->next_look) continue;
-    uint64_t threshold = ctx->cfg.hang_ns;
-    if (10 * j->inside_ewma > (double)threshold) threshold = (uint64_t)(10 * j->inside_ewma);
+    uint64_t threshold = threshold_of(j);
     if (ctx->now - j->last_progress >= threshold) judge_stall(j, threshold);
   }
+}
+
+uint64_t c4_det_hang_due(void) {
+  uint64_t due = 0;
+  for (int i = 0; i < njobs; i++) {
+    const struct job_state *j = &jobs[i];
+    uint64_t newest = j->last_progress && !j->hung ? pending_since(j->job, j->last_progress) : 0;
+    if (!newest) continue;
+    uint64_t at = newest > j->last_progress ? newest : j->last_progress;
+    if (at + threshold_of(j) > due) due = at + threshold_of(j);
+  }
+  return due;
 }
 
 void det_hang_init(const struct det_ctx *c) { ctx = c; }

@@ -143,7 +143,9 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
     int n = read_batch(&r, batch, speed > 0 ? 1 : BATCH, &rc);
     take_batch(&r, batch, n);
   }
-  c4_det_advance(r.last + 1000000000ull); /* judge the trace's last second too */
+  /* judge the trace's last second too, and a hang it ends inside up to its threshold */
+  uint64_t end = r.last + 1000000000ull, due = c4_det_hang_due();
+  c4_det_advance(due >= end ? due + 1 : end);
   *bad = r.rd.bad;
   return close_trace(&r, stop);
 }

@@ -304,6 +304,38 @@ START_TEST(stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain) {
 }
 END_TEST
 
+/* A trace written on the node (C4_TRACE) has no heartbeats: the transfers the plugin reported
+ * stuck since the last completed collective say their ranks are inside one, and the hang is
+ * judged at its threshold, counted from the newest of them, whether the next record comes long
+ * after it or the trace ends inside it (c4_det_hang_due, which replay advances to). */
+START_TEST(without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold) {
+  setup(NULL);
+  uint64_t t = 10 * MS, last = 0;
+  for (uint64_t s = 0; s < 50; s++, t += 100 * MS) {
+    for (int r = 0; r < 4; r++)
+      coll(r, 4, s, t + (uint64_t)r * MS, t + 60 * MS);
+    last = t + 60 * MS;
+  }
+  ck_assert_uint_eq(c4_det_hang_due(), 0); /* nothing stuck */
+  pending(2, 3, C4_DIR_RECV, last + 50 * MS);
+  pending(2, 3, C4_DIR_SEND, last + 60 * MS);
+  uint64_t due = last + 60 * MS + 3000 * MS; /* the default 3 s threshold */
+  ck_assert_uint_eq(c4_det_hang_due(), due);
+  c4_det_advance(last + 2000 * MS);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  c4_det_advance(last + 9000 * MS); /* the next record, long after */
+  json_t *e = first("comm_hang");
+  ck_assert_ptr_nonnull(e);
+  ck_assert_uint_eq(json_integer_value(json_object_get(e, "t")), due);
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  ck_assert_double_eq(json_number_value(json_object_get(e, "confidence")), 1.0);
+  ck_assert_uint_eq(c4_det_hang_due(), 0); /* judged */
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
   setup(NULL);
   for (uint64_t k = 1; k <= 5; k++)
@@ -772,6 +804,7 @@ int main(void) {
   tcase_add_test(tc, a_wait_is_judged_against_the_jobs_longest_recent_waits);
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
+  tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
