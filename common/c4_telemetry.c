@@ -122,8 +122,13 @@ void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *writt
   if (written) *written = atomic_load(&tel.written);
 }
 
+/* Every line names its job (C4_JOB, "default" when unset), as the stream to c4mon does: a
+ * replay of the file keeps the job's name. */
+static char trace_job[64]; /* read once as the thread starts: getenv is not for other threads */
+
 static void write_json_line(json_t *j) {
   if (!j) return;
+  json_object_set_new(j, "job", json_string(trace_job)); /* not UTF-8: no field (NULL is refused) */
   if (json_dumpf(j, tel.out, JSON_COMPACT) == 0) fputc('\n', tel.out);
   json_decref(j);
 }
@@ -219,6 +224,8 @@ int c4_telemetry_start(void) {
   tel.started = 1;
   tel.streaming = c4_reporter_init() == 1;
   if (path && *path) {
+    const char *job = getenv("C4_JOB");
+    snprintf(trace_job, sizeof trace_job, "%s", job && *job ? job : "default");
     tel.out = fopen(path, "ae"); /* append; close on exec */
     if (!tel.out)
       C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,

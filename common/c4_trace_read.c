@@ -267,7 +267,13 @@ static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {
 
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen) {
+  return c4_trace_parse_line_job(line, len, out, NULL, 0, err, errlen);
+}
+
+int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out, char *job,
+                            size_t joblen, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  if (job && joblen) job[0] = 0;
   json_error_t je;
   json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
   if (!j || !json_is_object(j)) {
@@ -280,6 +286,11 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
   const char *type = json_string_value(json_object_get(j, "type"));
   if (!p.bad && v != 1) fail(&p, "v", "is a version this reader does not know");
   if (!p.bad && !type) fail(&p, "type", "is missing or not a string");
+  json_t *named = json_object_get(j, "job");
+  if (!p.bad && named && !json_is_string(named) && !json_is_null(named))
+    fail(&p, "job", "is not a string");
+  if (!p.bad && json_is_string(named) && job && joblen)
+    snprintf(job, joblen, "%s", json_string_value(named));
   int rc = 0;
   if (!p.bad && !strcmp(type, "xfer")) {
     out->kind = C4_REC_XFER;
@@ -464,7 +475,7 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
       n--;
     if (n == 0) continue;
     char why[200];
-    int rc = c4_trace_parse_line(line, n, out, why, sizeof why);
+    int rc = c4_trace_parse_line_job(line, n, out, r->job, sizeof r->job, why, sizeof why);
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;

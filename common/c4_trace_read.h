@@ -16,6 +16,11 @@
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen);
 
+/* The same, and the line's optional "job" (a string: the C4_JOB of the process that wrote it)
+ * into job (joblen bytes, cut to fit; empty when the line has none). */
+int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out, char *job,
+                            size_t joblen, char *err, size_t errlen);
+
 /* Sets r's optional fields (docs/trace-format.md) to what the reader assumes when a line leaves
  * them out: r becomes the record its line with the required fields only reads back as. */
 void c4_trace_minimal(struct c4_record *r);
@@ -31,6 +36,7 @@ struct c4_trace_reader {
   const uint8_t *map; /* a binary trace in a regular file, mapped whole (no copy), or NULL */
   size_t map_len;
   size_t ahead; /* the mapping is prefetched up to here */
+  char job[64]; /* JSON lines: the job the last record's line named ("job"), empty if none */
 };
 
 /* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary

@@ -27,7 +27,9 @@ struct replay {
   const char *prog, *path;
   struct c4_trace_reader rd;
   struct mon_sink *sink;
-  const struct c4_det_job *job;
+  const struct c4_det_job *job;   /* "replay": records whose lines name no job */
+  const struct c4_det_job *named; /* the job the last line named, and its name */
+  char named_as[sizeof((struct c4_trace_reader *)0)->job];
   double speed;
   uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
 };
@@ -46,9 +48,21 @@ static int open_trace(struct replay *r) {
   return rc;
 }
 
-/* Reads up to max good records into batch, saying which are bad. Returns how many; *rc is 0 at
- * the end of the trace. */
-static int read_batch(struct replay *r, struct c4_record *batch, int max, int *rc) {
+/* The job of the record just read: the one its line names (C4_JOB, written by c4's trace writer
+ * and by `c4mon record`), else "replay" (a binary trace, a line without one). */
+static const struct c4_det_job *job_of_line(struct replay *r) {
+  if (!r->rd.job[0]) return r->job;
+  if (!r->named || strcmp(r->named_as, r->rd.job)) {
+    snprintf(r->named_as, sizeof r->named_as, "%s", r->rd.job);
+    r->named = c4_det_job(r->named_as);
+  }
+  return r->named ? r->named : r->job;
+}
+
+/* Reads up to max good records into batch and their jobs into jobs, saying which are bad.
+ * Returns how many; *rc is 0 at the end of the trace. */
+static int read_batch(struct replay *r, struct c4_record *batch, const struct c4_det_job **jobs,
+                      int max, int *rc) {
   char err[300];
   unsigned long first = r->rd.lineno;
   int got = max > 1 ? c4_trace_next_many(&r->rd, batch, max) : 0, n = 0;
@@ -60,7 +74,7 @@ static int read_batch(struct replay *r, struct c4_record *batch, int max, int *r
       r->rd.bad++;
     } else {
       if (n != i) batch[n] = batch[i];
-      n++;
+      jobs[n++] = r->job;
     }
   }
   *rc = 1;
@@ -73,13 +87,14 @@ static int read_batch(struct replay *r, struct c4_record *batch, int max, int *r
               r->rd.lineno, why);
       r->rd.bad++;
     } else
-      n++;
+      jobs[n++] = job_of_line(r);
   }
   return n;
 }
 
 /* Hands n records to detection and the sink, at the trace's pace when r->speed is set. */
-static void take_batch(struct replay *r, struct c4_record *batch, int n) {
+static void take_batch(struct replay *r, struct c4_record *batch,
+                       const struct c4_det_job *const *jobs, int n) {
   for (int stage = 0; stage < 2; stage++)
     for (int i = 0; i < n; i++)
       c4_det_prefetch(&batch[i], stage);
@@ -87,7 +102,7 @@ static void take_batch(struct replay *r, struct c4_record *batch, int n) {
     for (int i = 0; i < n; i++) {
       uint64_t t = c4_mon_record_time(&batch[i]);
       if (t > r->last) r->last = t;
-      c4_mon_take_record(r->sink, r->job, 0, &batch[i]);
+      c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     }
     return;
   }
@@ -98,7 +113,7 @@ static void take_batch(struct replay *r, struct c4_record *batch, int n) {
       if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
     }
     if (t > r->last) r->last = t;
-    c4_mon_take_record(r->sink, r->job, 0, &batch[i]);
+    c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     if (r->speed > 0) c4_mon_outputs_tick(0);
   }
 }
@@ -138,10 +153,11 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
    * first, so the cache misses of a batch overlap instead of queueing one behind another. */
   enum { BATCH = 32 };
   static struct c4_record batch[BATCH];
+  const struct c4_det_job *jobs[BATCH];
   rc = 1;
   while (!*stop && rc != 0) {
-    int n = read_batch(&r, batch, speed > 0 ? 1 : BATCH, &rc);
-    take_batch(&r, batch, n);
+    int n = read_batch(&r, batch, jobs, speed > 0 ? 1 : BATCH, &rc);
+    take_batch(&r, batch, jobs, n);
   }
   /* judge the trace's last second too, and a hang it ends inside up to its threshold */
   uint64_t end = r.last + 1000000000ull, due = c4_det_hang_due();

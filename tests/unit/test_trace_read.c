@@ -228,6 +228,34 @@ START_TEST(a_line_missing_a_required_field_is_refused_naming_it) {
 }
 END_TEST
 
+/* A line's optional "job" is read for replay (the writer's C4_JOB); null is absent, and any other
+ * type refuses the line naming the field. */
+START_TEST(a_lines_job_is_read_and_a_wrong_one_refused) {
+  struct c4_record r;
+  char job[16], err[200];
+  const char *base = "{\"v\":1,\"type\":\"coll\",\"comm\":\"00000000000000c4\",\"rank\":1,"
+                     "\"nranks\":2,\"seq\":3,\"func\":\"AllReduce\",\"bytes\":8,"
+                     "\"t_arrive\":10,\"t_done\":20";
+  char line[512];
+  snprintf(line, sizeof line, "%s,\"job\":\"llama-run-17\"}", base);
+  ck_assert_int_eq(
+      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_str_eq(job, "llama-run-17");
+  snprintf(line, sizeof line, "%s,\"job\":null}", base);
+  ck_assert_int_eq(
+      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_str_eq(job, "");
+  snprintf(line, sizeof line, "%s}", base);
+  ck_assert_int_eq(
+      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_str_eq(job, "");
+  snprintf(line, sizeof line, "%s,\"job\":7}", base);
+  ck_assert_int_eq(
+      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), C4_EPROTO);
+  ck_assert_str_eq(err, "field \"job\" is not a string");
+}
+END_TEST
+
 START_TEST(lines_without_records_are_skipped_not_refused) {
   struct c4_record r;
   char err[200];
@@ -413,6 +441,7 @@ int main(void) {
   tcase_add_test(tc, bad_lines_are_refused_naming_what_is_wrong);
   tcase_add_test(tc, minimal_lines_read_with_the_documented_defaults);
   tcase_add_test(tc, a_line_missing_a_required_field_is_refused_naming_it);
+  tcase_add_test(tc, a_lines_job_is_read_and_a_wrong_one_refused);
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
   tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
   tcase_add_test(tc, the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one);
