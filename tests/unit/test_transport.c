@@ -101,9 +101,10 @@ END_TEST
  * under half, and from then on, over at least a second and 16 messages, it carries a sliver of the
  * bytes and the comm's messages are not held up by it: each is sent in turn with one over a
  * healthy single-socket comm beside it, and in the median pair the healthy one takes at least a
- * quarter of the comm's time (a message that waited for a chunk at 40 Mbit/s would take 20 times
- * the healthy one's or more). Pairs share the machine's load, so another process slowing both
- * cannot fail it.
+ * tenth of the comm's time (a message that waited for an even share, 1 MiB at 40 Mbit/s, would
+ * take 50 times the healthy one's or more). Pairs share the machine's load, so another process
+ * slowing both cannot fail it; the comm's four sockets' threads against the one's can: a run at
+ * load 12 (other tests beside it) read 0.12, where it had the threshold at a quarter.
  * How soon the weight follows is not asserted: on loopback the healthy sockets' kernel busy time
  * grows by little per message, and a path weighs less than 1 only once the fastest has
  * C4_PATHS_WARM samples of 20 ms busy each. With three busy loops on the 2 cores, 1 run in 8 had
@@ -200,7 +201,7 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
       "no result %llu)",
       share, (unsigned long long)tx->paths.fair_runs, (unsigned long long)tx->paths.fair_back,
       (unsigned long long)tx->paths.fair_slow, (unsigned long long)tx->paths.fair_dropped);
-  ck_assert_msg(ratio[n / 2] > 0.25,
+  ck_assert_msg(ratio[n / 2] > 0.1,
                 "in the median of %d pairs the healthy socket took %.2f of the comm's time", n,
                 ratio[n / 2]);
   free(a);
@@ -471,6 +472,7 @@ START_TEST(a_receive_outstanding_past_c4_stuck_ms_is_reported_while_it_waits) {
   char line[2048];
   int pending = 0, recv_ok = 0;
   while (fgets(line, sizeof line, f)) {
+    ck_assert_msg(strstr(line, "\"job\":\"default\""), "no job (C4_JOB unset): %s", line);
     if (strstr(line, "\"status\":\"pending\"")) {
       pending++;
       ck_assert_ptr_nonnull(strstr(line, "\"dir\":\"recv\""));
