@@ -17,15 +17,19 @@
 #define V9(api) ((const ncclNet_v9_t *)(api)->table)
 #define V8(api) ((const ncclNet_v8_t *)(api)->table)
 
+/* NCCL's logger as a program that loads the plugin itself (c4train, c4perf) gives it: the
+ * plugin's messages at C4_DEBUG's level, as they are ("c4: ..."), without NCCL's source places,
+ * which a user's message does not carry (docs/cli.md). */
 static void quiet_logger(int level, unsigned long flags, const char *file, int line,
                          const char *fmt, ...) {
   (void)flags;
+  (void)file;
+  (void)line;
   const char *dbg = getenv("C4_DEBUG"); /* stands in for NCCL_DEBUG: WARN unless told otherwise */
   int max = dbg && !strcasecmp(dbg, "NONE") ? 0 : dbg && !strcasecmp(dbg, "INFO") ? 3 : 2;
   if (level > max) return;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "plugin %s:%d ", file, line);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
