@@ -165,11 +165,23 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
     return C4_EINVAL;
   }
   if (same_model && mb == o->micro_batch && mbs == o->microbatches) return 0;
+  if (!same_model) { /* name the shape it was written by beside this run's */
+    json_t *mine = config_json(&m->cfg);
+    char *was = json_dumps(json_object_get(meta, "model"), JSON_COMPACT | JSON_SORT_KEYS);
+    char *now = json_dumps(mine, JSON_COMPACT | JSON_SORT_KEYS);
+    snprintf(err, errlen,
+             "%s is for another model: it was written by %s, this run is %s: give the same "
+             "--layers/--width/--heads/--context, or another --ckpt-dir",
+             path, was ? was : "?", now ? now : "?");
+    free(was);
+    free(now);
+    json_decref(mine);
+    return C4_EINVAL;
+  }
   snprintf(err, errlen,
-           "%s is for another model or global batch (its micro-batch %ld x %ld): give the same "
-           "--layers/--width/--heads/--context/--micro-batch/--microbatches, or another "
-           "--ckpt-dir",
-           path, mb, mbs);
+           "%s is for another global batch: it was written with --micro-batch %ld "
+           "--microbatches %ld, this run has %d and %d: give the same, or another --ckpt-dir",
+           path, mb, mbs, o->micro_batch, o->microbatches);
   return C4_EINVAL;
 }
 

@@ -543,10 +543,15 @@ static void run_report_text(struct run *s, const struct train_end_report *er) {
          er->model_gflops, 100 * er->gemm_share, er->gemm_gflops, er->planned_speedup);
   print_split(stdout, s->nsplit, s->mb);
   printf("\n");
-  if (er->slow_phases)
-    printf("tokens/s, median of the steps: %.0f before the slow steps, %.0f in steps %d-%d, "
-           "%.0f after\n",
-           er->slow_phases[0], er->slow_phases[1], o->slow_from, o->slow_to, er->slow_phases[2]);
+  if (er->slow_phases && o->slow_from <= o->steps) { /* a window at an end has no side there */
+    printf("tokens/s, median of the steps:");
+    if (o->slow_from > 1) printf(" %.0f before the slow steps,", er->slow_phases[0]);
+    if (o->slow_to < o->steps)
+      printf(" %.0f in steps %d-%d, %.0f after\n", er->slow_phases[1], o->slow_from, o->slow_to,
+             er->slow_phases[2]);
+    else
+      printf(" %.0f in steps %d-%d\n", er->slow_phases[1], o->slow_from, o->steps);
+  }
   fflush(stdout);
 }
 
@@ -632,11 +637,16 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   status = run_alloc(s);
   if (!status) status = run_resume(s);
-  if (!status) status = run_begin(s);
+  int done_already = !status && s->step >= o->steps; /* resumed at or past the last step */
+  if (done_already && s->rank == 0)
+    printf("c4train: the checkpoint in %s is at step %d, at or past --steps %d: nothing to "
+           "train (give a larger --steps to go on)\n",
+           o->ckpt_dir, s->step, o->steps);
+  if (!status && !done_already) status = run_begin(s);
   s->first = s->step;
   while (!status && s->step < o->steps)
     status = run_step(s);
-  if (!status) status = run_end(s);
+  if (!status && !done_already) status = run_end(s);
   if (!status) status = s->ckpt_failed ? 1 : 0;
   run_close(s);
   free(s);

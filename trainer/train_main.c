@@ -335,6 +335,29 @@ static int parse_args(int argc, char **argv, struct cli *a) {
   return C4_NONE;
 }
 
+/* With --local-ranks N, what the ranks would each find wrong at their start and report as a lost
+ * peer once they had all failed: said once, as a usage error, before any is forked. */
+static int check_local_ranks(const struct cli *a) {
+  const struct train_opts *o = &a->o;
+  int n = a->lo.ranks;
+  if (o->slow_rank >= n)
+    return c4_cli_usage("c4train", "--slow names rank %d, but --local-ranks %d has ranks 0 to %d",
+                        o->slow_rank, n, n - 1);
+  if (a->layout_auto_on || o->pp <= 1) return C4_NONE; /* layout auto picks a --pp that fits */
+  if (n % o->pp)
+    return c4_cli_usage("c4train", "--pp %d needs a multiple of %d ranks, not --local-ranks %d",
+                        o->pp, o->pp, n);
+  if (o->cfg.layers < o->pp)
+    return c4_cli_usage("c4train", "--pp %d needs a layer a stage, not --layers %d", o->pp,
+                        o->cfg.layers);
+  if (o->max_context < 1 && o->microbatches < n / o->pp)
+    return c4_cli_usage("c4train",
+                        "--pp %d on %d ranks needs a micro-batch per pipeline at least "
+                        "(--microbatches %d, %d pipelines)",
+                        o->pp, n, o->microbatches, n / o->pp);
+  return C4_NONE;
+}
+
 /* The options that do not go together. Returns -1 when they do, else the exit status. */
 static int check_args(const struct cli *a) {
   const struct train_opts *o = &a->o;
@@ -346,7 +369,7 @@ static int check_args(const struct cli *a) {
   if ((a->stats || a->synth) && o->max_context < 1)
     return c4_cli_usage("c4train", "%s needs --max-context",
                         a->stats ? "--data-stats" : "--synth-corpus");
-  return C4_NONE;
+  return a->lo.ranks > 0 ? check_local_ranks(a) : C4_NONE;
 }
 
 /* --layout auto: the probes, each a job of its own, and the fastest layout written into a->o. */
