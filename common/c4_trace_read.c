@@ -111,8 +111,8 @@ static uint64_t conn_of_ends(const struct c4_identity *from, const struct c4_ide
 static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
   x->version = C4_RECORD_VERSION;
   x->nccl_comm = opt_id(p, "comm", 0);
-  x->self.rank = (int32_t)opt_int(p, "rank", INT32_MIN, INT32_MAX, -1);
-  x->peer.rank = (int32_t)get_int(p, "peer", INT32_MIN, INT32_MAX);
+  x->self.rank = (int32_t)opt_int(p, "rank", -1, INT32_MAX, -1);
+  x->peer.rank = (int32_t)get_int(p, "peer", -1, INT32_MAX); /* -1: not known */
   get_str(p, "host", x->self.host, C4_HOST_MAX);
   get_str(p, "peer_host", x->peer.host, C4_HOST_MAX);
   x->self.pid = (uint32_t)opt_int(p, "pid", 0, UINT32_MAX, x->self.rank >= 0 ? x->self.rank : 0);
@@ -125,7 +125,7 @@ static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
   x->t_posted = get_time(p, "t_post");
   x->t_first_byte = json_object_get(p->j, "t_first") ? get_time(p, "t_first") : 0;
   x->t_done = get_time(p, "t_done");
-  char dir[8] = "", status[8] = "";
+  char dir[C4_NAME_MAX] = "", status[8] = ""; /* room for a wrong word, so it is named as such */
   get_str(p, "dir", dir, sizeof dir);
   snprintf(status, sizeof status, "%s", x->t_done ? "ok" : "pending");
   opt_str(p, "status", status, sizeof status);
@@ -146,7 +146,8 @@ static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
 static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->comm = get_id(p, "comm", 1);
   c->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
-  c->nranks = (int32_t)get_int(p, "nranks", INT32_MIN, INT32_MAX);
+  c->nranks = (int32_t)get_int(p, "nranks", 1, INT32_MAX);
+  if (!p->bad && (c->rank < 0 || c->rank >= c->nranks)) fail(p, "rank", "is not in [0, nranks)");
   c->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
   get_str(p, "func", c->func, C4_NAME_MAX);
   json_t *p2p = json_object_get(p->j, "p2p");
@@ -183,7 +184,7 @@ static void parse_link(struct parse *p, struct c4_link_record *l) {
   l->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
   l->peer = (int32_t)get_int(p, "peer", INT32_MIN, INT32_MAX);
   l->t = get_time(p, "t");
-  char dir[8] = "";
+  char dir[C4_NAME_MAX] = "";
   get_str(p, "dir", dir, sizeof dir);
   if (!p->bad && strcmp(dir, "send") && strcmp(dir, "recv")) fail(p, "dir", "is not send or recv");
   l->dir = strcmp(dir, "recv") ? C4_DIR_SEND : C4_DIR_RECV;

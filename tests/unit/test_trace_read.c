@@ -123,6 +123,20 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
   expect_bad("{\"v\":1,\"type\":\"path\",\"conn\":\"0000000000000001\",\"host\":\"a\","
              "\"peer_host\":\"b\",\"sock\":0,\"nsocks\":2,\"bytes\":1,\"t\":1}",
              "\"busy_ns\" is missing");
+  /* values a new user's tracer got wrong, each named (they were taken, or named vaguely) */
+  const char *coll = "{\"v\":1,\"type\":\"coll\",\"comm\":\"7d3f00a2c4e1b950\",\"seq\":1,"
+                     "\"func\":\"AllReduce\",\"bytes\":8,\"t_arrive\":1,\"t_done\":2,";
+  char line[400];
+  snprintf(line, sizeof line, "%s\"rank\":0,\"nranks\":0}", coll);
+  expect_bad(line, "\"nranks\" is out of range");
+  snprintf(line, sizeof line, "%s\"rank\":9,\"nranks\":4}", coll);
+  expect_bad(line, "\"rank\" is not in [0, nranks)");
+  const char *xfer = "{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"host\":\"n3\",\"peer_host\":"
+                     "\"n4\",\"bytes\":8,\"t_post\":1,\"t_done\":2,";
+  snprintf(line, sizeof line, "%s\"peer\":-7,\"dir\":\"send\"}", xfer);
+  expect_bad(line, "\"peer\" is out of range");
+  snprintf(line, sizeof line, "%s\"peer\":4,\"dir\":\"sideways\"}", xfer);
+  expect_bad(line, "\"dir\" is not send or recv");
 }
 END_TEST
 
