@@ -335,6 +335,20 @@ static int score(const struct evq *q) {
   return rc;
 }
 
+/* The first name in the comma-separated list that no event has, or NULL: a misspelt kind would
+ * match nothing and say nothing. */
+static const char *unknown_kind(const char *list) {
+  static const char *known[] = {"straggler", "comm_slow", "comm_hang", "noncomm_hang", "rank_lost",
+                                "recovered", "job_end",   "plan",      "dropped"};
+  for (const char *k = list; *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+    size_t n = strcspn(k, ","), i = 0;
+    while (i < sizeof known / sizeof *known && (strlen(known[i]) != n || strncmp(known[i], k, n)))
+      i++;
+    if (i == sizeof known / sizeof *known) return k;
+  }
+  return NULL;
+}
+
 /* Parses the options into q; returns -1 to go on, else the exit status to return now. */
 static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q,
                  const char **since, const char **until, int *now) {
@@ -390,6 +404,12 @@ static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q
                                  "time (--active --count counts the active verdicts)");
   if (q->score && (q->kinds || q->where || q->rank >= 0 || q->host || q->job || *since || *until))
     return c4_cli_usage(q->prog, "--score reads every event: give it no filter");
+  const char *bad = q->kinds ? unknown_kind(q->kinds) : NULL;
+  if (bad)
+    return c4_cli_usage(q->prog,
+                        "--kind: '%.*s' is not an event kind (straggler, comm_slow, comm_hang, "
+                        "noncomm_hang, rank_lost, recovered, job_end, plan, dropped)",
+                        (int)strcspn(bad, ","), bad);
   return C4_NONE;
 }
 

@@ -29,6 +29,10 @@ JSONL
 same "all" "$("$C4MON" events "$E" --count)" 4
 same "--kind" "$("$C4MON" events "$E" --kind straggler --count)" 2
 same "--kind list" "$("$C4MON" events "$E" --kind straggler,comm_slow --count)" 3
+# a misspelt kind is a usage error naming it, not an empty answer
+out=$("$C4MON" events "$E" --kind straggler,stragler --count 2>&1)
+same "--kind misspelt: exit" "$?" 2
+case $out in *"'stragler' is not an event kind"*) ;; *) fail "--kind misspelt: said '$out'" ;; esac
 same "--where" "$("$C4MON" events "$E" --where link --count)" 1
 same "--rank" "$("$C4MON" events "$E" --rank 3 --count)" 1
 same "--host in a link" "$("$C4MON" events "$E" --host n2 --count)" 1
