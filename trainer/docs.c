@@ -138,10 +138,10 @@ static unsigned char *read_file(const char *path, size_t *len, char *err, size_t
     buf = bigger;
     cap *= 2;
   }
-  int bad = ferror(f);
+  int bad = ferror(f) ? errno : 0; /* a directory: EISDIR */
   fclose(f);
   if (!buf || bad) {
-    snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
+    snprintf(err, errlen, "%s: %s", path, buf ? strerror(bad) : "out of memory");
     free(buf);
     return NULL;
   }

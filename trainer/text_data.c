@@ -31,10 +31,10 @@ int text_data_load(struct text_data *d, const char *path, int context, char *err
     buf = bigger;
     cap *= 2;
   }
-  int read_error = ferror(f);
+  int read_error = ferror(f) ? errno : 0; /* a directory: EISDIR */
   fclose(f);
   if (!buf || read_error) {
-    snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
+    snprintf(err, errlen, "%s: %s", path, buf ? strerror(read_error) : "out of memory");
     free(buf);
     return C4_ESYS;
   }
