@@ -41,9 +41,9 @@ static int replay(const char *prog, const char *path, const char *out_path, doub
   if (!rc && as_json)
     print_summary(&sink, bad, secs);
   else if (!rc)
-    fprintf(stderr, "%s: %llu records, %lu bad lines, %llu events, %.3f s\n", prog,
-            (unsigned long long)sink.records, bad, (unsigned long long)c4_mon_outputs_events(),
-            secs);
+    fprintf(stderr, "%s: %llu records and %llu heartbeats, %lu bad lines, %llu events, %.3f s\n",
+            prog, (unsigned long long)sink.records, (unsigned long long)sink.heartbeats, bad,
+            (unsigned long long)c4_mon_outputs_events(), secs);
   c4_mon_outputs_stop(5000);
   if (trace_out && fclose(trace_out) != 0 && !rc)
     rc = c4_cli_fail(prog, "%s: %s", out_path, strerror(errno));
