@@ -171,7 +171,7 @@ allreduce_once() { # MODE BOUND_MBIT: the ring's bus bandwidth in Mbit/s
   [ $rc -eq 0 ] || die "allreduce ($1): $(tail -3 "$WORK/ar0.out")"
   # bus bandwidth from the time per allreduce (c4perf prints GB/s to three decimals, 8 Mbit/s
   # steps): bytes * 2 (n - 1) / n over the time, n = 4
-  awk '!/^#/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
+  awk '$1 ~ /^[0-9.]+$/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
 }
 
 bidir_once() { # MODE BOUND_MBIT: the mean rate of the four streams in Mbit/s
@@ -192,7 +192,7 @@ bidir_once() { # MODE BOUND_MBIT: the mean rate of the four streams in Mbit/s
   # the four streams' bytes over the longest one's time: a stream that ended early does not
   # count the others' faster finish alone
   cat "$WORK"/bw01.out "$WORK"/bw10.out "$WORK"/bw23.out "$WORK"/bw32.out |
-    awk '!/^#/ && NF == 4 {b += $1 * $2; d = $2 * $3; if (d > m) m = d; n++}
+    awk '$1 ~ /^[0-9.]+$/ && NF == 4 {b += $1 * $2; d = $2 * $3; if (d > m) m = d; n++}
          END {if (n == 4 && m > 0) printf "%.1f\n", b / 4 / m * 8}'
 }
 

@@ -65,7 +65,7 @@ once() { # ENV (comma-separated): one ring allreduce, its bus bandwidth in Mbit/
   for r in "${pids[@]}"; do wait "$r" || rc=1; done
   [ $rc -eq 0 ] || { echo "fabric-sweep: a run failed: $(tail -n 3 "$WORK"/ar?.out)" >&2; return 1; }
   [ -n "${C4_SWEEP_LOG:-}" ] && cat "$WORK"/ar?.out >>"$C4_SWEEP_LOG"
-  awk '!/^#/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
+  awk '$1 ~ /^[0-9.]+$/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
 }
 
 echo "fabric-sweep: 4 hosts, 2 leaves, 2 spines at ${RATE_MBIT} Mbit/s, ${MSG}B ring allreduce, $n iterations a run; load $(cut -d' ' -f1-3 /proc/loadavg)"
