@@ -125,6 +125,8 @@ static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
   x->t_posted = get_time(p, "t_post");
   x->t_first_byte = json_object_get(p->j, "t_first") ? get_time(p, "t_first") : 0;
   x->t_done = get_time(p, "t_done");
+  if (!p->bad && x->t_done && x->t_done < x->t_posted) /* one process's clock: cannot be */
+    fail(p, "t_done", "is before t_post");
   char dir[C4_NAME_MAX] = "", status[8] = ""; /* room for a wrong word, so it is named as such */
   get_str(p, "dir", dir, sizeof dir);
   snprintf(status, sizeof status, "%s", x->t_done ? "ok" : "pending");

@@ -137,6 +137,9 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
   expect_bad(line, "\"peer\" is out of range");
   snprintf(line, sizeof line, "%s\"peer\":4,\"dir\":\"sideways\"}", xfer);
   expect_bad(line, "\"dir\" is not send or recv");
+  expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"host\":\"n3\",\"peer_host\":\"n4\","
+             "\"bytes\":8,\"t_post\":5,\"t_done\":2,\"peer\":4,\"dir\":\"recv\"}",
+             "\"t_done\" is before t_post");
 }
 END_TEST
 
