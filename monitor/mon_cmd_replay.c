@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "c4_cli.h"
 #include "c4_clock.h"
@@ -25,6 +26,13 @@ static void print_summary(const struct mon_sink *sink, unsigned long bad, double
 static int replay(const char *prog, const char *path, const char *out_path, double speed,
                   int as_json, struct mon_detect_opts *d) {
   if (!d->out.events && !as_json) d->out.events = "-";
+  struct stat st; /* events are appended: a second replay into one file numbers its own from 1 */
+  if (strcmp(d->out.events ? d->out.events : "-", "-") && stat(d->out.events, &st) == 0 &&
+      S_ISREG(st.st_mode) && st.st_size > 0)
+    fprintf(stderr,
+            "%s: --events %s holds events already: this replay's go after them, numbered from 1 "
+            "again (remove it first for a file of this replay alone)\n",
+            prog, d->out.events);
   FILE *trace_out = NULL;
   if (out_path && !(trace_out = fopen(out_path, "w")))
     return c4_cli_fail(prog, "%s: %s", out_path, strerror(errno));

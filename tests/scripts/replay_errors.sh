@@ -2,7 +2,8 @@
 # replay_errors.sh -- `c4mon replay` on input it cannot use: a file with no valid record, an empty
 # file, a directory, a binary trace cut short, one of an unknown version, one with a record out
 # of range, and a missing file. Each must exit 1 with the file, the place where there is one,
-# and the reason on stderr; an intact trace still exits 0.
+# and the reason on stderr; an intact trace still exits 0, and a second replay into one --events
+# file says that it appends.
 # Usage: replay_errors.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
@@ -40,4 +41,13 @@ expect "$W/trunc.bin" "trunc.bin: byte [0-9]*: truncated record" "the rest was n
 expect "$W/version.bin" "version.bin: byte 7: a binary trace of stream protocol version 9"
 expect "$W/range.jsonl" "range.jsonl: line 1:" "no valid record"
 expect "$W/missing.jsonl" "missing.jsonl: No such file"
+# a second replay into one --events file appends: it says so (its ids start at 1 again)
+"$BIN/c4scen" gen --hosts 2 --gpus 2 --seconds 12 --fault straggler:rank=1:factor=3:t=6 \
+  --truth "$W/t2.json" --out "$W/slow.jsonl" 2>/dev/null || fail "c4scen could not write a trace"
+"$BIN/c4mon" replay "$W/slow.jsonl" --events "$W/ev.jsonl" 2>"$W/first.err" || fail "first replay"
+[ -s "$W/ev.jsonl" ] || fail "the straggler trace raised nothing"
+grep -q "holds events already" "$W/first.err" && fail "a new file was said to hold events"
+"$BIN/c4mon" replay "$W/slow.jsonl" --events "$W/ev.jsonl" 2>"$W/second.err" || fail "second replay"
+grep -q "ev.jsonl holds events already" "$W/second.err" ||
+  fail "a second replay into one file said nothing: $(cat "$W/second.err")"
 echo "replay_errors: ok"
