@@ -336,6 +336,22 @@ START_TEST(without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold)
 }
 END_TEST
 
+/* Where heartbeats come they say who is inside a collective: a transfer left pending while the
+ * ranks compute (or as the job ends) is no hang. A healthy c4perf job raised one after its
+ * goodbye when pending transfers counted whatever the heartbeats said. */
+START_TEST(with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  pending(2, 3, C4_DIR_RECV, t + 100 * MS);
+  for (uint64_t k = 1; k <= 60; k++) /* 6 s, every rank outside: entered 50, done 50 */
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, 50, 50);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  ck_assert_int_eq(count("noncomm_hang"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
   setup(NULL);
   for (uint64_t k = 1; k <= 5; k++)
@@ -805,6 +821,7 @@ int main(void) {
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
   tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
+  tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
