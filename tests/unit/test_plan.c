@@ -130,14 +130,25 @@ static void teardown(void) {
 }
 
 /* A port nobody uses now: bound by the kernel, then released. */
+/* A port free now, below the ephemeral range (32768 up): a port the kernel handed out as
+ * ephemeral could be handed out again to this test's own control connections before the plan's
+ * data socket binds it (a fresh-clone CI's run read another port where the plan named one). */
 static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
+  static int next;
+  if (!next) next = 20000 + (int)(getpid() % 300) * 40;
+  for (int tries = 0; tries < 2000; tries++) {
+    int port = next++;
+    if (next >= 32000) next = 20000;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)port)};
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  ck_abort_msg("no free port in 20000-31999");
+  return 0;
 }
 
 /* Writes text as the plan the way c4plan does: a temporary file renamed over the plan. */
