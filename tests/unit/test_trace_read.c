@@ -245,30 +245,30 @@ START_TEST(a_line_missing_a_required_field_is_refused_naming_it) {
 }
 END_TEST
 
+/* Parses a coll line with tail appended (its job field, or none) and returns what parsing said,
+ * the job read into job. */
+static int parse_with_job(const char *tail, char *job, size_t joblen, char *err, size_t errlen) {
+  struct c4_record r;
+  char line[512];
+  snprintf(line, sizeof line,
+           "{\"v\":1,\"type\":\"coll\",\"comm\":\"00000000000000c4\",\"rank\":1,\"nranks\":2,"
+           "\"seq\":3,\"func\":\"AllReduce\",\"bytes\":8,\"t_arrive\":10,\"t_done\":20%s}",
+           tail);
+  return c4_trace_parse_line_job(line, strlen(line), &r, job, joblen, err, errlen);
+}
+
 /* A line's optional "job" is read for replay (the writer's C4_JOB); null is absent, and any other
  * type refuses the line naming the field. */
 START_TEST(a_lines_job_is_read_and_a_wrong_one_refused) {
-  struct c4_record r;
   char job[16], err[200];
-  const char *base = "{\"v\":1,\"type\":\"coll\",\"comm\":\"00000000000000c4\",\"rank\":1,"
-                     "\"nranks\":2,\"seq\":3,\"func\":\"AllReduce\",\"bytes\":8,"
-                     "\"t_arrive\":10,\"t_done\":20";
-  char line[512];
-  snprintf(line, sizeof line, "%s,\"job\":\"llama-run-17\"}", base);
-  ck_assert_int_eq(
-      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_int_eq(parse_with_job(",\"job\":\"llama-run-17\"", job, sizeof job, err, sizeof err),
+                   1);
   ck_assert_str_eq(job, "llama-run-17");
-  snprintf(line, sizeof line, "%s,\"job\":null}", base);
-  ck_assert_int_eq(
-      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_int_eq(parse_with_job(",\"job\":null", job, sizeof job, err, sizeof err), 1);
   ck_assert_str_eq(job, "");
-  snprintf(line, sizeof line, "%s}", base);
-  ck_assert_int_eq(
-      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), 1);
+  ck_assert_int_eq(parse_with_job("", job, sizeof job, err, sizeof err), 1);
   ck_assert_str_eq(job, "");
-  snprintf(line, sizeof line, "%s,\"job\":7}", base);
-  ck_assert_int_eq(
-      c4_trace_parse_line_job(line, strlen(line), &r, job, sizeof job, err, sizeof err), C4_EPROTO);
+  ck_assert_int_eq(parse_with_job(",\"job\":7", job, sizeof job, err, sizeof err), C4_EPROTO);
   ck_assert_str_eq(err, "field \"job\" is not a string");
 }
 END_TEST
