@@ -28,8 +28,7 @@ struct replay {
   struct c4_trace_reader rd;
   struct mon_sink *sink;
   const struct c4_det_job *job;   /* "replay": records whose lines name no job */
-  const struct c4_det_job *named; /* the job the last line named, and its name */
-  char named_as[sizeof((struct c4_trace_reader *)0)->job];
+  const struct c4_det_job *named; /* the job the last line named */
   double speed;
   uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
 };
@@ -52,10 +51,7 @@ static int open_trace(struct replay *r) {
  * and by `c4mon record`), else "replay" (a binary trace, a line without one). */
 static const struct c4_det_job *job_of_line(struct replay *r) {
   if (!r->rd.job[0]) return r->job;
-  if (!r->named || strcmp(r->named_as, r->rd.job)) {
-    snprintf(r->named_as, sizeof r->named_as, "%s", r->rd.job);
-    r->named = c4_det_job(r->named_as);
-  }
+  if (!r->named || strcmp(r->named->name, r->rd.job)) r->named = c4_det_job(r->rd.job);
   return r->named ? r->named : r->job;
 }
 
