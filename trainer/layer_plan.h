@@ -31,7 +31,10 @@
 /* What one rank did in a step. */
 struct layer_plan_report {
   int layers, microbatches;
-  double busy_s;         /* its forward and backward passes, no waiting (a drill's sleep in) */
+  double busy_s;         /* its forward and backward passes' CPU time, no waiting (a drill's
+                            sleep counted in as the CPU time a slower device would take) */
+  double wall_s;         /* the same passes' wall time, the drill's sleep in: what the wait
+                            counts (on a shared core, CPU time runs slower than the clock) */
   double work_s;         /* the same without the drill: what it computed */
   double layers_s;       /* of which in its layers, as gpt.h times them; the rest are its ends
                             (embedding, head, the copies to and from its neighbours) */
@@ -52,7 +55,7 @@ struct layer_plan {
   int *count, *next;
   double *monitor; /* c4mon's last factor per rank, and the steps since it appeared */
   int *monitor_age;
-  double *slow_for_s; /* per rank: seconds its slowdown has stood at the straggler threshold */
+  double *slow_for_s; /* per rank: seconds (wall) its slowdown has stood at the threshold */
   double persist_s;   /* how long a rank not planned slow must read slow before the plan acts on
                          it, unless c4mon names it (resplit.h's wait; 0 after init: none) */
 };

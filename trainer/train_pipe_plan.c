@@ -12,6 +12,7 @@ int train_pipe_replan(struct train_pipe *tp, struct dp *d, struct gpt *model, do
   struct layer_plan_report mine = {.layers = tp->l1 - tp->l0,
                                    .microbatches = tp->m,
                                    .busy_s = tp->busy_s,
+                                   .wall_s = tp->wall_s,
                                    .layers_s = tp->layers_s,
                                    .work_s = tp->work_s,
                                    .monitor_factor = monitor},
