@@ -17,11 +17,13 @@ static int timed_out(const struct pipe *p, uint64_t since) {
   return c4_now_ns() - since > (uint64_t)p->timeout_ms * 1000000ull;
 }
 
-int pipe_init(struct pipe *p, struct dp *d, int prev, int next, char *err, size_t errlen) {
+int pipe_init(struct pipe *p, struct dp *d, int prev, int next, int in_flight, char *err,
+              size_t errlen) {
   memset(p, 0, sizeof *p);
   p->api = &d->api;
   p->prev = prev;
   p->next = next;
+  p->eager_pieces = PIPE_EAGER_REQUESTS / (in_flight > 1 ? in_flight : 1);
   p->timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
   char mine[2 * HANDLE] = {0}, all[(size_t)d->world * 2 * HANDLE];
   void *listen[2] = {NULL, NULL};
@@ -78,32 +80,60 @@ static int drive(struct pipe *p, int *moved) {
   return 0;
 }
 
-int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes) {
-  int slot = 0;
-  while (slot < PIPE_PENDING && p->pending[slot])
-    slot++;
-  int side = to_next ? 1 : 0;
-  if (!p->send[side]) return C4_EINVAL;       /* no link that way */
-  if (slot == PIPE_PENDING) return C4_EAGAIN; /* every handle is in flight */
+/* How many pieces a message of `bytes` goes in: the same on both sides. */
+static size_t pieces_of(const struct pipe *p, size_t bytes) {
+  size_t n = bytes ? (bytes + PIPE_PIECE - 1) / PIPE_PIECE : 1;
+  return n <= (size_t)p->eager_pieces ? n : 1;
+}
+
+/* Posts one plugin send of message `message`, driving what is in flight while the plugin or the
+ * pending table is full. */
+static int post_one(struct pipe *p, int side, const void *buf, size_t bytes, int message) {
   uint64_t start = c4_now_ns();
   for (;;) {
+    int slot = 0;
+    while (slot < PIPE_PENDING && p->pending[slot])
+      slot++;
     void *req = NULL;
-    if (c4_netapi_isend(p->api, p->send[side], (void *)buf, bytes, side, p->send_mh[side], &req) !=
-        ncclSuccess)
+    if (slot < PIPE_PENDING && c4_netapi_isend(p->api, p->send[side], (void *)buf, bytes, side,
+                                               p->send_mh[side], &req) != ncclSuccess)
       return C4_EREMOTE;
     if (req) {
       p->pending[slot] = req;
-      return slot;
+      p->message[slot] = message;
+      return 0;
     }
-    int moved = 0; /* the plugin is full: make room by driving what is in flight */
+    int moved = 0; /* full: make room by driving what is in flight */
     if (drive(p, &moved) || timed_out(p, start)) return C4_EREMOTE;
     c4_idle(c4_now_ns() - start);
   }
 }
 
+int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes) {
+  int side = to_next ? 1 : 0;
+  if (!p->send[side]) return C4_EINVAL; /* no link that way */
+  int message = p->next_message;
+  p->next_message = (p->next_message + 1) & 0x3fffffff;
+  size_t n = pieces_of(p, bytes), piece = n > 1 ? PIPE_PIECE : bytes;
+  for (size_t i = 0; i < n; i++) {
+    size_t at = i * piece;
+    if (post_one(p, side, (const char *)buf + at, n > 1 && bytes - at < piece ? bytes - at : piece,
+                 message))
+      return C4_EREMOTE;
+  }
+  return message;
+}
+
+/* 1 while a piece of that message is in flight. */
+static int in_flight(const struct pipe *p, int message) {
+  for (int i = 0; i < PIPE_PENDING; i++)
+    if (p->pending[i] && p->message[i] == message) return 1;
+  return 0;
+}
+
 int pipe_wait(struct pipe *p, int handle) {
   uint64_t last = c4_now_ns();
-  while (handle >= 0 && p->pending[handle]) {
+  while (handle >= 0 && in_flight(p, handle)) {
     int moved = 0;
     if (drive(p, &moved)) return C4_EREMOTE;
     if (moved) last = c4_now_ns();
@@ -113,9 +143,8 @@ int pipe_wait(struct pipe *p, int handle) {
   return 0;
 }
 
-int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
-  int side = from_next ? 1 : 0;
-  if (!p->recv[side]) return C4_EINVAL;
+/* Receives one plugin message of exactly `bytes`. */
+static int recv_one(struct pipe *p, int side, void *buf, size_t bytes) {
   void *req = NULL;
   uint64_t last = c4_now_ns();
   while (!req) {
@@ -138,9 +167,21 @@ int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
   }
 }
 
+int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
+  int side = from_next ? 1 : 0;
+  if (!p->recv[side]) return C4_EINVAL;
+  size_t n = pieces_of(p, bytes), piece = n > 1 ? PIPE_PIECE : bytes;
+  for (size_t i = 0; i < n; i++) {
+    size_t at = i * piece;
+    int rc = recv_one(p, side, (char *)buf + at, n > 1 && bytes - at < piece ? bytes - at : piece);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 void pipe_close(struct pipe *p) {
   for (int i = 0; i < PIPE_PENDING; i++)
-    if (pipe_wait(p, i)) break;
+    if (p->pending[i] && pipe_wait(p, p->message[i])) break;
   for (int side = 0; side < 2; side++) {
     if (p->send[side]) {
       if (p->send_mh[side]) c4_netapi_dereg_mr(p->api, p->send[side], p->send_mh[side]);

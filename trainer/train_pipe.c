@@ -140,7 +140,7 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   tp->m = tp->plan.data[rank / stages];
   sched_1f1b(tp->stage, stages, tp->m, tp->order);
   int prev = tp->stage > 0 ? rank - 1 : -1, next = tp->stage < stages - 1 ? rank + 1 : -1;
-  if (pipe_init(&tp->link, d, prev, next, err, errlen) || group_init(tp, d, err, errlen)) {
+  if (pipe_init(&tp->link, d, prev, next, stages, err, errlen) || group_init(tp, d, err, errlen)) {
     train_pipe_free(tp);
     return C4_EREMOTE;
   }

@@ -589,6 +589,24 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
 }
 END_TEST
 
+/* Activations of 96 KB (3 x 64 positions x 128 wide) go between stages as two eager pieces of 64
+ * and 32 KB (pipe.h), each way: the losses are still one rank's. */
+START_TEST(a_pipeline_sends_large_activations_in_pieces) {
+  const char *big =
+      "--layers 2 --width 128 --heads 2 --context 64 --micro-batch 3 --microbatches 4 "
+      "--steps 3 --eval-windows 0 --json";
+  ck_assert_int_eq(run("big_one", "%s", big), 0);
+  ck_assert_int_eq(run("big_pp2", "%s --local-ranks 2 --pp 2", big), 0);
+  json_t *want = events("big_one", "step"), *got = events("big_pp2", "step");
+  ck_assert_int_eq(json_array_size(got), 3);
+  for (int st = 1; st <= 3; st++)
+    ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "step %d: %f vs %f", st,
+                  step_loss(got, st), step_loss(want, st));
+  json_decref(want);
+  json_decref(got);
+}
+END_TEST
+
 /* --straggler-wait 0: the pipeline planner's default wait (3 s of steps) is longer than these
  * runs' slow spells; these tests are about what it does once it acts. */
 #define RESPLIT                                                                                    \
@@ -770,6 +788,7 @@ int main(void) {
   tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
   tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
+  tcase_add_test(prog, a_pipeline_sends_large_activations_in_pieces);
   tcase_add_test(prog, a_checkpoint_of_any_layout_resumes_in_any_other);
   tcase_add_test(prog, a_slow_stage_sheds_its_layers_and_gets_them_back);
   tcase_add_test(prog, a_slow_pipeline_gives_up_micro_batches_and_gets_them_back);
