@@ -363,6 +363,14 @@ static double step_loss(json_t *steps, int step) {
   return 0;
 }
 
+/* Steps first..last of `got` have the losses of `want`'s, to float reordering (1e-5); what names
+ * the run in a failure. */
+static void same_losses(json_t *got, json_t *want, int first, int last, const char *what) {
+  for (int st = first; st <= last; st++)
+    ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "%s step %d: %f vs %f",
+                  what, st, step_loss(got, st), step_loss(want, st));
+}
+
 START_TEST(loss_falls_on_the_default_text) {
   ck_assert_int_eq(run("one", SMALL " --steps 40"), 0);
   json_t *end = events("one", "end"), *steps = events("one", "step");
@@ -555,9 +563,7 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
     ck_assert_int_eq(run(name[k], PIPE " %s --ckpt-dir %s/%s", how[k], dir, name[k]), 0);
     json_t *got = events(name[k], "step"), *end = events(name[k], "end");
     ck_assert_int_eq(json_array_size(got), 6);
-    for (int st = 1; st <= 6; st++)
-      ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "%s step %d: %f vs %f",
-                    name[k], st, step_loss(got, st), step_loss(want, st));
+    same_losses(got, want, 1, 6, name[k]);
     /* the stages waited for each other: 1F1B's bubble at least */
     double bubble = json_number_value(json_object_get(json_array_get(end, 0), "pipeline_bubble"));
     ck_assert_double_gt(bubble, 0);
@@ -599,9 +605,7 @@ START_TEST(a_pipeline_sends_large_activations_in_pieces) {
   ck_assert_int_eq(run("big_pp2", "%s --local-ranks 2 --pp 2", big), 0);
   json_t *want = events("big_one", "step"), *got = events("big_pp2", "step");
   ck_assert_int_eq(json_array_size(got), 3);
-  for (int st = 1; st <= 3; st++)
-    ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "step %d: %f vs %f", st,
-                  step_loss(got, st), step_loss(want, st));
+  same_losses(got, want, 1, 3, "2 stages");
   json_decref(want);
   json_decref(got);
 }
@@ -682,9 +686,7 @@ START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   got = events("resumed", "step");
   want = events("straight", "step");
   ck_assert_int_eq(json_array_size(got), 10);
-  for (int st = 21; st <= 30; st++)
-    ck_assert_msg(fabs(step_loss(got, st) - step_loss(want, st)) < 1e-5, "step %d: %f vs %f", st,
-                  step_loss(got, st), step_loss(want, st));
+  same_losses(got, want, 21, 30, "resumed");
   json_decref(got);
   json_decref(want);
 }
