@@ -86,6 +86,12 @@ static size_t pieces_of(const struct pipe *p, size_t bytes) {
   return n <= (size_t)p->eager_pieces ? n : 1;
 }
 
+/* The bytes of piece i (at i * PIPE_PIECE) of a message of `bytes` in n pieces. */
+static size_t piece_bytes(size_t bytes, size_t n, size_t i) {
+  size_t left = bytes - i * PIPE_PIECE;
+  return n > 1 && left > PIPE_PIECE ? PIPE_PIECE : left;
+}
+
 /* Posts one plugin send of message `message`, driving what is in flight while the plugin or the
  * pending table is full. */
 static int post_one(struct pipe *p, int side, const void *buf, size_t bytes, int message) {
@@ -114,13 +120,10 @@ int pipe_isend(struct pipe *p, int to_next, const void *buf, size_t bytes) {
   if (!p->send[side]) return C4_EINVAL; /* no link that way */
   int message = p->next_message;
   p->next_message = (p->next_message + 1) & 0x3fffffff;
-  size_t n = pieces_of(p, bytes), piece = n > 1 ? PIPE_PIECE : bytes;
-  for (size_t i = 0; i < n; i++) {
-    size_t at = i * piece;
-    if (post_one(p, side, (const char *)buf + at, n > 1 && bytes - at < piece ? bytes - at : piece,
-                 message))
+  size_t n = pieces_of(p, bytes);
+  for (size_t i = 0; i < n; i++)
+    if (post_one(p, side, (const char *)buf + i * PIPE_PIECE, piece_bytes(bytes, n, i), message))
       return C4_EREMOTE;
-  }
   return message;
 }
 
@@ -170,10 +173,9 @@ static int recv_one(struct pipe *p, int side, void *buf, size_t bytes) {
 int pipe_recv(struct pipe *p, int from_next, void *buf, size_t bytes) {
   int side = from_next ? 1 : 0;
   if (!p->recv[side]) return C4_EINVAL;
-  size_t n = pieces_of(p, bytes), piece = n > 1 ? PIPE_PIECE : bytes;
+  size_t n = pieces_of(p, bytes);
   for (size_t i = 0; i < n; i++) {
-    size_t at = i * piece;
-    int rc = recv_one(p, side, (char *)buf + at, n > 1 && bytes - at < piece ? bytes - at : piece);
+    int rc = recv_one(p, side, (char *)buf + i * PIPE_PIECE, piece_bytes(bytes, n, i));
     if (rc) return rc;
   }
   return 0;

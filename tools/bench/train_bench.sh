@@ -70,18 +70,14 @@ confined_run() { # c4train args...: the end line
 # --straggler-wait (3 s): parts 2 and 6 compare the job as the plan leaves it, tokens/s over the
 # last 20 of 60 steps of either run, and print the whole runs' figures and the step the work
 # moved at beside it.
-tail_tps() { # the median tokens/s of the last 20 step lines of the last run
+settled() { # KEY: of the last run, the median tokens/s of its last 20 steps, and the first step
+  # whose KEY (split, layers) is not the first step's ("never")
   python3 -c '
 import json, statistics, sys
 steps = [e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "step"]
-print("%.1f" % statistics.median(e["tokens_per_s"] for e in steps[-20:]) if len(steps) >= 20 else "nan")' "$BUILD/bench-train.out"
-}
-moved_at() { # KEY: the first step of the last run whose KEY (split, layers) is not the first step's
-  python3 -c '
-import json, sys
-steps = [e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "step"]
 k = sys.argv[2]
-print(next((e["step"] for e in steps if e.get(k) != steps[0].get(k)), "never"))' "$BUILD/bench-train.out" "$1"
+tps = "%.1f" % statistics.median(e["tokens_per_s"] for e in steps[-20:]) if len(steps) >= 20 else "nan"
+print(tps, next((e["step"] for e in steps if e.get(k) != steps[0].get(k)), "never"))' "$BUILD/bench-train.out" "$1"
 }
 # 2. four ranks, rank 2 at half speed
 FOUR=(--local-ranks 4 --layers 2 --width 128 --heads 4 --context 64 --micro-batch 4
@@ -94,10 +90,12 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
     with_run+=("$(field tokens_per_s <<<"$out")")
     predicted+=("$(field planned_speedup <<<"$out")")
     bound+=("$(field bound_tokens_per_s <<<"$out")")
-    with+=("$(tail_tps)")
-    moved+=("$(moved_at split)")
+    read -r tps at < <(settled split)
+    with+=("$tps")
+    moved+=("$at")
     without_run+=("$(confined_run "${FOUR[@]}" --no-resplit | field tokens_per_s)")
-    without+=("$(tail_tps)")
+    read -r tps _ < <(settled split)
+    without+=("$tps")
   done
 else
   echo "train bench: the 4-rank re-split figures need root and a cgroup cpu controller (one CPU quota per rank); skipped" >&2
@@ -180,10 +178,12 @@ if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
     out=$(confined_run "${SLOWPIPE[@]}")
     pipe_with_run+=("$(field tokens_per_s <<<"$out")")
     pipe_bound+=("$(field bound_tokens_per_s <<<"$out")")
-    pipe_with+=("$(tail_tps)")
-    pipe_moved+=("$(moved_at layers)")
+    read -r tps at < <(settled layers)
+    pipe_with+=("$tps")
+    pipe_moved+=("$at")
     pipe_without_run+=("$(confined_run "${SLOWPIPE[@]}" --no-resplit | field tokens_per_s)")
-    pipe_without+=("$(tail_tps)")
+    read -r tps _ < <(settled layers)
+    pipe_without+=("$tps")
   done
 fi
 pw=$(printf '%s\n' "${pipe_with[@]}" | median)
