@@ -202,10 +202,13 @@ struct cli {
   const char *synth;
 };
 
-/* --slow RANK:FACTOR[:FROM_STEP[:TO_STEP]]; nonzero when bad (said). */
-static int parse_slow(char *v, struct train_opts *o) {
+/* --slow RANK:FACTOR[:FROM_STEP[:TO_STEP]]; nonzero when bad (said). Cut in a copy: the
+ * command line itself is what the --layout auto probes run with. */
+static int parse_slow(const char *whole, struct train_opts *o) {
+  char v[128];
+  if (snprintf(v, sizeof v, "%s", whole) >= (int)sizeof v)
+    return c4_cli_usage("c4train", "--slow '%s' is too long", whole);
   char *f[4] = {v, NULL, NULL, NULL};
-  const char *whole = v;
   for (int i = 1; i < 4 && f[i - 1]; i++) {
     f[i] = strchr(f[i - 1], ':');
     if (f[i]) *f[i]++ = 0;
