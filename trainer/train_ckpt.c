@@ -143,7 +143,10 @@ static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64
 }
 
 /* 0 when ck was saved by this model, global batch and kind of data, else -1 with err naming
- * path. A checkpoint from before documents has no max_context: it trained on windows (0). */
+ * path. A checkpoint from before documents has no max_context: it trained on windows (0). The
+ * global batch is the sequences (or positions) of a step, whatever micro-batches cut it: a
+ * step's draw is named by the step and a sequence's place in it, so another micro-batch size
+ * (--layout auto choosing again) goes on with the same data. */
 static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_opts *o,
                     const char *path, char *err, size_t errlen) {
   json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);
@@ -164,7 +167,7 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
              path, was);
     return C4_EINVAL;
   }
-  if (same_model && mb == o->micro_batch && mbs == o->microbatches) return 0;
+  if (same_model && mb * mbs == (long)o->micro_batch * o->microbatches) return 0;
   if (!same_model) { /* name the shape it was written by beside this run's */
     json_t *mine = config_json(&m->cfg);
     char *was = json_dumps(json_object_get(meta, "model"), JSON_COMPACT | JSON_SORT_KEYS);
@@ -180,7 +183,8 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
   }
   snprintf(err, errlen,
            "%s is for another global batch: it was written with --micro-batch %ld "
-           "--microbatches %ld, this run has %d and %d: give the same, or another --ckpt-dir",
+           "--microbatches %ld, this run has %d and %d: give the same product (sequences a step), "
+           "or another --ckpt-dir",
            path, mb, mbs, o->micro_batch, o->microbatches);
   return C4_EINVAL;
 }

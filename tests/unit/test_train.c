@@ -725,8 +725,9 @@ START_TEST(a_slow_pipeline_gives_up_micro_batches_and_gets_them_back) {
 }
 END_TEST
 
-/* A checkpoint written by 2 pipelines of 2 stages resumes as 1 x 3 and as 3 x 1 (and 1 x 3's as
- * 2 x 2), each going on with the losses of a run that never stopped. */
+/* A checkpoint written by 2 pipelines of 2 stages resumes as 1 x 3 and as 3 x 1 in micro-batches
+ * twice the size (the same global batch), and 1 x 3's as 2 x 2, each going on with the losses of
+ * a run that never stopped. */
 START_TEST(a_checkpoint_of_any_layout_resumes_in_any_other) {
   ck_assert_int_eq(run("whole", PIPE_LONG " --steps 12"), 0);
   ck_assert_int_eq(run("first", PIPE_LONG " --steps 6 --local-ranks 4 --pp 2 --ckpt-dir %s/a", dir),
@@ -736,7 +737,11 @@ START_TEST(a_checkpoint_of_any_layout_resumes_in_any_other) {
   ck_assert_int_eq(system(cmd), 0);
   ck_assert_int_eq(run("r1x3", PIPE_LONG " --steps 9 --local-ranks 3 --pp 3 --ckpt-dir %s/a", dir),
                    0);
-  ck_assert_int_eq(run("r3x1", PIPE_LONG " --steps 12 --local-ranks 3 --ckpt-dir %s/b", dir), 0);
+  ck_assert_int_eq(run("r3x1",
+                       PIPE_LONG " --steps 12 --local-ranks 3 --micro-batch 4 --microbatches 6 "
+                                 "--ckpt-dir %s/b",
+                       dir),
+                   0);
   ck_assert_int_eq(run("r2x2", PIPE_LONG " --steps 12 --local-ranks 4 --pp 2 --ckpt-dir %s/a", dir),
                    0);
   json_t *whole = events("whole", "step");
