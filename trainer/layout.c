@@ -105,6 +105,11 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
     args[n++] = (char *)extra[k];
   pid_t pid = fork();
   if (pid == 0) {
+    /* a job of its own to c4mon too: its start, end and stragglers are not the job's */
+    const char *job = getenv("C4_JOB");
+    char probe_job[256];
+    snprintf(probe_job, sizeof probe_job, "%s-layout-probe", job ? job : "c4train");
+    setenv("C4_JOB", probe_job, 1);
     dup2(fds[1], 1);
     close(fds[0]);
     close(fds[1]);

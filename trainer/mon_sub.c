@@ -18,6 +18,7 @@
 
 struct mon_sub {
   char host[256], port[16];
+  char job[256]; /* the job whose events count: C4_JOB, as the plugin reports it */
   int my_rank;
   mon_sub_event_fn on_event;
   void *arg;
@@ -72,6 +73,13 @@ static void handle_line(struct mon_sub *s, const char *line) {
   json_t *ev = json_loads(line, 0, NULL);
   const char *kind = json_string_value(json_object_get(ev, "kind"));
   if (!kind) {
+    json_decref(ev);
+    return;
+  }
+  /* c4mon serves every job: another job's rank 2 is not this job's (a job's layout probes
+   * report as a job of their own) */
+  const char *job = json_string_value(json_object_get(ev, "job"));
+  if (job && strcmp(job, s->job) != 0) {
     json_decref(ev);
     return;
   }
@@ -154,6 +162,8 @@ struct mon_sub *mon_sub_start(const char *addr_port, int my_rank, mon_sub_event_
   if (!s) return NULL;
   memcpy(s->host, addr_port, (size_t)(colon - addr_port));
   strcpy(s->port, colon + 1);
+  const char *job = getenv("C4_JOB");
+  snprintf(s->job, sizeof s->job, "%s", job ? job : "default");
   s->my_rank = my_rank;
   s->on_event = on_event;
   s->arg = arg;

@@ -7,7 +7,9 @@
 struct mon_sub;
 
 /* Called on the reader's thread for each straggler, noncomm_hang and rank_lost event; t_ns is the
- * event's `t` (c4mon's monotonic clock when it serves). */
+ * event's `t` (c4mon's monotonic clock when it serves). Only this job's events count (C4_JOB,
+ * "default" when unset, as the plugin names the job to c4mon), for on_event and mon_sub_factor
+ * alike. */
 typedef void (*mon_sub_event_fn)(void *arg, const char *kind, const int *ranks, int nranks,
                                  long long t_ns);
 

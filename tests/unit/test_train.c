@@ -275,6 +275,7 @@ START_TEST(c4mon_verdicts_reach_the_trainer_through_the_subscription_port) {
   ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+  unsetenv("C4_JOB"); /* the job the reader follows: "default" */
   struct mon_sub *s = mon_sub_start(addr, 2, on_event, NULL);
   ck_assert_ptr_nonnull(s);
   int fd = accept(lfd, NULL, NULL);
@@ -289,12 +290,18 @@ START_TEST(c4mon_verdicts_reach_the_trainer_through_the_subscription_port) {
     ck_assert_int_gt(write(fd, lines[i], strlen(lines[i])), 0);
   wait_for(s, 2);
   ck_assert_double_eq_tol(mon_sub_factor(s), 1.8, 1e-9);
-  const char *clear = "{\"v\":1,\"id\":6,\"kind\":\"recovered\",\"t\":77,\"clears\":4}\n"
-                      "{\"v\":1,\"id\":7,\"kind\":\"rank_lost\",\"t\":77,\"ranks\":[3]}\n";
+  /* another job's verdicts on ranks 2 and 1 (this job is C4_JOB's, "default" unset) count not */
+  const char *clear =
+      "{\"v\":1,\"id\":9,\"kind\":\"straggler\",\"job\":\"other\",\"t\":77,\"ranks\":[2],"
+      "\"factor\":9.0}\n"
+      "{\"v\":1,\"id\":10,\"kind\":\"rank_lost\",\"job\":\"other\",\"t\":77,\"ranks\":[1]}\n"
+      "{\"v\":1,\"id\":6,\"kind\":\"recovered\",\"t\":77,\"clears\":4}\n"
+      "{\"v\":1,\"id\":7,\"kind\":\"rank_lost\",\"job\":\"default\",\"t\":77,\"ranks\":[3]}\n";
   ck_assert_int_gt(write(fd, clear, strlen(clear)), 0);
   wait_for(s, 4);
-  ck_assert_double_eq_tol(mon_sub_factor(s), 1.8, 1e-9); /* id 4 was rank 5's */
+  ck_assert_double_eq_tol(mon_sub_factor(s), 1.8, 1e-9); /* id 4 was rank 5's; 9 another job's */
   ck_assert_int_eq(seen_lost[3], 1);
+  ck_assert_int_eq(seen_lost[1], 0);
   const char *mine = "{\"v\":1,\"id\":8,\"kind\":\"recovered\",\"t\":77,\"clears\":5}\n";
   ck_assert_int_gt(write(fd, mine, strlen(mine)), 0);
   wait_for(s, 5);
