@@ -18,9 +18,10 @@
 #include "c4_env.h"
 #include "c4_err.h"
 #include "mon_sub.h"
+#include "relayout.h"
 #include "train_loop.h"
 
-enum rank_state { RUNNING, FINISHED, PEER_LOST, FAILED };
+enum rank_state { RUNNING, FINISHED, PEER_LOST, RELAYOUT, FAILED };
 
 struct attempt {
   int world;
@@ -30,17 +31,47 @@ struct attempt {
   uint64_t started_ns;
   pthread_mutex_t lock;
   int condemned[1024]; /* set by c4mon's verdicts, acted on by the supervisor's loop */
+  int multiple;        /* the job goes on in whole pipelines of this many ranks */
+  int relayout_on;     /* a straggler asks for a new layout (launch_opts.relayout) */
+  int relaid[1024];    /* by first rank: a straggler the job was laid out again for, once */
+  int named[1024];     /* by first rank: a straggler to lay the job out again for */
 };
 
-/* c4mon's verdicts, on the subscription thread: lost or hung ranks of the current attempt. */
+static void say(const struct launch_opts *lo, const char *fmt, int x, int y) {
+  if (lo->quiet) return;
+  fprintf(stderr, "c4train: ");
+  fprintf(stderr, fmt, x, y);
+  fprintf(stderr, "\n");
+}
+
+/* c4mon's verdicts, on the subscription thread: lost or hung ranks of the current attempt, and a
+ * straggler the job has not been laid out again for. */
 static void on_verdict(void *arg, const char *kind, const int *ranks, int n, long long t_ns) {
   struct attempt *a = arg;
-  if (strcmp(kind, "rank_lost") != 0 && strcmp(kind, "noncomm_hang") != 0) return;
+  int lost = strcmp(kind, "rank_lost") == 0 || strcmp(kind, "noncomm_hang") == 0;
+  int slow = a->relayout_on && strcmp(kind, "straggler") == 0;
   pthread_mutex_lock(&a->lock);
   if ((uint64_t)t_ns >= a->started_ns) /* not about an earlier attempt's ranks */
-    for (int i = 0; i < n; i++)
-      if (ranks[i] >= 0 && ranks[i] < a->world) a->condemned[ranks[i]] = 1;
+    for (int i = 0; i < n; i++) {
+      if (ranks[i] < 0 || ranks[i] >= a->world) continue;
+      if (lost) a->condemned[ranks[i]] = 1;
+      if (slow && !a->relaid[a->orig[ranks[i]]]) a->named[a->orig[ranks[i]]] = 1;
+    }
   pthread_mutex_unlock(&a->lock);
+}
+
+/* A straggler c4mon named that the job was not laid out again for: the ranks are asked to stop
+ * for a new layout, once per straggler (under a->lock). */
+static void relayout_due(const struct launch_opts *lo, struct attempt *a) {
+  for (int i = 0; i < a->world; i++) {
+    int first = a->orig[i];
+    if (!a->named[first]) continue;
+    say(lo, "c4mon names rank %d a straggler: the ranks stop after a step for a new layout", first,
+        0);
+    a->relaid[first] = 1;
+    a->named[first] = 0;
+    relayout_request();
+  }
 }
 
 static int fork_ranks(struct attempt *a) {
@@ -64,19 +95,13 @@ static int fork_ranks(struct attempt *a) {
       setenv("MASTER_PORT", port, 1);
       snprintf(v, sizeof v, "%d", a->orig[r]);
       setenv("C4TRAIN_ORIG_RANK", v, 1);
+      if (a->relayout_on) relayout_pass_on();
       return r;
     }
     a->pid[r] = pid;
     a->state[r] = RUNNING;
   }
   return C4_NONE;
-}
-
-static void say(const struct launch_opts *lo, const char *fmt, int x, int y) {
-  if (lo->quiet) return;
-  fprintf(stderr, "c4train: ");
-  fprintf(stderr, fmt, x, y);
-  fprintf(stderr, "\n");
 }
 
 /* Supervises one attempt until every rank has exited; returns how many failed (died, hung, or
@@ -93,7 +118,10 @@ static int supervise(const struct launch_opts *lo, struct attempt *a) {
       for (int r = 0; r < a->world; r++) {
         if (a->pid[r] != pid || a->state[r] != RUNNING) continue;
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        a->state[r] = code == 0 ? FINISHED : code == C4TRAIN_EXIT_PEER_LOST ? PEER_LOST : FAILED;
+        a->state[r] = code == 0                        ? FINISHED
+                      : code == C4TRAIN_EXIT_PEER_LOST ? PEER_LOST
+                      : code == C4TRAIN_EXIT_RELAYOUT  ? RELAYOUT
+                                                       : FAILED;
         running--;
         if (a->state[r] == FAILED) {
           failed++;
@@ -113,6 +141,7 @@ static int supervise(const struct launch_opts *lo, struct attempt *a) {
         kill(a->pid[r], SIGKILL);
         a->condemned[r] = 0;
       }
+    if (a->relayout_on) relayout_due(lo, a);
     pthread_mutex_unlock(&a->lock);
     if (first_peer_lost && c4_now_ns() - first_peer_lost > grace_ns)
       for (int r = 0; r < a->world; r++)
@@ -138,6 +167,8 @@ int launch_local(const struct launch_opts *lo, int *status) {
   for (int r = 0; r < a.world; r++)
     a.orig[r] = r;
   a.started_ns = c4_now_ns();
+  a.multiple = lo->multiple > 1 ? lo->multiple : 1;
+  a.relayout_on = lo->relayout && lo->monitor_sub && relayout_open() == 0;
   for (;;) {
     int r = fork_ranks(&a);
     if (r >= 0) return r;
@@ -148,16 +179,28 @@ int launch_local(const struct launch_opts *lo, int *status) {
         lo->monitor_sub ? mon_sub_start(lo->monitor_sub, -1, on_verdict, &a) : NULL;
     int failed = supervise(lo, &a);
     if (sub) mon_sub_stop(sub);
-    int peer_lost = 0, finished = 0;
+    int peer_lost = 0, finished = 0, relaid = 0;
     for (int i = 0; i < a.world; i++) {
       peer_lost += a.state[i] == PEER_LOST;
       finished += a.state[i] == FINISHED;
+      relaid += a.state[i] == RELAYOUT;
     }
     if (finished == a.world) {
       *status = 0;
       break;
     }
-    int survivors = a.world - failed, per = lo->multiple > 1 ? lo->multiple : 1;
+    if (relaid == a.world) { /* all stopped after the same step, at its checkpoint */
+      relayout_clear();
+      a.multiple = lo->relayout(lo->relayout_arg, a.world);
+      pthread_mutex_lock(&a.lock);
+      memset(a.condemned, 0, sizeof a.condemned);
+      memset(a.named, 0, sizeof a.named);
+      a.started_ns = c4_now_ns();
+      pthread_mutex_unlock(&a.lock);
+      say(lo, "going on with %d ranks from the checkpoint, --pp %d", a.world, a.multiple);
+      continue;
+    }
+    int survivors = a.world - failed, per = a.multiple;
     int going = survivors - survivors % per; /* whole pipelines */
     if (!lo->restart || failed == 0 || going < 1 || r == -2) {
       if (failed == 0 && peer_lost)

@@ -1,6 +1,7 @@
 /* launch.h -- `c4train --local-ranks N`: N ranks of this program on this machine, torchrun-style
  * variables set for each, supervised so that a lost or hung rank does not end the job: the
- * survivors are restarted from the last checkpoint, the same global batch split among them. */
+ * survivors are restarted from the last checkpoint, the same global batch split among them; and,
+ * with --layout auto, a straggler c4mon names makes the job resume in a layout chosen again. */
 #ifndef C4_LAUNCH_H
 #define C4_LAUNCH_H
 
@@ -12,6 +13,12 @@ struct launch_opts {
   const char *monitor_sub; /* c4mon's subscription port: its rank_lost and noncomm_hang verdicts
                             * name ranks to stop at once (c4mon on this machine) */
   int quiet;               /* no supervisor lines on stderr */
+  /* with c4mon's subscription and a checkpoint dir (--layout auto): when c4mon names a straggler
+   * the job was not yet laid out again for, the ranks stop after a step at a checkpoint
+   * (relayout.h) and this, called in the launcher, chooses the layout for `ranks` again and
+   * returns the pipeline depth the job resumes with. NULL: a straggler is left to the planners. */
+  int (*relayout)(void *arg, int ranks);
+  void *relayout_arg;
 };
 
 /* Forks the ranks. Returns in each child (>= 0: its rank; RANK, WORLD_SIZE, LOCAL_RANK,

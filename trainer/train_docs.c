@@ -167,12 +167,23 @@ static int docs_resume(struct docs_run *s) {
   return 0;
 }
 
+/* Whether a rank's launcher asked for a new layout, as every rank's report of the step says:
+ * all stop after it (not after the last: the job is done). */
+static int docs_relayout(const struct docs_run *s, int done) {
+  int asked = 0;
+  for (int i = 0; i < s->world; i++)
+    asked |= s->rep[i].relayout != 0;
+  return asked && !s->relayout_off && done < s->o->steps && s->o->ckpt_dir;
+}
+
 /* --ckpt-every: the model after `done` steps, with the fitted cost model in its metadata (rank
  * 0 writes; with --pp the stages gather it first). A checkpoint not written does not stop the
  * run; the exit status says it. Returns 0, or C4TRAIN_EXIT_PEER_LOST (the gather's peer was
- * lost) or 1 (out of memory). */
+ * lost) or 1 (out of memory); asked for a new layout, C4TRAIN_EXIT_RELAYOUT once the checkpoint
+ * is written. */
 static int docs_checkpoint(struct docs_run *s, int done) {
-  if (!train_ckpt_due(s->o, done)) return 0;
+  int relayout = docs_relayout(s, done);
+  if (!relayout && !train_ckpt_due(s->o, done)) return 0;
   json_t *extra = s->rank == 0 ? json_object() : NULL;
   json_t *cost = extra ? seq_cost_to_json(&s->model) : NULL;
   if (cost) json_object_set_new(extra, "cost_model", cost);
@@ -180,6 +191,12 @@ static int docs_checkpoint(struct docs_run *s, int done) {
   int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, extra, s->err, sizeof s->err);
   json_decref(extra);
   if (rc < 0) s->ckpt_failed = 1;
+  if (relayout && rc < 0) s->relayout_off = 1;
+  if (relayout && rc == 0) {
+    if (s->rank == 0 && !s->o->json)
+      printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n", done);
+    return C4TRAIN_EXIT_RELAYOUT;
+  }
   return rc < 0 ? 0 : rc;
 }
 

@@ -13,6 +13,7 @@
 struct docs_report {
   double loss_sum, compute_s;
   double f[SEQ_COST_FEATURES]; /* its sequences' features: f[0] tokens, f[1] squared tokens */
+  double relayout;             /* 1: its launcher asked for a new layout (relayout.h) */
 };
 
 /* One step as the closing figures need it. */

@@ -47,8 +47,9 @@ struct docs_run {
   struct seq_cost_sample *samples;
   FILE *jf;
   double eval_start, last_loss;
-  int first;       /* the step this run started at: 0, or its checkpoint's */
-  int ckpt_failed; /* a checkpoint was not written: the exit status says so */
+  int first;        /* the step this run started at: 0, or its checkpoint's */
+  int ckpt_failed;  /* a checkpoint was not written: the exit status says so */
+  int relayout_off; /* a checkpoint for a new layout failed: the run goes on in this one */
 };
 
 /* One step: the sequences drawn and assigned, this rank's run, the exchange, the optimizer step,

@@ -8,6 +8,7 @@
 
 #include "assign_policy.h"
 #include "c4_clock.h"
+#include "relayout.h"
 #include "seq_assign.h"
 #include "train_docs_run.h"
 #include "train_rank.h"
@@ -209,6 +210,7 @@ int docs_step_run(struct docs_run *s, int step) {
   struct docs_report mine = {0};
   int rc = docs_compute(s, step, n, tokens, &mine);
   if (rc) return rc;
+  mine.relayout = relayout_asked();
   if ((s->pp > 1 ? train_pipe_allreduce(&s->tp, &s->dp, &s->m)
                  : dp_allreduce(&s->dp, s->m.grads, s->m.nparams)) ||
       dp_allgather(&s->dp, &mine, s->rep, sizeof mine)) {

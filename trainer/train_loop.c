@@ -19,6 +19,7 @@
 #include "gpt_layers.h"
 #include "mon_sub.h"
 #include "planner.h"
+#include "relayout.h"
 #include "resplit.h"
 #include "text_data.h"
 #include "train_ckpt.h"
@@ -37,7 +38,7 @@ struct step_report {
   int64_t recoveries;  /* c4mon's `recovered` events that cleared a verdict on it */
   double pipe_s;       /* --pp: the wall time of its forward and backward passes, waits included */
   int32_t microbatches;
-  int32_t pad;
+  int32_t relayout; /* its launcher asked for a new layout (relayout.h) */
 };
 
 /* --- matmul timing on the CPU: the share of the step spent in GEMM --- */
@@ -165,6 +166,7 @@ struct run {
   struct train_pipe tp;
   int *mb; /* the micro-batches per rank (or, --pp, per replica) */
   int step, first, timed_steps, ckpt_failed;
+  int relayout_off; /* a checkpoint for a new layout failed: the run goes on in this one */
   double eval_start, last_loss, gemm_s_steps, compute_s_steps, pipe_busy_s, pipe_wall_s,
       pipe_ideal_s;
   float dloss;
@@ -350,7 +352,8 @@ static int step_compute(struct run *s, struct step_state *st) {
                            .monitor_slow = s->sub ? mon_sub_factor(s->sub) : 0,
                            .recoveries = s->sub ? mon_sub_recoveries(s->sub) : 0,
                            .pipe_s = pp > 1 ? (double)(c4_now_ns() - t0) * 1e-9 : 0,
-                           .microbatches = s->mb[s->me]};
+                           .microbatches = s->mb[s->me],
+                           .relayout = relayout_asked()};
   return 0;
 }
 
@@ -478,13 +481,31 @@ static void step_report_text(struct run *s, const struct step_state *st) {
   printf("\n");
 }
 
+/* Whether a rank's launcher asked for a new layout, as every rank's report says: all stop after
+ * this step (not after the last: the job is done). */
+static int step_relayout(const struct run *s) {
+  int asked = 0;
+  for (int i = 0; i < s->world; i++)
+    asked |= s->rep[i].relayout;
+  return asked && !s->relayout_off && s->step < s->o->steps && s->o->ckpt_dir;
+}
+
 /* --ckpt-every: the model written at its steps and at the last (--pp: gathered from the stages
- * first). A checkpoint not written does not stop the run; the exit status says it. */
+ * first). A checkpoint not written does not stop the run; the exit status says it. Asked for a
+ * new layout: a checkpoint now, and C4TRAIN_EXIT_RELAYOUT when it was written. */
 static int step_checkpoint(struct run *s) {
-  if (!train_ckpt_due(s->o, s->step)) return 0;
+  int relayout = step_relayout(s);
+  if (!relayout && !train_ckpt_due(s->o, s->step)) return 0;
   struct train_ckpt_at at = {s->o, s->pp, s->rank, s->world, s->step};
   int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, NULL, s->err, sizeof s->err);
   if (rc < 0) s->ckpt_failed = 1;
+  if (relayout && rc < 0) s->relayout_off = 1;
+  if (relayout && rc == 0) {
+    if (s->rank == 0 && !s->o->json)
+      printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n",
+             s->step);
+    return C4TRAIN_EXIT_RELAYOUT;
+  }
   return rc < 0 ? 0 : rc;
 }
 
@@ -545,7 +566,8 @@ static void run_report_text(struct run *s, const struct train_end_report *er) {
   printf("\n");
   if (er->slow_phases && o->slow_from <= o->steps) { /* a window at an end has no side there */
     printf("tokens/s, median of the steps:");
-    if (o->slow_from > 1) printf(" %.0f before the slow steps,", er->slow_phases[0]);
+    if (o->slow_from > s->first + 2) /* a run resumed in its slow steps has no "before" */
+      printf(" %.0f before the slow steps,", er->slow_phases[0]);
     if (o->slow_to < o->steps)
       printf(" %.0f in steps %d-%d, %.0f after\n", er->slow_phases[1], o->slow_from, o->slow_to,
              er->slow_phases[2]);

@@ -56,6 +56,10 @@ enum {
  * restart the job on the healthy ranks from the last checkpoint. */
 #define C4TRAIN_EXIT_PEER_LOST 75
 
+/* Exit status of a rank that stopped, with its peers, after a checkpoint because its launcher
+ * asked for a new layout (relayout.h): the launcher resumes the job in the layout it picks. */
+#define C4TRAIN_EXIT_RELAYOUT 76
+
 struct dp;
 
 /* The kernels for o->device, then the data-parallel ring over r into *dp. The kernels are the CPU
@@ -67,7 +71,8 @@ int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int
                        struct c4k_ops *timed, const struct c4k_ops **ops, struct dp *dp, char *err,
                        size_t errlen);
 
-/* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, or 1 (an error, printed). */
+/* Runs this rank to o->steps. Returns 0, C4TRAIN_EXIT_PEER_LOST, C4TRAIN_EXIT_RELAYOUT, or 1 (an
+ * error, printed). */
 int train_run(const struct train_opts *o, const struct c4_ranks *r);
 
 #endif

@@ -70,7 +70,9 @@ static void usage(FILE *f) {
       "                       (default: a fortieth of --steps over the candidates, at least\n"
       "                       6), drop the clearly slower, probe the rest again with twice\n"
       "                       the steps while probing stays within a tenth of the run, print\n"
-      "                       the table and train with the fastest\n"
+      "                       the table and train with the fastest; with --monitor and\n"
+      "                       --ckpt-dir, again (from a checkpoint) when c4mon first names\n"
+      "                       a rank a straggler\n"
       "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
       "                       from the last checkpoint (with --ckpt-dir; with --pp, in whole\n"
       "                       pipelines, the survivors past them sitting out)\n"
@@ -200,6 +202,8 @@ struct cli {
   struct launch_opts lo;
   int stats, synth_docs, layout_auto_on, probe_steps;
   const char *synth;
+  int argc; /* the command line, for the layout probes */
+  char **argv;
 };
 
 /* --slow RANK:FACTOR[:FROM_STEP[:TO_STEP]]; nonzero when bad (said). Cut in a copy: the
@@ -375,22 +379,59 @@ static int check_args(const struct cli *a) {
   return a->lo.ranks > 0 ? check_local_ranks(a) : C4_NONE;
 }
 
+/* The steps of a candidate's first probe on `ranks`: a quarter of the budget spread over the
+ * candidates, at least 6 (4 timed), unless --probe-steps says. */
+static int first_probe_steps(const struct cli *a, int ranks) {
+  static struct layout_probe cand[64];
+  int n = layout_candidates(&a->o, ranks, cand, 64);
+  int steps = a->probe_steps;
+  if (!steps) steps = n ? (int)(a->o.steps * LAYOUT_BUDGET / (4 * n)) : 6;
+  return steps < 6 && !a->probe_steps ? 6 : steps;
+}
+
 /* --layout auto: the probes, each a job of its own, and the fastest layout written into a->o. */
-static int layout_command(int argc, char **argv, struct cli *a) {
+static int layout_command(struct cli *a) {
   if (a->lo.ranks < 1)
     return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
                                    "--local-ranks N");
-  static struct layout_probe cand[64];
-  int n = layout_candidates(&a->o, a->lo.ranks, cand, 64);
-  /* round 1: a quarter of the budget spread over the candidates, at least 6 steps (4 timed) */
-  int probe_steps = a->probe_steps;
-  if (!probe_steps) probe_steps = n ? (int)(a->o.steps * LAYOUT_BUDGET / (4 * n)) : 6;
-  if (probe_steps < 6 && !a->probe_steps) probe_steps = 6;
   char err[512];
-  if (layout_auto(argc, argv, &a->o, a->lo.ranks, probe_steps, a->o.json ? stderr : stdout, err,
-                  sizeof err) < 0)
+  if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, a->lo.ranks),
+                  a->o.json ? stderr : stdout, err, sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
   return C4_NONE;
+}
+
+/* The launcher's re-choice when c4mon named a straggler (launch_opts.relayout): the layouts
+ * probed again on `ranks`, the straggler in them as it is now: the drill's slowdown (--slow)
+ * from their first step, and their straggler planners acting on their first reading
+ * (--straggler-wait 0: c4mon has named it, nothing is left to wait for). Keeps the layout when
+ * no probe ran. Returns the pipeline depth the job goes on with. */
+static int relayout_command(void *arg, int ranks) {
+  struct cli *a = arg;
+  char slow[64];
+  char **argv = calloc((size_t)a->argc + 5, sizeof *argv);
+  FILE *out = a->o.json ? stderr : stdout;
+  if (!argv) {
+    fprintf(out, "c4train: out of memory choosing the layout again: keeping --pp %d\n", a->o.pp);
+    return a->o.pp;
+  }
+  int n = 0;
+  for (int i = 0; i < a->argc; i++)
+    argv[n++] = a->argv[i];
+  argv[n++] = "--straggler-wait";
+  argv[n++] = "0";
+  if (a->o.slow_rank >= 0) {
+    snprintf(slow, sizeof slow, "%d:%g:1", a->o.slow_rank, a->o.slow_factor);
+    argv[n++] = "--slow";
+    argv[n++] = slow;
+  }
+  char err[512];
+  fprintf(out, "c4train: choosing the layout again, a straggler in the job\n");
+  if (layout_auto(n, argv, &a->o, ranks, first_probe_steps(a, ranks), out, err, sizeof err) < 0)
+    fprintf(out, "c4train: %s: keeping --pp %d --micro-batch %d\n", err, a->o.pp, a->o.micro_batch);
+  fflush(out);
+  free(argv);
+  return a->o.pp;
 }
 
 /* This process as one rank of the job, its place read from the launcher's environment. */
@@ -438,11 +479,17 @@ int main(int argc, char **argv) {
   if (rc < 0) rc = check_args(&a);
   if (rc >= 0) return rc;
   if (a.synth || a.stats) return docs_command(&a.o, a.synth, a.synth_docs);
-  if (a.layout_auto_on && (rc = layout_command(argc, argv, &a)) >= 0) return rc;
+  a.argc = argc;
+  a.argv = argv;
+  if (a.layout_auto_on && (rc = layout_command(&a)) >= 0) return rc;
   if (a.o.max_context > 0) a.o.cfg.context = a.o.max_context;
   if (a.lo.ranks > 0) {
     a.lo.restart = a.o.ckpt_dir != NULL;
     a.lo.multiple = a.o.pp;
+    if (a.layout_auto_on && a.o.ckpt_dir) {
+      a.lo.relayout = relayout_command;
+      a.lo.relayout_arg = &a;
+    }
     int status;
     if (launch_local(&a.lo, &status) < 0) return status;
   }

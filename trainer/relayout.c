@@ -1,0 +1,47 @@
+/* relayout.c -- the stop-for-a-new-layout request: a pipe the launcher writes and its ranks poll.
+ */
+#include "relayout.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "c4_err.h"
+
+static int fds[2] = {-1, -1};
+
+int relayout_open(void) {
+  if (fds[0] >= 0) return 0;
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) return 0;
+  fds[0] = fds[1] = -1;
+  return C4_ESYS;
+}
+
+void relayout_pass_on(void) {
+  char v[16];
+  snprintf(v, sizeof v, "%d", fds[0]);
+  if (fds[0] >= 0) setenv("C4TRAIN_RELAYOUT_FD", v, 1);
+}
+
+void relayout_request(void) {
+  char one = 1;
+  if (fds[1] >= 0 && write(fds[1], &one, 1) < 0) return; /* full: a request is there already */
+}
+
+void relayout_clear(void) {
+  char buf[64];
+  while (fds[0] >= 0 && read(fds[0], buf, sizeof buf) > 0)
+    continue;
+}
+
+int relayout_asked(void) {
+  static int fd = -2;
+  if (fd == -2) {
+    const char *v = getenv("C4TRAIN_RELAYOUT_FD");
+    fd = v ? atoi(v) : -1;
+  }
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
