@@ -35,22 +35,15 @@ fail() {
   exit 1
 }
 
-sub=$(free_port)
-c4mon_serve "$BUILD/bin/c4mon" "$WORK/c4mon.out" "$WORK/c4mon.log" --listen 127.0.0.1:0 \
-  --token live --subscribe "127.0.0.1:$sub" --events "$WORK/events.jsonl" ||
-  { echo "pp_straggler: skipped: c4mon could not start"; exit 0; }
-mon=$MON_PID
+mon_subscribed "$WORK" || { echo "pp_straggler: skipped: c4mon could not start"; exit 0; }
 feed=()
-[ "$MONITOR" = 1 ] && feed=(--monitor "127.0.0.1:$sub")
+[ "$MONITOR" = 1 ] && feed=(--monitor "127.0.0.1:$MON_SUB")
 C4_HOSTNAME=node-%r C4_MONITOR="$MON_RANKS" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
   "$BUILD/bin/c4train" --local-ranks 4 --pp 4 --layers 8 --width 32 --heads 2 --context 32 \
   --steps "$STEPS" --eval-windows 4 --json --slow "1:3.0:$SLOW_FROM:$HEAL" "${feed[@]}" "$@" \
   >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
 rc=$?
-sleep 1
-kill "$mon" 2>/dev/null
-wait "$mon" 2>/dev/null
-touch "$WORK/events.jsonl"
+mon_stop "$WORK"
 [ $rc -eq 0 ] || { echo "pp_straggler: FAILED: c4train failed:"; tail -5 "$WORK/c4train.log"; exit 1; }
 
 # the events while the job ran: those before its end (job_end closes what is open)

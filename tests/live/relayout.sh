@@ -29,21 +29,14 @@ fail() {
   exit 1
 }
 
-sub=$(free_port)
-c4mon_serve "$BUILD/bin/c4mon" "$WORK/c4mon.out" "$WORK/c4mon.log" --listen 127.0.0.1:0 \
-  --token live --subscribe "127.0.0.1:$sub" --events "$WORK/events.jsonl" ||
-  { echo "relayout: skipped: c4mon could not start"; exit 0; }
-mon=$MON_PID
+mon_subscribed "$WORK" || { echo "relayout: skipped: c4mon could not start"; exit 0; }
 C4_HOSTNAME=node-%r C4_MONITOR="$MON_RANKS" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
   timeout 600 "$BUILD/bin/c4train" --local-ranks 4 --micro-batch 2 --microbatches 8 \
   --steps "$STEPS" --eval-windows 4 --json --layout auto --probe-steps 6 \
-  --ckpt-dir "$WORK/ckpt" --ckpt-every 1000 --monitor "127.0.0.1:$sub" \
+  --ckpt-dir "$WORK/ckpt" --ckpt-every 1000 --monitor "127.0.0.1:$MON_SUB" \
   --slow "2:3.0:$SLOW_FROM" >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
 rc=$?
-sleep 1
-kill "$mon" 2>/dev/null
-wait "$mon" 2>/dev/null
-touch "$WORK/events.jsonl"
+mon_stop "$WORK"
 [ $rc -eq 0 ] || fail "c4train exited $rc"
 
 # the stragglers the job was laid out again for: rank 2 first, no rank twice (c4mon may name

@@ -5,7 +5,8 @@
 # verdicts), trace.jsonl (what c4mon received, in its clock), train.jsonl (c4train's steps) and
 # the two logs. With TRAIN_JOB_STATUS=1, also status.jsonl: c4mon's status document (its active
 # verdicts, their factors as they follow the fault) once a second while c4train runs. Needs
-# BUILD set; returns non-zero when c4train fails.
+# BUILD set; returns non-zero when c4train fails. mon_subscribed and mon_stop (below) serve the
+# tests that feed c4mon's verdicts back (--monitor) and run c4train themselves.
 
 free_port() { # a port nothing listens on, below the ephemeral range
   local p
@@ -42,4 +43,21 @@ train_job() {
   wait "$mon" 2>/dev/null
   touch "$dir/events.jsonl"
   return $rc
+}
+
+# mon_subscribed DIR: c4mon serve on a free loopback port with a subscription port (MON_SUB,
+# for c4train --monitor) and its verdicts into DIR/events.jsonl; sets MON_PID and MON_RANKS
+# (tests/lib/c4mon_serve.sh, which the caller sources). Returns 1 when c4mon did not start.
+mon_subscribed() {
+  MON_SUB=$(free_port)
+  c4mon_serve "$BUILD/bin/c4mon" "$1/c4mon.out" "$1/c4mon.log" --listen 127.0.0.1:0 \
+    --token live --subscribe "127.0.0.1:$MON_SUB" --events "$1/events.jsonl"
+}
+
+# mon_stop DIR: the last verdicts in (a second), then c4mon stopped; DIR/events.jsonl exists.
+mon_stop() {
+  sleep 1
+  kill "$MON_PID" 2>/dev/null
+  wait "$MON_PID" 2>/dev/null
+  touch "$1/events.jsonl"
 }
