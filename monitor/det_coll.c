@@ -8,7 +8,10 @@
  * excess over that threshold, counted in thresholds and summed, reaches EVIDENCE: a burst of a
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts,
- * and only when the collective waits for it (last to arrive in at least WAITED_ON of the last K):
+ * and only when the collective waits for it (last to arrive in at least WAITED_ON of the last K;
+ * a rank slow from the start was last 8-12 of 12 when named, in train_straggler and in a 2 x 2
+ * pipeline job; that job's healthy last stage, heavier by design, 3-5 of 12 in the job-wide
+ * communicator, and a quarter of K named it in 2 of 3 runs):
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
  * by design, a pipeline's stages, differ from the median rank from the start (the last stage
@@ -31,7 +34,7 @@
 #define EARLY 6           /* ratios the statistic needs before a rank is judged at all */
 #define EVERY 4           /* a healthy statistic joins the baseline every EVERY collectives */
 #define UNEVEN 1.3        /* without a baseline, a rank this far over the median rank is slow */
-#define WAITED_ON (K / 4) /* last arrivals in the last K: the collective waits for this rank */
+#define WAITED_ON (K / 2) /* last arrivals in the last K: the collective waits for this rank */
 #define HOT_RUN 2         /* statistics past the threshold in a row before a verdict */
 #define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
