@@ -4,7 +4,10 @@
 #   1. every CUDA op (libc4k-cuda.so) against the CPU op on the same inputs (c4k-gpu-check);
 #   2. c4train on the GPUs, one rank per GPU, gradients through NCCL with c4's net plugin under
 #      it (NCCL_NET_PLUGIN) and c4's profiler (NCCL_PROFILER_PLUGIN), to the same loss as the
-#      CPU run of the same seed (within 2%), then with a straggler drill.
+#      CPU run of the same seed (within 2%);
+#   3. a straggler drill on the GPUs (rank 1 at half speed);
+#   4. documents of varied lengths (--max-context), packed micro-batches whose sequences must not
+#      attend to each other, on the GPUs against the CPU run (within 2%).
 # Usage: tools/gpu_check/gpu_check.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=${1:-build}
@@ -29,14 +32,27 @@ cpu=$("$BIN/c4train" "${ARGS[@]}" --device cpu | grep '"event":"end"')
 loss() { sed 's/.*"loss":\([0-9.]*\).*/\1/'; }
 echo "   GPU: $gpu"
 echo "   CPU: $cpu"
-awk -v g="$(loss <<<"$gpu")" -v c="$(loss <<<"$cpu")" 'BEGIN {
-  d = (g > c ? g - c : c - g) / c
-  printf "   final loss GPU %.4f CPU %.4f (%.2f%% apart)\n", g, c, 100 * d
-  exit d > 0.02 }'
+same_loss() { # GPU_END CPU_END: the final losses within 2%
+  awk -v g="$(loss <<<"$1")" -v c="$(loss <<<"$2")" 'BEGIN {
+    d = (g > c ? g - c : c - g) / c
+    printf "   final loss GPU %.4f CPU %.4f (%.2f%% apart)\n", g, c, 100 * d
+    exit d > 0.02 }'
+}
+same_loss "$gpu" "$cpu"
 echo "   the plugin's trace: $(grep -c '"type":"coll"' "$C4_TRACE") collective lines in $C4_TRACE"
 
 if [ "$ranks" -ge 2 ]; then
   echo "== 3. straggler drill: rank 1 at half speed from step 10"
   "$BIN/c4train" "${ARGS[@]}" --device cuda --slow 1:2.0:10 | grep -E '"event":"end"'
 fi
+
+echo "== 4. documents of varied lengths, packed, on the GPU against the CPU run"
+corpus=$(mktemp /tmp/c4-gpu-check-docs-XXXXXX)
+trap 'rm -f "$corpus"' EXIT
+"$BIN/c4train" --synth-corpus "$corpus" --max-context 128 --synth-docs 2000 >/dev/null
+DOCS=(--local-ranks "$ranks" --steps 30 --layers 2 --width 128 --heads 4 --json --data "$corpus"
+  --max-context 128 --micro-batch 2 --microbatches 4)
+gpu=$("$BIN/c4train" "${DOCS[@]}" --device cuda | grep '"event":"end"')
+cpu=$("$BIN/c4train" "${DOCS[@]}" --device cpu | grep '"event":"end"')
+same_loss "$gpu" "$cpu"
 echo "gpu-check: ok"
