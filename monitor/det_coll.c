@@ -22,6 +22,7 @@
  * rank spent blocked in receives between two collectives (det_waits: a pipeline stage waiting for
  * its neighbour stage) is not its compute: a slow stage's neighbours are not named with it. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@
 #define EVERY 4           /* a healthy statistic joins the baseline every EVERY collectives */
 #define UNEVEN 1.3        /* without a baseline, a rank this far over the median rank is slow */
 #define WAITED_ON (K / 2) /* last arrivals in the last K: the collective waits for this rank */
+#define NEAR_LAST 0.25    /* an arrival this share of the last one's gap from it counts as last */
 #define HOT_RUN 2         /* statistics past the threshold in a row before a verdict */
 #define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
@@ -47,15 +49,21 @@ struct rank_state {
   _Alignas(64) float ring[K]; /* the last K log ratios */
   float ref, thr;             /* the baseline and threshold it is judged (or was raised) against */
   uint8_t flagged, calm, hot_run;
-  uint8_t last;      /* times last to arrive in the last K */
-  float gap_ring[K]; /* and the compute gaps they came from, in ns */
-  float evidence;    /* excess over the threshold, in margins, summed over this run past it */
+  uint8_t to_peers;   /* judged against its peers (no baseline yet), not against its own share */
+  uint8_t last;       /* times last to arrive in the last K */
+  uint16_t near_last; /* bit i: it arrived last, or within NEAR_LAST of the last one's gap of
+                         it, i collectives ago */
+  float gap_ring[K];  /* and the compute gaps they came from, in ns */
+  float evidence;     /* excess over the threshold, in margins, summed over this run past it */
   uint64_t hot_since;
   long hot_from;          /* the comm's completed count when this run past the threshold began */
   struct det_noise noise; /* the statistic's */
   struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
                              statistic that sits still, though its ratios do not */
 };
+
+_Static_assert(offsetof(struct rank_state, gap_ring) <= 64,
+               "what every collective reads of a rank fits its first cache line");
 
 struct comm_state {
   const struct c4_det_job *job;
@@ -66,7 +74,8 @@ struct comm_state {
   double dur_ewma; /* typical collective time (last arrival to completion) */
   struct rank_state *rank;
   int last_ring[K];        /* who arrived last, per ring slot */
-  double slow_ref_ring[K]; /* per ring slot, the peers' median gap for a rank in the slow half */
+  double med_ring[K];      /* per ring slot, the median rank's compute gap */
+  double slow_ref_ring[K]; /* and the other ranks' median for a rank above the median */
   double *gaps, *scratch;
   char (*host)[C4_HOST_MAX]; /* from comm records; "" when none came */
   uint32_t *pid;
@@ -215,8 +224,9 @@ static double select_kth(double *a, int n, int k) {
   return a[k];
 }
 
-/* The median of the other ranks' gaps for a rank in the slow half, given a quickselected for
- * its k = n/2-th smallest, mid: the factor's reference. The median of all has the slow rank in
+/* The median of the other ranks' gaps for a rank above the median (for the median rank itself
+ * of an odd n, half a step low), given a quickselected for its k = n/2-th smallest, mid: the
+ * factor's reference for a rank judged against its peers. The median of all has the slow rank in
  * its own reference: of 4 ranks with one 3x slow, that was the slowest healthy rank, and the
  * factor read 10-17% under the slowdown c4train measured over the same steps (train_straggler,
  * 2 cores). The statistic keeps the median of all: its noise and false-alarm rate were measured
@@ -258,17 +268,20 @@ static double ratio_floor(const struct comm_state *s) {
 }
 
 /* The slowdown over the newest n collectives, weighted by time: the rank's compute gaps summed
- * over its peers' median's (as for a rank in the slow half: a straggler), against its baseline
- * share ref. A step with several collectives has gaps of nothing between them for every rank; a
- * median of the ratios counts those as "even" and put a 3x rank at 2.2-2.6x of its peers where
- * its compute over the run was 2.8-3.0x theirs. */
+ * over the median rank's, against its baseline share ref; a rank judged against its peers (no
+ * baseline: ref 0) over its peers' median's instead, as for a rank above the median (its share
+ * of the median of all was learned with itself in that median, so that median stays its
+ * reference once it has one: against its peers' instead, a rank heavier by design read 3.6x
+ * where it was 2x slow). A step with several collectives has gaps of nothing between them for every
+ * rank; a median of the ratios counts those as "even" and put a 3x rank at 2.2-2.6x of its peers
+ * where its compute over the run was 2.8-3.0x theirs. */
 static double window_factor(const struct comm_state *s, const struct rank_state *rs, int n,
                             double ref) {
   double g = 0, m = 0;
   for (int i = 0; i < n; i++) {
     int slot = (int)((s->completed - 1 - i) % K);
     g += rs->gap_ring[slot];
-    m += s->slow_ref_ring[slot];
+    m += rs->to_peers ? s->slow_ref_ring[slot] : s->med_ring[slot];
   }
   if (n <= 0) return 1;
   double e = ratio_floor(s), b = exp(ref), base = b * (m / n + e) - e;
@@ -318,9 +331,11 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
                           .cost = cost_of(s, factor, rs->ref),
                           .comm = s->comm,
                           .first_seen = rs->hot_since};
-  snprintf(f.detail, sizeof f.detail,
-           "compute between collectives %.2fx its %s; last to arrive %d of the last %d", factor,
-           det_noise_ready(&rs->noise) ? "usual share" : "peers'", rs->last, K);
+  snprintf(
+      f.detail, sizeof f.detail,
+      "compute between collectives %.2fx its %s; last to arrive %d of the last %d (or nearly: %d)",
+      factor, det_noise_ready(&rs->noise) ? "usual share" : "peers'", rs->last, K,
+      __builtin_popcount(rs->near_last));
   det_book_raise(key, &f, ctx->now);
   rs->flagged = 1;
   rs->calm = 0;
@@ -360,6 +375,15 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
   det_book_update(key, factor, confidence_of(stat, rs->ref, rs->thr), cost_of(s, factor, rs->ref));
 }
 
+/* Whether the collective waits for a rank with no baseline: among the last to arrive in half of
+ * the last K collectives, and the very last in one at least. Several ranks slow together (two
+ * slow ranks, a slow host's) take turns at the very last, so nearly last counts; a rank heavier
+ * by design that is never the one waited for does not (a 4-stage pipeline's last stage, which
+ * computes the head, was nearly last 9 of 12 and last 0). */
+static int waited_on(const struct rank_state *rs) {
+  return __builtin_popcount(rs->near_last) >= WAITED_ON && rs->last >= 1;
+}
+
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   struct rank_state *rs = &s->rank[r];
   int sample = s->completed % EVERY == (unsigned)r % EVERY;
@@ -377,9 +401,11 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
           of_raw = det_noise_margin_scaled(&rs->raw, &ctx->noise, 1.25f / sqrtf(K));
     rs->ref = rs->noise.base;
     rs->thr = rs->ref + (margin > of_raw ? margin : of_raw);
+    rs->to_peers = 0;
   } else {
     rs->ref = 0;
     rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
+    rs->to_peers = 1;
   }
   if (stat >= rs->thr) {
     if (!rs->hot_run) rs->hot_since = t, rs->hot_from = s->completed, rs->evidence = 0;
@@ -388,7 +414,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     /* against its peers (no baseline yet), being 1.3x the median rank twice in a row while the
      * collective waits for it is no burst: no evidence summed */
     int ready = det_noise_ready(&rs->noise);
-    if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : rs->last >= WAITED_ON)) {
+    if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : waited_on(rs))) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
@@ -448,8 +474,14 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   s->last_ring[slot] = last;
   s->rank[last].last++;
   s->completed++;
+  double near = NEAR_LAST * s->gaps[last];
+  s->med_ring[slot] = med;
   s->slow_ref_ring[slot] = slow_peers_median(s->scratch, nranks, med);
   for (int r = 0; r < nranks; r++) {
+    struct rank_state *rs = &s->rank[r];
+    rs->near_last =
+        (uint16_t)(((unsigned)rs->near_last << 1 | ((double)(latest - cur->t_arrive[r]) <= near)) &
+                   ((1u << K) - 1));
     s->rank[r].ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
     s->rank[r].gap_ring[slot] = (float)s->gaps[r];
     if (s->completed >= SKIP + EARLY) judge_rank(s, r, cur->t_arrive[r]);

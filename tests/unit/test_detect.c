@@ -54,6 +54,13 @@ static double rank7_always_slower(int r, uint64_t s) {
   (void)s;
   return r == 7 ? 1.2 : 1.0;
 }
+static double two_heavy_ranks_rank3_twice_from_150(int r, uint64_t s) {
+  return (r == 1 || r == 3 ? 1.8 : 1.0) * (r == 3 && s >= 150 ? 2.0 : 1.0);
+}
+static double three_ranks_thrice_from_the_start(int r, uint64_t s) {
+  (void)s;
+  return r == 2 || r == 5 || r == 6 ? 3.0 : 1.0;
+}
 static double rank3_thrice_from_the_start(int r, uint64_t s) {
   (void)s;
   return r == 3 ? 3.0 : 1.0;
@@ -117,6 +124,41 @@ START_TEST(a_rank_slow_from_the_start_is_named_against_its_peers) {
   double now = json_real_value(json_object_get(v, "factor"));
   ck_assert_msg(now > 2.6 && now < 3.4 && now != f, "state factor %.4f, raised at %.4f", now, f);
   json_decref(st);
+  c4_det_reset();
+}
+END_TEST
+
+/* Ranks heavier by design (1.8x, a pipeline's last stages) learn that as their share; one of
+ * them 2x slow on top is named at its own slowdown, not over the median of the others. */
+START_TEST(a_heavy_rank_slowed_is_named_at_its_own_slowdown) {
+  setup(NULL);
+  for (int r = 0; r < 4; r++)
+    comm_record(r, 4, 1);
+  run_colls(4, 0, 400, 10 * MS, two_heavy_ranks_rank3_twice_from_150);
+  ck_assert_int_eq(count("straggler"), 1);
+  json_t *e = first("straggler");
+  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
+  c4_det_reset();
+}
+END_TEST
+
+/* Three ranks equally slow from the start (a slow host's) take turns arriving last: each is
+ * named, as each holds the collective up. */
+START_TEST(ranks_slow_together_from_the_start_are_each_named) {
+  setup(NULL);
+  for (int r = 0; r < 8; r++)
+    comm_record(r, 8, 1);
+  run_colls(8, 0, 300, 10 * MS, three_ranks_thrice_from_the_start);
+  ck_assert_int_eq(count("straggler"), 3);
+  int named = 0;
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    json_t *e = json_array_get(events, i);
+    if (strcmp(json_string_value(json_object_get(e, "kind")), "straggler") == 0)
+      named |= 1 << json_integer_value(json_array_get(json_object_get(e, "ranks"), 0));
+  }
+  ck_assert_int_eq(named, 1 << 2 | 1 << 5 | 1 << 6);
   c4_det_reset();
 }
 END_TEST
@@ -814,6 +856,8 @@ int main(void) {
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
   tcase_add_test(tc, a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
+  tcase_add_test(tc, ranks_slow_together_from_the_start_are_each_named);
+  tcase_add_test(tc, a_heavy_rank_slowed_is_named_at_its_own_slowdown);
   tcase_add_test(tc, bursts_of_noise_are_learned);
   tcase_add_test(tc, a_rank_that_never_enters_is_a_noncomm_hang_naming_it);
   tcase_add_test(tc, a_long_compute_with_one_rank_in_early_is_no_hang);
