@@ -8,10 +8,8 @@
  * excess over that threshold, counted in thresholds and summed, reaches EVIDENCE: a burst of a
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts,
- * and only when the collective waits for it (last to arrive in at least WAITED_ON of the last K;
- * a rank slow from the start was last 8-12 of 12 when named, in train_straggler and in a 2 x 2
- * pipeline job; that job's healthy last stage, heavier by design, 3-5 of 12 in the job-wide
- * communicator, and a quarter of K named it in 2 of 3 runs):
+ * and only when the collective waits for it (waited_on: among the last to arrive in half of the
+ * last K, and the very last at least once):
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
  * by design, a pipeline's stages, differ from the median rank from the start (the last stage
