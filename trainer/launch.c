@@ -35,6 +35,7 @@ struct attempt {
   int relayout_on;     /* a straggler asks for a new layout (launch_opts.relayout) */
   int relaid[1024];    /* by first rank: a straggler the job was laid out again for, once */
   int named[1024];     /* by first rank: a straggler to lay the job out again for */
+  int asked[1024];     /* by first rank: a new layout asked of this attempt's ranks for it */
 };
 
 static void say(const struct launch_opts *lo, const char *fmt, int x, int y) {
@@ -55,23 +56,39 @@ static void on_verdict(void *arg, const char *kind, const int *ranks, int n, lon
     for (int i = 0; i < n; i++) {
       if (ranks[i] < 0 || ranks[i] >= a->world) continue;
       if (lost) a->condemned[ranks[i]] = 1;
-      if (slow && !a->relaid[a->orig[ranks[i]]]) a->named[a->orig[ranks[i]]] = 1;
+      int first = a->orig[ranks[i]];
+      if (slow && !a->relaid[first] && !a->asked[first]) a->named[first] = 1;
     }
   pthread_mutex_unlock(&a->lock);
 }
 
 /* A straggler c4mon named that the job was not laid out again for: the ranks are asked to stop
- * for a new layout, once per straggler (under a->lock). */
+ * for a new layout (under a->lock). It counts as laid out again for once the job resumes in the
+ * new layout (next_attempt). */
 static void relayout_due(const struct launch_opts *lo, struct attempt *a) {
   for (int i = 0; i < a->world; i++) {
     int first = a->orig[i];
     if (!a->named[first]) continue;
     say(lo, "c4mon names rank %d a straggler: the ranks stop after a step for a new layout", first,
         0);
-    a->relaid[first] = 1;
+    a->asked[first] = 1;
     a->named[first] = 0;
     relayout_request();
   }
+}
+
+/* A new attempt's slate: no verdict on an earlier attempt's ranks acted on, no request left in
+ * the pipe; the stragglers a new layout was asked for count as laid out again for when it was
+ * (relaid_now), else they may ask again. */
+static void next_attempt(struct attempt *a, int relaid_now) {
+  relayout_clear();
+  pthread_mutex_lock(&a->lock);
+  for (int i = 0; i < 1024; i++) {
+    a->relaid[i] |= relaid_now && a->asked[i];
+    a->asked[i] = a->named[i] = a->condemned[i] = 0;
+  }
+  a->started_ns = c4_now_ns();
+  pthread_mutex_unlock(&a->lock);
 }
 
 static int fork_ranks(struct attempt *a) {
@@ -190,13 +207,8 @@ int launch_local(const struct launch_opts *lo, int *status) {
       break;
     }
     if (relaid == a.world) { /* all stopped after the same step, at its checkpoint */
-      relayout_clear();
-      a.multiple = lo->relayout(lo->relayout_arg, a.world);
-      pthread_mutex_lock(&a.lock);
-      memset(a.condemned, 0, sizeof a.condemned);
-      memset(a.named, 0, sizeof a.named);
-      a.started_ns = c4_now_ns();
-      pthread_mutex_unlock(&a.lock);
+      a.multiple = lo->relayout(lo->relayout_arg, a.world, a.orig);
+      next_attempt(&a, 1);
       say(lo, "going on with %d ranks from the checkpoint, --pp %d", a.world, a.multiple);
       continue;
     }
@@ -218,9 +230,8 @@ int launch_local(const struct launch_opts *lo, int *status) {
     for (int i = 0; i < a.world && w < going; i++)
       if (a.state[i] != FAILED) a.orig[w++] = a.orig[i];
     a.world = w;
-    memset(a.condemned, 0, sizeof a.condemned);
-    a.started_ns = c4_now_ns();
     pthread_mutex_unlock(&a.lock);
+    next_attempt(&a, 0);
     say(lo, "going on with %d ranks from the last checkpoint (%d lost)", w, failed);
     if (survivors > w)
       say(lo, "%d of the survivors sit out: the job goes on in whole pipelines of %d stages",

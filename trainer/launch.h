@@ -15,9 +15,10 @@ struct launch_opts {
   int quiet;               /* no supervisor lines on stderr */
   /* with c4mon's subscription and a checkpoint dir (--layout auto): when c4mon names a straggler
    * the job was not yet laid out again for, the ranks stop after a step at a checkpoint
-   * (relayout.h) and this, called in the launcher, chooses the layout for `ranks` again and
-   * returns the pipeline depth the job resumes with. NULL: a straggler is left to the planners. */
-  int (*relayout)(void *arg, int ranks);
+   * (relayout.h) and this, called in the launcher, chooses the layout for `ranks` again (orig:
+   * each one's first rank, as C4TRAIN_ORIG_RANK says) and returns the pipeline depth the job
+   * resumes with. NULL: a straggler is left to the planners. */
+  int (*relayout)(void *arg, int ranks, const int *orig);
   void *relayout_arg;
 };
 

@@ -13,6 +13,7 @@
 
 #include "c4_clock.h"
 #include "c4_err.h"
+#include "c4_frame.h"
 
 int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe *out, int max) {
   long seqs = (long)o->micro_batch * o->microbatches; /* the global batch, kept */
@@ -105,10 +106,13 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
     args[n++] = (char *)extra[k];
   pid_t pid = fork();
   if (pid == 0) {
-    /* a job of its own to c4mon too: its start, end and stragglers are not the job's */
+    /* a job of its own to c4mon too: its start, end and stragglers are not the job's (the
+     * suffix kept within the name the plugin sends, which it cuts) */
+    static const char suffix[] = "-layout-probe";
     const char *job = getenv("C4_JOB");
-    char probe_job[256];
-    snprintf(probe_job, sizeof probe_job, "%s-layout-probe", job ? job : "c4train");
+    char probe_job[C4_FRAME_NAME];
+    snprintf(probe_job, sizeof probe_job, "%.*s%s", (int)(sizeof probe_job - sizeof suffix),
+             job ? job : "default", suffix);
     setenv("C4_JOB", probe_job, 1);
     dup2(fds[1], 1);
     close(fds[0]);

@@ -2,6 +2,7 @@
  * parsed with jansson, a straggler verdict remembered by id until its `recovered` clears it. */
 #include "mon_sub.h"
 #include "c4_err.h"
+#include "c4_frame.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -18,7 +19,7 @@
 
 struct mon_sub {
   char host[256], port[16];
-  char job[256]; /* the job whose events count: C4_JOB, as the plugin reports it */
+  char job[C4_FRAME_NAME]; /* the job whose events count: C4_JOB, cut as the plugin cuts it */
   int my_rank;
   mon_sub_event_fn on_event;
   void *arg;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "c4_err.h"
+#include "dp.h"
+#include "train_loop.h"
 
 static int fds[2] = {-1, -1};
 
@@ -44,4 +46,19 @@ int relayout_asked(void) {
   }
   struct pollfd p = {.fd = fd, .events = POLLIN};
   return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+int relayout_stop(struct dp *d, int world, int rc, int announce_step, int *off) {
+  int written = rc == 0, all[world];
+  if (dp_allgather(d, &written, all, sizeof written)) return C4TRAIN_EXIT_PEER_LOST;
+  for (int i = 0; i < world; i++)
+    written &= all[i];
+  if (!written) {
+    *off = 1;
+    return 0;
+  }
+  if (announce_step >= 0)
+    printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n",
+           announce_step);
+  return C4TRAIN_EXIT_RELAYOUT;
 }

@@ -22,4 +22,13 @@ void relayout_clear(void);
 /* A rank: 1 when its launcher asks for a new layout. */
 int relayout_asked(void);
 
+struct dp;
+
+/* A rank, after the checkpoint a new layout was asked for, with rc train_ckpt_step's (0, or -1
+ * on rank 0, its writer, when it was not written): every rank learns whether it was, over d's
+ * `world` ranks, so that all stop or all go on. announce_step >= 0 (rank 0, text output) says
+ * the stop on stdout. Returns C4TRAIN_EXIT_RELAYOUT (written: stop), 0 (not written: go on in
+ * this layout, and ask no more: *off set) or C4TRAIN_EXIT_PEER_LOST. */
+int relayout_stop(struct dp *d, int world, int rc, int announce_step, int *off);
+
 #endif

@@ -23,6 +23,7 @@
 #include "assign_policy.h"
 #include "c4_err.h"
 #include "gpt_layers.h"
+#include "relayout.h"
 #include "seq_cost_json.h"
 #include "train_ckpt.h"
 #include "train_docs_run.h"
@@ -179,8 +180,8 @@ static int docs_relayout(const struct docs_run *s, int done) {
 /* --ckpt-every: the model after `done` steps, with the fitted cost model in its metadata (rank
  * 0 writes; with --pp the stages gather it first). A checkpoint not written does not stop the
  * run; the exit status says it. Returns 0, or C4TRAIN_EXIT_PEER_LOST (the gather's peer was
- * lost) or 1 (out of memory); asked for a new layout, C4TRAIN_EXIT_RELAYOUT once the checkpoint
- * is written. */
+ * lost) or 1 (out of memory); asked for a new layout, C4TRAIN_EXIT_RELAYOUT on every rank once
+ * the checkpoint is written. */
 static int docs_checkpoint(struct docs_run *s, int done) {
   int relayout = docs_relayout(s, done);
   if (!relayout && !train_ckpt_due(s->o, done)) return 0;
@@ -191,12 +192,9 @@ static int docs_checkpoint(struct docs_run *s, int done) {
   int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, extra, s->err, sizeof s->err);
   json_decref(extra);
   if (rc < 0) s->ckpt_failed = 1;
-  if (relayout && rc < 0) s->relayout_off = 1;
-  if (relayout && rc == 0) {
-    if (s->rank == 0 && !s->o->json)
-      printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n", done);
-    return C4TRAIN_EXIT_RELAYOUT;
-  }
+  if (relayout && rc <= 0)
+    return relayout_stop(&s->dp, s->world, rc, s->rank == 0 && !s->o->json ? done : -1,
+                         &s->relayout_off);
   return rc < 0 ? 0 : rc;
 }
 

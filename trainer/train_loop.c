@@ -492,20 +492,16 @@ static int step_relayout(const struct run *s) {
 
 /* --ckpt-every: the model written at its steps and at the last (--pp: gathered from the stages
  * first). A checkpoint not written does not stop the run; the exit status says it. Asked for a
- * new layout: a checkpoint now, and C4TRAIN_EXIT_RELAYOUT when it was written. */
+ * new layout: a checkpoint now, and C4TRAIN_EXIT_RELAYOUT on every rank when it was written. */
 static int step_checkpoint(struct run *s) {
   int relayout = step_relayout(s);
   if (!relayout && !train_ckpt_due(s->o, s->step)) return 0;
   struct train_ckpt_at at = {s->o, s->pp, s->rank, s->world, s->step};
   int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, NULL, s->err, sizeof s->err);
   if (rc < 0) s->ckpt_failed = 1;
-  if (relayout && rc < 0) s->relayout_off = 1;
-  if (relayout && rc == 0) {
-    if (s->rank == 0 && !s->o->json)
-      printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n",
-             s->step);
-    return C4TRAIN_EXIT_RELAYOUT;
-  }
+  if (relayout && rc <= 0)
+    return relayout_stop(&s->dp, s->world, rc, s->rank == 0 && !s->o->json ? s->step : -1,
+                         &s->relayout_off);
   return rc < 0 ? 0 : rc;
 }
 

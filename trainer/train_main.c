@@ -402,14 +402,15 @@ static int layout_command(struct cli *a) {
 }
 
 /* The launcher's re-choice when c4mon named a straggler (launch_opts.relayout): the layouts
- * probed again on `ranks`, the straggler in them as it is now: the drill's slowdown (--slow)
- * from their first step, and their straggler planners acting on their first reading
- * (--straggler-wait 0: c4mon has named it, nothing is left to wait for). Keeps the layout when
- * no probe ran. Returns the pipeline depth the job goes on with. */
-static int relayout_command(void *arg, int ranks) {
+ * probed again on the `ranks` going on (orig: their first ranks), the straggler in them as it
+ * is now: the drill's slowdown (--slow) from their first step, on the rank it is now (none if
+ * it was lost), and their straggler planners acting on their first reading (--straggler-wait
+ * 0: c4mon has named it, nothing is left to wait for). Keeps the layout when no probe ran.
+ * Returns the pipeline depth the job goes on with. */
+static int relayout_command(void *arg, int ranks, const int *orig) {
   struct cli *a = arg;
-  char slow[64];
-  char **argv = calloc((size_t)a->argc + 5, sizeof *argv);
+  char slow[64], nranks[16];
+  char **argv = calloc((size_t)a->argc + 7, sizeof *argv);
   FILE *out = a->o.json ? stderr : stdout;
   if (!argv) {
     fprintf(out, "c4train: out of memory choosing the layout again: keeping --pp %d\n", a->o.pp);
@@ -418,10 +419,19 @@ static int relayout_command(void *arg, int ranks) {
   int n = 0;
   for (int i = 0; i < a->argc; i++)
     argv[n++] = a->argv[i];
+  snprintf(nranks, sizeof nranks, "%d", ranks);
+  argv[n++] = "--local-ranks";
+  argv[n++] = nranks;
   argv[n++] = "--straggler-wait";
   argv[n++] = "0";
   if (a->o.slow_rank >= 0) {
-    snprintf(slow, sizeof slow, "%d:%g:1", a->o.slow_rank, a->o.slow_factor);
+    int now = -1;
+    for (int i = 0; i < ranks; i++)
+      if (orig[i] == a->o.slow_rank) now = i;
+    if (now >= 0)
+      snprintf(slow, sizeof slow, "%d:%g:1", now, a->o.slow_factor);
+    else
+      snprintf(slow, sizeof slow, "0:1"); /* lost: no rank slow */
     argv[n++] = "--slow";
     argv[n++] = slow;
   }
