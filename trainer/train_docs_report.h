@@ -4,6 +4,7 @@
 #ifndef C4_TRAIN_DOCS_REPORT_H
 #define C4_TRAIN_DOCS_REPORT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "seq_cost.h"
@@ -21,6 +22,7 @@ struct docs_step_rec {
   int policy;                         /* the policy that assigned it */
   int fitted;                         /* assigned by a fitted model */
   double tokens, secs, compute;       /* compute: the slowest rank's */
+  uint64_t t_start_ns;                /* when it began (CLOCK_MONOTONIC, as c4mon's trace) */
   double pred[TRAIN_ASSIGN_POLICIES]; /* the model's slowest rank's compute under each policy */
   double load; /* the ranks' measured compute over predicted, each over its factor, summed: how
                   much slower than the window the whole machine ran this step */

@@ -179,6 +179,7 @@ static void docs_account(struct docs_run *s, int step, struct docs_step_rec *r,
   r->load = predicted > 0 ? measured / predicted : 1;
   if (step > s->first) seq_cost_add(&s->model, s->samples);
   r->secs = (double)(c4_now_ns() - t_step) * 1e-9;
+  r->t_start_ns = t_step;
 }
 
 int docs_step_run(struct docs_run *s, int step) {
