@@ -71,10 +71,20 @@ static double bursts_of_noise(int r, uint64_t s) {
 }
 static double one_blip(int r, uint64_t s) { return r == 2 && s == 120 ? 3.0 : 1.0; }
 
-START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears) {
+/* A detector with one communicator of n ranks, each its own host (node<r>). */
+static void setup_comm(int n) {
   setup(NULL);
-  for (int r = 0; r < 8; r++)
-    comm_record(r, 8, 1);
+  for (int r = 0; r < n; r++)
+    comm_record(r, n, 1);
+}
+
+/* The first rank an event names. */
+static json_int_t first_rank(json_t *e) {
+  return json_integer_value(json_array_get(json_object_get(e, "ranks"), 0));
+}
+
+START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears) {
+  setup_comm(8);
   uint64_t t = run_colls(8, 0, 100, 10 * MS, rank5_twice_from_100_to_200);
   ck_assert_int_eq(json_array_size(events), 0);
   uint64_t onset = t;
@@ -83,7 +93,7 @@ START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(count("straggler"), 1);
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "gpu");
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 5);
+  ck_assert_int_eq(first_rank(e), 5);
   ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "hosts"), 0)), "node5");
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 1.8 && f < 2.2, "factor %.2f", f);
@@ -103,14 +113,12 @@ END_TEST
 /* A rank slow from its first collective has no healthy history to be its baseline: it is named
  * against its peers, with its factor, and never recovers while slow. */
 START_TEST(a_rank_slow_from_the_start_is_named_against_its_peers) {
-  setup(NULL);
-  for (int r = 0; r < 8; r++)
-    comm_record(r, 8, 1);
+  setup_comm(8);
   run_colls(8, 0, 300, 10 * MS, rank3_thrice_from_the_start);
   ck_assert_int_eq(count("straggler"), 1);
   ck_assert_int_eq(count("recovered"), 0);
   json_t *e = first("straggler");
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  ck_assert_int_eq(first_rank(e), 3);
   ck_assert_int_le(json_integer_value(json_object_get(e, "t")), 20 * 300 * MS);
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 2.6 && f < 3.4, "factor %.2f", f);
@@ -131,13 +139,11 @@ END_TEST
 /* Ranks heavier by design (1.8x, a pipeline's last stages) learn that as their share; one of
  * them 2x slow on top is named at its own slowdown, not over the median of the others. */
 START_TEST(a_heavy_rank_slowed_is_named_at_its_own_slowdown) {
-  setup(NULL);
-  for (int r = 0; r < 4; r++)
-    comm_record(r, 4, 1);
+  setup_comm(4);
   run_colls(4, 0, 400, 10 * MS, two_heavy_ranks_rank3_twice_from_150);
   ck_assert_int_eq(count("straggler"), 1);
   json_t *e = first("straggler");
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  ck_assert_int_eq(first_rank(e), 3);
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
   c4_det_reset();
@@ -147,16 +153,14 @@ END_TEST
 /* Three ranks equally slow from the start (a slow host's) take turns arriving last: each is
  * named, as each holds the collective up. */
 START_TEST(ranks_slow_together_from_the_start_are_each_named) {
-  setup(NULL);
-  for (int r = 0; r < 8; r++)
-    comm_record(r, 8, 1);
+  setup_comm(8);
   run_colls(8, 0, 300, 10 * MS, three_ranks_thrice_from_the_start);
   ck_assert_int_eq(count("straggler"), 3);
   int named = 0;
   for (size_t i = 0; i < json_array_size(events); i++) {
     json_t *e = json_array_get(events, i);
     if (strcmp(json_string_value(json_object_get(e, "kind")), "straggler") == 0)
-      named |= 1 << json_integer_value(json_array_get(json_object_get(e, "ranks"), 0));
+      named |= 1 << first_rank(e);
   }
   ck_assert_int_eq(named, 1 << 2 | 1 << 5 | 1 << 6);
   c4_det_reset();
@@ -166,9 +170,7 @@ END_TEST
 /* Bursts of 15% on one rank at a time, for 12 collectives each, are the machine's noise once
  * seen: after the first rounds (a burst that is new is a real change) they raise nothing. */
 START_TEST(bursts_of_noise_are_learned) {
-  setup(NULL);
-  for (int r = 0; r < 8; r++)
-    comm_record(r, 8, 1);
+  setup_comm(8);
   uint64_t t = run_colls(8, 0, 640, 10 * MS, bursts_of_noise);
   json_decref(events);
   events = json_array();
@@ -179,9 +181,7 @@ START_TEST(bursts_of_noise_are_learned) {
 END_TEST
 
 START_TEST(steady_unevenness_and_one_off_blips_raise_nothing) {
-  setup(NULL);
-  for (int r = 0; r < 8; r++)
-    comm_record(r, 8, 1);
+  setup_comm(8);
   uint64_t t = run_colls(8, 0, 300, 10 * MS, rank7_always_slower);
   ck_assert_int_eq(json_array_size(events), 0);
   run_colls(8, 300, 300, t, one_blip);
@@ -203,7 +203,7 @@ START_TEST(a_rank_that_never_enters_is_a_noncomm_hang_naming_it) {
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(count("comm_hang"), 0);
   ck_assert_int_eq(json_array_size(json_object_get(e, "ranks")), 1);
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  ck_assert_int_eq(first_rank(e), 3);
   uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
   ck_assert_msg(at >= t + 3000 * MS && at <= t + 3200 * MS, "flagged at +%.2f s",
                 (double)(at - t) / 1e9);
@@ -405,7 +405,7 @@ START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
   take(&end);
   json_t *e = first("rank_lost");
   ck_assert_ptr_nonnull(e);
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 1);
+  ck_assert_int_eq(first_rank(e), 1);
   end.rank.rank = 2; /* a clean goodbye is not a loss */
   end.rank.event = C4_RANK_BYE;
   take(&end);
@@ -432,7 +432,7 @@ START_TEST(a_stopped_process_is_a_noncomm_hang_before_it_is_lost) {
       hb(r, t + k * 100 * MS, 51, 50);
   json_t *e = first("noncomm_hang");
   ck_assert_ptr_nonnull(e);
-  ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(e, "ranks"), 0)), 3);
+  ck_assert_int_eq(first_rank(e), 3);
   ck_assert_int_eq(count("rank_lost"), 0);
   c4_det_reset();
 }
