@@ -10,6 +10,7 @@
 #include "c4_env.h"
 #include "c4_err.h"
 #include "c4_ranks.h"
+#include "ckpt.h"
 #include "docs.h"
 #include "launch.h"
 #include "layout.h"
@@ -379,13 +380,13 @@ static int check_args(const struct cli *a) {
   return a->lo.ranks > 0 ? check_local_ranks(a) : C4_NONE;
 }
 
-/* The steps of a candidate's first probe on `ranks`: a quarter of the budget spread over the
- * candidates, at least 6 (4 timed), unless --probe-steps says. */
-static int first_probe_steps(const struct cli *a, int ranks) {
+/* The steps of a candidate's first probe for o's run on `ranks`: a quarter of the budget spread
+ * over the candidates, at least 6 (4 timed), unless --probe-steps says. */
+static int first_probe_steps(const struct cli *a, const struct train_opts *o, int ranks) {
   static struct layout_probe cand[64];
-  int n = layout_candidates(&a->o, ranks, cand, 64);
+  int n = layout_candidates(o, ranks, cand, 64);
   int steps = a->probe_steps;
-  if (!steps) steps = n ? (int)(a->o.steps * LAYOUT_BUDGET / (4 * n)) : 6;
+  if (!steps) steps = n ? (int)(o->steps * LAYOUT_BUDGET / (4 * n)) : 6;
   return steps < 6 && !a->probe_steps ? 6 : steps;
 }
 
@@ -395,7 +396,7 @@ static int layout_command(struct cli *a) {
     return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
                                    "--local-ranks N");
   char err[512];
-  if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, a->lo.ranks),
+  if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, &a->o, a->lo.ranks),
                   a->o.json ? stderr : stdout, err, sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
   return C4_NONE;
@@ -405,8 +406,8 @@ static int layout_command(struct cli *a) {
  * probed again on the `ranks` going on (orig: their first ranks), the straggler in them as it
  * is now: the drill's slowdown (--slow) from their first step, on the rank it is now (none if
  * it was lost), and their straggler planners acting on their first reading (--straggler-wait
- * 0: c4mon has named it, nothing is left to wait for). Keeps the layout when no probe ran.
- * Returns the pipeline depth the job goes on with. */
+ * 0: c4mon has named it, nothing is left to wait for), their budget a share of the steps left.
+ * Keeps the layout when no probe ran. Returns the pipeline depth the job goes on with. */
 static int relayout_command(void *arg, int ranks, const int *orig) {
   struct cli *a = arg;
   char slow[64], nranks[16];
@@ -437,8 +438,19 @@ static int relayout_command(void *arg, int ranks, const int *orig) {
   }
   char err[512];
   fprintf(out, "c4train: choosing the layout again, a straggler in the job\n");
-  if (layout_auto(n, argv, &a->o, ranks, first_probe_steps(a, ranks), out, err, sizeof err) < 0)
+  /* the probing's budget is a share of the steps left (their checkpoint's step done) */
+  struct train_opts left = a->o;
+  uint64_t done = 0;
+  char path[4096];
+  if (c4_ckpt_latest(a->o.ckpt_dir, path, sizeof path, &done, err, sizeof err) == 0 &&
+      done < (uint64_t)a->o.steps)
+    left.steps = a->o.steps - (int)done;
+  if (layout_auto(n, argv, &left, ranks, first_probe_steps(a, &left, ranks), out, err, sizeof err) <
+      0)
     fprintf(out, "c4train: %s: keeping --pp %d --micro-batch %d\n", err, a->o.pp, a->o.micro_batch);
+  a->o.pp = left.pp;
+  a->o.micro_batch = left.micro_batch;
+  a->o.microbatches = left.microbatches;
   fflush(out);
   free(argv);
   return a->o.pp;
