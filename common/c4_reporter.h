@@ -20,7 +20,8 @@ void c4_reporter_push(const struct c4_record *r);
  * clock probes, reads c4mon's answers; on any failure closes and retries later with backoff. */
 void c4_reporter_tick(uint64_t now);
 
-/* Tries, for at most timeout_ms, to deliver what is queued and say BYE; then closes. */
+/* Tries, for at most timeout_ms, to deliver what is queued and say BYE; then closes. A c4mon the
+ * process tried and never reached is not waited for. */
 void c4_reporter_finish(int timeout_ms);
 
 /* Where the heartbeat's "entered" and "done" collective counts come from (profiler or shim). */

@@ -2,19 +2,24 @@
  * a summary that accounts for drops, no crash when the trace cannot be opened, C4_TIMING, and
  * forked children. Each test runs in its own process (Check's fork mode), so the per-process
  * singleton starts fresh. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_clock.h"
 #include "c4_record.h"
+#include "c4_reporter.h"
 #include "c4_telemetry.h"
 
 static char path[64];
@@ -346,6 +351,35 @@ START_TEST(a_forked_child_traces_on_its_own_without_the_parents_records) {
 }
 END_TEST
 
+/* C4_MONITOR naming an address nothing listens on: once a connect has failed and none ever
+ * succeeded, the exit does not wait out its timeout (every process of a job paid it, 1 s). */
+START_TEST(a_c4mon_never_reached_is_not_waited_for_at_exit) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  close(fd); /* the port is free again: connects are refused */
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+  setenv("C4_MONITOR", addr, 1);
+  setenv("C4_TOKEN", "t", 1);
+  ck_assert_int_eq(c4_reporter_init(), 1);
+  struct c4_reporter_stats st = {0};
+  for (int i = 0; i < 2000 && !st.failures; i++) { /* the first connect, refused */
+    c4_reporter_tick(c4_now_ns());
+    c4_reporter_stats(&st);
+    usleep(1000);
+  }
+  ck_assert_uint_gt(st.failures, 0);
+  uint64_t t0 = c4_now_ns();
+  c4_reporter_finish(5000);
+  double waited = (double)(c4_now_ns() - t0) * 1e-9;
+  ck_assert_msg(waited < 1.0, "waited %.2f s of 5 for a c4mon never reached", waited);
+  unsetenv("C4_MONITOR");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("telemetry");
   TCase *tc = tcase_create("trace");
@@ -360,6 +394,7 @@ int main(void) {
   tcase_add_test(tc, c4_timing_0_turns_timing_off_and_is_read_once);
   tcase_add_test(tc, a_forked_child_that_exits_writes_nothing_into_the_parents_trace);
   tcase_add_test(tc, a_forked_child_traces_on_its_own_without_the_parents_records);
+  tcase_add_test(tc, a_c4mon_never_reached_is_not_waited_for_at_exit);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
