@@ -46,24 +46,40 @@ static int probe_argv(int argc, char **argv, char **out) {
   return n;
 }
 
+/* Whether step line j ran with another plan than the step before (its data split or its
+ * layers), keeping j's in *plan (a new reference). */
+static int plan_moved(json_t *j, json_t **plan) {
+  json_t *now = json_pack("{s:O?, s:O?}", "split", json_object_get(j, "split"), "layers",
+                          json_object_get(j, "layers"));
+  int moved = *plan && now && !json_equal(*plan, now);
+  json_decref(*plan);
+  *plan = now;
+  return moved;
+}
+
 /* A probe's JSON lines from in (closed after; NULL reads nothing): each step's time adds to
- * p->last_step_s and, past the first two steps, its tokens/s joins p's rates. Returns 1 when the
- * run's end line came. */
+ * p->last_step_s and, past the first two steps, its tokens/s joins p's rates; a step whose
+ * planners moved work (split or layers) drops this probe's rates before it, so that a probe
+ * measures its layout as the planners leave it, not the steps before they acted. Returns 1 when
+ * the run's end line came. */
 static int read_probe(FILE *in, struct layout_probe *p) {
   char line[8192];
-  int ended = 0;
+  int ended = 0, first = p->nrate;
+  json_t *plan = NULL;
   while (in && fgets(line, sizeof line, in)) {
     json_t *j = json_loads(line, 0, NULL);
     const char *ev = json_string_value(json_object_get(j, "event"));
     if (ev && strcmp(ev, "step") == 0) {
       p->last_step_s += json_number_value(json_object_get(j, "step_ms")) * 1e-3;
       double tps = json_number_value(json_object_get(j, "tokens_per_s"));
+      if (plan_moved(j, &plan)) p->nrate = first;
       if (json_integer_value(json_object_get(j, "step")) > 2 && tps > 0 && p->nrate < LAYOUT_RATES)
         p->rate[p->nrate++] = tps;
     }
     ended |= ev && strcmp(ev, "end") == 0;
     json_decref(j);
   }
+  json_decref(plan);
   if (in) fclose(in);
   return ended;
 }
@@ -225,7 +241,13 @@ double layout_auto(int argc, char **argv, struct train_opts *o, int ranks, int s
     double next = 0, budget = LAYOUT_BUDGET / (1 - LAYOUT_BUDGET) * run_seconds(o, &c[best]);
     for (int i = 0; i < n; i++)
       if (alive[i]) next += c[i].last_s + c[i].last_step_s;
-    if (total + next > budget) break;
+    if (total + next > budget) {
+      fprintf(f,
+              "layout auto: no round %d: it would take the probing past %.0f%% of the run "
+              "(%.1f s more, %.1f s so far)\n",
+              round + 1, 100 * LAYOUT_BUDGET, next, total);
+      break;
+    }
     steps *= 2;
   }
   if (best < 0) {
@@ -241,7 +263,7 @@ double layout_auto(int argc, char **argv, struct train_opts *o, int ranks, int s
   double run_s = run_seconds(o, &c[best]);
   fprintf(f,
           "layout auto: --pp %d --micro-batch %d --microbatches %d (%.0f tokens/s); probing took "
-          "%.1f s, %.1f%% of the %d-step run's %.1f s at that pace\n",
+          "%.1f s, %.1f%% of itself and the %d-step run (%.1f s at that pace)\n",
           o->pp, o->micro_batch, o->microbatches, c[best].tokens_per_s, total,
           100 * total / (total + run_s), o->steps, run_s);
   fflush(f); /* before the ranks are forked with a copy of the buffer */

@@ -395,12 +395,22 @@ static int layout_command(struct cli *a) {
   if (a->lo.ranks < 1)
     return c4_cli_usage("c4train", "--layout auto probes layouts as jobs of their own: it needs "
                                    "--local-ranks N");
+  if (a->o.pp > 1)
+    fprintf(stderr,
+            "c4train: note: --layout auto picks the pipeline depth: --pp %d is one "
+            "candidate among the others\n",
+            a->o.pp);
+  if (a->o.monitor_sub && !a->o.ckpt_dir)
+    fprintf(stderr, "c4train: note: without --ckpt-dir, --layout auto does not choose again when "
+                    "c4mon names a straggler (the job resumes from the checkpoint it stops at)\n");
   char err[512];
   if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, &a->o, a->lo.ranks),
                   a->o.json ? stderr : stdout, err, sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
   return C4_NONE;
 }
+
+#define RELAYOUT_PROBE_STEPS 16 /* a probe's steps at least, when a straggler is in the job */
 
 /* The launcher's re-choice when c4mon named a straggler (launch_opts.relayout): the layouts
  * probed again on the `ranks` going on (orig: their first ranks), the straggler in them as it
@@ -445,8 +455,11 @@ static int relayout_command(void *arg, int ranks, const int *orig) {
   if (c4_ckpt_latest(a->o.ckpt_dir, path, sizeof path, &done, err, sizeof err) == 0 &&
       done < (uint64_t)a->o.steps)
     left.steps = a->o.steps - (int)done;
-  if (layout_auto(n, argv, &left, ranks, first_probe_steps(a, &left, ranks), out, err, sizeof err) <
-      0)
+  /* long enough for the probes' planners to act (their first re-split came at step 9-10) and
+   * to be timed after */
+  int steps = first_probe_steps(a, &left, ranks);
+  if (steps < RELAYOUT_PROBE_STEPS && !a->probe_steps) steps = RELAYOUT_PROBE_STEPS;
+  if (layout_auto(n, argv, &left, ranks, steps, out, err, sizeof err) < 0)
     fprintf(out, "c4train: %s: keeping --pp %d --micro-batch %d\n", err, a->o.pp, a->o.micro_batch);
   a->o.pp = left.pp;
   a->o.micro_batch = left.micro_batch;

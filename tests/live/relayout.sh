@@ -42,7 +42,7 @@ fi
 mon_subscribed "$WORK" || { echo "$NAME: skipped: c4mon could not start"; exit 0; }
 C4_HOSTNAME=node-%r C4_MONITOR="$MON_RANKS" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
   timeout 600 "$BUILD/bin/c4train" --local-ranks 4 --micro-batch 2 --microbatches 8 "${data[@]}" \
-  --steps "$STEPS" --eval-windows 4 --json --layout auto --probe-steps 6 \
+  --steps "$STEPS" --eval-windows 4 --json --layout auto \
   --ckpt-dir "$WORK/ckpt" --ckpt-every 1000 --monitor "127.0.0.1:$MON_SUB" \
   --slow "2:3.0:$SLOW_FROM" >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
 rc=$?

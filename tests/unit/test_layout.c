@@ -77,12 +77,42 @@ START_TEST(the_program_probes_every_candidate_and_trains_with_the_fastest) {
 }
 END_TEST
 
+/* A probe is timed as its planners leave the layout: a drill's slow rank re-split away in a
+ * probe drops that probe's steps before the re-split from its rate (the table's timed steps). */
+START_TEST(a_probe_is_timed_after_its_planners_moved_the_work) {
+  const char *b = getenv("C4_BUILD_DIR");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/c4train --local-ranks 2 --layout auto --probe-steps 16 --layers 2 --width 16 "
+           "--heads 2 --context 16 --micro-batch 1 --microbatches 8 --steps 6 --eval-windows 2 "
+           "--slow 1:3.0 --straggler-wait 0",
+           b ? b : "build");
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char line[1024];
+  int pp1_steps = -1, pp2_steps = -1;
+  while (fgets(line, sizeof line, p)) {
+    int pp, dp, mb, mbs, steps;
+    double tps, mem, secs, err;
+    if (sscanf(line, "%d %d %d %d %lf %lf %lf %lf %d", &pp, &dp, &mb, &mbs, &tps, &mem, &secs, &err,
+               &steps) == 9 &&
+        mb == 1)
+      *(pp == 1 ? &pp1_steps : &pp2_steps) = steps;
+  }
+  ck_assert_int_eq(pclose(p), 0);
+  /* 16 steps, the first two not timed: 14 unless the planners moved work */
+  ck_assert_msg(pp1_steps > 0 && pp1_steps < 14, "pp 1 timed %d steps", pp1_steps);
+  ck_assert_int_gt(pp2_steps, 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, candidates_keep_the_global_batch_and_fit_the_ranks);
   tcase_add_test(tc, the_program_probes_every_candidate_and_trains_with_the_fastest);
+  tcase_add_test(tc, a_probe_is_timed_after_its_planners_moved_the_work);
   suite_add_tcase(s, tc);
   return s;
 }
