@@ -3,6 +3,7 @@
 #include "relayout.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ int relayout_asked(void) {
   return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
-int relayout_stop(struct dp *d, int world, int rc, int announce_step, int *off) {
+int relayout_stop(struct dp *d, int world, int rc, int step, int say, FILE *jf, int *off) {
   int written = rc == 0, all[world];
   if (dp_allgather(d, &written, all, sizeof written)) return C4TRAIN_EXIT_PEER_LOST;
   for (int i = 0; i < world; i++)
@@ -57,8 +58,13 @@ int relayout_stop(struct dp *d, int world, int rc, int announce_step, int *off) 
     *off = 1;
     return 0;
   }
-  if (announce_step >= 0)
-    printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n",
-           announce_step);
+  if (say)
+    printf("c4train: stopping after step %d for a new layout (its checkpoint written)\n", step);
+  json_t *line = jf ? json_pack("{s:s, s:i, s:s}", "event", "stop", "step", step, "for",
+                                "a new layout (its checkpoint written)")
+                    : NULL;
+  if (line && json_dumpf(line, jf, JSON_COMPACT) == 0) fputc('\n', jf);
+  json_decref(line);
+  if (jf) fflush(jf);
   return C4TRAIN_EXIT_RELAYOUT;
 }

@@ -7,6 +7,8 @@
 #ifndef C4_RELAYOUT_H
 #define C4_RELAYOUT_H
 
+#include <stdio.h>
+
 /* The launcher, before it forks the ranks: the pipe (close-on-exec: the layout probes, programs
  * of their own, do not get it). 0, or C4_ESYS (no pipe: no new layout can be asked for). */
 int relayout_open(void);
@@ -26,9 +28,10 @@ struct dp;
 
 /* A rank, after the checkpoint a new layout was asked for, with rc train_ckpt_step's (0, or -1
  * on rank 0, its writer, when it was not written): every rank learns whether it was, over d's
- * `world` ranks, so that all stop or all go on. announce_step >= 0 (rank 0, text output) says
- * the stop on stdout. Returns C4TRAIN_EXIT_RELAYOUT (written: stop), 0 (not written: go on in
- * this layout, and ask no more: *off set) or C4TRAIN_EXIT_PEER_LOST. */
-int relayout_stop(struct dp *d, int world, int rc, int announce_step, int *off);
+ * `world` ranks, so that all stop or all go on. A stop after `step` is said on stdout when say,
+ * and as a {"event":"stop"} line on jf when not NULL (rank 0's JSON lines). Returns
+ * C4TRAIN_EXIT_RELAYOUT (written: stop), 0 (not written: go on in this layout, and ask no more:
+ * *off set) or C4TRAIN_EXIT_PEER_LOST. */
+int relayout_stop(struct dp *d, int world, int rc, int step, int say, FILE *jf, int *off);
 
 #endif

@@ -193,7 +193,7 @@ static int docs_checkpoint(struct docs_run *s, int done) {
   json_decref(extra);
   if (rc < 0) s->ckpt_failed = 1;
   if (relayout && rc <= 0)
-    return relayout_stop(&s->dp, s->world, rc, s->rank == 0 && !s->o->json ? done : -1,
+    return relayout_stop(&s->dp, s->world, rc, done, s->rank == 0 && !s->o->json, s->jf,
                          &s->relayout_off);
   return rc < 0 ? 0 : rc;
 }

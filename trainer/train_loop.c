@@ -500,7 +500,7 @@ static int step_checkpoint(struct run *s) {
   int rc = train_ckpt_step(&at, &s->m, &s->tp, &s->dp, NULL, s->err, sizeof s->err);
   if (rc < 0) s->ckpt_failed = 1;
   if (relayout && rc <= 0)
-    return relayout_stop(&s->dp, s->world, rc, s->rank == 0 && !s->o->json ? s->step : -1,
+    return relayout_stop(&s->dp, s->world, rc, s->step, s->rank == 0 && !s->o->json, s->jf,
                          &s->relayout_off);
   return rc < 0 ? 0 : rc;
 }
@@ -561,14 +561,15 @@ static void run_report_text(struct run *s, const struct train_end_report *er) {
   print_split(stdout, s->nsplit, s->mb);
   printf("\n");
   if (er->slow_phases && o->slow_from <= o->steps) { /* a window at an end has no side there */
+    /* the timed steps are this run's from its third on (a resumed run's too) */
+    int timed = s->first + 2, from = o->slow_from > timed ? o->slow_from : timed;
     printf("tokens/s, median of the steps:");
-    if (o->slow_from > s->first + 2) /* a run resumed in its slow steps has no "before" */
-      printf(" %.0f before the slow steps,", er->slow_phases[0]);
+    if (o->slow_from > timed) printf(" %.0f before the slow steps,", er->slow_phases[0]);
     if (o->slow_to < o->steps)
-      printf(" %.0f in steps %d-%d, %.0f after\n", er->slow_phases[1], o->slow_from, o->slow_to,
+      printf(" %.0f in steps %d-%d, %.0f after\n", er->slow_phases[1], from, o->slow_to,
              er->slow_phases[2]);
     else
-      printf(" %.0f in steps %d-%d\n", er->slow_phases[1], o->slow_from, o->steps);
+      printf(" %.0f in steps %d-%d\n", er->slow_phases[1], from, o->steps);
   }
   fflush(stdout);
 }

@@ -52,6 +52,9 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A phase's median tokens/s, or null when it had no timed step (0). */
+static json_t *tps_or_null(double tps) { return tps > 0 ? json_real(tps) : json_null(); }
+
 void train_slow_phases(const double *tps, int first, int last, int from, int to, double out[3]) {
   int n = last - first + 1 > 0 ? last - first + 1 : 0, cnt[3] = {0, 0, 0};
   double *v = calloc((size_t)n * 3 + 1, sizeof *v);
@@ -82,7 +85,8 @@ void train_report_end(FILE *f, const struct train_end_report *r) {
     json_object_set_new(o, "pipeline_bubble_bound", json_real(r->pipeline_bubble_bound));
   if (o && r->slow_phases)
     json_object_set_new(o, "slow_phases",
-                        json_pack("{s:f, s:f, s:f}", "before", r->slow_phases[0], "during",
-                                  r->slow_phases[1], "after", r->slow_phases[2]));
+                        json_pack("{s:o, s:o, s:o}", "before", tps_or_null(r->slow_phases[0]),
+                                  "during", tps_or_null(r->slow_phases[1]), "after",
+                                  tps_or_null(r->slow_phases[2])));
   emit(f, o);
 }

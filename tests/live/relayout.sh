@@ -74,6 +74,8 @@ jq -e -s 'any(.[]; .job == "live-layout-probe")' "$WORK/events.jsonl" >/dev/null
 # the job's runs: the second starts where a checkpoint of the first's last step is
 resumed=$(jq -s '[.[] | select(.event == "start")] | .[1].step // empty' "$WORK/train.jsonl")
 [ -n "$resumed" ] || fail "the job did not start again"
+stopped=$(jq -s '[.[] | select(.event == "stop")] | .[0].step // empty' "$WORK/train.jsonl")
+[ "$stopped" = "$resumed" ] || fail "the stop line says step '$stopped', the job resumed at $resumed"
 last=$(jq -s '[.[] | select(.event == "start")] | .[-1].step' "$WORK/train.jsonl")
 [ -e "$WORK/ckpt/$(printf 'step-%08d.c4ck' "$last")" ] || # the two newest are kept
   fail "no checkpoint of step $last, where the job last resumed"
