@@ -48,7 +48,7 @@ struct rank_state {
   float ref, thr;             /* the baseline and threshold it is judged (or was raised) against */
   uint8_t flagged, calm, hot_run;
   uint8_t to_peers;   /* judged against its peers (no baseline yet), not against its own share */
-  uint8_t last;       /* times last to arrive in the last K */
+  uint16_t last;      /* bit i: it arrived last i collectives ago */
   uint16_t near_last; /* bit i: it arrived last, or within NEAR_LAST of the last one's gap of
                          it, i collectives ago */
   float gap_ring[K];  /* and the compute gaps they came from, in ns */
@@ -71,7 +71,6 @@ struct comm_state {
   double med_ewma; /* typical median compute gap */
   double dur_ewma; /* typical collective time (last arrival to completion) */
   struct rank_state *rank;
-  int last_ring[K];        /* who arrived last, per ring slot */
   double med_ring[K];      /* per ring slot, the median rank's compute gap */
   double slow_ref_ring[K]; /* and the other ranks' median for a rank above the median */
   double *gaps, *scratch;
@@ -149,8 +148,6 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->job = job;
   s->comm = comm;
   s->nranks = nranks;
-  for (int i = 0; i < K; i++)
-    s->last_ring[i] = -1;
   for (int r = 0; r < nranks; r++)
     s->waits_at[r] = -1;
   s->waits_count = -1;
@@ -332,8 +329,8 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
   snprintf(
       f.detail, sizeof f.detail,
       "compute between collectives %.2fx its %s; last to arrive %d of the last %d (or nearly: %d)",
-      factor, det_noise_ready(&rs->noise) ? "usual share" : "peers'", rs->last, K,
-      __builtin_popcount(rs->near_last));
+      factor, det_noise_ready(&rs->noise) ? "usual share" : "peers'", __builtin_popcount(rs->last),
+      K, __builtin_popcount(rs->near_last));
   det_book_raise(key, &f, ctx->now);
   rs->flagged = 1;
   rs->calm = 0;
@@ -379,7 +376,7 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
  * by design that is never the one waited for does not (a 4-stage pipeline's last stage, which
  * computes the head, was nearly last 9 of 12 and last 0). */
 static int waited_on(const struct rank_state *rs) {
-  return __builtin_popcount(rs->near_last) >= WAITED_ON && rs->last >= 1;
+  return __builtin_popcount(rs->near_last) >= WAITED_ON && rs->last;
 }
 
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
@@ -467,21 +464,18 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   s->dur_ewma = s->completed ? 0.9 * s->dur_ewma + 0.1 * dur : dur;
   double eps = ratio_floor(s);
   int slot = (int)(s->completed % K);
-  if (s->last_ring[slot] >= 0 && s->rank[s->last_ring[slot]].last)
-    s->rank[s->last_ring[slot]].last--;
-  s->last_ring[slot] = last;
-  s->rank[last].last++;
   s->completed++;
   double near = NEAR_LAST * s->gaps[last];
   s->med_ring[slot] = med;
   s->slow_ref_ring[slot] = slow_peers_median(s->scratch, nranks, med);
   for (int r = 0; r < nranks; r++) {
     struct rank_state *rs = &s->rank[r];
-    rs->near_last =
-        (uint16_t)(((unsigned)rs->near_last << 1 | ((double)(latest - cur->t_arrive[r]) <= near)) &
-                   ((1u << K) - 1));
-    s->rank[r].ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
-    s->rank[r].gap_ring[slot] = (float)s->gaps[r];
+    unsigned keep = (1u << K) - 1, is_last = r == last,
+             near_last = (double)(latest - cur->t_arrive[r]) <= near;
+    rs->last = (uint16_t)(((unsigned)rs->last << 1 | is_last) & keep);
+    rs->near_last = (uint16_t)(((unsigned)rs->near_last << 1 | near_last) & keep);
+    rs->ring[slot] = (float)log((s->gaps[r] + eps) / (med + eps));
+    rs->gap_ring[slot] = (float)s->gaps[r];
     if (s->completed >= SKIP + EARLY) judge_rank(s, r, cur->t_arrive[r]);
   }
 }
