@@ -206,11 +206,13 @@ static void raise_hang(struct job_state *j, const char *kind, const char *where,
 }
 
 /* The stuck connection: a pending send whose receiver's side is pending too, else the oldest
- * pending send, else the oldest pending receive. *alike gets how many pending transfers could be
- * named as well: 1 when a send decides, else the job's pending receives that moved no more bytes
- * than the one named. Receives alone cannot tell the stuck link from those stalled behind it
- * (in a ring every receive downstream waits too): a receive-only trace of a 4,096-rank ring named
- * another of the 512 stuck receives, posted a few microseconds earlier. */
+ * pending send, else the pending receive that moved the fewest bytes (the oldest of those).
+ * *alike gets how many pending transfers could be named as well: 1 when a send decides, else
+ * the job's pending receives that moved no more bytes than the one named. Receives alone name
+ * the stuck link by what moved: in a ring every link downstream of it still forwards what its
+ * sender held before the stall reached it, one more step's chunk a hop, so the stuck link's
+ * receiver moved least (by the oldest post instead, a receive-only trace of a 4,096-rank ring
+ * named another of the 512 stuck receives, posted a few microseconds earlier). */
 static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *job, int *alike) {
   const struct c4_xfer_record *best = NULL;
   int best_score = -1;
@@ -221,7 +223,10 @@ static const struct c4_xfer_record *stuck_connection(const struct c4_det_job *jo
     if (score)
       for (int k = 0; k < npend; k++)
         if (pend[k].x.conn_id == x->conn_id && pend[k].x.dir == C4_DIR_RECV) score = 2;
-    if (score > best_score || (score == best_score && x->t_posted < best->t_posted)) {
+    int less = score == best_score &&
+               (score == 0 && x->bytes != best->bytes ? x->bytes < best->bytes
+                                                      : x->t_posted < best->t_posted);
+    if (score > best_score || less) {
       best = x;
       best_score = score;
     }

@@ -279,13 +279,14 @@ START_TEST(a_long_compute_with_one_rank_in_early_is_no_hang) {
 }
 END_TEST
 
-static void pending(int src, int dst, int dir, uint64_t t) {
+/* A transfer from src to dst, seen from end dir, posted at t and stuck after moving bytes. */
+static void pending_moved(int src, int dst, int dir, uint64_t t, uint64_t bytes) {
   struct c4_record r = {.kind = C4_REC_XFER};
   r.xfer = (struct c4_xfer_record){.dir = (uint8_t)dir,
                                    .status = C4_XFER_PENDING,
                                    .conn_id = 1000 + (uint64_t)(src * 16 + dst), /* one a link */
                                    .seq = 9,
-                                   .bytes = 4096,
+                                   .bytes = bytes,
                                    .t_posted = t};
   int self = dir == C4_DIR_SEND ? src : dst, peer = dir == C4_DIR_SEND ? dst : src;
   r.xfer.self = (struct c4_identity){.rank = self, .pid = 100 + (uint32_t)self, .dev = 0};
@@ -293,6 +294,10 @@ static void pending(int src, int dst, int dir, uint64_t t) {
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
   take(&r);
+}
+
+static void pending(int src, int dst, int dir, uint64_t t) {
+  pending_moved(src, dst, dir, t, 4096);
 }
 
 START_TEST(all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link) {
@@ -342,6 +347,31 @@ START_TEST(stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain) {
   ck_assert_double_eq_tol(json_number_value(json_object_get(e, "confidence")), 0.2, 1e-9);
   const char *detail = json_string_value(json_object_get(e, "detail"));
   ck_assert_msg(strstr(detail, "the first posted of 3 receives stuck alike"), "detail: %s", detail);
+  c4_det_reset();
+}
+END_TEST
+
+/* Receives alone, from a ring that stalled on link 2 -> 3: each link downstream of it forwarded
+ * one more step's chunk before the stall reached it, so the stuck link's receiver moved least,
+ * though it was not the first posted; named alone, at the confidence of a receive. */
+START_TEST(of_stuck_receives_the_one_that_moved_least_names_the_link) {
+  setup(NULL);
+  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
+  for (int r = 0; r < 4; r++)
+    coll(r, 4, 50, t + 60 * MS, 0);
+  pending_moved(3, 0, C4_DIR_RECV, t + 2000 * MS, 1 << 16);
+  pending_moved(0, 1, C4_DIR_RECV, t + 2000 * MS, 2 << 16);
+  pending_moved(1, 2, C4_DIR_RECV, t + 2000 * MS, 3 << 16);
+  pending_moved(2, 3, C4_DIR_RECV, t + 2001 * MS, 0);
+  for (uint64_t k = 1; k <= 40; k++)
+    for (int r = 0; r < 4; r++)
+      hb(r, t + k * 100 * MS, 51, 50);
+  json_t *e = first("comm_hang");
+  ck_assert_ptr_nonnull(e);
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  ck_assert_double_eq_tol(json_number_value(json_object_get(e, "confidence")), 0.6, 1e-9);
   c4_det_reset();
 }
 END_TEST
@@ -864,6 +894,7 @@ int main(void) {
   tcase_add_test(tc, a_wait_is_judged_against_the_jobs_longest_recent_waits);
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
+  tcase_add_test(tc, of_stuck_receives_the_one_that_moved_least_names_the_link);
   tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
   tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);

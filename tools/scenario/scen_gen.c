@@ -250,6 +250,7 @@ static void hung_records(struct gen *g, int kind) {
       continue;
     }
     uint64_t moved = moved_before(g, &k->xf[why], why, t);
+    if (why != i) moved = c4_scen_net_moved_behind(g->j, &k->xf[why], x, moved);
     uint64_t first = moved ? g->t_first[i] : 0;
     if (why == i) xfer_rec(g, x, C4_DIR_SEND, C4_XFER_PENDING, g->a[x->src], first, 0, moved, seq);
     xfer_rec(g, x, C4_DIR_RECV, C4_XFER_PENDING, g->a[x->dst], first, 0, moved, seq);

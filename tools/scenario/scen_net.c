@@ -127,3 +127,11 @@ int c4_scen_net_stalls(const struct c4_scen_job *j, const struct c4_scen_xf *dea
     return x->phase == 1 || below(dead->child, x->child);
   return x->phase == 1 && below(x->child, dead->child);
 }
+
+uint64_t c4_scen_net_moved_behind(const struct c4_scen_job *j, const struct c4_scen_xf *dead,
+                                  const struct c4_scen_xf *x, uint64_t dead_moved) {
+  if (dead->algo != C4_SCEN_RING || x->algo != C4_SCEN_RING) return dead_moved;
+  int h = j->hosts, hops = ((x->src / j->gpus - dead->dst / j->gpus) % h + h) % h + 1;
+  uint64_t step = x->bytes / (uint64_t)(2 * (h - 1)), moved = dead_moved + (uint64_t)hops * step;
+  return moved < x->bytes ? moved : x->bytes;
+}

@@ -49,6 +49,13 @@ size_t c4_scen_net_slots(const struct c4_scen_job *j);
 /* 1 when transfer x cannot complete because dead stopped: the rest of a ring's channel, the
  * ancestors' reduce and the whole broadcast of a tree behind a dead reduce edge, the subtree
  * behind a dead broadcast edge. */
+/* Bytes transfer x (stalled behind dead, which moved dead_moved) moved before the stall reached
+ * it. In a ring, a link h hops downstream of the dead one sends h more of the allreduce's
+ * 2 (H - 1) steps first (each host forwards what it holds until it waits on what the dead link
+ * never brought), so the dead link's receiver moved least; elsewhere dead_moved. */
+uint64_t c4_scen_net_moved_behind(const struct c4_scen_job *j, const struct c4_scen_xf *dead,
+                                  const struct c4_scen_xf *x, uint64_t dead_moved);
+
 int c4_scen_net_stalls(const struct c4_scen_job *j, const struct c4_scen_xf *dead,
                        const struct c4_scen_xf *x);
 
