@@ -83,6 +83,7 @@ void c4_det_take(const struct c4_det_job *job, const struct c4_record *r) {
                              !r->coll.is_p2p && r->coll.t_done > r->coll.t_arrive
                                  ? r->coll.t_done - r->coll.t_arrive
                                  : 0);
+    det_coll_take_p2p(job, &r->coll);
     c4_mon_windows_take(job, r);
     break;
   case C4_REC_COMM:

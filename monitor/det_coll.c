@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_err.h"
 #include "det_internal.h"
 #include "det_waits.h"
 #include "mon_windows.h"
@@ -89,6 +90,7 @@ struct comm_state {
 static const struct det_ctx *ctx;
 static struct comm_state *tracked[MAX_TRACKED];
 static int ntracked;
+static int job_linked[C4_DET_MAX_JOBS]; /* per job, its communicators the windows hold state of */
 
 static void state_free(struct comm_state *s) {
   free(s->rank);
@@ -109,8 +111,10 @@ static void untrack(struct comm_state *s) {
 }
 
 static void forget(void *user) {
-  untrack(user);
-  state_free(user);
+  struct comm_state *s = user;
+  if (s->linked) job_linked[s->job->id]--;
+  untrack(s);
+  state_free(s);
 }
 
 static struct comm_state *state_find(const struct c4_det_job *job, uint64_t comm) {
@@ -165,19 +169,68 @@ void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_recor
   s->waits_count = -1;
 }
 
+/* Every rank's det_waits handle dropped when det_waits has forgotten them. */
+static void waits_epoch(struct comm_state *s) {
+  if (s->waits_epoch == det_waits_epoch()) return;
+  for (int r = 0; r < s->nranks; r++)
+    s->waits_at[r] = -1;
+  s->waits_epoch = det_waits_epoch();
+  s->waits_count = -1;
+}
+
 /* Each rank's det_waits handle, current: the ranks without one looked up when det_waits has
  * taken in processes since the last look, every rank when it has forgotten them. */
 static void waits_handles(struct comm_state *s) {
-  if (s->waits_epoch != det_waits_epoch()) {
-    for (int r = 0; r < s->nranks; r++)
-      s->waits_at[r] = -1;
-    s->waits_epoch = det_waits_epoch();
-    s->waits_count = -1;
-  }
+  waits_epoch(s);
   if (s->waits_count == det_waits_count()) return;
   s->waits_count = det_waits_count();
+  /* a rank whose comm record named no host (the minimal schema) is found by its number, as
+   * det_coll_identity names it, and only in a communicator as wide as the job: there the
+   * communicator's ranks are the launcher ranks, in a narrower one they are not */
+  int by_number = s->nranks == det_waits_job_ranks(s->job);
   for (int r = 0; r < s->nranks; r++)
-    if (s->waits_at[r] < 0) s->waits_at[r] = det_waits_find(s->job, s->host[r], s->pid[r]);
+    if (s->waits_at[r] < 0)
+      s->waits_at[r] = s->host[r][0] ? det_waits_find(s->job, s->host[r], s->pid[r])
+                       : by_number   ? det_waits_find_rank(s->job, r)
+                                     : C4_NONE;
+}
+
+/* A rank's time inside a collective or a receive goes to det_waits: it is not compute on the
+ * communicators whose gaps it falls in. */
+static void span(struct comm_state *s, const struct c4_coll_record *r) {
+  if (r->rank < 0 || r->rank >= s->nranks || r->t_done <= r->t_arrive || !r->t_arrive) return;
+  waits_epoch(s);
+  int at = s->waits_at[r->rank];
+  if (at < 0) {
+    at = s->host[r->rank][0] ? det_waits_add(s->job, s->host[r->rank], s->pid[r->rank])
+         : s->nranks == det_waits_job_ranks(s->job) ? det_waits_find_rank(s->job, r->rank)
+                                                    : C4_NONE;
+    if (at < 0) return;
+    s->waits_at[r->rank] = at;
+  }
+  det_waits_take_span(at, r->t_arrive, r->t_done);
+}
+
+/* A collective's span is not compute on the job's other communicators: the ranks of a tensor-
+ * or pipeline-parallel group waiting there for a straggler read, on the data-parallel
+ * communicator, as computing as long as it does. A job with one communicator has no other gaps
+ * for it to fall in. */
+static void took(void *user, const struct c4_coll_record *r) {
+  struct comm_state *s = user;
+  if (job_linked[s->job->id] >= 2) span(s, r);
+}
+
+/* Only where no receive records come: those hold the same waits, in pieces (a 16,384-rank
+ * trace's p2p spans cost its replay 5% more time, for nothing). */
+void det_coll_take_p2p(const struct c4_det_job *job, const struct c4_coll_record *r) {
+  static int last; /* records of one communicator come in runs */
+  if (!r->is_p2p || strcmp(r->func, "Recv") || det_waits_job_has_receives(job)) return;
+  struct comm_state *s =
+      last < ntracked && tracked[last]->comm == r->comm && tracked[last]->job == job ? tracked[last]
+                                                                                     : NULL;
+  for (int i = 0; !s && i < ntracked; i++)
+    if (tracked[i]->comm == r->comm && tracked[i]->job == job) s = tracked[last = i];
+  if (s) span(s, r);
 }
 
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
@@ -439,6 +492,7 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
     }
     if (!s && !(s = state_new(job, comm, nranks))) return;
     s->linked = 1;
+    job_linked[job->id]++;
     *user = s;
   }
   uint64_t fallback = 0, latest = 0, prev_done = 0;
@@ -496,7 +550,7 @@ double det_coll_slowdown(const struct c4_det_job *job, int rank) {
 
 void det_coll_init(const struct det_ctx *c) {
   ctx = c;
-  static const struct c4_win_hooks h = {.arrived = arrived, .forget = forget};
+  static const struct c4_win_hooks h = {.arrived = arrived, .forget = forget, .took = took};
   c4_mon_windows_set_hooks(&h);
 }
 
@@ -506,4 +560,5 @@ void det_coll_reset(void) {
     untrack(s);
     state_free(s);
   }
+  memset(job_linked, 0, sizeof job_linked);
 }

@@ -3,6 +3,7 @@
 #include "det_waits.h"
 
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "c4_err.h"
@@ -55,6 +56,15 @@ static struct waits_slot *slots; /* nslots (a power of two), mapped on first use
 static size_t nslots;
 static uint64_t untracked; /* receives of processes not kept */
 static unsigned epoch;
+
+/* Per job, its processes by launcher rank (at: handle + 1, 0: none), the highest rank seen + 1:
+ * a trace whose communicator records name no host (the minimal schema) ties a communicator's
+ * ranks to processes only through their rank numbers. Grown by doubling, up to DET_WAITS_MAX. */
+static struct per_job {
+  int *at;
+  int cap, ranks;
+  int receives; /* the job has reported receive records */
+} per_job[C4_DET_MAX_JOBS];
 
 /* A process's host is its first C4_HOST_MAX - 1 bytes up to a NUL: a record's field need not
  * hold one. */
@@ -131,10 +141,29 @@ static int room_for_one(void) {
   return (size_t)(nitems + 1) * 2 > nslots ? index_of_size(2 * nslots) : 0;
 }
 
+/* Notes that launcher rank of job is the process at handle at (the newest such process wins:
+ * a rank restarted is a new process). A rank that does not fit is not noted. */
+static void note_rank(const struct c4_det_job *job, int rank, int at) {
+  struct per_job *b = &per_job[job->id];
+  if (rank < 0 || rank >= DET_WAITS_MAX) return;
+  if (rank >= b->cap) {
+    int cap = b->cap ? b->cap : 1024;
+    while (cap <= rank)
+      cap *= 2;
+    int *t = realloc(b->at, (size_t)cap * sizeof *t);
+    if (!t) return;
+    memset(t + b->cap, 0, (size_t)(cap - b->cap) * sizeof *t);
+    b->at = t;
+    b->cap = cap;
+  }
+  b->at[rank] = at + 1;
+  if (rank >= b->ranks) b->ranks = rank + 1;
+}
+
 /* The handle of (host, pid) of job, whose hash is h; with add, a new one when it has none and
- * there is room. C4_NONE otherwise. */
+ * there is room (noted as launcher rank rank's). C4_NONE otherwise. */
 static int find_at(const struct c4_det_job *job, const char *host, uint32_t pid, uint64_t h,
-                   int add) {
+                   int add, int rank) {
   if (!slots && (!add || index_of_size(FIRST_SLOTS) != 0)) return C4_NONE;
   struct waits_slot *s = slot_of(job, host, pid, h);
   if (s->pos) return s->pos - 1;
@@ -146,12 +175,20 @@ static int find_at(const struct c4_det_job *job, const char *host, uint32_t pid,
   w->pid = pid;
   size_t len = strnlen(host, HOST_LEN);
   memcpy(w->host, host, len); /* the rest is zero: the chunk is mapped zeroed */
+  note_rank(job, rank, nitems - 1);
   return nitems - 1;
 }
 
 int det_waits_find(const struct c4_det_job *job, const char *host, uint32_t pid) {
-  return host[0] ? find_at(job, host, pid, hash_of(host, pid), 0) : C4_NONE;
+  return host[0] ? find_at(job, host, pid, hash_of(host, pid), 0, -1) : C4_NONE;
 }
+
+int det_waits_find_rank(const struct c4_det_job *job, int rank) {
+  const struct per_job *b = &per_job[job->id];
+  return rank >= 0 && rank < b->cap && b->at[rank] ? b->at[rank] - 1 : C4_NONE;
+}
+
+int det_waits_job_ranks(const struct c4_det_job *job) { return per_job[job->id].ranks; }
 
 int det_waits_count(void) { return nitems; }
 
@@ -187,25 +224,46 @@ static void place(struct waits *w) {
   w->placed = 1;
 }
 
-void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
-  if (!takes(x)) return;
-  int at = find_at(job, x->self.host, x->self.pid, hash_of(x->self.host, x->self.pid), 1);
-  if (at < 0) {
-    untracked++;
-    return;
-  }
+/* [t0, t1] joins the intervals of the process at handle at: merged into the newest one when
+ * they overlap, else as the newest. */
+static void add_interval(int at, uint64_t t0, uint64_t t1) {
   struct waits *w = item(at);
-  if (x->t_done > w->t1_max) w->t1_max = x->t_done;
-  if (w->next && x->t_posted <= w->cur1 && x->t_done >= w->cur0) {
-    if (x->t_posted < w->cur0) w->cur0 = x->t_posted, w->placed = 0;
-    if (x->t_done > w->cur1) w->cur1 = x->t_done, w->placed = 0;
+  if (t1 > w->t1_max) w->t1_max = t1;
+  if (w->next && t0 <= w->cur1 && t1 >= w->cur0) {
+    if (t0 < w->cur0) w->cur0 = t0, w->placed = 0;
+    if (t1 > w->cur1) w->cur1 = t1, w->placed = 0;
     return;
   }
   if (w->next && !w->placed) place(w); /* the newest closes */
   w->placed = 0;
-  w->cur0 = x->t_posted;
-  w->cur1 = x->t_done;
+  w->cur0 = t0;
+  w->cur1 = t1;
   w->next++;
+}
+
+void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
+  if (!takes(x)) return;
+  int at =
+      find_at(job, x->self.host, x->self.pid, hash_of(x->self.host, x->self.pid), 1, x->self.rank);
+  per_job[job->id].receives = 1;
+  if (at < 0) {
+    untracked++;
+    return;
+  }
+  add_interval(at, x->t_posted, x->t_done);
+}
+
+int det_waits_job_has_receives(const struct c4_det_job *job) { return per_job[job->id].receives; }
+
+int det_waits_add(const struct c4_det_job *job, const char *host, uint32_t pid) {
+  if (!host[0]) return C4_NONE;
+  int at = find_at(job, host, pid, hash_of(host, pid), 1, -1);
+  if (at < 0) untracked++;
+  return at;
+}
+
+void det_waits_take_span(int at, uint64_t t0, uint64_t t1) {
+  if (at >= 0 && at < nitems && t1 > t0) add_interval(at, t0, t1);
 }
 
 void det_waits_prefetch_at(int at, int stage) {
@@ -249,6 +307,10 @@ void det_waits_reset(void) {
   for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
     det_table_free(chunks[c], CHUNK * sizeof(struct waits));
     chunks[c] = NULL;
+  }
+  for (int j = 0; j < C4_DET_MAX_JOBS; j++) {
+    free(per_job[j].at);
+    per_job[j] = (struct per_job){0};
   }
   slots = NULL;
   nslots = 0;

@@ -1,9 +1,11 @@
-/* det_waits.h -- the time each process spent blocked in receives, from its receive records: a
- * pipeline stage waiting for its neighbour's activations or gradients is not computing, and the
- * straggler detector (det_coll.c) takes that time out of the rank's compute between collectives,
- * so that only the slow stage is named, not its whole replica. Bounded: DET_WAITS_MAX processes
- * (the table grows with the job up to that; receives of a process past it are not kept and are
- * counted, det_waits_untracked), the last WAITS_KEPT merged receive intervals each. */
+/* det_waits.h -- the time each process spent blocked in receives, from its receive records, and
+ * inside collectives (det_coll.c hands over their spans): a pipeline stage waiting for its
+ * neighbour's activations or gradients is not computing, nor is a rank waiting in another
+ * communicator's collective. The straggler detector (det_coll.c) takes that time out of the
+ * rank's compute between collectives, so that only the slow stage is named, not its whole
+ * replica, and a straggler's factor is its compute's. Bounded: DET_WAITS_MAX processes (the
+ * table grows with the job up to that; receives of a process past it are not kept and are
+ * counted, det_waits_untracked), the last WAITS_KEPT merged intervals each. */
 #ifndef C4_DET_WAITS_H
 #define C4_DET_WAITS_H
 
@@ -28,6 +30,25 @@ void det_waits_prefetch(const struct c4_xfer_record *x, int stage);
  * until det_waits_epoch changes, or C4_NONE (-1) while the process has reported no receive. host:
  * a string in a buffer of C4_HOST_MAX bytes (all readable). */
 int det_waits_find(const struct c4_det_job *job, const char *host, uint32_t pid);
+
+/* The handle of (host, pid) of job, kept from now on if it was not (for a process known so far
+ * only by its communicator records); C4_NONE when host is "" or the table is full (counted in
+ * det_waits_untracked). */
+int det_waits_add(const struct c4_det_job *job, const char *host, uint32_t pid);
+
+/* [t0, t1] joins the process's intervals as a receive's would: time it spent inside a
+ * collective, which is no more its compute than a receive is. at: a handle or -1 (nothing). */
+void det_waits_take_span(int at, uint64_t t0, uint64_t t1);
+
+/* The process that reported receives as launcher rank rank of job (the newest one so), a handle
+ * as det_waits_find's, or C4_NONE. */
+int det_waits_find_rank(const struct c4_det_job *job, int rank);
+
+/* 1 when job has reported receive records (a net plugin's): they hold its p2p receives' waits. */
+int det_waits_job_has_receives(const struct c4_det_job *job);
+
+/* The highest launcher rank of job that reported a receive, plus one (0: none yet). */
+int det_waits_job_ranks(const struct c4_det_job *job);
 
 /* How many processes are kept: a process det_waits_find did not find is not found again until
  * this grows. */

@@ -114,6 +114,7 @@ static void take_coll(const struct c4_det_job *job, const struct c4_coll_record 
   struct comm *c = comm_find(job, r->comm, r->nranks);
   if (!c || r->rank < 0 || r->rank >= c->nranks) return;
   c->touched = ++win.clock;
+  if (c->user && hooks.took) hooks.took(c->user, r);
   struct slot *s = &c->slot[r->seq % C4MON_WINDOW];
   if (!s->used || s->seq < r->seq) { /* this slot now holds r->seq */
     memset(s->t_arrive, 0, sizeof(uint64_t) * 2 * (size_t)c->nranks);

@@ -34,6 +34,8 @@ struct c4_win_hooks {
   void (*arrived)(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,
                   const struct c4_win_slot *cur, const struct c4_win_slot *prev);
   void (*forget)(void *user);
+  /* took() runs for each collective (not p2p) record of a communicator whose *user is set */
+  void (*took)(void *user, const struct c4_coll_record *r);
 };
 void c4_mon_windows_set_hooks(const struct c4_win_hooks *h);
 

@@ -1,7 +1,11 @@
 /* test_det_pipe.c -- the straggler detector on a pipeline: 3 replicas of 2 stages (rank r is stage
  * r % 2 of replica r / 2) summing gradients in one world allreduce per step. When one stage is
  * slow, its neighbour stage waits for it in receives: only the slow stage is named, and it
- * recovers when it heals. */
+ * recovers when it heals. The receives come as the net plugin's receive records, as the profiler's
+ * p2p receive calls (no net plugin), or in the minimal schema (no host in the communicator
+ * records, no pids). Then a job of two communicators whose collectives interleave, with no
+ * receive records: a straggler's factor is its compute's, not diluted by its peers' waits for it
+ * in the other communicator. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +19,37 @@
 #define RANKS 6
 #define MICRO 4 /* micro-batches per replica per step */
 
+/* How the trace tells the receives: the net plugin's receive records, the profiler's p2p receive
+ * calls, or receive records in the minimal schema (pid absent, so the rank) with communicator
+ * records that name no host. */
+enum { AS_XFERS, AS_P2P_CALLS, AS_MINIMAL };
+static int told_as;
+
+/* A p2p receive call of rank self on communicator 0xc4, entered at t0 and done at t1. */
+static void recv_call(int self, int peer, uint64_t t0, uint64_t t1) {
+  static uint64_t seq;
+  struct c4_record r = {.kind = C4_REC_COLL};
+  r.coll = (struct c4_coll_record){.comm = 0xc4,
+                                   .seq = seq++,
+                                   .rank = self,
+                                   .nranks = RANKS,
+                                   .is_p2p = 1,
+                                   .root = peer,
+                                   .bytes = 65536,
+                                   .t_arrive = t0,
+                                   .t_enqueued = t0 + 1000,
+                                   .t_done = t1};
+  strcpy(r.coll.func, "Recv");
+  take(&r);
+}
+
 /* A completed receive of rank self from peer, posted at t0 and done at t1. */
 static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
   static uint64_t seq;
+  if (told_as == AS_P2P_CALLS) {
+    recv_call(self, peer, t0, t1);
+    return;
+  }
   struct c4_record r = {.kind = C4_REC_XFER};
   r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
                                    .status = C4_XFER_OK,
@@ -27,8 +59,9 @@ static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
                                    .t_posted = t0,
                                    .t_first_byte = t1 > t0 + 1000 ? t1 - 1000 : t0,
                                    .t_done = t1};
-  r.xfer.self = (struct c4_identity){.rank = self, .pid = 100 + (uint32_t)self};
-  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = 100 + (uint32_t)peer};
+  int minimal = told_as == AS_MINIMAL;
+  r.xfer.self = (struct c4_identity){.rank = self, .pid = (uint32_t)self + (minimal ? 0 : 100)};
+  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = (uint32_t)peer + (minimal ? 0 : 100)};
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
   take(&r);
@@ -77,7 +110,7 @@ static uint64_t run_steps(uint64_t s0, uint64_t n, uint64_t t, double (*slow)(ui
       if (arrive[r] > last) last = arrive[r];
     uint64_t done = last + 20 * MS;
     for (int r = 0; r < RANKS; r++) {
-      for (int k = 0; k < 4; k++) /* pipelined slices: overlapping receives from the ring */
+      for (int k = 0; k < 4 && told_as != AS_P2P_CALLS; k++) /* the ring's pipelined slices */
         recv_record(r, (r + RANKS - 1) % RANKS, arrive[r] + (uint64_t)k * 4 * MS,
                     last + (uint64_t)(k + 1) * 5 * MS);
       coll(r, RANKS, s, arrive[r], done + (uint64_t)r * 1000);
@@ -114,9 +147,17 @@ static int all_of(const char *kind) {
 }
 
 START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
+  told_as = _i;
   setup(NULL);
-  for (int r = 0; r < RANKS; r++)
-    comm_record(r, RANKS, 1);
+  for (int r = 0; r < RANKS; r++) {
+    struct c4_record c = {.kind = C4_REC_COMM};
+    c.comm = (struct c4_comm_record){.comm = 0xc4, .rank = r, .nranks = RANKS, .pid = 100 + r};
+    if (told_as == AS_MINIMAL)
+      c.comm.pid = (uint32_t)r; /* and no host */
+    else
+      snprintf(c.comm.host, sizeof c.comm.host, "node%d", r);
+    take(&c);
+  }
   uint64_t t = run_steps(0, 100, 10 * MS, thrice_from_100_to_200);
   ck_assert_int_eq(all_of("straggler"), 0);
   t = run_steps(100, 100, t, thrice_from_100_to_200);
@@ -130,11 +171,80 @@ START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
 }
 END_TEST
 
+/* Rank rank's 1 MiB allreduce number seq on communicator comm of RANKS ranks. */
+static void coll_on(uint64_t comm, int rank, uint64_t seq, uint64_t arrive, uint64_t done) {
+  struct c4_record r = {.kind = C4_REC_COLL};
+  r.coll = (struct c4_coll_record){.comm = comm,
+                                   .seq = seq,
+                                   .rank = rank,
+                                   .nranks = RANKS,
+                                   .root = -1,
+                                   .bytes = 1 << 20,
+                                   .t_arrive = arrive,
+                                   .t_enqueued = arrive + 1000,
+                                   .t_done = done};
+  strcpy(r.coll.func, "AllReduce");
+  take(&r);
+}
+
+/* Two communicators of the same RANKS ranks (a tensor-parallel group's and the world's, say),
+ * taking turns: 30 ms of compute, an allreduce on 0xc5, 30 ms more, one on 0xc4; rank 3
+ * computes slow(step) times as long. On 0xc4 a healthy rank's gap holds its wait for rank 3
+ * in 0xc5's allreduce, which is no compute. */
+static uint64_t run_two_comms(uint64_t s0, uint64_t n, uint64_t t, double (*slow)(uint64_t)) {
+  for (uint64_t s = s0; s < s0 + n; s++)
+    for (int c = 0; c < 2; c++) {
+      uint64_t arrive[RANKS], last = 0;
+      for (int r = 0; r < RANKS; r++) {
+        arrive[r] = t + (uint64_t)(30 * MS * (r == 3 ? slow(s) : 1.0) * jitter(r, s, c));
+        if (arrive[r] > last) last = arrive[r];
+      }
+      uint64_t done = last + 10 * MS;
+      for (int r = 0; r < RANKS; r++)
+        coll_on(c ? 0xc4 : 0xc5, r, s, arrive[r], done + (uint64_t)r * 1000);
+      if (c)
+        for (int r = 0; r < RANKS; r++)
+          hb(r, done, 2 * s + 2, 2 * s + 2);
+      t = done + 100000;
+    }
+  return t;
+}
+
+START_TEST(a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_communicator) {
+  setup(NULL);
+  for (int c = 0; c < 2; c++)
+    for (int r = 0; r < RANKS; r++) {
+      struct c4_record m = {.kind = C4_REC_COMM};
+      m.comm = (struct c4_comm_record){
+          .comm = c ? 0xc4 : 0xc5, .rank = r, .nranks = RANKS, .pid = 100 + r};
+      snprintf(m.comm.host, sizeof m.comm.host, "node%d", r);
+      take(&m);
+    }
+  uint64_t t = run_two_comms(0, 100, 10 * MS, thrice_from_100_to_200);
+  ck_assert_int_eq(all_of("straggler"), 0);
+  run_two_comms(100, 100, t, thrice_from_100_to_200);
+  ck_assert_int_eq(named("straggler", 3), 1); /* one verdict for the rank, on either */
+  ck_assert_int_eq(all_of("straggler"), 1);
+  size_t i;
+  json_t *e;
+  json_array_foreach(events, i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "kind")), "straggler")) continue;
+    double f = json_real_value(json_object_get(e, "factor"));
+    ck_assert_msg(f > 2.6 && f < 3.4, "factor %.2f on %s", f,
+                  json_string_value(json_object_get(e, "comm")));
+  }
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("det_pipe");
   TCase *tc = tcase_create("det_pipe");
   tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, only_the_slow_stage_is_named_not_the_stage_that_waits_for_it);
+  tcase_add_loop_test(tc, only_the_slow_stage_is_named_not_the_stage_that_waits_for_it, AS_XFERS,
+                      AS_MINIMAL + 1);
+  tcase_add_test(tc,
+                 a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_communicator);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
