@@ -147,9 +147,9 @@ static int latest(const struct train_opts *o, char *path, size_t pathlen, uint64
  * global batch is the sequences (or positions) of a step, whatever micro-batches cut it: a
  * step's draw is named by the step and a sequence's place in it, so another micro-batch size
  * (--layout auto choosing again) goes on with the same data. */
-static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_opts *o,
+static int same_run(struct c4_ckpt *ck, const struct gpt_config *cfg, const struct train_opts *o,
                     const char *path, char *err, size_t errlen) {
-  json_t *meta = c4_ckpt_meta(ck), *want = config_json(&m->cfg);
+  json_t *meta = c4_ckpt_meta(ck), *want = config_json(cfg);
   int same_model = json_equal(json_object_get(meta, "model"), want);
   json_decref(want);
   long mb = (long)json_integer_value(json_object_get(meta, "micro_batch"));
@@ -169,7 +169,7 @@ static int same_run(struct c4_ckpt *ck, const struct gpt *m, const struct train_
   }
   if (same_model && mb * mbs == (long)o->micro_batch * o->microbatches) return 0;
   if (!same_model) { /* name the shape it was written by beside this run's */
-    json_t *mine = config_json(&m->cfg);
+    json_t *mine = config_json(cfg);
     char *was = json_dumps(json_object_get(meta, "model"), JSON_COMPACT | JSON_SORT_KEYS);
     char *now = json_dumps(mine, JSON_COMPACT | JSON_SORT_KEYS);
     snprintf(err, errlen,
@@ -224,7 +224,7 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
   if (rc <= 0) return rc;
   struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
   if (!ck) return C4_EPROTO;
-  rc = same_run(ck, m, o, path, err, errlen);
+  rc = same_run(ck, &m->cfg, o, path, err, errlen);
   if (rc == 0) rc = load(m, ck, err, errlen);
   if (rc == 0 && meta) *meta = json_incref(c4_ckpt_meta(ck));
   c4_ckpt_close(ck);
@@ -232,4 +232,16 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
   *step = (int)at;
   snprintf(err, errlen, "%s", path);
   return 1;
+}
+
+int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen) {
+  char path[4096], warn[512];
+  uint64_t at = 0;
+  int rc = latest(o, path, sizeof path, &at, err, errlen, warn, sizeof warn);
+  if (rc <= 0) return rc;
+  struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
+  if (!ck) return C4_EPROTO;
+  rc = same_run(ck, &o->cfg, o, path, err, errlen);
+  c4_ckpt_close(ck);
+  return rc;
 }

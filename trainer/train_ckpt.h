@@ -29,6 +29,11 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
 int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json_t **meta,
                       char *err, size_t errlen, char *warn, size_t warnlen);
 
+/* What train_ckpt_resume would refuse, found before a run starts (--layout auto probes first):
+ * 0 when o->ckpt_dir has no checkpoint or its newest intact one is for o's model, global batch
+ * and kind of data; else -1 with err as train_ckpt_resume's. */
+int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen);
+
 /* Whether --ckpt-every asks for a checkpoint after `done` steps: at its interval and at the last
  * step, with a checkpoint directory. */
 static inline int train_ckpt_due(const struct train_opts *o, int done) {

@@ -202,7 +202,7 @@ static int docs_checkpoint(struct docs_run *s, int done) {
  * figures over this run's steps. Returns 0, or C4TRAIN_EXIT_PEER_LOST. */
 static int docs_end(struct docs_run *s) {
   const struct train_opts *o = s->o;
-  double eval_end = o->eval_windows ? docs_eval(s) : 0;
+  double eval_end = o->eval_windows ? docs_eval(s) : TRAIN_NO_EVAL;
   if (isnan(eval_end)) {
     fprintf(stderr, "c4train: rank %d: a peer was lost in the closing evaluation\n", s->rank);
     return C4TRAIN_EXIT_PEER_LOST;
@@ -255,7 +255,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
            "train (give a larger --steps to go on)\n",
            o->ckpt_dir, s->first, o->steps);
   if (!status) {
-    s->eval_start = o->eval_windows ? docs_eval(s) : 0;
+    s->eval_start = o->eval_windows ? docs_eval(s) : TRAIN_NO_EVAL;
     if (isnan(s->eval_start)) status = C4TRAIN_EXIT_PEER_LOST;
   }
   if (!status && s->rank == 0 && s->jf)
@@ -265,10 +265,12 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
     if (s->pp > 1)
       snprintf(pipes, sizeof pipes, " (%d pipeline%s of %d stages)", s->nrep,
                s->nrep > 1 ? "s" : "", s->pp);
+    char eval[64];
     printf("c4train: %d ranks%s on %s, %zu parameters, %d sequences (max %d positions) from %s, "
-           "%ld positions a step in micro-batches of %ld, assigned by %s, eval loss %.4f\n",
+           "%ld positions a step in micro-batches of %ld, assigned by %s, %s\n",
            s->world, pipes, o->device, gpt_full_floats(&s->m), s->d.n, o->max_context, o->data,
-           s->budget, s->cap, train_assign_policy_name(o->assign), s->eval_start);
+           s->budget, s->cap, train_assign_policy_name(o->assign),
+           train_eval_text(eval, sizeof eval, s->eval_start, TRAIN_NO_EVAL));
   }
   for (int step = s->first; !status && step < o->steps; step++) {
     status = docs_step_run(s, step);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "assign_policy.h"
+#include "train_report.h"
 
 void docs_print_step(FILE *jf, int text, int step, double loss, const struct docs_step_rec *r,
                      const struct docs_report *rep, const double *rank_pred, int world) {
@@ -127,6 +128,7 @@ static void summarize(const struct docs_step_rec *rec, int nrec, double *v,
 
 /* A number, or JSON null when it is not one (a policy with no steps). */
 static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+static json_t *eval_or_null(double x) { return x >= 0 ? json_real(x) : json_null(); }
 
 static json_t *per_policy(const double *v) {
   json_t *o = json_object();
@@ -148,12 +150,12 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
     json_array_append_new(
         hinges, json_pack("{s:f, s:f}", "knot", model->knot[j], "s_per_token_beyond", model->c[j]));
   json_t *e = json_pack(
-      "{s:s, s:s, s:i, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, "
+      "{s:s, s:s, s:i, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, "
       "s:{s:b, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}}",
       "event", "end", "assign", train_assign_policy_name(o->assign), "steps", steps, "loss", loss,
-      "eval_loss_start", eval_start, "eval_loss", eval_end, "tokens_per_s", real_or_null(s->tps),
-      "compute_tokens_per_s", real_or_null(s->compute_tps), "bound_tokens_per_s",
-      real_or_null(s->bound[main_policy]), "compute_bound_tokens_per_s",
+      "eval_loss_start", eval_or_null(eval_start), "eval_loss", eval_or_null(eval_end),
+      "tokens_per_s", real_or_null(s->tps), "compute_tokens_per_s", real_or_null(s->compute_tps),
+      "bound_tokens_per_s", real_or_null(s->bound[main_policy]), "compute_bound_tokens_per_s",
       real_or_null(s->cbound[main_policy]), "policy_tokens_per_s", per_policy(s->policy_tps),
       "policy_compute_tokens_per_s", per_policy(s->policy_ctps), "policy_bounds",
       per_policy(s->bound), "policy_compute_bounds", per_policy(s->cbound),
@@ -174,10 +176,11 @@ static void print_end_json(FILE *jf, const struct train_opts *o, const struct se
 static void print_end_text(const struct train_opts *o, const struct seq_cost *model,
                            const struct docs_summary *s, int steps, double loss, double eval_start,
                            double eval_end) {
-  printf("done: %d steps, assign %s, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.0f over "
+  char eval[64];
+  printf("done: %d steps, assign %s, loss %.4f, %s, %.0f tok/s (%.0f over "
          "the slowest rank's compute)",
-         steps, train_assign_policy_name(o->assign), loss, eval_start, eval_end, s->tps,
-         s->compute_tps);
+         steps, train_assign_policy_name(o->assign), loss,
+         train_eval_text(eval, sizeof eval, eval_start, eval_end), s->tps, s->compute_tps);
   if (!model->fitted) {
     printf("; the cost model is not fitted yet (%d steps after the first)\n", SEQ_COST_MIN_STEPS);
     return;

@@ -294,16 +294,18 @@ static int run_begin(struct run *s) {
   if (s->pp > 1 &&
       train_pipe_eval(&s->tp, &s->dp, &s->m, &s->data, o->eval_windows, &s->eval_start))
     return C4TRAIN_EXIT_PEER_LOST;
+  if (!o->eval_windows) s->eval_start = TRAIN_NO_EVAL;
   if (train_json_open(o, rank, &s->jf)) return 1;
   if (rank == 0) {
     if (s->jf)
       train_report_start(s->jf, s->world, o->device, gpt_full_floats(&s->m), s->step,
                          s->eval_start);
+    char eval[64];
     if (!o->json)
       printf("c4train: %d ranks on %s, %zu parameters, %d x %d sequences of %d per step, data %s, "
-             "eval loss %.4f\n",
+             "%s\n",
              s->world, o->device, gpt_full_floats(&s->m), o->microbatches, s->B, s->T, o->data,
-             s->eval_start);
+             train_eval_text(eval, sizeof eval, s->eval_start, TRAIN_NO_EVAL));
     fflush(stdout);
   }
   return 0;
@@ -475,7 +477,7 @@ static void step_report_text(struct run *s, const struct step_state *st) {
     print_split(stdout, s->pp, st->old_layers);
   }
   if (st->moved) {
-    printf("  -> layers moved ");
+    printf("  -> layers ");
     print_split(stdout, s->pp, s->tp.split);
   }
   printf("\n");
@@ -553,10 +555,12 @@ static double run_bound(struct run *s) {
 /* Rank 0's closing line in text. */
 static void run_report_text(struct run *s, const struct train_end_report *er) {
   const struct train_opts *o = s->o;
-  printf("done: %d steps, loss %.4f, eval loss %.4f -> %.4f, %.0f tok/s (%.2f model GFLOP/s), "
+  char eval[64];
+  printf("done: %d steps, loss %.4f, %s, %.0f tok/s (%.2f model GFLOP/s), "
          "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
          "split ",
-         er->steps, er->loss, er->eval_loss_start, er->eval_loss, er->tokens_per_s,
+         er->steps, er->loss,
+         train_eval_text(eval, sizeof eval, er->eval_loss_start, er->eval_loss), er->tokens_per_s,
          er->model_gflops, 100 * er->gemm_share, er->gemm_gflops, er->planned_speedup);
   print_split(stdout, s->nsplit, s->mb);
   printf("\n");
@@ -582,6 +586,7 @@ static int run_end(struct run *s) {
     return C4TRAIN_EXIT_PEER_LOST;
   if (s->rank != 0) return 0;
   if (s->pp == 1 && o->eval_windows) eval_end = eval_loss(&s->m, o, &s->data, s->tok, s->tgt);
+  if (!o->eval_windows) eval_end = TRAIN_NO_EVAL;
   /* the median step: the steady pace, not the steps before the planner's first re-split */
   double mid = s->timed_steps ? median(s->step_secs, s->timed_steps) : 0;
   double tps = mid > 0 ? (double)o->microbatches * s->B * s->T / mid : 0;

@@ -16,6 +16,7 @@
 #include "layout.h"
 #include "resplit.h"
 #include "text_data.h"
+#include "train_ckpt.h"
 #include "train_docs.h"
 #include "train_loop.h"
 
@@ -74,6 +75,8 @@ static void usage(FILE *f) {
       "                       the table and train with the fastest; with --monitor and\n"
       "                       --ckpt-dir, again (from a checkpoint) when c4mon first names\n"
       "                       a rank a straggler\n"
+      "  --probe-steps N      with --layout auto: steps of each layout's first probe (4 or\n"
+      "                       more; the default is above)\n"
       "  --local-ranks N      run N ranks here; a lost rank is dropped and the rest go on\n"
       "                       from the last checkpoint (with --ckpt-dir; with --pp, in whole\n"
       "                       pipelines, the survivors past them sitting out)\n"
@@ -404,6 +407,9 @@ static int layout_command(struct cli *a) {
     fprintf(stderr, "c4train: note: without --ckpt-dir, --layout auto does not choose again when "
                     "c4mon names a straggler (the job resumes from the checkpoint it stops at)\n");
   char err[512];
+  /* a checkpoint the run would refuse is refused now, not after minutes of probing */
+  if (a->o.ckpt_dir && train_ckpt_check(&a->o, err, sizeof err) < 0)
+    return c4_cli_fail("c4train", "%s", err);
   if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, &a->o, a->lo.ranks),
                   a->o.json ? stderr : stdout, err, sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);

@@ -27,10 +27,23 @@ static json_t *real_array(const double *v, int n) {
   return a;
 }
 
+static json_t *eval_json(double loss) { return loss >= 0 ? json_real(loss) : json_null(); }
+
+const char *train_eval_text(char *buf, size_t n, double start, double end) {
+  if (start < 0)
+    snprintf(buf, n, "no eval loss (--eval-windows 0)");
+  else if (end >= 0)
+    snprintf(buf, n, "eval loss %.4f -> %.4f", start, end);
+  else
+    snprintf(buf, n, "eval loss %.4f", start);
+  return buf;
+}
+
 void train_report_start(FILE *f, int world, const char *device, size_t params, int step,
                         double eval_loss) {
-  emit(f, json_pack("{s:s, s:i, s:s, s:I, s:i, s:f}", "event", "start", "ranks", world, "device",
-                    device, "params", (json_int_t)params, "step", step, "eval_loss", eval_loss));
+  emit(f, json_pack("{s:s, s:i, s:s, s:I, s:i, s:o}", "event", "start", "ranks", world, "device",
+                    device, "params", (json_int_t)params, "step", step, "eval_loss",
+                    eval_json(eval_loss)));
 }
 
 void train_report_step(FILE *f, const struct train_step_report *r) {
@@ -74,12 +87,13 @@ void train_slow_phases(const double *tps, int first, int last, int from, int to,
 }
 
 void train_report_end(FILE *f, const struct train_end_report *r) {
-  json_t *o = json_pack(
-      "{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "event", "end", "steps",
-      r->steps, "loss", r->loss, "eval_loss_start", r->eval_loss_start, "eval_loss", r->eval_loss,
-      "tokens_per_s", r->tokens_per_s, "gemm_share", r->gemm_share, "gemm_gflops", r->gemm_gflops,
-      "model_gflops", r->model_gflops, "planned_speedup", r->planned_speedup, "bound_tokens_per_s",
-      r->bound_tokens_per_s, "split", int_array(r->split, r->world));
+  json_t *o = json_pack("{s:s, s:i, s:f, s:o, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "event",
+                        "end", "steps", r->steps, "loss", r->loss, "eval_loss_start",
+                        eval_json(r->eval_loss_start), "eval_loss", eval_json(r->eval_loss),
+                        "tokens_per_s", r->tokens_per_s, "gemm_share", r->gemm_share, "gemm_gflops",
+                        r->gemm_gflops, "model_gflops", r->model_gflops, "planned_speedup",
+                        r->planned_speedup, "bound_tokens_per_s", r->bound_tokens_per_s, "split",
+                        int_array(r->split, r->world));
   if (o) json_object_set_new(o, "pipeline_bubble", json_real(r->pipeline_bubble));
   if (o && r->pipeline_bubble > 0)
     json_object_set_new(o, "pipeline_bubble_bound", json_real(r->pipeline_bubble_bound));

@@ -7,6 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The eval loss of a run told to take none (--eval-windows 0): null in JSON, "no eval loss" in
+ * text (a loss is never negative). */
+#define TRAIN_NO_EVAL (-1.0)
+
+/* "eval loss L" for the opening line, "eval loss L0 -> L1" for the closing one (end >= 0), or
+ * "no eval loss (--eval-windows 0)", into buf; returns buf. */
+const char *train_eval_text(char *buf, size_t n, double start, double end);
+
 /* {"event":"start",...}: the group, the model's size, the step it starts from, the eval loss. */
 void train_report_start(FILE *f, int world, const char *device, size_t params, int step,
                         double eval_loss);

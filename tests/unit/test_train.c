@@ -394,6 +394,40 @@ START_TEST(loss_falls_on_the_default_text) {
 }
 END_TEST
 
+/* --eval-windows 0 takes no eval loss: null in the JSON, not a loss of 0. */
+START_TEST(no_eval_windows_report_no_eval_loss) {
+  ck_assert_int_eq(run("noeval", SMALL " --steps 2 --eval-windows 0"), 0);
+  json_t *start = events("noeval", "start"), *end = events("noeval", "end");
+  ck_assert_int_eq(json_array_size(end), 1);
+  ck_assert(json_is_null(json_object_get(json_array_get(start, 0), "eval_loss")));
+  ck_assert(json_is_null(json_object_get(json_array_get(end, 0), "eval_loss_start")));
+  ck_assert(json_is_null(json_object_get(json_array_get(end, 0), "eval_loss")));
+  json_decref(start);
+  json_decref(end);
+}
+END_TEST
+
+/* --layout auto with a checkpoint the run would refuse (another global batch) says so before it
+ * probes a single layout, not after the probes. */
+START_TEST(layout_auto_refuses_a_checkpoint_of_another_batch_before_probing) {
+  ck_assert_int_eq(run("wb-save", SMALL " --steps 2 --ckpt-dir %s/wb --ckpt-every 2", dir), 0);
+  ck_assert_int_ne(run("wb-auto",
+                       SMALL " --steps 40 --local-ranks 2 --layout auto --microbatches 2 "
+                             "--ckpt-dir %s/wb",
+                       dir),
+                   0);
+  char path[256], text[2048] = "";
+  snprintf(path, sizeof path, "%s/wb-auto.err", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  ck_assert_msg(strstr(text, "is for another global batch"), "stderr: %s", text);
+  ck_assert_msg(!strstr(text, "layout auto:"), "probes ran first: %s", text);
+}
+END_TEST
+
 /* Loads tensor name of checkpoint path into a fresh buffer of n floats. */
 static float *load_tensor(const char *path, const char *name, size_t *n) {
   char err[512];
@@ -795,6 +829,8 @@ int main(void) {
   tcase_add_checked_fixture(prog, setup, teardown);
   tcase_set_timeout(prog, 300);
   tcase_add_test(prog, loss_falls_on_the_default_text);
+  tcase_add_test(prog, no_eval_windows_report_no_eval_loss);
+  tcase_add_test(prog, layout_auto_refuses_a_checkpoint_of_another_batch_before_probing);
   tcase_add_test(prog, an_uneven_split_trains_the_same_parameters_as_an_even_one);
   tcase_add_test(prog, a_restart_on_fewer_ranks_continues_the_same_loss_curve);
   tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
