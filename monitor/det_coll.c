@@ -91,6 +91,7 @@ static const struct det_ctx *ctx;
 static struct comm_state *tracked[MAX_TRACKED];
 static int ntracked;
 static int job_linked[C4_DET_MAX_JOBS]; /* per job, its communicators the windows hold state of */
+static int job_widest[C4_DET_MAX_JOBS]; /* per job, the most ranks of any of its communicators */
 
 static void state_free(struct comm_state *s) {
   free(s->rank);
@@ -152,6 +153,7 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->job = job;
   s->comm = comm;
   s->nranks = nranks;
+  if (nranks > job_widest[job->id]) job_widest[job->id] = nranks;
   for (int r = 0; r < nranks; r++)
     s->waits_at[r] = -1;
   s->waits_count = -1;
@@ -169,6 +171,15 @@ void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_recor
   s->waits_count = -1;
 }
 
+/* Whether a communicator's ranks are the job's launcher ranks, for one whose comm records named no
+ * host (the minimal schema): it is as wide as the job, which is as many launcher ranks as
+ * reported receives, or, with no receive records, the widest communicator. In a narrower one they
+ * are not, and its ranks' waits cannot be told. */
+static int ranks_by_number(const struct comm_state *s) {
+  int job = det_waits_job_ranks(s->job);
+  return s->nranks == (job ? job : job_widest[s->job->id]);
+}
+
 /* Every rank's det_waits handle dropped when det_waits has forgotten them. */
 static void waits_epoch(struct comm_state *s) {
   if (s->waits_epoch == det_waits_epoch()) return;
@@ -184,10 +195,9 @@ static void waits_handles(struct comm_state *s) {
   waits_epoch(s);
   if (s->waits_count == det_waits_count()) return;
   s->waits_count = det_waits_count();
-  /* a rank whose comm record named no host (the minimal schema) is found by its number, as
-   * det_coll_identity names it, and only in a communicator as wide as the job: there the
-   * communicator's ranks are the launcher ranks, in a narrower one they are not */
-  int by_number = s->nranks == det_waits_job_ranks(s->job);
+  /* a rank whose comm record named no host is found by its number, as det_coll_identity names
+   * it */
+  int by_number = ranks_by_number(s);
   for (int r = 0; r < s->nranks; r++)
     if (s->waits_at[r] < 0)
       s->waits_at[r] = s->host[r][0] ? det_waits_find(s->job, s->host[r], s->pid[r])
@@ -202,9 +212,9 @@ static void span(struct comm_state *s, const struct c4_coll_record *r) {
   waits_epoch(s);
   int at = s->waits_at[r->rank];
   if (at < 0) {
-    at = s->host[r->rank][0] ? det_waits_add(s->job, s->host[r->rank], s->pid[r->rank])
-         : s->nranks == det_waits_job_ranks(s->job) ? det_waits_find_rank(s->job, r->rank)
-                                                    : C4_NONE;
+    at = s->host[r->rank][0]  ? det_waits_add(s->job, s->host[r->rank], s->pid[r->rank])
+         : ranks_by_number(s) ? det_waits_add_rank(s->job, r->rank)
+                              : C4_NONE;
     if (at < 0) return;
     s->waits_at[r->rank] = at;
   }
@@ -220,11 +230,14 @@ static void took(void *user, const struct c4_coll_record *r) {
   if (job_linked[s->job->id] >= 2) span(s, r);
 }
 
-/* Only where no receive records come: those hold the same waits, in pieces (a 16,384-rank
- * trace's p2p spans cost its replay 5% more time, for nothing). */
+/* A p2p call holds its stream until its peer has matched it, a send as much as a receive: a
+ * blocked send counted as compute named the healthy stage after a slow one (a hand-written
+ * 2 x 4 pipeline whose sends wait for the receiver: rank 3 at 1.27x beside rank 2). Only where
+ * no receive records come: those hold the receives' waits, in pieces (a 16,384-rank trace's p2p
+ * spans cost its replay 5% more time, for nothing), and the plugin's sends return when queued. */
 void det_coll_take_p2p(const struct c4_det_job *job, const struct c4_coll_record *r) {
   static int last; /* records of one communicator come in runs */
-  if (!r->is_p2p || strcmp(r->func, "Recv") || det_waits_job_has_receives(job)) return;
+  if (!r->is_p2p || det_waits_job_has_receives(job)) return;
   struct comm_state *s =
       last < ntracked && tracked[last]->comm == r->comm && tracked[last]->job == job ? tracked[last]
                                                                                      : NULL;
@@ -561,4 +574,5 @@ void det_coll_reset(void) {
     state_free(s);
   }
   memset(job_linked, 0, sizeof job_linked);
+  memset(job_widest, 0, sizeof job_widest);
 }

@@ -30,7 +30,7 @@ struct det_ctx {
  * outlives it) for the calls that follow. */
 void det_coll_init(const struct det_ctx *ctx);
 void det_coll_take_comm(const struct c4_det_job *job, const struct c4_comm_record *c);
-/* A p2p receive call's span: the rank was waiting, not computing (det_waits) */
+/* A p2p call's span: the rank was waiting for its peer, not computing (det_waits) */
 void det_coll_take_p2p(const struct c4_det_job *job, const struct c4_coll_record *r);
 void det_coll_reset(void);
 /* comm rank -> launcher rank (or the comm rank when unknown) and host ("" when unknown) */

@@ -57,12 +57,13 @@ static size_t nslots;
 static uint64_t untracked; /* receives of processes not kept */
 static unsigned epoch;
 
-/* Per job, its processes by launcher rank (at: handle + 1, 0: none), the highest rank seen + 1:
- * a trace whose communicator records name no host (the minimal schema) ties a communicator's
- * ranks to processes only through their rank numbers. Grown by doubling, up to DET_WAITS_MAX. */
+/* Per job, its processes by launcher rank (at: handle + 1, 0: none; grown by doubling, up to
+ * DET_WAITS_MAX): a trace whose communicator records name no host (the minimal schema) ties a
+ * communicator's ranks to processes only through their rank numbers. */
 static struct per_job {
   int *at;
-  int cap, ranks;
+  int cap;
+  int ranks;    /* the highest launcher rank that reported a receive, + 1 */
   int receives; /* the job has reported receive records */
 } per_job[C4_DET_MAX_JOBS];
 
@@ -157,7 +158,6 @@ static void note_rank(const struct c4_det_job *job, int rank, int at) {
     b->cap = cap;
   }
   b->at[rank] = at + 1;
-  if (rank >= b->ranks) b->ranks = rank + 1;
 }
 
 /* The handle of (host, pid) of job, whose hash is h; with add, a new one when it has none and
@@ -245,7 +245,9 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
   if (!takes(x)) return;
   int at =
       find_at(job, x->self.host, x->self.pid, hash_of(x->self.host, x->self.pid), 1, x->self.rank);
-  per_job[job->id].receives = 1;
+  struct per_job *b = &per_job[job->id];
+  b->receives = 1;
+  if (x->self.rank >= b->ranks) b->ranks = x->self.rank + 1;
   if (at < 0) {
     untracked++;
     return;
@@ -258,6 +260,14 @@ int det_waits_job_has_receives(const struct c4_det_job *job) { return per_job[jo
 int det_waits_add(const struct c4_det_job *job, const char *host, uint32_t pid) {
   if (!host[0]) return C4_NONE;
   int at = find_at(job, host, pid, hash_of(host, pid), 1, -1);
+  if (at < 0) untracked++;
+  return at;
+}
+
+int det_waits_add_rank(const struct c4_det_job *job, int rank) {
+  int at = det_waits_find_rank(job, rank);
+  if (at >= 0 || rank < 0) return at;
+  at = find_at(job, "", (uint32_t)rank, hash_of("", (uint32_t)rank), 1, rank);
   if (at < 0) untracked++;
   return at;
 }

@@ -36,6 +36,11 @@ int det_waits_find(const struct c4_det_job *job, const char *host, uint32_t pid)
  * det_waits_untracked). */
 int det_waits_add(const struct c4_det_job *job, const char *host, uint32_t pid);
 
+/* The handle of launcher rank rank of job: the process that reported receives as it, else one
+ * kept from now on for it (a trace that names no host: its collectives' spans are all there is);
+ * C4_NONE when the table is full. */
+int det_waits_add_rank(const struct c4_det_job *job, int rank);
+
 /* [t0, t1] joins the process's intervals as a receive's would: time it spent inside a
  * collective, which is no more its compute than a receive is. at: a handle or -1 (nothing). */
 void det_waits_take_span(int at, uint64_t t0, uint64_t t1);

@@ -20,10 +20,13 @@
 #define MICRO 4 /* micro-batches per replica per step */
 
 /* How the trace tells the receives: the net plugin's receive records, the profiler's p2p receive
- * calls, or receive records in the minimal schema (pid absent, so the rank) with communicator
- * records that name no host. */
-enum { AS_XFERS, AS_P2P_CALLS, AS_MINIMAL };
+ * calls, receive records in the minimal schema (pid absent, so the rank) with communicator
+ * records that name no host, or p2p calls in the minimal schema (no receive record at all). */
+enum { AS_XFERS, AS_P2P_CALLS, AS_MINIMAL, AS_P2P_MINIMAL };
 static int told_as;
+
+static int as_calls(void) { return told_as == AS_P2P_CALLS || told_as == AS_P2P_MINIMAL; }
+static int minimal(void) { return told_as == AS_MINIMAL || told_as == AS_P2P_MINIMAL; }
 
 /* A p2p receive call of rank self on communicator 0xc4, entered at t0 and done at t1. */
 static void recv_call(int self, int peer, uint64_t t0, uint64_t t1) {
@@ -46,7 +49,7 @@ static void recv_call(int self, int peer, uint64_t t0, uint64_t t1) {
 /* A completed receive of rank self from peer, posted at t0 and done at t1. */
 static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
   static uint64_t seq;
-  if (told_as == AS_P2P_CALLS) {
+  if (as_calls()) {
     recv_call(self, peer, t0, t1);
     return;
   }
@@ -59,9 +62,8 @@ static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
                                    .t_posted = t0,
                                    .t_first_byte = t1 > t0 + 1000 ? t1 - 1000 : t0,
                                    .t_done = t1};
-  int minimal = told_as == AS_MINIMAL;
-  r.xfer.self = (struct c4_identity){.rank = self, .pid = (uint32_t)self + (minimal ? 0 : 100)};
-  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = (uint32_t)peer + (minimal ? 0 : 100)};
+  r.xfer.self = (struct c4_identity){.rank = self, .pid = (uint32_t)self + (minimal() ? 0 : 100)};
+  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = (uint32_t)peer + (minimal() ? 0 : 100)};
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
   take(&r);
@@ -110,7 +112,7 @@ static uint64_t run_steps(uint64_t s0, uint64_t n, uint64_t t, double (*slow)(ui
       if (arrive[r] > last) last = arrive[r];
     uint64_t done = last + 20 * MS;
     for (int r = 0; r < RANKS; r++) {
-      for (int k = 0; k < 4 && told_as != AS_P2P_CALLS; k++) /* the ring's pipelined slices */
+      for (int k = 0; k < 4 && !as_calls(); k++) /* the ring's pipelined slices */
         recv_record(r, (r + RANKS - 1) % RANKS, arrive[r] + (uint64_t)k * 4 * MS,
                     last + (uint64_t)(k + 1) * 5 * MS);
       coll(r, RANKS, s, arrive[r], done + (uint64_t)r * 1000);
@@ -152,7 +154,7 @@ START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
   for (int r = 0; r < RANKS; r++) {
     struct c4_record c = {.kind = C4_REC_COMM};
     c.comm = (struct c4_comm_record){.comm = 0xc4, .rank = r, .nranks = RANKS, .pid = 100 + r};
-    if (told_as == AS_MINIMAL)
+    if (minimal())
       c.comm.pid = (uint32_t)r; /* and no host */
     else
       snprintf(c.comm.host, sizeof c.comm.host, "node%d", r);
@@ -242,7 +244,7 @@ int main(void) {
   TCase *tc = tcase_create("det_pipe");
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, only_the_slow_stage_is_named_not_the_stage_that_waits_for_it, AS_XFERS,
-                      AS_MINIMAL + 1);
+                      AS_P2P_MINIMAL + 1);
   tcase_add_test(tc,
                  a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_communicator);
   suite_add_tcase(s, tc);
