@@ -934,12 +934,14 @@ static void hold_back_standing(char *hot_cell) {
 
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
  * stands on them or a slow path explains them: then what they held back was the fault's start (a
- * fault never becomes a baseline). */
+ * fault never becomes a baseline), and the usual their estimated starts are read against
+ * (det_xstart) is held too. */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
+    det_xstart_freeze(i, hot_cell[i] >= 3);
     if (hot_cell[i] >= 3) {
       det_noise_drop(&m.noise[i]);
       continue;

@@ -48,6 +48,7 @@ struct usual {
   float v[USUAL_CLASSES];
   uint64_t last_post; /* the post of the cell's last transfer, and how many shared it */
   uint8_t same_post;
+  uint8_t frozen; /* a verdict stands on the cell: its usual is not learned */
 };
 
 static struct {
@@ -122,6 +123,7 @@ static int make_usual(void) {
   for (int c = 0; c < CELLS; c++) {
     xs.usual[c].last_post = 0;
     xs.usual[c].same_post = 0;
+    xs.usual[c].frozen = 0;
   }
   for (int c = 0; c < 64; c++) {
     xs.fastest[c] = INFINITY;
@@ -205,9 +207,13 @@ float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
     u->n[a]++;
     return NAN;
   }
-  u->v[a] += RATE * clampf(dev, STEP);
+  if (!u->frozen) u->v[a] += RATE * clampf(dev, STEP);
   *phase = phase_of(cell, cls, u->v[a]);
   return dev;
+}
+
+void det_xstart_freeze(int cell, int frozen) {
+  if (xs.usual && cell >= 0 && cell < CELLS) xs.usual[cell].frozen = (uint8_t)frozen;
 }
 
 void det_xstart_reset(void) {

@@ -46,11 +46,29 @@ START_TEST(a_cell_that_stays_slower_than_the_fastest_is_a_later_phase) {
 }
 END_TEST
 
+/* While a verdict stands on a cell its usual is held: a NIC slowed for good in a trace without
+ * t_first was learned as its cells' usual within 25 s, and its verdict cleared while it was still
+ * slow. Let go, the usual learns again. */
+START_TEST(a_frozen_cells_usual_does_not_learn_its_fault) {
+  det_xstart_reset();
+  int phase;
+  feed(1, 0.0f, 20);
+  det_xstart_freeze(1, 1);
+  feed(1, 1.0f, 2000);
+  ck_assert_float_eq_tol(det_xstart_usual(1, 0, CLS, 1.0f, &phase), 1.0f, 1e-6);
+  det_xstart_freeze(1, 0);
+  feed(1, 1.0f, 2000);
+  ck_assert_float_lt(det_xstart_usual(1, 0, CLS, 1.0f, &phase), 0.1f);
+  det_xstart_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("det_xstart");
   TCase *tc = tcase_create("phases");
   tcase_add_test(tc, a_cell_that_read_fast_once_does_not_put_the_others_in_a_later_phase_for_good);
   tcase_add_test(tc, a_cell_that_stays_slower_than_the_fastest_is_a_later_phase);
+  tcase_add_test(tc, a_frozen_cells_usual_does_not_learn_its_fault);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
