@@ -31,7 +31,13 @@ struct replay {
   const struct c4_det_job *named; /* the job the last line named */
   double speed;
   uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
+  uint64_t behind;             /* records more than BEHIND_NS older than the newest before them */
 };
+
+/* How far a record may come behind the newest before it: the matrix judges each half-second once
+ * its records may all be in (200 ms later), the windows keep a communicator's last 64
+ * collectives. A trace far out of time order loses what comes late. */
+#define BEHIND_NS 2000000000ull
 
 /* Opens the trace (not a directory). Returns 0 or a C4_E* code, said on stderr. */
 static int open_trace(struct replay *r) {
@@ -98,6 +104,7 @@ static void take_batch(struct replay *r, struct c4_record *batch,
     for (int i = 0; i < n; i++) {
       uint64_t t = c4_mon_record_time(&batch[i]);
       if (t > r->last) r->last = t;
+      r->behind += t && t + BEHIND_NS < r->last;
       c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     }
     return;
@@ -109,6 +116,7 @@ static void take_batch(struct replay *r, struct c4_record *batch,
       if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
     }
     if (t > r->last) r->last = t;
+    r->behind += t && t + BEHIND_NS < r->last;
     c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     if (r->speed > 0) c4_mon_outputs_tick(0);
   }
@@ -134,6 +142,13 @@ static int close_trace(struct replay *r, volatile int *stop) {
     fprintf(stderr, "%s: %s: no valid record (%lu bad lines)\n", r->prog, r->path, bad);
     return C4_EPROTO;
   }
+  if (r->behind) /* said, not refused: what came in order was judged */
+    fprintf(stderr,
+            "%s: %s: warning: %llu of %llu records came more than %.0f s behind the newest "
+            "before them: detection reads a trace in time order and drops what comes after its "
+            "time was judged (per-process trace files must be merged by time, not concatenated)\n",
+            r->prog, r->path, (unsigned long long)r->behind,
+            (unsigned long long)(r->sink->records + r->sink->heartbeats), BEHIND_NS / 1e9);
   return 0;
 }
 

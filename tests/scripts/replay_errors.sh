@@ -2,8 +2,9 @@
 # replay_errors.sh -- `c4mon replay` on input it cannot use: a file with no valid record, an empty
 # file, a directory, a binary trace cut short, one of an unknown version, one with a record out
 # of range, and a missing file. Each must exit 1 with the file, the place where there is one,
-# and the reason on stderr; an intact trace still exits 0, and a second replay into one --events
-# file says that it appends.
+# and the reason on stderr; an intact trace still exits 0, a second replay into one --events
+# file says that it appends, and per-process files concatenated (out of time order) are
+# replayed with a warning.
 # Usage: replay_errors.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
@@ -50,4 +51,16 @@ grep -q "holds events already" "$W/first.err" && fail "a new file was said to ho
 "$BIN/c4mon" replay "$W/slow.jsonl" --events "$W/ev.jsonl" 2>"$W/second.err" || fail "second replay"
 grep -q "ev.jsonl holds events already" "$W/second.err" ||
   fail "a second replay into one file said nothing: $(cat "$W/second.err")"
+# per-process files concatenated, not merged by time: replayed, with a warning saying how many
+# records came behind and why; the same records in time order: no warning
+"$BIN/c4scen" gen --hosts 2 --gpus 2 --seconds 12 --truth "$W/t3.json" --out "$W/ordered.jsonl" \
+  2>/dev/null || fail "c4scen could not write a trace"
+for r in 0 1 2 3; do grep "\"rank\":$r," "$W/ordered.jsonl"; done >"$W/concat.jsonl"
+"$BIN/c4mon" replay "$W/ordered.jsonl" --events /dev/null 2>"$W/ordered.err" || fail "ordered replay"
+grep -q "behind the newest" "$W/ordered.err" && fail "a trace in time order was warned about"
+"$BIN/c4mon" replay "$W/concat.jsonl" --events /dev/null 2>"$W/concat.err" ||
+  fail "a concatenated trace did not replay"
+grep -q "concat.jsonl: warning: [0-9]* of [0-9]* records came more than 2 s behind" "$W/concat.err" ||
+  fail "a concatenated trace replayed without a warning: $(cat "$W/concat.err")"
+echo "ok: $(grep -o 'concat.jsonl: warning: [0-9]* of [0-9]* records' "$W/concat.err")"
 echo "replay_errors: ok"
