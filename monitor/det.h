@@ -51,6 +51,12 @@ void c4_det_advance(uint64_t now);
  * job was killed during it, or its trace was taken then) is judged up to that time. */
 uint64_t c4_det_hang_due(void);
 
+/* The same at a trace's end, and also for a job without heartbeats whose collective records
+ * left one open (a profiler writes one that never completed with t_done null): a trace of
+ * collective records alone that ends inside a hang is judged too. Not per record: it surveys
+ * every rank of such jobs. */
+uint64_t c4_det_hang_due_at_end(void);
+
 /* Detection's view for status, metrics, `c4mon top` and pictures (the caller owns it):
  *   {"t":NOW, "ranks":[{"job","rank","host","slowdown","last_hb_ns","entered","done","lost"}],
  *    "gone":[JOB...],

@@ -146,6 +146,7 @@ struct open_arg {
   const struct c4_det_job *job;
   struct gather *g;
   uint64_t comm;
+  int nranks;
   int missing, all_in;
   uint64_t first_in, last_in; /* the earliest and latest arrivals at it */
 };
@@ -155,6 +156,7 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
   struct open_arg *o = arg;
   if (o->comm) return; /* the first communicator that shows it is enough */
   o->comm = comm;
+  o->nranks = nranks;
   if (s->arrived == nranks) {
     o->all_in = 1;
     return;
@@ -248,7 +250,9 @@ static uint64_t pending_since(const struct c4_det_job *job, uint64_t t) {
   return newest;
 }
 
-static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g) {
+/* A communication hang at the connection a pending transfer names; when none does, at the ranks
+ * of the communicator whose collective none of them completed (nranks of comm; 0: unknown). */
+static void raise_comm_hang(struct job_state *j, uint64_t comm, int nranks, struct gather *g) {
   int alike;
   const struct c4_xfer_record *x = stuck_connection(j->job, &alike);
   char detail[160];
@@ -257,7 +261,14 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, struct gather *g
              "every rank is inside a collective that has not completed for %.1f s; no pending "
              "transfer names the connection",
              (double)(ctx->now - j->last_progress) / 1e9);
-    raise_hang(j, "comm_hang", "link", json_array(), json_array(), comm, detail);
+    json_t *ranks = json_array(), *hosts = json_array();
+    struct gather named = {.ranks = ranks, .hosts = hosts};
+    for (int r = 0; r < nranks && r < MAX_NAMED; r++) {
+      const char *host;
+      int rank = det_coll_identity(j->job, comm, r, &host);
+      add_rank(&named, rank, host);
+    }
+    raise_hang(j, "comm_hang", "link", ranks, hosts, comm, detail);
     json_decref(g->ranks);
     json_decref(g->hosts);
     return;
@@ -349,7 +360,7 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
   }
   if (o.all_in && !waited_enough(j, o.last_in, threshold)) goto done;
   if (o.all_in) {
-    raise_comm_hang(j, o.comm, &g);
+    raise_comm_hang(j, o.comm, o.nranks, &g);
     return;
   }
   /* no collective record shows it (the profiler writes a collective once it completes): the
@@ -366,7 +377,7 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
   }
   if (g.inside && !waited_enough(j, g.last_inside, threshold)) goto done;
   if (g.inside) {
-    raise_comm_hang(j, 0, &g);
+    raise_comm_hang(j, 0, 0, &g);
     return;
   }
   /* no heartbeats at all (a trace written on the node, C4_TRACE): transfers the plugin reported
@@ -376,7 +387,7 @@ static void judge_stall(struct job_state *j, uint64_t threshold) {
   uint64_t newest = g.heartbeats ? 0 : pending_since(j->job, j->last_progress);
   if (newest && !waited_enough(j, newest, threshold)) goto done;
   if (newest) {
-    raise_comm_hang(j, 0, &g);
+    raise_comm_hang(j, 0, 0, &g);
     return;
   }
   j->next_look = ctx->now + 1000000000ull; /* nobody is inside a collective: computing */
@@ -410,6 +421,36 @@ uint64_t c4_det_hang_due(void) {
     if (!newest) continue;
     uint64_t at = newest > j->last_progress ? newest : j->last_progress;
     if (at + threshold_of(j) > due) due = at + threshold_of(j);
+  }
+  return due;
+}
+
+static void count_heartbeats(struct det_rank *r, void *arg) { *(int *)arg += r->last_hb != 0; }
+
+/* When judge_stall would decide on the collective left open by a job without heartbeats (their
+ * counts say who is inside where they come): all in, the hang threshold after the last
+ * progress; some never in, the non-communication wait after the first went in. 0: none open. */
+static uint64_t open_due(struct job_state *j) {
+  int heartbeats = 0;
+  det_ranks_each(j->job, count_heartbeats, &heartbeats);
+  if (heartbeats) return 0;
+  struct gather g = {.job = j->job, .ranks = json_array(), .hosts = json_array(), .want = 1};
+  struct open_arg o = {.job = j->job, .g = &g};
+  c4_mon_windows_each_open(j->job, open_coll, &o);
+  json_decref(g.ranks);
+  json_decref(g.hosts);
+  uint64_t threshold = threshold_of(j), noncomm = WAIT_FACTOR * longest_wait(j);
+  if (o.all_in) return j->last_progress + threshold;
+  if (o.missing) return o.first_in + (noncomm > threshold ? noncomm : threshold);
+  return 0;
+}
+
+uint64_t c4_det_hang_due_at_end(void) {
+  uint64_t due = c4_det_hang_due();
+  for (int i = 0; i < njobs; i++) {
+    struct job_state *j = &jobs[i];
+    uint64_t at = j->last_progress && !j->hung ? open_due(j) : 0;
+    if (at > due) due = at;
   }
   return due;
 }

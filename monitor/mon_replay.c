@@ -171,7 +171,7 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
     take_batch(&r, batch, jobs, n);
   }
   /* judge the trace's last second too, and a hang it ends inside up to its threshold */
-  uint64_t end = r.last + 1000000000ull, due = c4_det_hang_due();
+  uint64_t end = r.last + 1000000000ull, due = c4_det_hang_due_at_end();
   c4_det_advance(due >= end ? due + 1 : end);
   *bad = r.rd.bad;
   return close_trace(&r, stop);

@@ -411,6 +411,39 @@ END_TEST
 /* Where heartbeats come they say who is inside a collective: a transfer left pending while the
  * ranks compute (or as the job ends) is no hang. A healthy c4perf job raised one after its
  * goodbye when pending transfers counted whatever the heartbeats said. */
+/* A trace of collective records alone (a profiler without the net plugin, no heartbeats) that
+ * ends inside a collective none completed: judged at the trace's end, where the threshold has
+ * passed. All ranks in: a comm_hang naming the communicator's ranks; one never in: a
+ * noncomm_hang naming it. Before, neither raised anything. */
+START_TEST(a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its_end) {
+  for (int missing = -1; missing < 4; missing += 3) { /* -1: all in; 2: rank 2 never comes */
+    setup(NULL);
+    uint64_t t = 10 * MS, last = 0;
+    for (uint64_t s = 0; s < 50; s++, t += 100 * MS) {
+      for (int r = 0; r < 4; r++)
+        coll(r, 4, s, t + (uint64_t)r * MS, t + 60 * MS);
+      last = t + 60 * MS;
+    }
+    for (int r = 0; r < 4; r++)
+      if (r != missing) coll(r, 4, 50, t + (uint64_t)r * MS, 0);
+    ck_assert_uint_eq(c4_det_hang_due(), 0); /* no transfer stuck: the old rule sees nothing */
+    uint64_t due = c4_det_hang_due_at_end();
+    ck_assert_uint_ge(due, last + 3000 * MS);
+    c4_det_advance(due + 1);
+    json_t *e = first(missing < 0 ? "comm_hang" : "noncomm_hang");
+    ck_assert_msg(e != NULL, "missing %d: no hang", missing);
+    json_t *ranks = json_object_get(e, "ranks");
+    if (missing < 0) {
+      ck_assert_int_eq(json_array_size(ranks), 4);
+    } else {
+      ck_assert_int_eq(json_array_size(ranks), 1);
+      ck_assert_int_eq(first_rank(e), missing);
+    }
+    c4_det_reset();
+  }
+}
+END_TEST
+
 START_TEST(with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang) {
   setup(NULL);
   uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
@@ -895,6 +928,7 @@ int main(void) {
   tcase_add_test(tc, all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link);
   tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
   tcase_add_test(tc, of_stuck_receives_the_one_that_moved_least_names_the_link);
+  tcase_add_test(tc, a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its_end);
   tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
   tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
