@@ -127,6 +127,7 @@ static void parse_xfer(struct parse *p, struct c4_xfer_record *x) {
   x->t_done = get_time(p, "t_done");
   if (!p->bad && x->t_done && x->t_done < x->t_posted) /* one process's clock: cannot be */
     fail(p, "t_done", "is before t_post");
+  if (!p->bad && x->t_done && x->t_first_byte > x->t_done) fail(p, "t_first", "is after t_done");
   char dir[C4_NAME_MAX] = "", status[8] = ""; /* room for a wrong word, so it is named as such */
   get_str(p, "dir", dir, sizeof dir);
   snprintf(status, sizeof status, "%s", x->t_done ? "ok" : "pending");
@@ -166,6 +167,7 @@ static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->t_arrive = get_time(p, "t_arrive");
   c->t_enqueued = json_object_get(p->j, "t_enqueued") ? get_time(p, "t_enqueued") : c->t_arrive;
   c->t_done = get_time(p, "t_done");
+  if (!p->bad && c->t_done && c->t_done < c->t_arrive) fail(p, "t_done", "is before t_arrive");
 }
 
 /* Required: comm, nranks, rank. */
@@ -474,14 +476,23 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
     size_t n = nl ? (size_t)(nl - (r->buf + r->pos)) : r->have - r->pos;
     r->pos += n + (nl != NULL);
     r->lineno++;
-    while (n > 0 && (line[n - 1] == '\r'))
+    if (r->lineno == 1 && n >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) { /* a UTF-8 mark */
+      line += 3;
+      n -= 3;
+    }
+    while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
       n--;
-    if (n == 0) continue;
+    size_t lead = 0;
+    while (lead < n && (line[lead] == ' ' || line[lead] == '\t'))
+      lead++;
+    if (lead == n) continue; /* blank */
     char why[200];
     int rc = c4_trace_parse_line_job(line, n, out, r->job, sizeof r->job, why, sizeof why);
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;
+      for (char *c = why; *c; c++) /* a line's bytes quoted back must not drive a terminal */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
       snprintf(err, errlen, "line %lu: %s", r->lineno, why);
       return rc;
     }

@@ -32,7 +32,12 @@ struct replay {
   double speed;
   uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
   uint64_t behind;             /* records more than BEHIND_NS older than the newest before them */
+  unsigned long said;          /* bad lines or records said on stderr */
 };
+
+/* Bad lines said one by one before the rest are only counted: a garbage file of 5 MB said
+ * 20,194 of them. */
+#define BAD_SAID 100
 
 /* How far a record may come behind the newest before it: the matrix judges each half-second once
  * its records may all be in (200 ms later), the windows keep a communicator's last 64
@@ -71,8 +76,9 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
   for (int i = 0; i < got; i++) { /* decoded in one go (a mapped binary trace): checked here */
     const char *why = NULL;
     if (c4_mon_record_check(&batch[i], 0, &why) != 0) {
-      fprintf(stderr, "%s: %s: record %lu: %s\n", r->prog, r->path, first + (unsigned long)i + 1,
-              why);
+      if (r->said++ < BAD_SAID)
+        fprintf(stderr, "%s: %s: record %lu: %s\n", r->prog, r->path, first + (unsigned long)i + 1,
+                why);
       r->rd.bad++;
     } else {
       if (n != i) batch[n] = batch[i];
@@ -82,11 +88,13 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
   *rc = 1;
   while (n < max && (*rc = c4_trace_next(&r->rd, &batch[n], err, sizeof err)) != 0) {
     const char *why = NULL;
-    if (*rc < 0)
-      fprintf(stderr, "%s: %s: %s\n", r->prog, r->path, err);
-    else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
-      fprintf(stderr, "%s: %s: %s %lu: %s\n", r->prog, r->path, r->rd.binary ? "record" : "line",
-              r->rd.lineno, why);
+    if (*rc < 0) {
+      if (r->said++ < BAD_SAID || r->rd.binary) /* a binary trace's stops the reading */
+        fprintf(stderr, "%s: %s: %s\n", r->prog, r->path, err);
+    } else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
+      if (r->said++ < BAD_SAID)
+        fprintf(stderr, "%s: %s: %s %lu: %s\n", r->prog, r->path, r->rd.binary ? "record" : "line",
+                r->rd.lineno, why);
       r->rd.bad++;
     } else
       jobs[n++] = job_of_line(r);
@@ -125,6 +133,9 @@ static void take_batch(struct replay *r, struct c4_record *batch,
 /* Closes the trace and says how the read ended: 0, or a C4_E* code for a read error, a binary
  * trace cut short, or a trace without one valid record. */
 static int close_trace(struct replay *r, volatile int *stop) {
+  if (r->said > BAD_SAID)
+    fprintf(stderr, "%s: %s: %lu more bad lines or records, not said one by one\n", r->prog,
+            r->path, r->said - BAD_SAID);
   int read_error = r->rd.f && ferror(r->rd.f) ? errno : 0;
   int cut_short = r->rd.binary == 2; /* a binary trace stopped at a bad record (its place said) */
   unsigned long bad = r->rd.bad;

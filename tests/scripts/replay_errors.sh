@@ -63,4 +63,10 @@ grep -q "behind the newest" "$W/ordered.err" && fail "a trace in time order was 
 grep -q "concat.jsonl: warning: [0-9]* of [0-9]* records came more than 2 s behind" "$W/concat.err" ||
   fail "a concatenated trace replayed without a warning: $(cat "$W/concat.err")"
 echo "ok: $(grep -o 'concat.jsonl: warning: [0-9]* of [0-9]* records' "$W/concat.err")"
+# a file of garbage: the first 100 bad lines said one by one, the rest counted
+for i in $(seq 150); do echo "garbage $i"; done >"$W/garbage.jsonl"
+expect "$W/garbage.jsonl" "garbage.jsonl: line 100:" "50 more bad lines or records, not said" \
+  "no valid record (150 bad lines)"
+"$BIN/c4mon" replay "$W/garbage.jsonl" --events /dev/null 2>&1 | grep -q "line 101:" &&
+  fail "bad line 101 was said one by one"
 echo "replay_errors: ok"

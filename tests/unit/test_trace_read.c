@@ -140,6 +140,13 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
   expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"host\":\"n3\",\"peer_host\":\"n4\","
              "\"bytes\":8,\"t_post\":5,\"t_done\":2,\"peer\":4,\"dir\":\"recv\"}",
              "\"t_done\" is before t_post");
+  /* times that contradict each other (they were taken, in silence) */
+  expect_bad("{\"v\":1,\"type\":\"coll\",\"comm\":\"7d3f00a2c4e1b950\",\"seq\":1,\"rank\":0,"
+             "\"nranks\":4,\"func\":\"AllReduce\",\"bytes\":8,\"t_arrive\":5,\"t_done\":2}",
+             "\"t_done\" is before t_arrive");
+  expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"host\":\"n3\",\"peer_host\":\"n4\","
+             "\"bytes\":8,\"t_post\":1,\"t_first\":7,\"t_done\":5,\"peer\":4,\"dir\":\"recv\"}",
+             "\"t_first\" is after t_done");
 }
 END_TEST
 
@@ -287,9 +294,10 @@ START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
   char path[] = "/tmp/c4-trace-read-XXXXXX";
   int fd = mkstemp(path);
   const char *text =
-      "{\"v\":1,\"type\":\"header\"}\n"
+      "\xef\xbb\xbf{\"v\":1,\"type\":\"header\"}\n" /* a UTF-8 byte order mark first */
       "\n"
-      "garbage\n"
+      "gar\x1b[2Jbage\n" /* an escape sequence, said as ? */
+      "  \t \r\n"
       "{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"w\",\"nranks\":2,\"rank\":1,"
       "\"nnodes\":1,\"host\":\"h\",\"pid\":7,\"t\":9}\r\n"
       "{\"v\":1,\"type\":\"comm\"}\n";
@@ -301,11 +309,13 @@ START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
   char err[256];
   ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
   ck_assert_msg(strncmp(err, "line 3:", 7) == 0, "%s", err);
-  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 1);
+  for (const char *c = err; *c; c++)
+    ck_assert_msg((unsigned char)*c >= 0x20, "a control byte in: %s", err);
+  ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 1); /* a blank line 4 is skipped */
   ck_assert_int_eq(r.kind, C4_REC_COMM);
   ck_assert_str_eq(r.comm.name, "w");
   ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), C4_EPROTO);
-  ck_assert_msg(strncmp(err, "line 5:", 7) == 0, "%s", err);
+  ck_assert_msg(strncmp(err, "line 6:", 7) == 0, "%s", err);
   ck_assert_int_eq(c4_trace_next(&rd, &r, err, sizeof err), 0);
   ck_assert_uint_eq(rd.bad, 2);
   c4_trace_close(&rd);
