@@ -39,10 +39,12 @@ static int64_t get_int(struct parse *p, const char *f, int64_t lo, int64_t hi) {
 }
 
 /* A time: a non-negative integer, or null for "not (yet)" (read as 0). */
+/* A time in ns, null for "not (yet)": at most 2^62 ns (146 years of a clock), what the stream
+ * and detection take; a larger one is refused here, where its field can be named. */
 static uint64_t get_time(struct parse *p, const char *f) {
   json_t *v = json_object_get(p->j, f);
   if (json_is_null(v)) return 0;
-  return (uint64_t)get_int(p, f, 0, INT64_MAX);
+  return (uint64_t)get_int(p, f, 0, (int64_t)C4_FRAME_TIME_MAX);
 }
 
 static void get_str(struct parse *p, const char *f, char *out, size_t cap) {

@@ -147,6 +147,10 @@ START_TEST(bad_lines_are_refused_naming_what_is_wrong) {
   expect_bad("{\"v\":1,\"type\":\"xfer\",\"rank\":3,\"host\":\"n3\",\"peer_host\":\"n4\","
              "\"bytes\":8,\"t_post\":1,\"t_first\":7,\"t_done\":5,\"peer\":4,\"dir\":\"recv\"}",
              "\"t_first\" is after t_done");
+  expect_bad("{\"v\":1,\"type\":\"coll\",\"comm\":\"7d3f00a2c4e1b950\",\"seq\":1,\"rank\":0,"
+             "\"nranks\":4,\"func\":\"AllReduce\",\"bytes\":8,\"t_arrive\":4611686018427387905,"
+             "\"t_done\":null}",
+             "\"t_arrive\" is out of range"); /* 2^62 + 1: named here, not as "a time" later */
 }
 END_TEST
 
