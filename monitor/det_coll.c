@@ -82,6 +82,10 @@ struct comm_state {
   int *waits_at;
   int waits_count;
   unsigned waits_epoch;
+  /* whether its host-less ranks were tied by number, and det_waits' rank bindings then: when
+   * either changes (the job proved wider, a rank's process was replaced) those handles go */
+  int by_number;
+  unsigned rank_gen;
   int linked; /* 1 when the windows hold this as their user pointer */
   int nflagged;
   int flagged_list[64]; /* the flagged ranks, for the state document */
@@ -92,6 +96,8 @@ static struct comm_state *tracked[MAX_TRACKED];
 static int ntracked;
 static int job_linked[C4_DET_MAX_JOBS]; /* per job, its communicators the windows hold state of */
 static int job_widest[C4_DET_MAX_JOBS]; /* per job, the most ranks of any of its communicators */
+static unsigned tracked_gen;            /* changes whenever a state is made or forgotten */
+#define P2P_CACHE 1024
 
 static void state_free(struct comm_state *s) {
   free(s->rank);
@@ -104,6 +110,7 @@ static void state_free(struct comm_state *s) {
 }
 
 static void untrack(struct comm_state *s) {
+  tracked_gen++;
   for (int i = 0; i < ntracked; i++)
     if (tracked[i] == s) {
       tracked[i] = tracked[--ntracked];
@@ -157,6 +164,8 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   for (int r = 0; r < nranks; r++)
     s->waits_at[r] = -1;
   s->waits_count = -1;
+  s->by_number = -1; /* not yet decided */
+  tracked_gen++;
   tracked[ntracked++] = s;
   return s;
 }
@@ -180,12 +189,21 @@ static int ranks_by_number(const struct comm_state *s) {
   return s->nranks == (job ? job : job_widest[s->job->id]);
 }
 
-/* Every rank's det_waits handle dropped when det_waits has forgotten them. */
+#define WAITS_NONE (-2) /* a rank's handle looked for and not had: looked for again on a change */
+
+/* Every rank's det_waits handle dropped when det_waits has forgotten them; the host-less ranks'
+ * when the job's width says otherwise than when they were tied by number (a group's 4 ranks
+ * looked like the whole job until the world communicator's first collective), or a launcher
+ * rank's process changed. */
 static void waits_epoch(struct comm_state *s) {
-  if (s->waits_epoch == det_waits_epoch()) return;
+  int epoch = s->waits_epoch != det_waits_epoch(), by_number = ranks_by_number(s);
+  unsigned gen = det_waits_rank_gen(s->job);
+  if (!epoch && by_number == s->by_number && gen == s->rank_gen) return;
   for (int r = 0; r < s->nranks; r++)
-    s->waits_at[r] = -1;
+    if (epoch || !s->host[r][0]) s->waits_at[r] = -1;
   s->waits_epoch = det_waits_epoch();
+  s->by_number = by_number;
+  s->rank_gen = gen;
   s->waits_count = -1;
 }
 
@@ -197,12 +215,11 @@ static void waits_handles(struct comm_state *s) {
   s->waits_count = det_waits_count();
   /* a rank whose comm record named no host is found by its number, as det_coll_identity names
    * it */
-  int by_number = ranks_by_number(s);
   for (int r = 0; r < s->nranks; r++)
     if (s->waits_at[r] < 0)
-      s->waits_at[r] = s->host[r][0] ? det_waits_find(s->job, s->host[r], s->pid[r])
-                       : by_number   ? det_waits_find_rank(s->job, r)
-                                     : C4_NONE;
+      s->waits_at[r] = s->host[r][0]  ? det_waits_find(s->job, s->host[r], s->pid[r])
+                       : s->by_number ? det_waits_find_rank(s->job, r)
+                                      : C4_NONE;
 }
 
 /* A rank's time inside a collective or a receive goes to det_waits: it is not compute on the
@@ -211,12 +228,13 @@ static void span(struct comm_state *s, const struct c4_coll_record *r) {
   if (r->rank < 0 || r->rank >= s->nranks || r->t_done <= r->t_arrive || !r->t_arrive) return;
   waits_epoch(s);
   int at = s->waits_at[r->rank];
+  if (at == WAITS_NONE) return; /* not per record: once per change */
   if (at < 0) {
-    at = s->host[r->rank][0]  ? det_waits_add(s->job, s->host[r->rank], s->pid[r->rank])
-         : ranks_by_number(s) ? det_waits_add_rank(s->job, r->rank)
-                              : C4_NONE;
+    at = s->host[r->rank][0] ? det_waits_add(s->job, s->host[r->rank], s->pid[r->rank])
+         : s->by_number      ? det_waits_add_rank(s->job, r->rank)
+                             : C4_NONE;
+    s->waits_at[r->rank] = at < 0 ? WAITS_NONE : at;
     if (at < 0) return;
-    s->waits_at[r->rank] = at;
   }
   det_waits_take_span(at, r->t_arrive, r->t_done);
 }
@@ -236,14 +254,26 @@ static void took(void *user, const struct c4_coll_record *r) {
  * no receive records come: those hold the receives' waits, in pieces (a 16,384-rank trace's p2p
  * spans cost its replay 5% more time, for nothing), and the plugin's sends return when queued. */
 void det_coll_take_p2p(const struct c4_det_job *job, const struct c4_coll_record *r) {
-  static int last; /* records of one communicator come in runs */
   if (!r->is_p2p || det_waits_job_has_receives(job)) return;
-  struct comm_state *s =
-      last < ntracked && tracked[last]->comm == r->comm && tracked[last]->job == job ? tracked[last]
-                                                                                     : NULL;
-  for (int i = 0; !s && i < ntracked; i++)
-    if (tracked[i]->comm == r->comm && tracked[i]->job == job) s = tracked[last = i];
-  if (s) span(s, r);
+  /* the state by (job, communicator), and that there is none, cached: a pipeline of thousands
+   * of communicators would scan them all per record */
+  static struct {
+    const struct c4_det_job *job;
+    uint64_t comm;
+    unsigned gen;
+    struct comm_state *s;
+  } cache[P2P_CACHE];
+  size_t k =
+      (size_t)((r->comm ^ (uint64_t)job->id * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull >>
+               54) &
+      (P2P_CACHE - 1);
+  if (cache[k].job != job || cache[k].comm != r->comm || cache[k].gen != tracked_gen + 1) {
+    cache[k].job = job;
+    cache[k].comm = r->comm;
+    cache[k].gen = tracked_gen + 1; /* 0: never filled */
+    cache[k].s = state_find(job, r->comm);
+  }
+  if (cache[k].s) span(cache[k].s, r);
 }
 
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,

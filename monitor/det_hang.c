@@ -440,9 +440,11 @@ static uint64_t open_due(struct job_state *j) {
   json_decref(g.ranks);
   json_decref(g.hosts);
   uint64_t threshold = threshold_of(j), noncomm = WAIT_FACTOR * longest_wait(j);
-  if (o.all_in) return j->last_progress + threshold;
-  if (o.missing) return o.first_in + (noncomm > threshold ? noncomm : threshold);
-  return 0;
+  uint64_t stalled = j->last_progress + threshold; /* before that det_hang_advance looks not */
+  if (o.all_in) return stalled;
+  if (!o.missing) return 0;
+  uint64_t waited = o.first_in + (noncomm > threshold ? noncomm : threshold);
+  return waited > stalled ? waited : stalled;
 }
 
 uint64_t c4_det_hang_due_at_end(void) {

@@ -65,6 +65,7 @@ static struct per_job {
   int cap;
   int ranks;    /* the highest launcher rank that reported a receive, + 1 */
   int receives; /* the job has reported receive records */
+  unsigned gen; /* changes when a rank is bound to another process */
 } per_job[C4_DET_MAX_JOBS];
 
 /* A process's host is its first C4_HOST_MAX - 1 bytes up to a NUL: a record's field need not
@@ -157,6 +158,7 @@ static void note_rank(const struct c4_det_job *job, int rank, int at) {
     b->at = t;
     b->cap = cap;
   }
+  if (b->at[rank]) b->gen++; /* a process replaced: handles taken by number are stale */
   b->at[rank] = at + 1;
 }
 
@@ -189,6 +191,8 @@ int det_waits_find_rank(const struct c4_det_job *job, int rank) {
 }
 
 int det_waits_job_ranks(const struct c4_det_job *job) { return per_job[job->id].ranks; }
+
+unsigned det_waits_rank_gen(const struct c4_det_job *job) { return per_job[job->id].gen; }
 
 int det_waits_count(void) { return nitems; }
 
@@ -247,7 +251,7 @@ void det_waits_take(const struct c4_det_job *job, const struct c4_xfer_record *x
       find_at(job, x->self.host, x->self.pid, hash_of(x->self.host, x->self.pid), 1, x->self.rank);
   struct per_job *b = &per_job[job->id];
   b->receives = 1;
-  if (x->self.rank >= b->ranks) b->ranks = x->self.rank + 1;
+  if (x->self.rank >= b->ranks && x->self.rank < DET_WAITS_MAX) b->ranks = x->self.rank + 1;
   if (at < 0) {
     untracked++;
     return;
@@ -267,7 +271,8 @@ int det_waits_add(const struct c4_det_job *job, const char *host, uint32_t pid) 
 int det_waits_add_rank(const struct c4_det_job *job, int rank) {
   int at = det_waits_find_rank(job, rank);
   if (at >= 0 || rank < 0) return at;
-  at = find_at(job, "", (uint32_t)rank, hash_of("", (uint32_t)rank), 1, rank);
+  static const char no_host[C4_HOST_MAX]; /* hash_of reads a whole host buffer */
+  at = find_at(job, no_host, (uint32_t)rank, hash_of(no_host, (uint32_t)rank), 1, rank);
   if (at < 0) untracked++;
   return at;
 }

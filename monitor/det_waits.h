@@ -55,6 +55,10 @@ int det_waits_job_has_receives(const struct c4_det_job *job);
 /* The highest launcher rank of job that reported a receive, plus one (0: none yet). */
 int det_waits_job_ranks(const struct c4_det_job *job);
 
+/* Changes when one of the job's launcher ranks is bound to another process: a handle found by
+ * det_waits_find_rank may be stale then. */
+unsigned det_waits_rank_gen(const struct c4_det_job *job);
+
 /* How many processes are kept: a process det_waits_find did not find is not found again until
  * this grows. */
 int det_waits_count(void);

@@ -102,6 +102,14 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
   return n;
 }
 
+/* Whether a record's time is when it was written: not a pending transfer (written seconds after
+ * its post, its time) nor a collective never completed (written at the end, its arrival). */
+static int settled(const struct c4_record *r) {
+  if (r->kind == C4_REC_XFER) return r->xfer.t_done != 0;
+  if (r->kind == C4_REC_COLL) return r->coll.t_done != 0;
+  return c4_mon_record_time(r) != 0;
+}
+
 /* Hands n records to detection and the sink, at the trace's pace when r->speed is set. */
 static void take_batch(struct replay *r, struct c4_record *batch,
                        const struct c4_det_job *const *jobs, int n) {
@@ -112,7 +120,7 @@ static void take_batch(struct replay *r, struct c4_record *batch,
     for (int i = 0; i < n; i++) {
       uint64_t t = c4_mon_record_time(&batch[i]);
       if (t > r->last) r->last = t;
-      r->behind += t && t + BEHIND_NS < r->last;
+      r->behind += settled(&batch[i]) && t + BEHIND_NS < r->last;
       c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     }
     return;
@@ -124,7 +132,7 @@ static void take_batch(struct replay *r, struct c4_record *batch,
       if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
     }
     if (t > r->last) r->last = t;
-    r->behind += t && t + BEHIND_NS < r->last;
+    r->behind += settled(&batch[i]) && t + BEHIND_NS < r->last;
     c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
     if (r->speed > 0) c4_mon_outputs_tick(0);
   }

@@ -241,7 +241,9 @@ int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen) {
   if (rc <= 0) return rc;
   struct c4_ckpt *ck = c4_ckpt_open(path, err, errlen);
   if (!ck) return C4_EPROTO;
-  rc = same_run(ck, &o->cfg, o, path, err, errlen);
+  struct gpt_config cfg = o->cfg; /* the model as the run will build it */
+  if (o->max_context > 0) cfg.context = o->max_context;
+  rc = same_run(ck, &cfg, o, path, err, errlen);
   c4_ckpt_close(ck);
   return rc;
 }

@@ -300,7 +300,7 @@ START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
   const char *text =
       "\xef\xbb\xbf{\"v\":1,\"type\":\"header\"}\n" /* a UTF-8 byte order mark first */
       "\n"
-      "gar\x1b[2Jbage\n" /* an escape sequence, said as ? */
+      "\x1b[2Jgarbage\n" /* an escape sequence, said as ? */
       "  \t \r\n"
       "{\"v\":1,\"type\":\"comm\",\"comm\":null,\"name\":\"w\",\"nranks\":2,\"rank\":1,"
       "\"nnodes\":1,\"host\":\"h\",\"pid\":7,\"t\":9}\r\n"
