@@ -425,6 +425,18 @@ START_TEST(layout_auto_refuses_a_checkpoint_of_another_batch_before_probing) {
   fclose(f);
   ck_assert_msg(strstr(text, "is for another global batch"), "stderr: %s", text);
   ck_assert_msg(!strstr(text, "layout auto:"), "probes ran first: %s", text);
+  /* and one it can resume is not refused: documents, whose --max-context is the model's context
+   * (the check once read --context's instead and refused its own run's checkpoint) */
+  ck_assert_int_eq(
+      run("mc-save", SMALL " --max-context 48 --steps 2 --ckpt-dir %s/mc --ckpt-every 2", dir), 0);
+  ck_assert_int_eq(run("mc-auto",
+                       SMALL " --max-context 48 --steps 4 --local-ranks 2 --layout auto "
+                             "--ckpt-dir %s/mc",
+                       dir),
+                   0);
+  json_t *start = events("mc-auto", "start");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(start, 0), "step")), 2);
+  json_decref(start);
 }
 END_TEST
 
