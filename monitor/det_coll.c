@@ -276,6 +276,13 @@ void det_coll_take_p2p(const struct c4_det_job *job, const struct c4_coll_record
   if (cache[k].s) span(cache[k].s, r);
 }
 
+const char *det_coll_host(const struct c4_det_job *job, uint64_t comm, int comm_rank) {
+  const char *host;
+  int rank = det_coll_identity(job, comm, comm_rank, &host);
+  struct comm_state *s = host[0] ? NULL : state_find(job, comm);
+  return s && ranks_by_number(s) ? det_waits_host(det_waits_find_rank(job, rank)) : host;
+}
+
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
                       const char **host) {
   struct comm_state *s = state_find(job, comm);
@@ -402,6 +409,7 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
   struct rank_state *rs = &s->rank[r];
   const char *host;
   int rank = det_coll_identity(s->job, s->comm, r, &host);
+  const char *named = det_coll_host(s->job, s->comm, r); /* for people: the key keeps host */
   /* The factor from the collectives slow in this run: the statistic, a median of K, crossed the
    * threshold with half its ratios slow, so the run began K/2 collectives before it did (a
    * window of K would put the slowdown between the old gap and the new; the run alone, three
@@ -416,7 +424,7 @@ static void raise_straggler(struct comm_state *s, int r, double stat) {
                           .where = "gpu",
                           .job = s->job->name,
                           .ranks = json_pack("[i]", rank),
-                          .hosts = host[0] ? json_pack("[s]", host) : json_array(),
+                          .hosts = named[0] ? json_pack("[s]", named) : json_array(),
                           .factor = factor,
                           .confidence = confidence_of(stat, rs->ref, rs->thr),
                           .cost = cost_of(s, factor, rs->ref),

@@ -173,7 +173,7 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
     struct det_rank *e = det_rank_get(o->job, rank, host, 0, 0);
     if (e && e->lost) continue;
     o->missing++;
-    add_rank(o->g, rank, host);
+    add_rank(o->g, rank, det_coll_host(o->job, comm, r));
   }
 }
 
@@ -266,7 +266,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, int nranks, stru
     for (int r = 0; r < nranks && r < MAX_NAMED; r++) {
       const char *host;
       int rank = det_coll_identity(j->job, comm, r, &host);
-      add_rank(&named, rank, host);
+      add_rank(&named, rank, det_coll_host(j->job, comm, r));
     }
     raise_hang(j, "comm_hang", "link", ranks, hosts, comm, detail);
     json_decref(g->ranks);

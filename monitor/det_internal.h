@@ -36,6 +36,9 @@ void det_coll_reset(void);
 /* comm rank -> launcher rank (or the comm rank when unknown) and host ("" when unknown) */
 int det_coll_identity(const struct c4_det_job *job, uint64_t comm, int comm_rank,
                       const char **host);
+/* The host an event names for a comm rank: its comm record's, else (a trace that names none
+ * there) that of the launcher rank's process it is tied to by number, else "". */
+const char *det_coll_host(const struct c4_det_job *job, uint64_t comm, int comm_rank);
 /* Straggler state for a rank, for the state document (1.0 when normal or unknown). */
 double det_coll_slowdown(const struct c4_det_job *job, int rank);
 

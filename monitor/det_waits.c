@@ -194,6 +194,8 @@ int det_waits_job_ranks(const struct c4_det_job *job) { return per_job[job->id].
 
 unsigned det_waits_rank_gen(const struct c4_det_job *job) { return per_job[job->id].gen; }
 
+const char *det_waits_host(int at) { return at >= 0 && at < nitems ? item(at)->host : ""; }
+
 int det_waits_count(void) { return nitems; }
 
 unsigned det_waits_epoch(void) { return epoch; }

@@ -59,6 +59,9 @@ int det_waits_job_ranks(const struct c4_det_job *job);
  * det_waits_find_rank may be stale then. */
 unsigned det_waits_rank_gen(const struct c4_det_job *job);
 
+/* The host the process of handle at reported from ("" for none, or for a handle that is not). */
+const char *det_waits_host(int at);
+
 /* How many processes are kept: a process det_waits_find did not find is not found again until
  * this grows. */
 int det_waits_count(void);
