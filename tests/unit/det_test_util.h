@@ -70,10 +70,12 @@ static inline void hb(int rank, uint64_t t, uint64_t entered, uint64_t done) {
   take(&r);
 }
 
-/* Rank rank's 1 MiB allreduce number seq in communicator 0xc4: arrived at arrive, done at done. */
-static inline void coll(int rank, int nranks, uint64_t seq, uint64_t arrive, uint64_t done) {
+/* Rank rank's 1 MiB allreduce number seq in communicator comm of nranks: arrived at arrive, done
+ * at done. */
+static inline void coll_on(uint64_t comm, int rank, int nranks, uint64_t seq, uint64_t arrive,
+                           uint64_t done) {
   struct c4_record r = {.kind = C4_REC_COLL};
-  r.coll = (struct c4_coll_record){.comm = 0xc4,
+  r.coll = (struct c4_coll_record){.comm = comm,
                                    .seq = seq,
                                    .rank = rank,
                                    .nranks = nranks,
@@ -84,6 +86,11 @@ static inline void coll(int rank, int nranks, uint64_t seq, uint64_t arrive, uin
                                    .t_done = done};
   strcpy(r.coll.func, "AllReduce");
   take(&r);
+}
+
+/* The same in communicator 0xc4. */
+static inline void coll(int rank, int nranks, uint64_t seq, uint64_t arrive, uint64_t done) {
+  coll_on(0xc4, rank, nranks, seq, arrive, done);
 }
 
 #endif

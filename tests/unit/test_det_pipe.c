@@ -179,22 +179,6 @@ START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
 }
 END_TEST
 
-/* Rank rank's 1 MiB allreduce number seq on communicator comm of RANKS ranks. */
-static void coll_on(uint64_t comm, int rank, uint64_t seq, uint64_t arrive, uint64_t done) {
-  struct c4_record r = {.kind = C4_REC_COLL};
-  r.coll = (struct c4_coll_record){.comm = comm,
-                                   .seq = seq,
-                                   .rank = rank,
-                                   .nranks = RANKS,
-                                   .root = -1,
-                                   .bytes = 1 << 20,
-                                   .t_arrive = arrive,
-                                   .t_enqueued = arrive + 1000,
-                                   .t_done = done};
-  strcpy(r.coll.func, "AllReduce");
-  take(&r);
-}
-
 /* Two communicators of the same RANKS ranks (a tensor-parallel group's and the world's, say),
  * taking turns: 30 ms of compute, an allreduce on 0xc5, 30 ms more, one on 0xc4; rank 3
  * computes slow(step) times as long. On 0xc4 a healthy rank's gap holds its wait for rank 3
@@ -209,7 +193,7 @@ static uint64_t run_two_comms(uint64_t s0, uint64_t n, uint64_t t, double (*slow
       }
       uint64_t done = last + 10 * MS;
       for (int r = 0; r < RANKS; r++)
-        coll_on(c ? 0xc4 : 0xc5, r, s, arrive[r], done + (uint64_t)r * 1000);
+        coll_on(c ? 0xc4 : 0xc5, r, RANKS, s, arrive[r], done + (uint64_t)r * 1000);
       if (c)
         for (int r = 0; r < RANKS; r++)
           hb(r, done, 2 * s + 2, 2 * s + 2);
