@@ -300,24 +300,54 @@ static void pending(int src, int dst, int dir, uint64_t t) {
   pending_moved(src, dst, dir, t, 4096);
 }
 
-START_TEST(all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link) {
+/* 4 healthy ranks through collectives 0-49, then all of them inside collective 50, which does not
+ * complete. Returns the time the collectives before it ended. */
+static uint64_t all_inside_collective_50(void) {
   setup(NULL);
   uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
   for (int r = 0; r < 4; r++)
     coll(r, 4, 50, t + 60 * MS, 0);
-  pending(2, 3, C4_DIR_RECV, t + 2000 * MS); /* the receiver waits on the sender... */
-  pending(1, 2, C4_DIR_RECV, t + 2000 * MS); /* ...and so does the next one downstream */
-  pending(2, 3, C4_DIR_SEND, t + 2001 * MS); /* the send that does not go */
+  return t;
+}
+
+/* 4 s of heartbeats from t on saying every rank is inside collective 50. */
+static void heartbeats_inside(uint64_t t) {
   for (uint64_t k = 1; k <= 40; k++)
     for (int r = 0; r < 4; r++)
       hb(r, t + k * 100 * MS, 51, 50);
+}
+
+/* The event's link is src -> dst. */
+static void link_is(json_t *e, const char *src, const char *dst) {
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), src);
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), dst);
+}
+
+/* Collectives 0-49 of 4 ranks back to back with no heartbeats (a trace written on the node).
+ * Returns the last one's completion. */
+static uint64_t back_to_back_without_heartbeats(void) {
+  setup(NULL);
+  uint64_t t = 10 * MS, last = 0;
+  for (uint64_t s = 0; s < 50; s++, t += 100 * MS) {
+    for (int r = 0; r < 4; r++)
+      coll(r, 4, s, t + (uint64_t)r * MS, t + 60 * MS);
+    last = t + 60 * MS;
+  }
+  return last;
+}
+
+START_TEST(all_ranks_inside_and_a_stuck_send_is_a_comm_hang_at_that_link) {
+  uint64_t t = all_inside_collective_50();
+  pending(2, 3, C4_DIR_RECV, t + 2000 * MS); /* the receiver waits on the sender... */
+  pending(1, 2, C4_DIR_RECV, t + 2000 * MS); /* ...and so does the next one downstream */
+  pending(2, 3, C4_DIR_SEND, t + 2001 * MS); /* the send that does not go */
+  heartbeats_inside(t);
   json_t *e = first("comm_hang");
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(count("noncomm_hang"), 0);
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  link_is(e, "node2", "node3");
   /* it completes after all: recovered */
   run_colls(4, 51, 5, t + 5000 * MS, healthy);
   ck_assert_int_eq(count("recovered"), 1);
@@ -329,21 +359,14 @@ END_TEST
  * verdict names the first posted and says that it may be another, at a confidence shared among
  * them. */
 START_TEST(stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain) {
-  setup(NULL);
-  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
-  for (int r = 0; r < 4; r++)
-    coll(r, 4, 50, t + 60 * MS, 0);
+  uint64_t t = all_inside_collective_50();
   pending(1, 2, C4_DIR_RECV, t + 2002 * MS);
   pending(2, 3, C4_DIR_RECV, t + 2000 * MS); /* the first posted */
   pending(3, 0, C4_DIR_RECV, t + 2001 * MS);
-  for (uint64_t k = 1; k <= 40; k++)
-    for (int r = 0; r < 4; r++)
-      hb(r, t + k * 100 * MS, 51, 50);
+  heartbeats_inside(t);
   json_t *e = first("comm_hang");
   ck_assert_ptr_nonnull(e);
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  link_is(e, "node2", "node3");
   ck_assert_double_eq_tol(json_number_value(json_object_get(e, "confidence")), 0.2, 1e-9);
   const char *detail = json_string_value(json_object_get(e, "detail"));
   ck_assert_msg(strstr(detail, "the first posted of 3 receives stuck alike"), "detail: %s", detail);
@@ -355,22 +378,15 @@ END_TEST
  * one more step's chunk before the stall reached it, so the stuck link's receiver moved least,
  * though it was not the first posted; named alone, at the confidence of a receive. */
 START_TEST(of_stuck_receives_the_one_that_moved_least_names_the_link) {
-  setup(NULL);
-  uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
-  for (int r = 0; r < 4; r++)
-    coll(r, 4, 50, t + 60 * MS, 0);
+  uint64_t t = all_inside_collective_50();
   pending_moved(3, 0, C4_DIR_RECV, t + 2000 * MS, 1 << 16);
   pending_moved(0, 1, C4_DIR_RECV, t + 2000 * MS, 2 << 16);
   pending_moved(1, 2, C4_DIR_RECV, t + 2000 * MS, 3 << 16);
   pending_moved(2, 3, C4_DIR_RECV, t + 2001 * MS, 0);
-  for (uint64_t k = 1; k <= 40; k++)
-    for (int r = 0; r < 4; r++)
-      hb(r, t + k * 100 * MS, 51, 50);
+  heartbeats_inside(t);
   json_t *e = first("comm_hang");
   ck_assert_ptr_nonnull(e);
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  link_is(e, "node2", "node3");
   ck_assert_double_eq_tol(json_number_value(json_object_get(e, "confidence")), 0.6, 1e-9);
   c4_det_reset();
 }
@@ -381,13 +397,7 @@ END_TEST
  * judged at its threshold, counted from the newest of them, whether the next record comes long
  * after it or the trace ends inside it (c4_det_hang_due, which replay advances to). */
 START_TEST(without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold) {
-  setup(NULL);
-  uint64_t t = 10 * MS, last = 0;
-  for (uint64_t s = 0; s < 50; s++, t += 100 * MS) {
-    for (int r = 0; r < 4; r++)
-      coll(r, 4, s, t + (uint64_t)r * MS, t + 60 * MS);
-    last = t + 60 * MS;
-  }
+  uint64_t last = back_to_back_without_heartbeats();
   ck_assert_uint_eq(c4_det_hang_due(), 0); /* nothing stuck */
   pending(2, 3, C4_DIR_RECV, last + 50 * MS);
   pending(2, 3, C4_DIR_SEND, last + 60 * MS);
@@ -399,9 +409,7 @@ START_TEST(without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold)
   json_t *e = first("comm_hang");
   ck_assert_ptr_nonnull(e);
   ck_assert_uint_eq(json_integer_value(json_object_get(e, "t")), due);
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  link_is(e, "node2", "node3");
   ck_assert_double_eq(json_number_value(json_object_get(e, "confidence")), 1.0);
   ck_assert_uint_eq(c4_det_hang_due(), 0); /* judged */
   c4_det_reset();
@@ -417,13 +425,7 @@ END_TEST
  * noncomm_hang naming it. Before, neither raised anything. */
 START_TEST(a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its_end) {
   for (int missing = -1; missing < 4; missing += 3) { /* -1: all in; 2: rank 2 never comes */
-    setup(NULL);
-    uint64_t t = 10 * MS, last = 0;
-    for (uint64_t s = 0; s < 50; s++, t += 100 * MS) {
-      for (int r = 0; r < 4; r++)
-        coll(r, 4, s, t + (uint64_t)r * MS, t + 60 * MS);
-      last = t + 60 * MS;
-    }
+    uint64_t last = back_to_back_without_heartbeats(), t = last + 40 * MS;
     for (int r = 0; r < 4; r++)
       if (r != missing) coll(r, 4, 50, t + (uint64_t)r * MS, 0);
     ck_assert_uint_eq(c4_det_hang_due(), 0); /* no transfer stuck: the old rule sees nothing */
