@@ -213,6 +213,41 @@ START_TEST(layers_or_micro_batches_whichever_is_predicted_faster) {
 }
 END_TEST
 
+/* 2 pipelines of 2 stages of 4 layers (c4train's test job), rank 1 3x slow, then healed but
+ * reading 1.25 (a formerly slow stage under load read 1.2-1.3 after its heal; at 1.25 the shed
+ * plan and the even one take the same time): between plans about as good the even one wins,
+ * so the job gets its micro-batches back; the shed plan stayed to the end of a loaded CI run
+ * before. A rank reading 1.25 from the start never leaves the even plan. */
+START_TEST(a_healed_rank_reading_just_over_the_threshold_gets_its_work_back) {
+  for (int from_start = 0; from_start <= 1; from_start++) {
+    srand(17);
+    struct layer_plan p;
+    ck_assert_int_eq(layer_plan_init(&p, 2, 2, 4, 8, NULL, 1), 0);
+    double slow[4] = {1, from_start ? 1.25 : 3, 1, 1};
+    struct layer_plan_report rep[4];
+    int shed = 0, back = 0;
+    for (int step = 1; step <= 6 * LAYER_PLAN_WINDOW; step++) {
+      if (step > 2 * LAYER_PLAN_WINDOW) slow[1] = 1.25;
+      synth_r(2, 2, p.split, p.data, slow, 0.02, 0, rep);
+      layer_plan_step(&p, rep);
+      int even = !memcmp(p.split, p.even, 2 * sizeof(int)) &&
+                 !memcmp(p.data, p.even_data, 2 * sizeof(int));
+      if (!shed && !even) shed = step;
+      if (shed && !back && even) back = step;
+    }
+    if (from_start) {
+      ck_assert_msg(shed == 0, "moved at step %d", shed);
+    } else {
+      ck_assert_int_gt(shed, 0);
+      ck_assert_msg(back > 2 * LAYER_PLAN_WINDOW && back <= 4 * LAYER_PLAN_WINDOW,
+                    "back at step %d, data %d+%d, rank 1 reads %.2f", back, p.data[0], p.data[1],
+                    p.slowdown[1]);
+    }
+    layer_plan_free(&p);
+  }
+}
+END_TEST
+
 /* c4mon's straggler factor for a rank moves layers at once, before any window has filled, and
  * the plan's own measurement takes over after LAYER_PLAN_WINDOW steps: a rank c4mon called 3x
  * slow that measures healthy gets its layers back. */
@@ -393,6 +428,7 @@ int main(void) {
   tcase_add_test(t, a_slow_stage_loses_layers_and_gets_them_back);
   tcase_add_test(t, layers_or_micro_batches_whichever_is_predicted_faster);
   tcase_add_test(t, c4mon_s_verdict_moves_layers_before_the_windows_fill);
+  tcase_add_test(t, a_healed_rank_reading_just_over_the_threshold_gets_its_work_back);
   tcase_add_test(t, the_wait_rides_out_a_burst_unless_c4mon_names_the_rank);
   tcase_add_test(t, a_stage_holds_only_its_layers);
   tcase_add_test(t, moving_layers_keeps_every_bit_and_the_loss);
