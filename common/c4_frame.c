@@ -473,7 +473,7 @@ static void get_rank(struct cur *c, struct c4_rank_record *k) {
   k->entered = get_le(c, 8);
   k->done = get_le(c, 8);
   k->dropped = get_le(c, 8);
-  if (k->event > C4_RANK_LOST) c->bad = 1;
+  if (k->event > C4_RANK_HELLO) c->bad = 1;
 }
 
 static void get_path(struct cur *c, struct c4_path_record *a) {

@@ -119,8 +119,10 @@ struct c4_path_record {
 
 /* c4mon's own view of one rank's stream, never sent by a rank: a heartbeat it received, or the
  * stream's end (BYE: a clean goodbye; LOST: the connection ended without one). c4mon writes them
- * as "hb" and "end" trace lines so that detection can be replayed. */
-enum { C4_RANK_HB = 0, C4_RANK_BYE = 1, C4_RANK_LOST = 2 };
+ * as "hb" and "end" trace lines so that detection can be replayed. HELLO is a trace's "header"
+ * line read back: who a process is (host, pid, launcher rank), at its start (t: its mono_ns, 0
+ * if none); nothing about its progress. */
+enum { C4_RANK_HB = 0, C4_RANK_BYE = 1, C4_RANK_LOST = 2, C4_RANK_HELLO = 3 };
 struct c4_rank_record {
   int32_t rank; /* launcher rank, -1 if none */
   uint32_t pid;

@@ -82,8 +82,13 @@ static json_t *path_json(const struct c4_path_record *a) {
   return j;
 }
 
-/* A heartbeat c4mon received ("hb") or the end of a rank's stream ("end"). */
+/* A heartbeat c4mon received ("hb"), the end of a rank's stream ("end"), or a trace's header
+ * line read back ("header"). */
 static json_t *rank_json(const struct c4_rank_record *k) {
+  if (k->event == C4_RANK_HELLO) /* a header line read back */
+    return json_pack("{s:i, s:s, s:s, s:I, s:i, s:I}", "v", C4_RECORD_VERSION, "type", "header",
+                     "host", k->host, "pid", (json_int_t)k->pid, "rank", k->rank, "mono_ns",
+                     (json_int_t)k->t);
   if (k->event == C4_RANK_HB)
     return json_pack("{s:i, s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I}", "v", C4_RECORD_VERSION,
                      "type", "hb", "rank", k->rank, "host", k->host, "pid", (json_int_t)k->pid, "t",

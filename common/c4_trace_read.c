@@ -272,6 +272,29 @@ static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {
   if (json_object_get(p->j, "dropped")) k->dropped = (uint64_t)get_int(p, "dropped", 0, INT64_MAX);
 }
 
+/* A "header" line (docs/trace-format.md) with a host, a pid and a launcher rank: who the process
+ * is, so that a communicator's ranks (its comm lines' host and pid) can be told by their
+ * launcher ranks where no transfer or heartbeat says them. Returns 1 with *k filled, or 0 for a
+ * header without all three (a line with no record, as every header was before). */
+static int parse_header(json_t *j, struct c4_rank_record *k) {
+  json_t *host = json_object_get(j, "host"), *pid = json_object_get(j, "pid"),
+         *rank = json_object_get(j, "rank"), *mono = json_object_get(j, "mono_ns");
+  if (!json_is_string(host) || json_string_length(host) >= C4_HOST_MAX ||
+      memchr(json_string_value(host), 0, json_string_length(host)) || !json_is_integer(pid) ||
+      !json_is_integer(rank) || json_integer_value(pid) < 0 ||
+      json_integer_value(pid) > UINT32_MAX || json_integer_value(rank) < 0 ||
+      json_integer_value(rank) > INT32_MAX)
+    return 0;
+  k->event = C4_RANK_HELLO;
+  k->rank = (int32_t)json_integer_value(rank);
+  k->pid = (uint32_t)json_integer_value(pid);
+  memcpy(k->host, json_string_value(host), json_string_length(host) + 1);
+  if (json_is_integer(mono) && json_integer_value(mono) > 0 &&
+      (uint64_t)json_integer_value(mono) <= C4_FRAME_TIME_MAX)
+    k->t = (uint64_t)json_integer_value(mono);
+  return 1;
+}
+
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen) {
   return c4_trace_parse_line_job(line, len, out, NULL, 0, err, errlen);
@@ -319,6 +342,10 @@ int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out,
     out->kind = C4_REC_COMM;
     parse_comm(&p, &out->comm);
     rc = 1;
+  } else if (!p.bad && !strcmp(type, "header")) {
+    out->kind = C4_REC_RANK;
+    rc = parse_header(j, &out->rank);
+    if (!rc) memset(out, 0, sizeof *out);
   } else if (!p.bad && (!strcmp(type, "hb") || !strcmp(type, "end"))) {
     out->kind = C4_REC_RANK;
     parse_rank(&p, &out->rank, type[0] == 'e');

@@ -9,10 +9,11 @@
 
 #include "c4_record.h"
 
-/* Parses one line (len bytes, no newline needed). Returns 1 with *out filled (an xfer, coll or
- * comm line), 0 for a valid line that carries no record (header, summary, hb, or a type this
- * reader does not know), or C4_EPROTO with the reason in err (not JSON, no or unknown "v", a
- * field missing, of the wrong type, or out of range). */
+/* Parses one line (len bytes, no newline needed). Returns 1 with *out filled (an xfer, coll,
+ * comm, link, path, hb or end line; a header with a host, pid and launcher rank, as a
+ * C4_RANK_HELLO rank record), 0 for a valid line that carries no record (a summary, a header
+ * without those, or a type this reader does not know), or C4_EPROTO with the reason in err (not
+ * JSON, no or unknown "v", a field missing, of the wrong type, or out of range). */
 int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, char *err,
                         size_t errlen);
 

@@ -96,8 +96,9 @@ void c4_det_take(const struct c4_det_job *job, const struct c4_record *r) {
     det_paths_take(job, &r->path);
     break;
   case C4_REC_RANK:
-    c4_det_advance(r->rank.t);
     det_ident_learn(&idents, r->rank.host, r->rank.pid, r->rank.rank);
+    if (r->rank.event == C4_RANK_HELLO) break; /* who it is; its time is its start */
+    c4_det_advance(r->rank.t);
     det_ranks_take(job, &r->rank);
     break;
   default: break;

@@ -105,6 +105,7 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
 /* Whether a record's time is when it was written: not a pending transfer (written seconds after
  * its post, its time) nor a collective never completed (written at the end, its arrival). */
 static int settled(const struct c4_record *r) {
+  if (r->kind == C4_REC_RANK && r->rank.event == C4_RANK_HELLO) return 0; /* its start */
   if (r->kind == C4_REC_XFER) return r->xfer.t_done != 0;
   if (r->kind == C4_REC_COLL) return r->coll.t_done != 0;
   return c4_mon_record_time(r) != 0;

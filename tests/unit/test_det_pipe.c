@@ -5,7 +5,8 @@
  * p2p receive calls (no net plugin), or in the minimal schema (no host in the communicator
  * records, no pids). Then a job of two communicators whose collectives interleave, with no
  * receive records: a straggler's factor is its compute's, not diluted by its peers' waits for it
- * in the other communicator. */
+ * in the other communicator; and with groups, the processes' header lines tie a group's ranks
+ * to their launcher ranks. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,66 @@ START_TEST(a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_com
 }
 END_TEST
 
+/* A world of 8 ranks on 2 hosts and two groups of 4 (launcher ranks 0-3 and 4-7, ranks 0-3 in
+ * their group), taking turns: 30 ms of compute, the groups' allreduces, 30 ms more, the world's.
+ * Communicator records name each rank's host and pid; no heartbeats or transfers (a profiler's
+ * trace). Launcher rank 5 computes 3x as long from step 100. */
+static void run_world_and_groups(uint64_t s0, uint64_t n, uint64_t *t) {
+  for (uint64_t s = s0; s < s0 + n; s++)
+    for (int c = 0; c < 2; c++) { /* 0: the groups; 1: the world */
+      uint64_t arrive[8], last[2] = {0, 0};
+      for (int r = 0; r < 8; r++) {
+        arrive[r] =
+            *t + (uint64_t)(30 * MS * (r == 5 ? thrice_from_100_to_200(s) : 1.0) * jitter(r, s, c));
+        int g = c ? 0 : r / 4;
+        if (arrive[r] > last[g]) last[g] = arrive[r];
+      }
+      uint64_t end = 0;
+      for (int r = 0; r < 8; r++) {
+        uint64_t done = last[c ? 0 : r / 4] + 10 * MS + (uint64_t)r * 1000;
+        coll_on(c ? 0xd0 : 0xd1 + (uint64_t)(r / 4), c ? r : r % 4, c ? 8 : 4, s, arrive[r], done);
+        if (done > end) end = done;
+      }
+      *t = end + 100000;
+    }
+}
+
+/* The processes' header lines (C4_RANK_HELLO records) say which launcher rank each is, so the
+ * group's rank 1 on host node1 is known as launcher rank 5 and the straggler is named once, as
+ * rank 5, with its host. Without them nothing says it, and it is named twice: as 5 on the world
+ * and as 1 on its group. */
+START_TEST(header_lines_tie_a_groups_ranks_to_their_launcher_ranks) {
+  for (int headers = 0; headers < 2; headers++) {
+    setup(NULL);
+    for (int r = 0; r < 8; r++) {
+      struct c4_record m = {.kind = C4_REC_RANK};
+      m.rank = (struct c4_rank_record){
+          .rank = r, .pid = 200 + (uint32_t)r, .event = C4_RANK_HELLO, .t = MS};
+      snprintf(m.rank.host, sizeof m.rank.host, "node%d", r / 4);
+      if (headers) take(&m);
+      for (int c = 0; c < 2; c++) {
+        m = (struct c4_record){.kind = C4_REC_COMM};
+        m.comm = (struct c4_comm_record){.comm = c ? 0xd0 : 0xd1 + (uint64_t)(r / 4),
+                                         .rank = c ? r : r % 4,
+                                         .nranks = c ? 8 : 4,
+                                         .pid = 200 + (uint32_t)r,
+                                         .t = 2 * MS};
+        snprintf(m.comm.host, sizeof m.comm.host, "node%d", r / 4);
+        take(&m);
+      }
+    }
+    uint64_t t = 10 * MS;
+    run_world_and_groups(0, 200, &t);
+    ck_assert_int_eq(named("straggler", 5), 1);
+    ck_assert_int_eq(count("straggler"), headers ? 1 : 2);
+    if (!headers) ck_assert_int_eq(named("straggler", 1), 1);
+    json_t *e = first("straggler");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "hosts"), 0)), "node1");
+    c4_det_reset();
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("det_pipe");
   TCase *tc = tcase_create("det_pipe");
@@ -237,6 +298,7 @@ int main(void) {
                       AS_P2P_MINIMAL + 1);
   tcase_add_test(tc,
                  a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_communicator);
+  tcase_add_test(tc, header_lines_tie_a_groups_ranks_to_their_launcher_ranks);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

@@ -294,6 +294,38 @@ START_TEST(lines_without_records_are_skipped_not_refused) {
 }
 END_TEST
 
+/* A header with a host, a pid and a launcher rank says who its process is: a HELLO rank record,
+ * at its mono_ns, written back as a header line. Without all three it carries no record. */
+START_TEST(a_header_line_reads_as_who_its_process_is) {
+  struct c4_record r;
+  char err[200];
+  const char *line = "{\"v\":1,\"type\":\"header\",\"host\":\"node-3\",\"pid\":4242,\"rank\":3,"
+                     "\"wall_ns\":1795338000000000000,\"mono_ns\":81234000000,\"c4\":\"0.1.0\"}";
+  ck_assert_int_eq(c4_trace_parse_line(line, strlen(line), &r, err, sizeof err), 1);
+  ck_assert_int_eq(r.kind, C4_REC_RANK);
+  ck_assert_int_eq(r.rank.event, C4_RANK_HELLO);
+  ck_assert_str_eq(r.rank.host, "node-3");
+  ck_assert_uint_eq(r.rank.pid, 4242);
+  ck_assert_int_eq(r.rank.rank, 3);
+  ck_assert_uint_eq(r.rank.t, 81234000000ull);
+  json_t *j = c4_record_json(&r);
+  char *text = json_dumps(j, JSON_COMPACT);
+  struct c4_record back;
+  ck_assert_int_eq(c4_trace_parse_line(text, strlen(text), &back, err, sizeof err), 1);
+  ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "header");
+  ck_assert_int_eq(memcmp(&back, &r, sizeof r), 0);
+  free(text);
+  json_decref(j);
+  const char *without[] = {
+      "{\"v\":1,\"type\":\"header\",\"host\":\"h\",\"pid\":7}",             /* no rank */
+      "{\"v\":1,\"type\":\"header\",\"host\":\"h\",\"pid\":7,\"rank\":-1}", /* none set */
+      "{\"v\":1,\"type\":\"header\",\"host\":7,\"pid\":7,\"rank\":1}"};     /* no host */
+  for (int i = 0; i < 3; i++)
+    ck_assert_msg(c4_trace_parse_line(without[i], strlen(without[i]), &r, err, sizeof err) == 0,
+                  "%s", without[i]);
+}
+END_TEST
+
 START_TEST(a_file_reads_on_past_bad_lines_reporting_their_numbers) {
   char path[] = "/tmp/c4-trace-read-XXXXXX";
   int fd = mkstemp(path);
@@ -474,6 +506,7 @@ int main(void) {
   tcase_add_test(tc, a_line_missing_a_required_field_is_refused_naming_it);
   tcase_add_test(tc, a_lines_job_is_read_and_a_wrong_one_refused);
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
+  tcase_add_test(tc, a_header_line_reads_as_who_its_process_is);
   tcase_add_test(tc, a_file_reads_on_past_bad_lines_reporting_their_numbers);
   tcase_add_test(tc, the_binary_form_reads_back_the_same_records_and_stops_at_a_bad_one);
   tcase_add_test(tc, many_at_a_time_reads_what_one_at_a_time_reads_and_stops_before_a_bad_record);
