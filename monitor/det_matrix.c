@@ -377,7 +377,7 @@ static void settle_held(uint64_t now) {
 }
 
 void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *x) {
-  if (!x->t_first_byte) det_xstart_post(x->nccl_comm, x->t_posted);
+  if (!x->t_first_byte) det_xstart_post(x->nccl_comm, x->self.rank, x->t_posted);
   if (x->status != C4_XFER_OK || x->bytes < MIN_BYTES || !x->t_done ||
       (x->t_first_byte && x->t_done <= x->t_first_byte))
     return;
@@ -397,7 +397,7 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
   if (x->t_first_byte)
     add_sample(c, size_class(x->bytes),
                (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes), x->t_done);
-  else if (det_xstart_hold(x->nccl_comm, c, x->bytes, x->t_posted, x->t_done) != 0)
+  else if (det_xstart_hold(x->nccl_comm, c, x->peer.rank, x->bytes, x->t_posted, x->t_done) != 0)
     m.dropped++;
   settle_held(x->t_done);
 }

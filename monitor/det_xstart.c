@@ -1,9 +1,20 @@
 /* det_xstart.c -- start times for transfers whose records lack t_first. A transfer cannot move
- * bytes before every rank it waits on has posted; in a collective every rank waits for the last
- * one to arrive, so the start is taken as the latest post seen on the transfer's communicator up
- * to its completion (its own post at least). Records are held HOLD_NS past their completion, so
- * the posts of every rank of that collective are in before the estimate is made; a post later
- * than the transfer's completion belongs to a later call and is not used. */
+ * bytes before both its ends have posted; how much later it starts depends on how its
+ * communicator's transfers go:
+ * - in a collective (a ring, a tree) every rank waits for the last one to arrive: the start is
+ *   the latest post seen on the communicator up to the transfer's completion (its own at least);
+ * - in pairwise exchanges (all-to-all, p2p: a pair goes as soon as both are in) it is the later
+ *   of its own post and its peer's latest post before its completion. There the communicator's
+ *   latest post often comes after the pair started (another rank arriving late), and a start
+ *   taken from it left a transfer's time mostly noise: hand-written 8-rank minimal traces whose
+ *   pairs went as both arrived raised nothing for a NIC sending or receiving 2.5x slower or a
+ *   link at 3x.
+ * Each communicator is told which from its first DECIDE comparisons: the estimate whose
+ * successive times on each cell vary less (pairwise only when steadier by a fifth). Until it is
+ * told, the collective's start is used, and a cell then given pairwise starts learns its usual
+ * afresh. Records are held HOLD_NS past their completion, so the posts of every rank of that
+ * call are in before the estimate is made; a post later than the transfer's completion belongs
+ * to a later call and is not used. */
 #include "det_xstart.h"
 #include "c4_err.h"
 
@@ -26,11 +37,27 @@
  * arrivals; a later call's posts push them out only when that call's records come within the
  * hold). */
 #define RECENT 64
+#define DECIDE 64 /* comparisons of the two estimates before a communicator's way is told */
+enum { WAY_UNTOLD = 0, WAY_COLLECTIVE, WAY_PAIRWISE };
 struct comm_posts {
   uint64_t comm;
   uint64_t latest; /* the latest post seen on it; 0: the slot is free */
   int n;
+  int way;           /* WAY_*: which start estimate its transfers follow */
+  int compared;      /* comparisons made towards telling it */
+  float unsteady[2]; /* summed change between a cell's successive times: collective, pairwise */
   uint64_t recent[RECENT];
+};
+
+/* A rank's latest posts on a communicator, ascending (pairwise starts). */
+#define RANK_SLOTS (1 << 16) /* open addressing; a rank not placed within PROBE has none */
+#define RANK_RECENT 8
+#define PROBE 64
+struct rank_posts {
+  uint64_t comm;
+  int32_t rank; /* + 1; 0: the slot is free */
+  int32_t n;
+  uint64_t recent[RANK_RECENT];
 };
 
 struct held {
@@ -38,6 +65,7 @@ struct held {
   uint64_t latest_then; /* the communicator's latest post when it was held */
   int cell;
   int order; /* transfers of the cell with the same post before it */
+  int peer;  /* the rank at its other end, -1: not known */
 };
 
 /* A cell's usual log time per byte, per size class and order within a call (a cell can carry
@@ -48,15 +76,20 @@ struct usual {
   float v[USUAL_CLASSES];
   uint64_t last_post; /* the post of the cell's last transfer, and how many shared it */
   uint8_t same_post;
-  uint8_t frozen; /* a verdict stands on the cell: its usual is not learned */
+  uint8_t frozen;     /* a verdict stands on the cell: its usual is not learned */
+  uint8_t pairwise;   /* its usual is of pairwise starts */
+  int16_t last_key;   /* size class + 64 x order of its last transfer with both estimates, -1 */
+  float last[2];      /* that transfer's log time per byte, by either estimate */
+  uint64_t last_done; /* and its completion (its other end's record is the same transfer) */
 };
 
 static struct {
   struct comm_posts comm[COMMS];
-  struct usual *usual;  /* [CELLS], made on first use */
-  float fastest[64];    /* per size class, the least usual of any cell (as last updated) */
-  int fastest_cell[64]; /* the cell that holds it */
-  struct held *q;       /* a ring, [head, tail) */
+  struct rank_posts *ranks; /* [RANK_SLOTS], made on the first post that names its rank */
+  struct usual *usual;      /* [CELLS], made on first use */
+  float fastest[64];        /* per size class, the least usual of any cell (as last updated) */
+  int fastest_cell[64];     /* the cell that holds it */
+  struct held *q;           /* a ring, [head, tail) */
   size_t head, tail;
 } xs;
 
@@ -80,12 +113,12 @@ static struct comm_posts *slot(uint64_t comm) {
   return &xs.comm[0];
 }
 
-/* The first index of c->recent holding a post later than t (c->n if none). */
-static int after(const struct comm_posts *c, uint64_t t) {
-  int lo = 0, hi = c->n;
+/* The first index of the ascending recent[0..n) holding a post later than t (n if none). */
+static int after(const uint64_t *recent, int n, uint64_t t) {
+  int lo = 0, hi = n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (c->recent[mid] <= t)
+    if (recent[mid] <= t)
       lo = mid + 1;
     else
       hi = mid;
@@ -93,27 +126,51 @@ static int after(const struct comm_posts *c, uint64_t t) {
   return lo;
 }
 
-/* The latest post on c not after t, 0 if none is kept. */
-static uint64_t latest_by(const struct comm_posts *c, uint64_t t) {
-  int i = after(c, t);
-  return i ? c->recent[i - 1] : 0;
+/* The latest of recent[0..n) not after t, 0 if none is kept. */
+static uint64_t latest_by(const uint64_t *recent, int n, uint64_t t) {
+  int i = after(recent, n, t);
+  return i ? recent[i - 1] : 0;
 }
 
-void det_xstart_post(uint64_t comm, uint64_t t_post) {
+/* t into the ascending recent[0..*n) of room cap: kept once, the oldest out when full. */
+static void keep_post(uint64_t *recent, int *n, int cap, uint64_t t) {
+  int i = after(recent, *n, t);
+  if (i > 0 && recent[i - 1] == t) return; /* kept already (a rank posts many) */
+  if (*n == cap) {
+    if (i == 0) return; /* older than every one kept */
+    memmove(recent, recent + 1, (size_t)(i - 1) * sizeof *recent);
+    recent[i - 1] = t;
+    return;
+  }
+  memmove(recent + i + 1, recent + i, (size_t)(*n - i) * sizeof *recent);
+  recent[i] = t;
+  (*n)++;
+}
+
+/* The posts of rank on comm: its slot, a free one it takes (make: 1), or NULL. */
+static struct rank_posts *rank_slot(uint64_t comm, int rank, int make) {
+  if (rank < 0 || rank == INT32_MAX) return NULL;
+  if (!xs.ranks && (!make || !(xs.ranks = calloc(RANK_SLOTS, sizeof *xs.ranks)))) return NULL;
+  size_t i = mix(comm ^ (uint64_t)rank * 0x9e3779b97f4a7c15ull) & (RANK_SLOTS - 1);
+  for (int n = 0; n < PROBE; n++, i = (i + 1) & (RANK_SLOTS - 1)) {
+    struct rank_posts *p = &xs.ranks[i];
+    if (p->rank == rank + 1 && p->comm == comm) return p;
+    if (!p->rank) {
+      if (!make) return NULL;
+      *p = (struct rank_posts){.comm = comm, .rank = rank + 1};
+      return p;
+    }
+  }
+  return NULL;
+}
+
+void det_xstart_post(uint64_t comm, int rank, uint64_t t_post) {
   struct comm_posts *c = slot(comm);
   if (!t_post) return;
   if (t_post > c->latest) c->latest = t_post;
-  int i = after(c, t_post);
-  if (i > 0 && c->recent[i - 1] == t_post) return; /* kept already (a rank posts many) */
-  if (c->n == RECENT) {
-    if (i == 0) return; /* older than every one kept */
-    memmove(c->recent, c->recent + 1, (size_t)(i - 1) * sizeof *c->recent);
-    c->recent[i - 1] = t_post;
-    return;
-  }
-  memmove(c->recent + i + 1, c->recent + i, (size_t)(c->n - i) * sizeof *c->recent);
-  c->recent[i] = t_post;
-  c->n++;
+  keep_post(c->recent, &c->n, RECENT, t_post);
+  struct rank_posts *p = rank_slot(comm, rank, 1);
+  if (p) keep_post(p->recent, &p->n, RANK_RECENT, t_post);
 }
 
 static int make_usual(void) {
@@ -124,6 +181,8 @@ static int make_usual(void) {
     xs.usual[c].last_post = 0;
     xs.usual[c].same_post = 0;
     xs.usual[c].frozen = 0;
+    xs.usual[c].pairwise = 0;
+    xs.usual[c].last_done = 0;
   }
   for (int c = 0; c < 64; c++) {
     xs.fastest[c] = INFINITY;
@@ -143,7 +202,8 @@ static int order_in_call(int cell, uint64_t t_post) {
   return u->same_post < 3 ? u->same_post++ : 3;
 }
 
-int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, uint64_t t_done) {
+int det_xstart_hold(uint64_t comm, int cell, int peer, uint64_t bytes, uint64_t t_post,
+                    uint64_t t_done) {
   if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return C4_ENOMEM;
   if (cell < 0 || cell >= CELLS || make_usual() != 0) return C4_EINVAL;
   if (xs.tail - xs.head == QUEUE) return C4_EAGAIN;
@@ -153,8 +213,49 @@ int det_xstart_hold(uint64_t comm, int cell, uint64_t bytes, uint64_t t_post, ui
                                                 .t_done = t_done,
                                                 .latest_then = slot(comm)->latest,
                                                 .cell = cell,
-                                                .order = order_in_call(cell, t_post)};
+                                                .order = order_in_call(cell, t_post),
+                                                .peer = peer};
   return 0;
+}
+
+/* A held transfer's start if it goes as its pair is in: the later of its post and its peer's
+ * latest post before its completion; 0 when the peer's posts are not known. */
+static uint64_t pairwise_start(const struct held *h) {
+  const struct rank_posts *p = rank_slot(h->comm, h->peer, 0);
+  uint64_t peer = p ? latest_by(p->recent, p->n, h->t_done - 1) : 0;
+  if (!peer) return 0;
+  return peer > h->t_post ? peer : h->t_post;
+}
+
+/* One more comparison of the two estimates towards telling c's way: each one's change from the
+ * cell's last transfer of the same size class and order, in log time per byte. */
+static void compare_ways(struct comm_posts *c, const struct held *h, uint64_t collective,
+                         uint64_t pairwise) {
+  if (c->way != WAY_UNTOLD || !xs.usual || h->t_done <= collective || h->t_done <= pairwise) return;
+  struct usual *u = &xs.usual[h->cell];
+  int key = 63 - __builtin_clzll(h->bytes) + 64 * h->order;
+  float v[2] = {(float)log((double)(h->t_done - collective) / (double)h->bytes),
+                (float)log((double)(h->t_done - pairwise) / (double)h->bytes)};
+  if (u->last_key == key && u->last_done != h->t_done) {
+    c->unsteady[0] += fabsf(v[0] - u->last[0]);
+    c->unsteady[1] += fabsf(v[1] - u->last[1]);
+    if (++c->compared >= DECIDE)
+      c->way = c->unsteady[1] < 0.8f * c->unsteady[0] ? WAY_PAIRWISE : WAY_COLLECTIVE;
+  }
+  u->last_key = (int16_t)key;
+  u->last[0] = v[0];
+  u->last[1] = v[1];
+  u->last_done = h->t_done;
+}
+
+/* A cell given pairwise starts: if its usual was learned from collective ones (while its
+ * communicator was untold), it learns it afresh. */
+static void to_pairwise(int cell) {
+  struct usual *u = &xs.usual[cell];
+  if (u->pairwise) return;
+  for (int a = 0; a < USUAL_CLASSES; a++)
+    u->key[a] = -1;
+  u->pairwise = 1;
 }
 
 int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
@@ -162,9 +263,18 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
     struct held *h = &xs.q[xs.head & (QUEUE - 1)];
     if (h->t_done + HOLD_NS > now) return 0;
     xs.head++;
-    uint64_t start = h->t_post, latest = latest_by(slot(h->comm), h->t_done - 1);
+    struct comm_posts *c = slot(h->comm);
+    uint64_t start = h->t_post, latest = latest_by(c->recent, c->n, h->t_done - 1);
     if (h->latest_then > start && h->latest_then < h->t_done) start = h->latest_then;
     if (latest > start) start = latest;
+    uint64_t pairwise = pairwise_start(h);
+    if (pairwise) { /* with no peer's posts (wrap mode's receives) the collective's is all */
+      compare_ways(c, h, start, pairwise);
+      if (c->way == WAY_PAIRWISE) {
+        to_pairwise(h->cell);
+        start = pairwise;
+      }
+    }
     *out = (struct det_xs_sample){.cell = h->cell,
                                   .order = h->order,
                                   .bytes = h->bytes,
@@ -219,5 +329,6 @@ void det_xstart_freeze(int cell, int frozen) {
 void det_xstart_reset(void) {
   free(xs.q);
   free(xs.usual);
+  free(xs.ranks);
   memset(&xs, 0, sizeof xs);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_trace_read.h"
 #include "det.h"
 #include "det_internal.h"
 #include "det_test_util.h"
@@ -674,6 +675,88 @@ START_TEST(one_slow_link_is_its_cell) {
 }
 END_TEST
 
+/* A minimal trace (no t_first, no pid, no dev) of pairwise exchanges, as a fresh user wrote one
+ * by hand: 8 ranks on their own hosts, each sending 16 MiB to ranks +1, +2 and +4 every 110 ms
+ * (3% jitter) at 5 GB/s, each pair as soon as both ends are in, both ends' records written;
+ * node3's NIC sends at 0.4 of its rate from 20 s (healthy: never). Records as the trace has
+ * them, in completion order. */
+struct pw_rec {
+  uint64_t t;
+  struct c4_record r;
+};
+static int by_time(const void *a, const void *b) {
+  uint64_t x = ((const struct pw_rec *)a)->t, y = ((const struct pw_rec *)b)->t;
+  return (x > y) - (x < y);
+}
+static void run_pairwise(int slow_host) {
+  enum { N = 8, STEPS = 360 };
+  const int offs[3] = {1, 2, 4};
+  struct pw_rec *recs = malloc(sizeof *recs * N * 3 * 2 * STEPS);
+  ck_assert_ptr_nonnull(recs);
+  uint64_t prev[N], seed = 5;
+  size_t n = 0;
+  for (int r = 0; r < N; r++)
+    prev[r] = 1000 * MS;
+  for (int step = 0; step < STEPS; step++) {
+    uint64_t arrive[N], done[N] = {0};
+    for (int r = 0; r < N; r++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      arrive[r] = prev[r] +
+                  (uint64_t)(110 * MS * (1 + 0.03 * ((double)(seed >> 40) / 16777216.0 - 0.5) * 2));
+    }
+    for (int r = 0; r < N; r++)
+      for (int k = 0; k < 3; k++) {
+        int d = (r + offs[k]) % N;
+        uint64_t start = arrive[r] > arrive[d] ? arrive[r] : arrive[d];
+        double slow = r == slow_host && start >= 20000 * MS ? 2.5 : 1;
+        uint64_t end = start + (uint64_t)(16777216 / 5.0 * slow * (1 + 0.02 * (k + r % 3) / 4));
+        for (int dir = 0; dir < 2; dir++) {
+          int self = dir ? d : r, peer = dir ? r : d;
+          struct c4_record *x = &recs[n].r;
+          *x = (struct c4_record){.kind = C4_REC_XFER};
+          x->xfer = (struct c4_xfer_record){.dir = dir ? C4_DIR_RECV : C4_DIR_SEND,
+                                            .status = C4_XFER_OK,
+                                            .bytes = 16777216,
+                                            .t_posted = arrive[self],
+                                            .t_done = end};
+          x->xfer.self = (struct c4_identity){.rank = self};
+          x->xfer.peer = (struct c4_identity){.rank = peer};
+          snprintf(x->xfer.self.host, C4_HOST_MAX, "node%d", self);
+          snprintf(x->xfer.peer.host, C4_HOST_MAX, "node%d", peer);
+          c4_trace_minimal(x); /* what the trace reader makes of the line */
+          recs[n++].t = end;
+        }
+        done[r] = end > done[r] ? end : done[r];
+        done[d] = end > done[d] ? end : done[d];
+      }
+    for (int r = 0; r < N; r++)
+      prev[r] = done[r] + 50000;
+  }
+  qsort(recs, n, sizeof *recs, by_time);
+  for (size_t i = 0; i < n; i++)
+    take(&recs[i].r);
+  free(recs);
+}
+
+/* Found where a start taken at the communicator's latest post (a collective's) raised nothing:
+ * the communicator is told to start pairwise, and node3's NIC is named alone, at about its
+ * factor; healthy, nothing is raised. */
+START_TEST(a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named) {
+  setup(NULL);
+  run_pairwise(-1);
+  ck_assert_int_eq(json_array_size(events), 0);
+  c4_det_reset();
+  setup(NULL);
+  run_pairwise(3);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "nic_tx");
+  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "hosts"), 0)), "node3");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 2.0 && f < 3.0, "factor %.2f", f);
+  c4_det_reset();
+}
+END_TEST
+
 /* With a plan that routes one host pair alone over a spine, that pair's slow cell is the spine:
  * one path verdict, not a link. */
 START_TEST(a_slow_spine_that_one_pair_crosses_is_its_path) {
@@ -965,6 +1048,7 @@ int main(void) {
   tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
+  tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
   tcase_add_test(tc, a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
