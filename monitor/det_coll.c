@@ -9,16 +9,17 @@
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts,
  * and only when the collective waits for it (waited_on: among the last to arrive in half of the
- * last K, and the very last at least once):
+ * last K, and the very last at least twice):
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
  * by design, a pipeline's stages, differ from the median rank from the start (the last stage
  * computes the head: 1.7-1.9x the median stage under load in pp_straggler) and hold nobody up at
  * the collective (last to arrive 0 of 12; the first stage, which ends the backward passes, is
- * last), so they are judged only once they have a baseline of their own. Also keeps who each
- * communicator rank is (its comm record's host and pid), for events in launcher ranks. The time a
- * rank spent blocked in receives between two collectives (det_waits: a pipeline stage waiting for
- * its neighbour stage) is not its compute: a slow stage's neighbours are not named with it. */
+ * last), so that share is learned as their baseline and they are judged against it. Also keeps who
+ * each communicator rank is (its comm record's host and pid), for events in launcher ranks. The
+ * time a rank spent blocked in receives between two collectives (det_waits: a pipeline stage
+ * waiting for its neighbour stage) is not its compute: a slow stage's neighbours are not named with
+ * it. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #define HOT_RUN 2         /* statistics past the threshold in a row before a verdict */
 #define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
+#define HOT_HOLD 8        /* a hot run's samples held back from the baseline until it ends */
 #define MAX_TRACKED 1024  /* communicators with identity or straggler state */
 
 /* What every collective reads of each rank (its newest ratio, threshold and state) is in its
@@ -55,7 +57,9 @@ struct rank_state {
   float gap_ring[K];  /* and the compute gaps they came from, in ns */
   float evidence;     /* excess over the threshold, in margins, summed over this run past it */
   uint64_t hot_since;
-  long hot_from;          /* the comm's completed count when this run past the threshold began */
+  long hot_from; /* the comm's completed count when this run past the threshold began */
+  uint8_t nhot;  /* samples of this hot run held back, oldest first */
+  float hot_stat[HOT_HOLD], hot_raw[HOT_HOLD];
   struct det_noise noise; /* the statistic's */
   struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
                              statistic that sits still, though its ratios do not */
@@ -475,12 +479,40 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
 }
 
 /* Whether the collective waits for a rank with no baseline: among the last to arrive in half of
- * the last K collectives, and the very last in one at least. Several ranks slow together (two
+ * the last K collectives, and the very last in two at least. Several ranks slow together (two
  * slow ranks, a slow host's) take turns at the very last, so nearly last counts; a rank heavier
  * by design that is never the one waited for does not (a 4-stage pipeline's last stage, which
- * computes the head, was nearly last 9 of 12 and last 0). */
+ * computes the head, was nearly last 9 of 12 and last 0; last by a hair once, it is not either). */
 static int waited_on(const struct rank_state *rs) {
-  return __builtin_popcount(rs->near_last) >= WAITED_ON && rs->last;
+  return __builtin_popcount(rs->near_last) >= WAITED_ON && __builtin_popcount(rs->last) >= 2;
+}
+
+static void learn(struct rank_state *rs, float stat, float raw) {
+  det_noise_add(&rs->noise, stat);
+  det_noise_add(&rs->raw, raw);
+}
+
+/* A sample of a hot run (statistic past the threshold, no verdict yet) waits for the run's end:
+ * learned then if the run ended short of a verdict, dropped if it made one. Learned as it came,
+ * a slow fault's samples joined the baseline while its evidence was still summing and, in a young
+ * window, raised the threshold past the fault (pp_straggler: a stage 3x slow, its threshold
+ * 0.98 rising to 3.8 in log units, never named). A run longer than HOT_HOLD samples has its
+ * oldest learned: a small lasting shift is the rank's new normal. */
+static void hold_hot(struct rank_state *rs, float stat, float raw) {
+  if (rs->nhot == HOT_HOLD) {
+    learn(rs, rs->hot_stat[0], rs->hot_raw[0]);
+    memmove(rs->hot_stat, rs->hot_stat + 1, (HOT_HOLD - 1) * sizeof *rs->hot_stat);
+    memmove(rs->hot_raw, rs->hot_raw + 1, (HOT_HOLD - 1) * sizeof *rs->hot_raw);
+    rs->nhot--;
+  }
+  rs->hot_stat[rs->nhot] = stat;
+  rs->hot_raw[rs->nhot++] = raw;
+}
+
+static void learn_hot_run(struct rank_state *rs) {
+  for (int i = 0; i < rs->nhot; i++)
+    learn(rs, rs->hot_stat[i], rs->hot_raw[i]);
+  rs->nhot = 0;
 }
 
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
@@ -500,6 +532,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
           of_raw = det_noise_margin_scaled(&rs->raw, &ctx->noise, 1.25f / sqrtf(K));
     rs->ref = rs->noise.base;
     rs->thr = rs->ref + (margin > of_raw ? margin : of_raw);
+    if (rs->to_peers) rs->hot_run = 0; /* a run against its peers is no evidence against itself */
     rs->to_peers = 0;
   } else {
     rs->ref = 0;
@@ -517,17 +550,27 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
+      rs->nhot = 0;
       return;
     }
   } else {
+    if (rs->hot_run) learn_hot_run(rs); /* it ended short of a verdict: a burst, so noise */
     rs->hot_run = 0;
   }
-  /* a rank with no baseline far over its peers is not learned: that is a straggler from the
-   * start, not the rank's normal */
-  if (sample && (det_noise_ready(&rs->noise) || !rs->hot_run)) {
-    det_noise_add(&rs->noise, (float)stat);
-    det_noise_add(&rs->raw, rs->ring[(s->completed - 1) % K]);
-  }
+  if (!sample) return;
+  float raw = rs->ring[(s->completed - 1) % K];
+  if (!rs->hot_run)
+    learn(rs, (float)stat, raw);
+  else if (det_noise_ready(&rs->noise))
+    hold_hot(rs, (float)stat, raw);
+  else if (!waited_on(rs))
+    learn(rs, (float)stat, raw);
+  /* A rank with no baseline far over its peers is learned when the collective does not wait for
+   * it: that is its share by design (a pipeline's last stage, 1.3-1.7x the median stage), which
+   * it is judged against once learned. Kept from its baseline, such a stage was judged against
+   * its peers for the whole job and named the first time it arrived last (a healthy 4-stage
+   * pipeline, 1 run of 1). One the collective waits for is a straggler from the start: not
+   * learned, and named. */
 }
 
 static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,

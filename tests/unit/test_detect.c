@@ -71,6 +71,48 @@ static double bursts_of_noise(int r, uint64_t s) {
   return s % 40 < 12 && (int)(s / 40 % 8) == r ? 1.15 : 1.0;
 }
 static double one_blip(int r, uint64_t s) { return r == 2 && s == 120 ? 3.0 : 1.0; }
+/* Rank 1 noisy (a pipeline stage on a loaded machine: its compute +-45% from one collective to
+ * the next), then 3x slow from collective 90 to 190, just after it has a baseline of its own. */
+static double noisy_rank1_thrice_from_90(int r, uint64_t s) {
+  if (r != 1) return 1.0;
+  double u = (double)((s * 2654435761u) % 1000) / 1000.0; /* even over [0, 1) */
+  return (0.55 + 0.9 * u) * (s >= 90 && s < 190 ? 3.0 : 1.0);
+}
+
+/* Four pipeline stages meeting at a collective: stage 3 computes the head, 1.5x the others' 60 ms
+ * (2% jitter), and times slow(seq) more; stage 0 ends the backward pass, leaving each collective
+ * 40 ms after the others and arriving last, so the collective does not wait for stage 3, except
+ * by a hair once in every 50 collectives. Heartbeats every 200 ms. */
+static uint64_t run_stages(uint64_t seq0, uint64_t seqs, uint64_t t, double (*slow)(uint64_t)) {
+  static uint64_t next_hb;
+  uint64_t left[4] = {t + 40 * MS, t, t, t};
+  for (uint64_t s = seq0; s < seq0 + seqs; s++) {
+    uint64_t arrive[4], last = 0;
+    for (int r = 0; r < 4; r++) {
+      double jitter = 1 + 0.02 * ((double)((s * 7919 + (uint64_t)r * 104729) % 101) / 50.0 - 1);
+      double ms = r == 3 ? (s % 50 == 25 ? 101 : 90 * slow(s)) : 60;
+      arrive[r] = left[r] + (uint64_t)(ms * (r == 3 && s % 50 == 25 ? 1 : jitter) * MS);
+      if (arrive[r] > last) last = arrive[r];
+    }
+    uint64_t done = last + 40 * MS;
+    for (int r = 0; r < 4; r++) {
+      left[r] = done + (r == 0 ? 40 * MS : (uint64_t)r * 1000);
+      coll(r, 4, s, arrive[r], left[r]);
+    }
+    if (done >= next_hb) {
+      for (int r = 0; r < 4; r++)
+        hb(r, done, s + 1, s + 1);
+      next_hb = done + 200 * MS;
+    }
+  }
+  return left[1];
+}
+
+static double as_designed(uint64_t s) {
+  (void)s;
+  return 1;
+}
+static double twice_from_300(uint64_t s) { return s >= 300 ? 2 : 1; }
 
 /* A detector with one communicator of n ranks, each its own host (node<r>). */
 static void setup_comm(int n) {
@@ -177,6 +219,37 @@ START_TEST(bursts_of_noise_are_learned) {
   events = json_array();
   run_colls(8, 640, 1280, t, bursts_of_noise);
   ck_assert_int_eq(count("straggler"), 0);
+  c4_det_reset();
+}
+END_TEST
+
+/* A rank whose young baseline is wide (few samples, noisy ratios) and that turns 3x slow sums its
+ * evidence slowly: its samples past the threshold are not learned while they sum, so they cannot
+ * raise the threshold past the fault (learned as they came, they did: never named). */
+START_TEST(a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned) {
+  setup_comm(4);
+  uint64_t t = run_colls(4, 0, 90, 10 * MS, noisy_rank1_thrice_from_90);
+  ck_assert_int_eq(json_array_size(events), 0);
+  run_colls(4, 90, 100, t, noisy_rank1_thrice_from_90);
+  ck_assert_int_eq(count("straggler"), 1);
+  ck_assert_int_eq(first_rank(first("straggler")), 1);
+  c4_det_reset();
+}
+END_TEST
+
+/* A stage heavier by design that the collective does not wait for learns that share as its
+ * baseline: arriving last now and then raises nothing (judged against its peers for want of a
+ * baseline, it was named the first time), and slowed 2x on top it is named at its own factor. */
+START_TEST(a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_own_share) {
+  setup_comm(4);
+  uint64_t t = run_stages(0, 300, 10 * MS, as_designed);
+  ck_assert_int_eq(json_array_size(events), 0);
+  run_stages(300, 100, t, twice_from_300);
+  ck_assert_int_eq(count("straggler"), 1);
+  json_t *e = first("straggler");
+  ck_assert_int_eq(first_rank(e), 3);
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
   c4_det_reset();
 }
 END_TEST
@@ -1047,6 +1120,9 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
+  tcase_add_test(tc, a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned);
+  tcase_add_test(tc,
+                 a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_own_share);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
