@@ -161,15 +161,15 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
   if (o->comm) return; /* the first communicator that shows it is enough */
   o->comm = comm;
   o->nranks = nranks;
+  for (int r = 0; r < nranks; r++) {
+    if (s->t_arrive[r] && (!o->first_in || s->t_arrive[r] < o->first_in))
+      o->first_in = s->t_arrive[r];
+    if (s->t_arrive[r] > o->last_in) o->last_in = s->t_arrive[r];
+  }
   if (s->arrived == nranks) {
     o->all_in = 1;
     return;
   }
-  for (int r = 0; r < nranks; r++)
-    if (s->t_arrive[r] && (!o->first_in || s->t_arrive[r] < o->first_in))
-      o->first_in = s->t_arrive[r];
-  for (int r = 0; r < nranks; r++)
-    if (s->t_arrive[r] > o->last_in) o->last_in = s->t_arrive[r];
   for (int r = 0; r < nranks; r++) {
     if (s->t_arrive[r]) continue;
     const char *host;

@@ -535,6 +535,22 @@ START_TEST(a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its
 }
 END_TEST
 
+/* A collective the last rank went into long after the previous one completed (2.5 s of compute)
+ * is hung the threshold after that rank went in, not after the previous completion: 0.5 s inside
+ * is no hang. */
+START_TEST(a_hang_threshold_counts_from_the_last_rank_going_in) {
+  uint64_t last = back_to_back_without_heartbeats(), in = last + 2500 * MS;
+  for (int r = 0; r < 4; r++)
+    coll(r, 4, 50, in - (uint64_t)(3 - r) * MS, 0);
+  ck_assert_uint_ge(c4_det_hang_due_at_end(), in + 3000 * MS);
+  c4_det_advance(last + 3001 * MS);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  c4_det_advance(in + 3001 * MS);
+  ck_assert_int_eq(count("comm_hang"), 1);
+  c4_det_reset();
+}
+END_TEST
+
 /* Where heartbeats come they say who is inside a collective: a transfer left pending while the
  * ranks compute (or as the job ends) is no hang. A healthy c4perf job raised one after its
  * goodbye when pending transfers counted whatever the heartbeats said. */
@@ -1123,6 +1139,7 @@ int main(void) {
   tcase_add_test(tc, a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned);
   tcase_add_test(tc,
                  a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_own_share);
+  tcase_add_test(tc, a_hang_threshold_counts_from_the_last_rank_going_in);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
