@@ -9,7 +9,7 @@
  * shared machine's noise is short, a straggler lasts. Until a rank has a baseline
  * it is compared with the median rank, and only a rank at least UNEVEN times the median counts,
  * and only when the collective waits for it (waited_on: among the last to arrive in half of the
- * last K, and the very last at least twice):
+ * last K, the very last at least once, and the collective waiting on a slow rank's compute):
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
  * by design, a pipeline's stages, differ from the median rank from the start (the last stage
@@ -90,7 +90,9 @@ struct comm_state {
    * either changes (the job proved wider, a rank's process was replaced) those handles go */
   int by_number;
   unsigned rank_gen;
-  int linked; /* 1 when the windows hold this as their user pointer */
+  int linked;         /* 1 when the windows hold this as their user pointer */
+  uint16_t slow_last; /* bit i: the rank that arrived last i collectives ago had computed at
+                         least UNEVEN times the median rank (the collective waited on compute) */
   int nflagged;
   int flagged_list[64]; /* the flagged ranks, for the state document */
 };
@@ -479,12 +481,17 @@ static void judge_flagged(struct comm_state *s, int r, double stat) {
 }
 
 /* Whether the collective waits for a rank with no baseline: among the last to arrive in half of
- * the last K collectives, and the very last in two at least. Several ranks slow together (two
- * slow ranks, a slow host's) take turns at the very last, so nearly last counts; a rank heavier
- * by design that is never the one waited for does not (a 4-stage pipeline's last stage, which
- * computes the head, was nearly last 9 of 12 and last 0; last by a hair once, it is not either). */
-static int waited_on(const struct rank_state *rs) {
-  return __builtin_popcount(rs->near_last) >= WAITED_ON && __builtin_popcount(rs->last) >= 2;
+ * the last K collectives, the very last in one at least, and the collective waiting on compute
+ * (its last arrival computed UNEVEN times the median rank) in half of them. Several ranks slow
+ * together (two slow ranks, a slow host's) take turns at the very last, so nearly last counts; a
+ * rank heavier by design that is not the one waited for does not: a pipeline's last stage, which
+ * computes the head, is nearly last every time, and last now and then by a hair, while the
+ * collective waits on the first stage, which ends the backward passes and computes no longer
+ * than the median stage (healthy 4-stage pipelines under load: the last stage last 2 times of
+ * 12 at collective 40, named, before this last condition). */
+static int waited_on(const struct comm_state *s, const struct rank_state *rs) {
+  return __builtin_popcount(rs->near_last) >= WAITED_ON && rs->last &&
+         __builtin_popcount(s->slow_last) >= WAITED_ON;
 }
 
 static void learn(struct rank_state *rs, float stat, float raw) {
@@ -546,7 +553,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     /* against its peers (no baseline yet), being 1.3x the median rank twice in a row while the
      * collective waits for it is no burst: no evidence summed */
     int ready = det_noise_ready(&rs->noise);
-    if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : waited_on(rs))) {
+    if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : waited_on(s, rs))) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
@@ -563,7 +570,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     learn(rs, (float)stat, raw);
   else if (det_noise_ready(&rs->noise))
     hold_hot(rs, (float)stat, raw);
-  else if (!waited_on(rs))
+  else if (!waited_on(s, rs))
     learn(rs, (float)stat, raw);
   /* A rank with no baseline far over its peers is learned when the collective does not wait for
    * it: that is its share by design (a pipeline's last stage, 1.3-1.7x the median stage), which
@@ -614,6 +621,8 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
   int slot = (int)(s->completed % K);
   s->completed++;
   double near = NEAR_LAST * s->gaps[last];
+  int slow = s->gaps[last] + eps >= UNEVEN * (med + eps);
+  s->slow_last = (uint16_t)(((unsigned)s->slow_last << 1 | (unsigned)slow) & ((1u << K) - 1));
   s->med_ring[slot] = med;
   s->slow_ref_ring[slot] = slow_peers_median(s->scratch, nranks, med);
   for (int r = 0; r < nranks; r++) {
