@@ -575,9 +575,9 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   /* A rank with no baseline far over its peers is learned when the collective does not wait for
    * it: that is its share by design (a pipeline's last stage, 1.3-1.7x the median stage), which
    * it is judged against once learned. Kept from its baseline, such a stage was judged against
-   * its peers for the whole job and named the first time it arrived last (a healthy 4-stage
-   * pipeline, 1 run of 1). One the collective waits for is a straggler from the start: not
-   * learned, and named. */
+   * its peers for the whole job and named the first time it arrived last (3 of 12 healthy
+   * pipeline jobs on a loaded 2-core machine). One the collective waits for is a straggler from
+   * the start: not learned, and named. */
 }
 
 static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, void **user,
