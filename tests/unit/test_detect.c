@@ -355,6 +355,32 @@ START_TEST(a_long_compute_with_one_rank_in_early_is_no_hang) {
 }
 END_TEST
 
+/* x's two ends: ranks self and peer on hosts node<self> and node<peer>, each with pid 100 + its
+ * rank unless minimal (a minimal-schema line names none). */
+static void ends(struct c4_xfer_record *x, int self, int peer, int minimal) {
+  x->self = (struct c4_identity){.rank = self, .pid = minimal ? 0 : 100 + (uint32_t)self};
+  x->peer = (struct c4_identity){.rank = peer, .pid = minimal ? 0 : 100 + (uint32_t)peer};
+  snprintf(x->self.host, C4_HOST_MAX, "node%d", self);
+  snprintf(x->peer.host, C4_HOST_MAX, "node%d", peer);
+}
+
+/* A completed transfer of bytes from src to dst over connection conn, as its receiver records
+ * it. */
+static void received(uint64_t conn, int src, int dst, uint64_t seq, uint64_t bytes, uint64_t t_post,
+                     uint64_t t_first, uint64_t t_done) {
+  struct c4_record r = {.kind = C4_REC_XFER};
+  r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
+                                   .status = C4_XFER_OK,
+                                   .conn_id = conn,
+                                   .seq = seq,
+                                   .bytes = bytes,
+                                   .t_posted = t_post,
+                                   .t_first_byte = t_first,
+                                   .t_done = t_done};
+  ends(&r.xfer, dst, src, 0);
+  take(&r);
+}
+
 /* A transfer from src to dst, seen from end dir, posted at t and stuck after moving bytes. */
 static void pending_moved(int src, int dst, int dir, uint64_t t, uint64_t bytes) {
   struct c4_record r = {.kind = C4_REC_XFER};
@@ -365,10 +391,8 @@ static void pending_moved(int src, int dst, int dir, uint64_t t, uint64_t bytes)
                                    .bytes = bytes,
                                    .t_posted = t};
   int self = dir == C4_DIR_SEND ? src : dst, peer = dir == C4_DIR_SEND ? dst : src;
-  r.xfer.self = (struct c4_identity){.rank = self, .pid = 100 + (uint32_t)self, .dev = 0};
-  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = 100 + (uint32_t)peer, .dev = 1};
-  snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
-  snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
+  ends(&r.xfer, self, peer, 0);
+  r.xfer.peer.dev = 1;
   take(&r);
 }
 
@@ -378,20 +402,8 @@ static void pending(int src, int dst, int dir, uint64_t t) {
 
 /* A 1 MiB transfer from src to dst that completed at t, as its receiver records it. */
 static void moved(int src, int dst, uint64_t t) {
-  struct c4_record r = {.kind = C4_REC_XFER};
-  r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
-                                   .status = C4_XFER_OK,
-                                   .conn_id = 1000 + (uint64_t)(src * 16 + dst),
-                                   .seq = t / MS,
-                                   .bytes = 1 << 20,
-                                   .t_posted = t - 50 * MS,
-                                   .t_first_byte = t - 49 * MS,
-                                   .t_done = t};
-  r.xfer.self = (struct c4_identity){.rank = dst, .pid = 100 + (uint32_t)dst};
-  r.xfer.peer = (struct c4_identity){.rank = src, .pid = 100 + (uint32_t)src};
-  snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", dst);
-  snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", src);
-  take(&r);
+  received(1000 + (uint64_t)(src * 16 + dst), src, dst, t / MS, 1 << 20, t - 50 * MS, t - 49 * MS,
+           t);
 }
 
 /* 4 healthy ranks through collectives 0-49, then all of them inside collective 50, which does not
@@ -652,20 +664,7 @@ static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst,
         int d = (s + (k == 2 ? 5 : k + 1)) % 6;
         double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)s * 7) % 21) / 10.0 - 1);
         uint64_t ns = (uint64_t)(1048576 / (10.0 * rate(s, d, t)) * jitter);
-        struct c4_record r = {.kind = C4_REC_XFER};
-        r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
-                                         .status = C4_XFER_OK,
-                                         .conn_id = (uint64_t)(s * 8 + d),
-                                         .seq = seq++,
-                                         .bytes = 1048576,
-                                         .t_posted = t,
-                                         .t_first_byte = t + 5000,
-                                         .t_done = t + 5000 + ns};
-        r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d}; /* the receiver */
-        r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
-        snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
-        snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
-        take(&r);
+        received((uint64_t)(s * 8 + d), s, d, seq++, 1048576, t, t + 5000, t + 5000 + ns);
       }
 }
 
@@ -810,10 +809,7 @@ static void run_pairwise(int slow_host) {
                                             .bytes = 16777216,
                                             .t_posted = arrive[self],
                                             .t_done = end};
-          x->xfer.self = (struct c4_identity){.rank = self};
-          x->xfer.peer = (struct c4_identity){.rank = peer};
-          snprintf(x->xfer.self.host, C4_HOST_MAX, "node%d", self);
-          snprintf(x->xfer.peer.host, C4_HOST_MAX, "node%d", peer);
+          ends(&x->xfer, self, peer, 1);
           c4_trace_minimal(x); /* what the trace reader makes of the line */
           recs[n++].t = end;
         }
@@ -897,21 +893,8 @@ START_TEST(an_uneven_but_steady_all_to_all_raises_nothing) {
         if (s == d) continue;
         uint64_t bytes = 65536ull << ((s * 5 + d * 3) % 8);
         double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)d * 7) % 21) / 10.0 - 1);
-        struct c4_record r = {.kind = C4_REC_XFER};
-        r.xfer =
-            (struct c4_xfer_record){.dir = C4_DIR_RECV,
-                                    .status = C4_XFER_OK,
-                                    .conn_id = (uint64_t)(s * 8 + d),
-                                    .seq = seq++,
-                                    .bytes = bytes,
-                                    .t_posted = t,
-                                    .t_first_byte = t + 5000,
-                                    .t_done = t + 5000 + (uint64_t)((double)bytes / 10.0 * jitter)};
-        r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d};
-        r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
-        snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
-        snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
-        take(&r);
+        received((uint64_t)(s * 8 + d), s, d, seq++, bytes, t, t + 5000,
+                 t + 5000 + (uint64_t)((double)bytes / 10.0 * jitter));
       }
   ck_assert_int_eq(json_array_size(events), 0);
   json_t *st = c4_det_state_json();
@@ -1086,20 +1069,7 @@ static void run_ring(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, 
       int d = (s + 1) % 4;
       double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)s * 7) % 21) / 10.0 - 1);
       uint64_t ns = (uint64_t)(1048576 / (10.0 * rate(s, d, t)) * jitter);
-      struct c4_record r = {.kind = C4_REC_XFER};
-      r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
-                                       .status = C4_XFER_OK,
-                                       .conn_id = (uint64_t)(s * 8 + d),
-                                       .seq = seq++,
-                                       .bytes = 1048576,
-                                       .t_posted = t,
-                                       .t_first_byte = t + 5000,
-                                       .t_done = t + 5000 + ns};
-      r.xfer.self = (struct c4_identity){.rank = d, .pid = 100 + (uint32_t)d};
-      r.xfer.peer = (struct c4_identity){.rank = s, .pid = 100 + (uint32_t)s};
-      snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", d);
-      snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", s);
-      take(&r);
+      received((uint64_t)(s * 8 + d), s, d, seq++, 1048576, t, t + 5000, t + 5000 + ns);
     }
 }
 
