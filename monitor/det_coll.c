@@ -13,9 +13,10 @@
  * that names a rank slow from the very start, as soon as EARLY ratios are in (two statistics in a
  * row past it suffice: being 1.3x the median rank is not a burst). Ranks that do different work
  * by design, a pipeline's stages, differ from the median rank from the start (the last stage
- * computes the head: 1.7-1.9x the median stage under load in pp_straggler) and hold nobody up at
- * the collective (last to arrive 0 of 12; the first stage, which ends the backward passes, is
- * last), so that share is learned as their baseline and they are judged against it. Also keeps who
+ * computes the head: 1.3-1.9x the median stage under load) and hold nobody up at the collective
+ * (last to arrive 0 to 2 of 12, by a hair; the first stage, which ends the backward passes, is
+ * last), so that share is learned as their baseline and they are judged against it (a stage slow
+ * from its first step too: the collective does not wait on its compute). Also keeps who
  * each communicator rank is (its comm record's host and pid), for events in launcher ranks. The
  * time a rank spent blocked in receives between two collectives (det_waits: a pipeline stage
  * waiting for its neighbour stage) is not its compute: a slow stage's neighbours are not named with
@@ -573,7 +574,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   else if (!waited_on(s, rs))
     learn(rs, (float)stat, raw);
   /* A rank with no baseline far over its peers is learned when the collective does not wait for
-   * it: that is its share by design (a pipeline's last stage, 1.3-1.7x the median stage), which
+   * it: that is its share by design (a pipeline's last stage, 1.3-1.9x the median stage), which
    * it is judged against once learned. Kept from its baseline, such a stage was judged against
    * its peers for the whole job and named the first time it arrived last (3 of 12 healthy
    * pipeline jobs on a loaded 2-core machine). One the collective waits for is a straggler from

@@ -444,8 +444,9 @@ uint64_t c4_det_hang_due(void) {
 static void count_heartbeats(struct det_rank *r, void *arg) { *(int *)arg += r->last_hb != 0; }
 
 /* When judge_stall would decide on the collective left open by a job without heartbeats (their
- * counts say who is inside where they come): all in, the hang threshold after the last
- * progress; some never in, the non-communication wait after the first went in. 0: none open. */
+ * counts say who is inside where they come): all in, the hang threshold after the latest of the
+ * job's last progress, the last rank going in and its newest completed transfer; some never in,
+ * the non-communication wait after the first went in. 0: none open. */
 static uint64_t open_due(struct job_state *j) {
   int heartbeats = 0;
   det_ranks_each(j->job, count_heartbeats, &heartbeats);

@@ -91,7 +91,7 @@ static struct {
   int fastest_cell[64];     /* the cell that holds it */
   struct held *q;           /* a ring, [head, tail) */
   size_t head, tail;
-  uint64_t untracked; /* posts not kept as their own: the tables were full (det_xstart_untracked) */
+  uint64_t untracked; /* records whose post was not kept as their own (det_xstart_untracked) */
 } xs;
 
 static uint64_t mix(uint64_t h) {
@@ -168,14 +168,15 @@ static struct rank_posts *rank_slot(uint64_t comm, int rank, int make) {
 void det_xstart_post(uint64_t comm, int rank, uint64_t t_post) {
   struct comm_posts *c = slot(comm);
   if (!t_post) return;
-  if (c->comm != comm) xs.untracked++; /* the communicators' table is full: it shares slot 0 */
+  int untracked = c->comm != comm; /* the communicators' table is full: it shares slot 0 */
   if (t_post > c->latest) c->latest = t_post;
   keep_post(c->recent, &c->n, RECENT, t_post);
   struct rank_posts *p = rank_slot(comm, rank, 1);
   if (p)
     keep_post(p->recent, &p->n, RANK_RECENT, t_post);
   else if (rank >= 0 && rank != INT32_MAX)
-    xs.untracked++; /* its transfers start as its communicator's do */
+    untracked = 1; /* its transfers start as its communicator's do */
+  xs.untracked += (uint64_t)untracked;
 }
 
 uint64_t det_xstart_untracked(void) { return xs.untracked; }

@@ -37,9 +37,10 @@ float det_xstart_usual(int cell, int order, int cls, float v, int *phase);
  * t_first read 1.7x after 25 s and was declared recovered, still slow). */
 void det_xstart_freeze(int cell, int frozen);
 
-/* Posts not kept as their own since the last reset: of a communicator past the 1,024 tracked
- * (they share one slot), or of a (communicator, rank) past the 65,536 rank slots (its transfers'
- * pairwise starts are then its communicator's latest post). In the detection state as
+/* Transfer records since the last reset whose post was not kept as their own: their
+ * communicator is past the 1,024 tracked (those share one slot), or their (communicator, rank)
+ * found no free slot of the 65,536 within 64 probes (its transfers' pairwise starts are then its
+ * communicator's latest post). Each record counts once. In the detection state as
  * posts_untracked. */
 uint64_t det_xstart_untracked(void);
 

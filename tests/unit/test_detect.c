@@ -114,6 +114,7 @@ static double as_designed(uint64_t s) {
   return 1;
 }
 static double twice_from_300(uint64_t s) { return s >= 300 ? 2 : 1; }
+static double a_little_more_from_60_to_72(uint64_t s) { return s >= 60 && s < 72 ? 1.12 : 1; }
 
 /* A detector with one communicator of n ranks, each its own host (node<r>). */
 static void setup_comm(int n) {
@@ -250,8 +251,20 @@ START_TEST(a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_
   ck_assert_int_eq(count("straggler"), 1);
   json_t *e = first("straggler");
   ck_assert_int_eq(first_rank(e), 3);
+  ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "detail")), "usual share"));
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
+  c4_det_reset();
+}
+END_TEST
+
+/* The same stage 1.12x over its share for 12 collectives just as its baseline forms (about
+ * collective 67): judged against its own share from then on, that is a burst, not the run past
+ * 1.3x of its peers it had been in (carried over, that run's evidence named it at once). */
+START_TEST(a_heavy_stages_run_against_its_peers_is_no_evidence_once_it_has_a_baseline) {
+  setup_comm(4);
+  run_stages(0, 200, 10 * MS, a_little_more_from_60_to_72);
+  ck_assert_int_eq(count("straggler"), 0);
   c4_det_reset();
 }
 END_TEST
@@ -1111,6 +1124,7 @@ int main(void) {
   tcase_add_test(tc, a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned);
   tcase_add_test(tc,
                  a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_own_share);
+  tcase_add_test(tc, a_heavy_stages_run_against_its_peers_is_no_evidence_once_it_has_a_baseline);
   tcase_add_test(tc, a_hang_threshold_counts_from_the_last_rank_going_in);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);

@@ -7,7 +7,8 @@
 # machine: with 2 cores and LOAD 4 the load is 7 to 9). Every event but job_end and recovered is
 # a false alarm: each is printed with the job, and the total is given per hour of job time.
 # Keeps each job's recording (trace.jsonl, replayable with c4mon replay), events and steps in
-# OUT. Not part of make bench: 3 rounds take about 10 minutes. No root needed.
+# OUT. Not part of make bench: a round takes about 1.5 minutes on 2 idle cores, 4 beside 4 busy
+# loops. No root needed. BUILD_DIR and OUT are taken from the repository's root.
 # Usage: tools/bench/healthy_noise.sh [BUILD_DIR] [ROUNDS (3)] [LOAD (4)] [OUT (a new /tmp dir)]
 set -u
 BUILD=${1:-build}
@@ -39,6 +40,10 @@ job() {
   train_job "$dir" "$@" || { echo "healthy_noise: $name: c4train failed:"; tail -3 "$dir/c4train.log"; return; }
   n=$(jq -s '[.[] | select(.kind != "job_end" and .kind != "recovered")] | length' "$dir/events.jsonl")
   s=$(jq -s '[.[] | select(.event == "step")] | (.[-1].t_ns - .[0].t_start_ns) / 1e9' "$dir/train.jsonl")
+  if ! [[ "$n" =~ ^[0-9]+$ && "$s" =~ ^[0-9.]+$ ]]; then
+    echo "healthy_noise: $name: unreadable events or steps in $dir (not counted)"
+    return
+  fi
   printf 'healthy_noise: %-8s %5.0f s  load %s  false alarms %d\n' "$name" "$s" \
     "$(cut -d' ' -f1 /proc/loadavg)" "$n"
   jq -c 'select(.kind != "job_end" and .kind != "recovered") | {kind, where, ranks, factor, detail}' \
