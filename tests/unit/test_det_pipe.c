@@ -3,7 +3,8 @@
  * slow, its neighbour stage waits for it in receives: only the slow stage is named, and it
  * recovers when it heals. The receives come as the net plugin's receive records, as the profiler's
  * p2p receive calls (no net plugin), or in the minimal schema (no host in the communicator
- * records, no pids). Then a job of two communicators whose collectives interleave, with no
+ * records, no pids); with communicator records that name no host, a rank's restarted process
+ * takes over its waits. Then a job of two communicators whose collectives interleave, with no
  * receive records: a straggler's factor is its compute's, not diluted by its peers' waits for it
  * in the other communicator; and with groups, the processes' header lines tie a group's ranks
  * to their launcher ranks. */
@@ -25,6 +26,7 @@
  * records that name no host, or p2p calls in the minimal schema (no receive record at all). */
 enum { AS_XFERS, AS_P2P_CALLS, AS_MINIMAL, AS_P2P_MINIMAL };
 static int told_as;
+static uint32_t restarted[RANKS]; /* added to a rank's pid in its receive records (a new process) */
 
 static int as_calls(void) { return told_as == AS_P2P_CALLS || told_as == AS_P2P_MINIMAL; }
 static int minimal(void) { return told_as == AS_MINIMAL || told_as == AS_P2P_MINIMAL; }
@@ -63,8 +65,10 @@ static void recv_record(int self, int peer, uint64_t t0, uint64_t t1) {
                                    .t_posted = t0,
                                    .t_first_byte = t1 > t0 + 1000 ? t1 - 1000 : t0,
                                    .t_done = t1};
-  r.xfer.self = (struct c4_identity){.rank = self, .pid = (uint32_t)self + (minimal() ? 0 : 100)};
-  r.xfer.peer = (struct c4_identity){.rank = peer, .pid = (uint32_t)peer + (minimal() ? 0 : 100)};
+  r.xfer.self = (struct c4_identity){
+      .rank = self, .pid = (uint32_t)self + (minimal() ? 0 : 100) + restarted[self]};
+  r.xfer.peer = (struct c4_identity){
+      .rank = peer, .pid = (uint32_t)peer + (minimal() ? 0 : 100) + restarted[peer]};
   snprintf(r.xfer.self.host, C4_HOST_MAX, "node%d", self);
   snprintf(r.xfer.peer.host, C4_HOST_MAX, "node%d", peer);
   take(&r);
@@ -176,6 +180,33 @@ START_TEST(only_the_slow_stage_is_named_not_the_stage_that_waits_for_it) {
   run_steps(200, 80, t, thrice_from_100_to_200);
   ck_assert_int_eq(named("recovered", 3), 1);
   ck_assert_int_eq(all_of("straggler"), 1);
+  c4_det_reset();
+}
+END_TEST
+
+static double healthy(uint64_t s) {
+  (void)s;
+  return 1.0;
+}
+
+/* Communicator records that name no host, so its ranks are tied to the launcher ranks by
+ * number, and receive records that name processes. Rank 2 (a first stage, which waits for its
+ * gradients) restarts at step 100: its receives come from a new pid. Its waits are then the new
+ * process's; kept on the old process, whose waits stopped, its blocked receives read as compute
+ * and named it. */
+START_TEST(a_rank_tied_by_number_follows_its_restarted_process) {
+  told_as = AS_XFERS;
+  setup(NULL);
+  for (int r = 0; r < RANKS; r++) {
+    struct c4_record c = {.kind = C4_REC_COMM};
+    c.comm = (struct c4_comm_record){.comm = 0xc4, .rank = r, .nranks = RANKS};
+    take(&c);
+  }
+  uint64_t t = run_steps(0, 100, 10 * MS, healthy);
+  restarted[2] = 1000;
+  run_steps(100, 150, t, healthy);
+  restarted[2] = 0;
+  ck_assert_int_eq(all_of("straggler"), 0);
   c4_det_reset();
 }
 END_TEST
@@ -299,6 +330,7 @@ int main(void) {
   tcase_add_test(tc,
                  a_stragglers_factor_is_its_compute_not_its_peers_waits_in_another_communicator);
   tcase_add_test(tc, header_lines_tie_a_groups_ranks_to_their_launcher_ranks);
+  tcase_add_test(tc, a_rank_tied_by_number_follows_its_restarted_process);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
