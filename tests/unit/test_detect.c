@@ -128,6 +128,16 @@ static json_int_t first_rank(json_t *e) {
   return json_integer_value(json_array_get(json_object_get(e, "ranks"), 0));
 }
 
+/* The one straggler verdict, naming rank at a factor in (lo, hi). */
+static json_t *the_straggler(int rank, double lo, double hi) {
+  ck_assert_int_eq(count("straggler"), 1);
+  json_t *e = first("straggler");
+  ck_assert_int_eq(first_rank(e), rank);
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > lo && f < hi, "factor %.2f", f);
+  return e;
+}
+
 START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears) {
   setup_comm(8);
   uint64_t t = run_colls(8, 0, 100, 10 * MS, rank5_twice_from_100_to_200);
@@ -186,11 +196,7 @@ END_TEST
 START_TEST(a_heavy_rank_slowed_is_named_at_its_own_slowdown) {
   setup_comm(4);
   run_colls(4, 0, 400, 10 * MS, two_heavy_ranks_rank3_twice_from_150);
-  ck_assert_int_eq(count("straggler"), 1);
-  json_t *e = first("straggler");
-  ck_assert_int_eq(first_rank(e), 3);
-  double f = json_real_value(json_object_get(e, "factor"));
-  ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
+  the_straggler(3, 1.7, 2.3);
   c4_det_reset();
 }
 END_TEST
@@ -248,12 +254,8 @@ START_TEST(a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_
   uint64_t t = run_stages(0, 300, 10 * MS, as_designed);
   ck_assert_int_eq(json_array_size(events), 0);
   run_stages(300, 100, t, twice_from_300);
-  ck_assert_int_eq(count("straggler"), 1);
-  json_t *e = first("straggler");
-  ck_assert_int_eq(first_rank(e), 3);
+  json_t *e = the_straggler(3, 1.7, 2.3);
   ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "detail")), "usual share"));
-  double f = json_real_value(json_object_get(e, "factor"));
-  ck_assert_msg(f > 1.7 && f < 2.3, "factor %.2f", f);
   c4_det_reset();
 }
 END_TEST
