@@ -13,6 +13,8 @@ void c4_paths_init(struct c4_paths *p, int n) {
   p->fair = p->fair_ref = -1;
 }
 
+static void settle(struct c4_paths *p);
+
 void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, double span_ns) {
   if (i < 0 || i >= p->n || len == 0) return;
   p->bytes[i] += len;
@@ -35,6 +37,7 @@ void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, 
   }
   p->last[i] = rate;
   p->samples[i]++;
+  settle(p);
 }
 
 double c4_paths_noise(const struct c4_paths *p, int i) {
@@ -56,20 +59,42 @@ static int avoided(const struct c4_paths *p, int i) {
 }
 
 void c4_paths_avoid(struct c4_paths *p, int i, int on) {
-  if (i >= 0 && i < p->n) p->avoid[i] = on != 0;
+  if (i < 0 || i >= p->n) return;
+  p->avoid[i] = on != 0;
+  settle(p);
 }
 
 double c4_paths_weight(const struct c4_paths *p, int i) {
   if (i < 0 || i >= p->n) return 1;
   if (avoided(p, i)) return C4_PATHS_FLOOR;
-  if (p->rate[i] == 0) return 1;
+  if (!p->off_even[i]) return 1;
   int b = c4_paths_fastest(p);
-  double best = b >= 0 ? p->rate[b] : 0;
-  if (best < p->rate[i]) return 1;
-  if (p->samples[i] < C4_PATHS_WARM) return 1;
-  double w = p->rate[i] / best, ni = c4_paths_noise(p, i), nb = c4_paths_noise(p, b);
-  if (w >= C4_PATHS_EVEN || -log(w) <= C4_PATHS_NOISE_K * sqrt(ni * ni + nb * nb)) return 1;
-  return w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
+  double w = b >= 0 && p->rate[b] > 0 ? p->rate[i] / p->rate[b] : 1;
+  return w >= 1 ? 1 : w < C4_PATHS_FLOOR ? C4_PATHS_FLOOR : w;
+}
+
+/* Whether each path weighs less than 1, decided again after an estimate moved. A path departs
+ * from even shares only when its rate is out of the dead band (below C4_PATHS_EVEN of the
+ * fastest's) and out of the noise band (C4_PATHS_NOISE_K noises); once departed, it comes back
+ * inside the dead band or within C4_PATHS_NOISE_BACK_K noises. Without that hysteresis, on the
+ * degraded namespace fabric (a path at a quarter, sample noise 0.1-0.2) a slow path's estimate
+ * wandered about the edge of the noise band, and the path flipped to an even share and back
+ * every few samples: each flip put half of every message on it, and restarted its re-measures at
+ * the shortest interval. */
+static void settle(struct c4_paths *p) {
+  int b = c4_paths_fastest(p);
+  double best = b >= 0 ? p->rate[b] : 0, nb = c4_paths_noise(p, b);
+  for (int i = 0; i < p->n; i++) {
+    if (p->rate[i] == 0 || !(best > 0) || p->rate[i] >= best || p->samples[i] < C4_PATHS_WARM) {
+      p->off_even[i] = 0;
+      continue;
+    }
+    double w = p->rate[i] / best, ni = c4_paths_noise(p, i), noise = sqrt(ni * ni + nb * nb);
+    if (w >= C4_PATHS_EVEN || -log(w) <= C4_PATHS_NOISE_BACK_K * noise)
+      p->off_even[i] = 0;
+    else if (-log(w) > C4_PATHS_NOISE_K * noise)
+      p->off_even[i] = 1;
+  }
 }
 
 int c4_paths_changed(struct c4_paths *p, int i) {
@@ -148,6 +173,7 @@ static int fair_judge(struct c4_paths *p, double rate_i, double rate_f, uint64_t
     return C4_PATHS_FAIR_OPEN;
   }
   p->rate[i] = p->rate[f] * rate_i / rate_f;
+  settle(p);
   int avoid = p->avoid[i];
   p->avoid[i] = 0; /* judged by its rate: found at speed, c4mon's avoid is lifted */
   if (c4_paths_weight(p, i) >= 1) {
@@ -192,6 +218,9 @@ int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_coun
   double rate_i = fair_rate(p, r, &ti);
   if (ti < C4_PATHS_FAIR_BUSY_NS) return C4_PATHS_FAIR_OPEN;
   double rate_f = fair_rate(p, f, &tf);
+  /* the reference has had nothing to send since its baseline (its chunks of the message were all
+   * out): no ratio yet, the re-measure stays open for its next message */
+  if (!(rate_f > 0) && rate_i > 0) return C4_PATHS_FAIR_OPEN;
   *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
   return fair_judge(p, rate_i, rate_f, now);
 }

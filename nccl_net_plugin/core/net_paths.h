@@ -13,7 +13,8 @@
 #define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
 #define C4_PATHS_EVEN 0.6    /* a path at this part of the fastest's rate or more weighs as much */
 #define C4_PATHS_NOISE_K 4.0 /* ... and one within this many estimate noises of the fastest too */
-#define C4_PATHS_WARM 4      /* rate samples a path needs before it may weigh less than 1 */
+#define C4_PATHS_NOISE_BACK_K 2.0 /* ... and departed, back within this many (hysteresis) */
+#define C4_PATHS_WARM 4           /* rate samples a path needs before it may weigh less than 1 */
 #define C4_PATHS_NOISE_TAU_NS 1000000000 /* the noise estimate's memory: a second of sending */
 /* The fair re-measure of a path sized off even (c4_paths_fair_tick): */
 #define C4_PATHS_FAIR_FIRST_NS 250000000ull   /* first 0.25 s after it departs from even shares */
@@ -43,6 +44,7 @@ struct c4_paths {
   uint64_t chunks[C4_PATHS_MAX];
   int slow[C4_PATHS_MAX];  /* reported below half of the fastest (for the log, with hysteresis) */
   int avoid[C4_PATHS_MAX]; /* c4mon asked to keep traffic off the path (c4_paths_avoid) */
+  int off_even[C4_PATHS_MAX]; /* departed from even shares (c4_paths_weight's hysteresis) */
   /* the fair re-measure (c4_paths_fair_tick): */
   int fair;                          /* the path being re-measured with even shares now, -1: none */
   int fair_ref;                      /* the fastest path when it began, measured beside it */
@@ -87,13 +89,14 @@ void c4_paths_sample_rate(struct c4_paths *p, int i, uint64_t len, double rate, 
 double c4_paths_noise(const struct c4_paths *p, int i);
 
 /* Socket i's weight in [C4_PATHS_FLOOR, 1]: C4_PATHS_FLOOR while avoided; else its rate over the
- * fastest socket's, 1 until both have
- * C4_PATHS_WARM samples and inside the dead band: from C4_PATHS_EVEN up, or wider where the paths
- * are noisy, while ln(fastest / rate) is within C4_PATHS_NOISE_K times the noise of the difference
- * of the two estimates (Gaussian: a false departure in 3e-5 of looks). So paths whose spread is
- * their noise share evenly, whatever the noise is; a path given smaller
- * chunks measures slower for them (each burst pays a round trip), and without the band that made
- * equal paths drift apart. */
+ * fastest socket's, 1 until it has C4_PATHS_WARM samples and inside the dead band: from
+ * C4_PATHS_EVEN up, or wider where the paths are noisy, while ln(fastest / rate) is within
+ * C4_PATHS_NOISE_K times the noise of the difference of the two estimates (Gaussian: a false
+ * departure in 3e-5 of looks). So paths whose spread is their noise share evenly, whatever the
+ * noise is; a path given smaller chunks measures slower for them (each burst pays a round trip),
+ * and without the band that made equal paths drift apart. A path that departed comes back inside
+ * the dead band or within C4_PATHS_NOISE_BACK_K noises (hysteresis: a slow path at the edge of
+ * the band does not flip back to an even share on its noise). */
 double c4_paths_weight(const struct c4_paths *p, int i);
 
 /* c4mon's verdict, pushed in a plan (net_plan.h): path i is to carry only the floor weight, until
@@ -147,7 +150,9 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * of the two, which weighs 1 by the usual rule when the path is back at speed.
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
  * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
- * it closed without a result (a path that delivered nothing: counted in fair_dropped). */
+ * it closed without a result (a path that delivered nothing: counted in fair_dropped). While the
+ * fastest path has sent nothing since its baseline (its chunks of the message were all out), the
+ * re-measure waits for its next message rather than judging or dropping. */
 #define C4_PATHS_FAIR_OPEN (-1)
 int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
                            uint64_t now, struct c4_paths_fair_done *done);
