@@ -58,8 +58,15 @@ static int avoided(const struct c4_paths *p, int i) {
   return 0;
 }
 
+/* A lift is c4mon's word that the path is back, but the path's own estimate is what it measured
+ * at the floor weight (small chunks behind the others' in the host's queue: slow), and its
+ * re-measures had backed off to every 2 s; so it is re-measured at the next claim. */
 void c4_paths_avoid(struct c4_paths *p, int i, int on) {
   if (i < 0 || i >= p->n) return;
+  if (p->avoid[i] && !on) {
+    p->fair_every[i] = C4_PATHS_FAIR_FIRST_NS;
+    p->fair_next[i] = 1; /* due: any time now is past it */
+  }
   p->avoid[i] = on != 0;
   settle(p);
 }

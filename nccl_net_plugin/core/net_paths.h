@@ -101,7 +101,8 @@ double c4_paths_weight(const struct c4_paths *p, int i);
 
 /* c4mon's verdict, pushed in a plan (net_plan.h): path i is to carry only the floor weight, until
  * lifted (on 0), or until a fair re-measure of its own finds it at the fastest's rate (the comm's
- * own measure is newer than c4mon's). While every path is avoided, none is. */
+ * own measure is newer than c4mon's). While every path is avoided, none is. A lift makes the
+ * path's next re-measure due at once. */
 void c4_paths_avoid(struct c4_paths *p, int i, int on);
 
 /* Path i's share of a message: its weight over the sum of all weights (1/n while they are

@@ -317,6 +317,28 @@ START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
 }
 END_TEST
 
+/* c4mon lifts its avoid of a path (the path healed): the path's own estimate is what it measured
+ * at the floor weight, and its re-measures had backed off, so the next one is due at once rather
+ * than at its interval; the path comes back when that re-measure finds it at speed. */
+START_TEST(a_path_c4mon_lets_back_is_re_measured_at_once) {
+  struct c4_paths p;
+  c4_paths_init(&p, 2);
+  send_at(&p, 0, 1.0, 4, MB);
+  send_at(&p, 1, 0.1, 4, MB);
+  c4_paths_avoid(&p, 1, 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 1), C4_PATHS_FLOOR);
+  uint64_t t = 7000000000ull;
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), -1); /* scheduled a re-measure for later */
+  ck_assert_uint_eq(p.fair_next[1], t + C4_PATHS_FAIR_FIRST_NS);
+  c4_paths_avoid(&p, 1, 0);
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.1, 1e-9); /* its own estimate still says so */
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t + 1000), 1);
+  struct c4_paths_fair_done d;
+  ck_assert_int_eq(remeasure(&p, 1, 0.5, 0, 0.5, t + 1000, &d), 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 1), 1);
+}
+END_TEST
+
 /* A path at 0.3 of the fastest whose samples scatter by +-75%, as on a degraded fabric: its
  * estimate wanders about the edge of the noise band (a ratio of about 0.3 there), so without the
  * hysteresis it flipped back to an even share and off again, and each flip put half of every
@@ -404,6 +426,7 @@ int main(void) {
   tcase_add_test(tc, a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is_bounded);
   tcase_add_test(tc, a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges);
   tcase_add_test(tc, a_departed_slow_path_does_not_flip_back_to_even_on_its_noise);
+  tcase_add_test(tc, a_path_c4mon_lets_back_is_re_measured_at_once);
   tcase_add_test(tc,
                  paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_path_does_not);
   suite_add_tcase(s, tc);
