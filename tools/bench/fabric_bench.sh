@@ -349,9 +349,11 @@ if [ -s "$WORK/loop/loop.json" ]; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 of = r["degraded_busbw"] / r["bound_degraded"]
-tb, th = r["s_to_0.9_degraded_bound"], r["s_to_0.9_healthy_after_heal"]
+# the times judged by the median of each 3 iterations in a row: the healthy phase's own single
+# iterations dip under 0.9 of its median now and then (path_loop.sh prints how often)
+tb, th = r["s3_to_0.9_degraded_bound"], r["s3_to_0.9_healthy_after_heal"]
 ok = lambda good: "met" if good else "MISSED"
-print("targets, closed loop, defaults: degraded %.3f of the bound (>= 0.9: %s); at >= 0.9 of the bound %s after the degrade (<= 2 s: %s); at >= 0.9 of healthy %s after the heal (<= 5 s: %s)"
+print("targets, closed loop, defaults (times by the median of 3 iterations): degraded %.3f of the bound (>= 0.9: %s); at >= 0.9 of the bound %s after the degrade (<= 2 s: %s); at >= 0.9 of healthy %s after the heal (<= 5 s: %s)"
       % (of, ok(of >= 0.9), "never" if tb is None else "%.1f s" % tb, ok(tb is not None and tb <= 2),
          "never" if th is None else "%.1f s" % th, ok(th is not None and th <= 5)))
 print("JSON, \"loop_degraded_of_bound\": %.3f, \"loop_s_to_bound\": %s, \"loop_s_to_healthy\": %s"

@@ -12,7 +12,10 @@
 # bandwidth healthy, degraded and healed; from the degrade, the time until every iteration runs at
 # >= 0.9 of the degraded steady rate and of the max-flow bound (125 of 200 with RATE's quarter on
 # one spine link); from the heal, the time until every iteration runs at >= 0.9 of the healthy
-# figure (reported, not asserted: one slow iteration in a noisy phase says "never"). A bench, not
+# figure (reported, not asserted: one slow iteration in a noisy phase says "never"); the same two
+# times for the median of each 3 iterations in a row, since the healthy phase's own iterations
+# fall under 0.9 of its median now and then (1 in 16 in the runs of 2026-11-27: it would fail the
+# every-iteration test itself), and how often they did in this run. A bench, not
 # a suite test (40 s on the namespace fabric). Half of its runs once stalled at the degrade: a
 # packet queued under the old rate's tbf bucket was bigger than the new one's and wedged the link
 # (docs/multipath.md); the fabric's bucket is now the same at every rate.
@@ -145,7 +148,20 @@ def settled(t0, t1, floor):
         if all(bw >= floor for _, _, bw in after[k:]):
             return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
     return None
+def settled3(t0, t1, floor):
+    """the same for the median of each 3 iterations in a row: one iteration's dip is the ring's
+    noise (the healthy phase has them too), three in a row are not"""
+    after = [(s, e, bw) for s, e, bw in its if e > t0 and s < t1]
+    for k in range(len(after)):
+        rest = [bw for _, _, bw in after[k:]]
+        if len(rest) >= 3 and all(statistics.median(rest[j:j + 3]) >= floor for j in range(len(rest) - 2)):
+            return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
+    return None
+healthy_its = [bw for s, e, bw in its if e <= t_deg]
 r = {"rate_mbit": rate, "bound_healthy": rate, "bound_degraded": bound_deg,
+     "healthy_dips": sum(bw < 0.9 * healthy for bw in healthy_its),
+     "s3_to_0.9_degraded_bound": settled3(t_deg, t_res, 0.9 * bound_deg),
+     "s3_to_0.9_healthy_after_heal": settled3(t_res, t_end, 0.9 * healthy),
      "healthy_busbw": healthy, "degraded_busbw": degraded, "healed_busbw": healed,
      "iterations": [nh, nd, nr],
      "s_to_0.9_degraded_steady": settled(t_deg, t_res, 0.9 * degraded),
@@ -157,6 +173,8 @@ print("path_loop: ring busbw (Mbit/s, medians): healthy %.1f (bound %.0f), degra
 fmt = lambda x: "never" if x is None else "%.1f s" % x
 print("path_loop: from the degrade to every iteration at >= 0.9 of the degraded steady rate: %s, of the bound: %s; from the heal to >= 0.9 of healthy: %s"
       % (fmt(r["s_to_0.9_degraded_steady"]), fmt(r["s_to_0.9_degraded_bound"]), fmt(r["s_to_0.9_healthy_after_heal"])))
+print("path_loop: the healthy phase itself had %d of %d iterations under 0.9 of its median; with the median of each 3 iterations in a row: from the degrade to >= 0.9 of the bound: %s; from the heal to >= 0.9 of healthy: %s"
+      % (r["healthy_dips"], len(healthy_its), fmt(r["s3_to_0.9_degraded_bound"]), fmt(r["s3_to_0.9_healthy_after_heal"])))
 if min(nh, nd, nr) < 3:
     sys.exit("too few iterations in a phase: %s" % r["iterations"])
 PY
