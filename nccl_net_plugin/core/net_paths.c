@@ -83,7 +83,9 @@ double c4_paths_weight(const struct c4_paths *p, int i) {
 /* Whether each path weighs less than 1, decided again after an estimate moved. A path departs
  * from even shares only when its rate is out of the dead band (below C4_PATHS_EVEN of the
  * fastest's) and out of the noise band (C4_PATHS_NOISE_K noises); once departed, it comes back
- * inside the dead band or within C4_PATHS_NOISE_BACK_K noises. Without that hysteresis, on the
+ * inside the dead band only, however noisy its samples are (a path kept at the floor weight
+ * measures tiny chunks, whose noise would open the band down to a third). Without that
+ * hysteresis, on the
  * degraded namespace fabric (a path at a quarter, sample noise 0.1-0.2) a slow path's estimate
  * wandered about the edge of the noise band, and the path flipped to an even share and back
  * every few samples: each flip put half of every message on it, and restarted its re-measures at
@@ -96,10 +98,10 @@ static void settle(struct c4_paths *p) {
       p->off_even[i] = 0;
       continue;
     }
-    double w = p->rate[i] / best, ni = c4_paths_noise(p, i), noise = sqrt(ni * ni + nb * nb);
-    if (w >= C4_PATHS_EVEN || -log(w) <= C4_PATHS_NOISE_BACK_K * noise)
+    double w = p->rate[i] / best, ni = c4_paths_noise(p, i);
+    if (w >= C4_PATHS_EVEN)
       p->off_even[i] = 0;
-    else if (-log(w) > C4_PATHS_NOISE_K * noise)
+    else if (-log(w) > C4_PATHS_NOISE_K * sqrt(ni * ni + nb * nb))
       p->off_even[i] = 1;
   }
 }

@@ -13,8 +13,7 @@
 #define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
 #define C4_PATHS_EVEN 0.6    /* a path at this part of the fastest's rate or more weighs as much */
 #define C4_PATHS_NOISE_K 4.0 /* ... and one within this many estimate noises of the fastest too */
-#define C4_PATHS_NOISE_BACK_K 2.0 /* ... and departed, back within this many (hysteresis) */
-#define C4_PATHS_WARM 4           /* rate samples a path needs before it may weigh less than 1 */
+#define C4_PATHS_WARM 4      /* rate samples a path needs before it may weigh less than 1 */
 #define C4_PATHS_NOISE_TAU_NS 1000000000 /* the noise estimate's memory: a second of sending */
 /* The fair re-measure of a path sized off even (c4_paths_fair_tick): */
 #define C4_PATHS_FAIR_FIRST_NS 250000000ull   /* first 0.25 s after it departs from even shares */
@@ -95,8 +94,8 @@ double c4_paths_noise(const struct c4_paths *p, int i);
  * departure in 3e-5 of looks). So paths whose spread is their noise share evenly, whatever the
  * noise is; a path given smaller chunks measures slower for them (each burst pays a round trip),
  * and without the band that made equal paths drift apart. A path that departed comes back inside
- * the dead band or within C4_PATHS_NOISE_BACK_K noises (hysteresis: a slow path at the edge of
- * the band does not flip back to an even share on its noise). */
+ * the dead band only (hysteresis: a slow path at the edge of the noise band does not flip back
+ * to an even share on its noise). */
 double c4_paths_weight(const struct c4_paths *p, int i);
 
 /* c4mon's verdict, pushed in a plan (net_plan.h): path i is to carry only the floor weight, until

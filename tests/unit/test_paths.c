@@ -343,7 +343,7 @@ END_TEST
  * estimate wanders about the edge of the noise band (a ratio of about 0.3 there), so without the
  * hysteresis it flipped back to an even share and off again, and each flip put half of every
  * message on the slow path. Once departed it stays off even: it comes back only inside the dead
- * band or within C4_PATHS_NOISE_BACK_K noises of the fastest. The samples come from a fixed
+ * band, when its estimate reaches 0.6 of the fastest's. The samples come from a fixed
  * pseudo-random sequence (an LCG), not chosen to pass. */
 START_TEST(a_departed_slow_path_does_not_flip_back_to_even_on_its_noise) {
   struct c4_paths p;
@@ -361,7 +361,7 @@ START_TEST(a_departed_slow_path_does_not_flip_back_to_even_on_its_noise) {
     }
   }
   ck_assert_int_eq(departed, 1);
-  /* 122 of the 4000 looks after it first departed (3%); without the hysteresis: 917 (23%) */
+  /* 121 of the 4000 looks after it first departed (3%); without the hysteresis: 917 (23%) */
   ck_assert_int_le(even_after, 300);
 }
 END_TEST
@@ -371,8 +371,8 @@ END_TEST
  * sent one or the other off even shares in 8% of the looks), but seldom by more than their
  * measured noise, so both keep weight 1: 9 departures in 2000 looks (the scatter is not
  * Gaussian; the weights are decided again after every sample, 6000 times here), each back within
- * a few samples: 1.25% of the looks off even, where the band without its hysteresis gave 0.25%,
- * as a departed path comes back only within C4_PATHS_NOISE_BACK_K noises. A path at a quarter
+ * a few samples: 1.3% of the looks off even, where the band without its hysteresis gave 0.25%,
+ * as a departed path comes back only inside the dead band. A path at a quarter
  * with the same scatter is still told apart.
  * The samples come from a fixed pseudo-random sequence (an LCG), not chosen to pass. */
 START_TEST(paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_path_does_not) {
@@ -393,7 +393,7 @@ START_TEST(paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_pat
     departures += off && !was_off;
     was_off = off;
   }
-  /* 9 departures and 25 of the 2000 looks off even here; the fixed band alone: 160 looks */
+  /* 9 departures and 26 of the 2000 looks off even here; the fixed band alone: 160 looks */
   ck_assert_int_le(departures, 12);
   ck_assert_int_le(off_even, 40);
   /* uniform 0.25..1.75: sigma of ln about 0.5; the estimate keeps sqrt(a / (2 - a)) of it, a =
