@@ -182,15 +182,16 @@ static int fair_judge(struct c4_paths *p, double rate_i, double rate_f, uint64_t
     return C4_PATHS_FAIR_OPEN;
   }
   p->rate[i] = p->rate[f] * rate_i / rate_f;
-  settle(p);
   int avoid = p->avoid[i];
   p->avoid[i] = 0; /* judged by its rate: found at speed, c4mon's avoid is lifted */
+  settle(p);
   if (c4_paths_weight(p, i) >= 1) {
     p->fair_back++;
     p->fair_next[i] = p->fair_every[i] = 0;
     return 1;
   }
   p->avoid[i] = avoid;
+  settle(p);
   p->fair_slow++;
   p->fair_every[i] *= 2;
   if (p->fair_every[i] > C4_PATHS_FAIR_MAX_NS) p->fair_every[i] = C4_PATHS_FAIR_MAX_NS;
@@ -228,8 +229,13 @@ int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_coun
   if (ti < C4_PATHS_FAIR_BUSY_NS) return C4_PATHS_FAIR_OPEN;
   double rate_f = fair_rate(p, f, &tf);
   /* the reference has had nothing to send since its baseline (its chunks of the message were all
-   * out): no ratio yet, the re-measure stays open for its next message */
-  if (!(rate_f > 0) && rate_i > 0) return C4_PATHS_FAIR_OPEN;
+   * out), or has only begun its next message (little acknowledged in less than the busy time it
+   * is counted at least: its rate would read low, and the path fast): no ratio yet, the
+   * re-measure stays open for more (until C4_PATHS_FAIR_GIVE_UP_NS) */
+  uint64_t acked_f = p->fair_seen[f].acked - p->fair_base[f].acked;
+  if (rate_i > 0 &&
+      (!(rate_f > 0) || (tf < C4_PATHS_FAIR_REF_MIN_NS && acked_f < C4_PATHS_FAIR_CHUNK)))
+    return C4_PATHS_FAIR_OPEN;
   *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
   return fair_judge(p, rate_i, rate_f, now);
 }

@@ -12,7 +12,7 @@
 #define C4_PATHS_FLOOR 0.03125    /* the smallest weight (1/32): a slow path keeps being measured */
 #define C4_PATHS_STEP_MAX 0.5     /* one sample moves the estimate at most this part of the way */
 #define C4_PATHS_EVEN 0.6    /* a path at this part of the fastest's rate or more weighs as much */
-#define C4_PATHS_NOISE_K 4.0 /* ... and one within this many estimate noises of the fastest too */
+#define C4_PATHS_NOISE_K 4.0 /* ... and, not yet departed, within this many estimate noises */
 #define C4_PATHS_WARM 4      /* rate samples a path needs before it may weigh less than 1 */
 #define C4_PATHS_NOISE_TAU_NS 1000000000 /* the noise estimate's memory: a second of sending */
 /* The fair re-measure of a path sized off even (c4_paths_fair_tick): */
@@ -49,7 +49,8 @@ struct c4_paths {
   int fair_ref;                      /* the fastest path when it began, measured beside it */
   uint64_t fair_gen;                 /* re-measures begun (a socket's baseline belongs to one) */
   uint64_t fair_start;               /* when the open one began (ns) */
-  uint64_t fair_next[C4_PATHS_MAX];  /* when path i is due for its next one, 0: it weighs 1 */
+  uint64_t fair_next[C4_PATHS_MAX];  /* when path i is due for its next one (ns; 0: it weighs 1,
+                                        1: due now, c4mon let it back) */
   uint64_t fair_every[C4_PATHS_MAX]; /* its interval now */
   uint64_t fair_base_gen[C4_PATHS_MAX];          /* the re-measure of the baseline below */
   struct c4_paths_count fair_base[C4_PATHS_MAX]; /* each socket's counts at its start */
@@ -151,8 +152,10 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
  * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
  * it closed without a result (a path that delivered nothing: counted in fair_dropped). While the
- * fastest path has sent nothing since its baseline (its chunks of the message were all out), the
- * re-measure waits for its next message rather than judging or dropping. */
+ * fastest path has sent nothing since its baseline (its chunks of the message were all out), or
+ * less than C4_PATHS_FAIR_CHUNK in less than C4_PATHS_FAIR_REF_MIN_NS of busy time (the start of
+ * its next message), the re-measure waits for more rather than judging, until
+ * C4_PATHS_FAIR_GIVE_UP_NS. */
 #define C4_PATHS_FAIR_OPEN (-1)
 int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
                            uint64_t now, struct c4_paths_fair_done *done);

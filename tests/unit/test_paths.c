@@ -286,7 +286,8 @@ END_TEST
 /* A re-measure during which the fastest path had nothing to send (its chunks of the message were
  * all out before its baseline) has no ratio yet: it stays open until the fastest sends again,
  * rather than being dropped and leaving the path at even shares for a full give-up time each
- * time (on the degraded fabric 18 of 19 re-measures of one connection ended so). */
+ * time (on the degraded fabric 18 of 19 re-measures of one connection ended so), and until the
+ * fastest has sent enough that its rate is not read low from the start of a message. */
 START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
   struct c4_paths p;
   c4_paths_init(&p, 2);
@@ -306,8 +307,15 @@ START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s1, t + 40000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_open(&p), 1);
   ck_assert_uint_eq(p.fair_dropped, 0);
-  /* the next message: path 0 sends 4 MB in 10 ms, and the re-measure judges path 1 (4 MB in 80
-   * ms) at an eighth */
+  /* path 0 begins its next message: 25 KB acknowledged in 1 ms of busy time, which counts as the
+   * 5 ms a reference is held to at least (a rate a fifth of its own): still open, where judging
+   * would find path 1 faster than path 0 */
+  struct c4_paths_count f_start = {8 * MB + 25000, 9000000, 0, 0};
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f_start, t + 60000000, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s1, t + 60000000, &d), -1);
+  ck_assert_int_eq(c4_paths_fair_open(&p), 1);
+  /* the rest of its message: path 0 has sent 4 MB in 10 ms, and the re-measure judges path 1
+   * (4 MB in 80 ms) at an eighth */
   struct c4_paths_count f1 = {12 * MB, 18000000, 0, 0}, s2 = {5 * MB, 90000000, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f1, t + 80000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s2, t + 80000000, &d), 0);
@@ -339,6 +347,29 @@ START_TEST(a_path_c4mon_lets_back_is_re_measured_at_once) {
 }
 END_TEST
 
+/* A re-measure that finds a path c4mon had avoided faster than the fastest lets it back, and the
+ * other paths are judged against it at once: one at 0.56 of it departs from even shares. */
+START_TEST(a_path_let_back_faster_than_the_fastest_sets_the_others_weights) {
+  struct c4_paths p;
+  c4_paths_init(&p, 3);
+  send_at(&p, 0, 1.0, 8, MB);
+  send_at(&p, 1, 0.7, 8, MB);
+  send_at(&p, 2, 0.1, 8, MB);
+  c4_paths_avoid(&p, 2, 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 1), 1);
+  uint64_t t = 1000;
+  c4_paths_fair_tick(&p, t);
+  t += C4_PATHS_FAIR_FIRST_NS;
+  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 2);
+  struct c4_paths_fair_done d;
+  ck_assert_int_eq(remeasure(&p, 2, 1.25, 0, 1.0, t, &d), 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 2), 1);
+  ck_assert_double_eq(c4_paths_weight(&p, 0), 1); /* 0.8: inside the dead band */
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), p.rate[1] / p.rate[2], 1e-12);
+  ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.7 / 1.25, 1e-3);
+}
+END_TEST
+
 /* A path at 0.3 of the fastest whose samples scatter by +-75%, as on a degraded fabric: its
  * estimate wanders about the edge of the noise band (a ratio of about 0.3 there), so without the
  * hysteresis it flipped back to an even share and off again, and each flip put half of every
@@ -349,15 +380,19 @@ START_TEST(a_departed_slow_path_does_not_flip_back_to_even_on_its_noise) {
   struct c4_paths p;
   c4_paths_init(&p, 2);
   uint32_t x = 777;
-  int departed = 0, even_after = 0;
+  int departed = 0, even_after = 0, was_even = 1;
   for (int k = 0; k < 2000; k++) {
     for (int i = 0; i < 2; i++) {
       x = x * 1664525u + 1013904223u;
       double scatter = 0.25 + 1.5 * (double)(x >> 8) / (double)(1u << 24); /* 0.25 .. 1.75 */
       c4_paths_sample_rate(&p, i, 256 << 10, (i ? 0.3 : 1.0) * scatter, 100e6);
       int even = c4_paths_weight(&p, 1) >= 1;
+      if (departed && even && !was_even) /* back: only inside the dead band */
+        ck_assert_msg(p.rate[1] >= C4_PATHS_EVEN * p.rate[0], "back to even at %.3f of the fastest",
+                      p.rate[1] / p.rate[0]);
       if (!even) departed = 1;
       even_after += departed && even;
+      was_even = even;
     }
   }
   ck_assert_int_eq(departed, 1);
@@ -427,6 +462,7 @@ int main(void) {
   tcase_add_test(tc, a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges);
   tcase_add_test(tc, a_departed_slow_path_does_not_flip_back_to_even_on_its_noise);
   tcase_add_test(tc, a_path_c4mon_lets_back_is_re_measured_at_once);
+  tcase_add_test(tc, a_path_let_back_faster_than_the_fastest_sets_the_others_weights);
   tcase_add_test(tc,
                  paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_path_does_not);
   suite_add_tcase(s, tc);

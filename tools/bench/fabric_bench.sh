@@ -356,7 +356,7 @@ ok = lambda good: "met" if good else "MISSED"
 print("targets, closed loop, defaults (times by the median of 3 iterations): degraded %.3f of the bound (>= 0.9: %s); at >= 0.9 of the bound %s after the degrade (<= 2 s: %s); at >= 0.9 of healthy %s after the heal (<= 5 s: %s)"
       % (of, ok(of >= 0.9), "never" if tb is None else "%.1f s" % tb, ok(tb is not None and tb <= 2),
          "never" if th is None else "%.1f s" % th, ok(th is not None and th <= 5)))
-print("JSON, \"loop_degraded_of_bound\": %.3f, \"loop_s_to_bound\": %s, \"loop_s_to_healthy\": %s"
+print("JSON, \"loop_degraded_of_bound\": %.3f, \"loop_s3_to_bound\": %s, \"loop_s3_to_healthy\": %s"
       % (of, "null" if tb is None else "%.2f" % tb, "null" if th is None else "%.2f" % th))
 PY
   )

@@ -149,12 +149,13 @@ def settled(t0, t1, floor):
             return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
     return None
 def settled3(t0, t1, floor):
-    """the same for the median of each 3 iterations in a row: one iteration's dip is the ring's
-    noise (the healthy phase has them too), three in a row are not"""
+    """the same for the median of each 3 iterations in a row, from an iteration at the floor: one
+    iteration's dip is the ring's noise (the healthy phase has them too), three in a row are not"""
     after = [(s, e, bw) for s, e, bw in its if e > t0 and s < t1]
     for k in range(len(after)):
         rest = [bw for _, _, bw in after[k:]]
-        if len(rest) >= 3 and all(statistics.median(rest[j:j + 3]) >= floor for j in range(len(rest) - 2)):
+        if len(rest) >= 3 and rest[0] >= floor and all(
+                statistics.median(rest[j:j + 3]) >= floor for j in range(len(rest) - 2)):
             return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
     return None
 healthy_its = [bw for s, e, bw in its if e <= t_deg]
