@@ -9,6 +9,13 @@
 
 #define MB (1u << 20)
 
+/* The next of a fixed pseudo-random sequence (an LCG, not chosen to pass): a rate's scatter,
+ * uniform in 0.25 .. 1.75. */
+static double scatter_next(uint32_t *x) {
+  *x = *x * 1664525u + 1013904223u;
+  return 0.25 + 1.5 * (double)(*x >> 8) / (double)(1u << 24);
+}
+
 /* n chunks of len bytes on socket i, each taking len / rate ns. */
 static void send_at(struct c4_paths *p, int i, double bytes_per_ns, int n, uint64_t len) {
   for (int k = 0; k < n; k++)
@@ -383,9 +390,7 @@ START_TEST(a_departed_slow_path_does_not_flip_back_to_even_on_its_noise) {
   int departed = 0, even_after = 0, was_even = 1;
   for (int k = 0; k < 2000; k++) {
     for (int i = 0; i < 2; i++) {
-      x = x * 1664525u + 1013904223u;
-      double scatter = 0.25 + 1.5 * (double)(x >> 8) / (double)(1u << 24); /* 0.25 .. 1.75 */
-      c4_paths_sample_rate(&p, i, 256 << 10, (i ? 0.3 : 1.0) * scatter, 100e6);
+      c4_paths_sample_rate(&p, i, 256 << 10, (i ? 0.3 : 1.0) * scatter_next(&x), 100e6);
       int even = c4_paths_weight(&p, 1) >= 1;
       if (departed && even && !was_even) /* back: only inside the dead band */
         ck_assert_msg(p.rate[1] >= C4_PATHS_EVEN * p.rate[0], "back to even at %.3f of the fastest",
@@ -417,9 +422,7 @@ START_TEST(paths_whose_spread_is_their_noise_share_evenly_and_a_quarter_rate_pat
   int off_even = 0, departures = 0, was_off = 0;
   for (int k = 0; k < 4000; k++) {
     for (int i = 0; i < 3; i++) {
-      x = x * 1664525u + 1013904223u;
-      double scatter = 0.25 + 1.5 * (double)(x >> 8) / (double)(1u << 24); /* 0.25 .. 1.75 */
-      double rate = (i == 2 && k >= 2000 ? 0.25 : 1.0) * scatter;
+      double rate = (i == 2 && k >= 2000 ? 0.25 : 1.0) * scatter_next(&x);
       c4_paths_sample_rate(&p, i, 256 << 10, rate, 100e6);
     }
     if (k >= 2000) continue;
