@@ -141,28 +141,22 @@ healthy, nh = med(0, t_deg)
 degraded, nd = med(t_deg + 5e9, t_res)
 healed, nr = med(t_res + 5e9, t_end)
 bound_deg = min(rate, (rate + rate / 4) / 2)
-def settled(t0, t1, floor):
-    """seconds from t0 until every iteration starting then (to t1) runs at >= floor; None: never"""
-    after = [(s, e, bw) for s, e, bw in its if e > t0 and s < t1]
-    for k in range(len(after)):
-        if all(bw >= floor for _, _, bw in after[k:]):
-            return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
-    return None
-def settled3(t0, t1, floor):
-    """the same for the median of each 3 iterations in a row, from an iteration at the floor: one
-    iteration's dip is the ring's noise (the healthy phase has them too), three in a row are not"""
+def settled(t0, t1, floor, run=1):
+    """seconds from t0 until, from an iteration at >= floor on, the median of every `run`
+    iterations in a row (to t1) is >= floor (run 1: every iteration); None: never. With run 3 one
+    iteration's dip, which the healthy phase has too, does not count; three in a row do"""
     after = [(s, e, bw) for s, e, bw in its if e > t0 and s < t1]
     for k in range(len(after)):
         rest = [bw for _, _, bw in after[k:]]
-        if len(rest) >= 3 and rest[0] >= floor and all(
-                statistics.median(rest[j:j + 3]) >= floor for j in range(len(rest) - 2)):
+        if len(rest) >= run and rest[0] >= floor and all(
+                statistics.median(rest[j:j + run]) >= floor for j in range(len(rest) - run + 1)):
             return max(0.0, (after[k][0] - t0) / 1e9) if k else 0.0
     return None
 healthy_its = [bw for s, e, bw in its if e <= t_deg]
 r = {"rate_mbit": rate, "bound_healthy": rate, "bound_degraded": bound_deg,
      "healthy_dips": sum(bw < 0.9 * healthy for bw in healthy_its),
-     "s3_to_0.9_degraded_bound": settled3(t_deg, t_res, 0.9 * bound_deg),
-     "s3_to_0.9_healthy_after_heal": settled3(t_res, t_end, 0.9 * healthy),
+     "s3_to_0.9_degraded_bound": settled(t_deg, t_res, 0.9 * bound_deg, 3),
+     "s3_to_0.9_healthy_after_heal": settled(t_res, t_end, 0.9 * healthy, 3),
      "healthy_busbw": healthy, "degraded_busbw": degraded, "healed_busbw": healed,
      "iterations": [nh, nd, nr],
      "s_to_0.9_degraded_steady": settled(t_deg, t_res, 0.9 * degraded),
