@@ -85,11 +85,10 @@ double c4_paths_weight(const struct c4_paths *p, int i) {
  * fastest's) and out of the noise band (C4_PATHS_NOISE_K noises); once departed, it comes back
  * inside the dead band only, however noisy its samples are (a path kept at the floor weight
  * measures tiny chunks, whose noise would open the band down to a third). Without that
- * hysteresis, on the
- * degraded namespace fabric (a path at a quarter, sample noise 0.1-0.2) a slow path's estimate
- * wandered about the edge of the noise band, and the path flipped to an even share and back
- * every few samples: each flip put half of every message on it, and restarted its re-measures at
- * the shortest interval. */
+ * hysteresis, on the degraded namespace fabric (a path at a quarter, sample noise 0.1-0.2) a slow
+ * path's estimate wandered about the edge of the noise band, and the path flipped to an even
+ * share and back every few samples: each flip put half of every message on it, and restarted its
+ * re-measures at the shortest interval. */
 static void settle(struct c4_paths *p) {
   int b = c4_paths_fastest(p);
   double best = b >= 0 ? p->rate[b] : 0, nb = c4_paths_noise(p, b);
