@@ -4,20 +4,27 @@
  * congested path, so the connection's transfers hardly slow and the delay matrix sees little; the
  * rate the slow path still gives its socket's (smaller) chunks does not recover.
  *
- * A path's statistic is the mean, over the data sockets the plan puts on it, of the log of the
- * best other-path sibling's rate over the socket's own: about 0 on a healthy fabric, and the
- * congestion's factor when the path is slow. A slow host link or NIC slows every socket of its
- * connections; sockets of connections the plan keeps on one path tell nothing of paths apart. Its
- * noise: the path's own healthy values (det_noise) once it has a dozen, until then the pool of
- * every socket's log ratio to its siblings, connections on one path included (their ratios are the
- * measure's own noise), its spread scaled down by the square root of the sockets averaged. A path
- * past z of its spreads and the minimum effect for three evaluations in a row, with enough evidence
- * summed, is one `path` verdict under the key the matrix would use (held while the path stays past
- * half its margin); the matrix takes the cells of its host pairs as explained. A slow host link
- * does not slow its sockets alike: two flows that share it share it unevenly, and the weights feed
- * that back (make drill: 3.9x); so the sockets of connections that cross a host whose NIC the
- * matrix finds slow (a verdict on its way), or under a NIC verdict until NIC_HOLD_NS ago, are not
- * judged (a path left with none of its sockets has a calm look). */
+ * A socket's d is the log of its best other-path sibling's rate over its own: about 0 on a healthy
+ * fabric, and the congestion's factor when its path is slow; but a connection's sockets can share a
+ * healthy fabric unevenly and steadily (make drill: h3 -> h2's socket on s1 at 0.75 of its
+ * sibling's rate, h0 -> h1's even). So each socket learns its own healthy d (det_noise), and a
+ * path's statistic is the mean, over the data sockets the plan puts on it, of each one's d less
+ * that baseline (less the pool's, below, until the socket has one): when some of its sockets are
+ * not judged (a slow NIC's, below), the others' mean keeps the same healthy level, which a mean of
+ * raw d's would not. A slow host link or NIC slows every socket of its connections; sockets of
+ * connections the plan keeps on one path tell nothing of paths apart. Its noise: the path's own
+ * healthy values (det_noise) once it has a dozen, until then the pool of every socket's raw d,
+ * connections on one path included (their ratios are the measure's own noise), its spread scaled
+ * down by the square root of the sockets averaged. While a path is on its way to a verdict or under
+ * one, and for the span its samples stay pooled after, its sockets' siblings read the fault's
+ * mirror: they teach nothing, nor do their paths. A path past z of its spreads and the minimum
+ * effect for three evaluations in a row, with enough evidence summed, is one `path` verdict under
+ * the key the matrix would use (held while the path stays past half its margin); the matrix takes
+ * the cells of its host pairs as explained. A slow host link does not slow its sockets alike: two
+ * flows that share it share it unevenly, and the weights feed that back (make drill: 3.9x); so the
+ * sockets of connections that cross a host whose NIC the matrix finds slow (a verdict on its way),
+ * or under a NIC verdict until NIC_HOLD_NS ago, are not judged (a path left with none of its
+ * sockets has a calm look). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +57,9 @@ struct sock {
    * this one's; has: d was computed; split: its sibling is on another path */
   float d, d_recent;
   int has, split;
-  int excused;             /* its connection crosses a host whose NIC is slow (or lately was) */
+  int excused;   /* its connection crosses a host whose NIC is slow (or lately was) */
+  int disturbed; /* a path of its connection was on its way to a verdict or under one last time */
+  struct det_noise own;    /* its healthy d: a connection's sockets may share paths unevenly */
   double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
 };
 
@@ -67,6 +76,7 @@ struct track { /* one path: its noise and its run of evaluations */
   int streak, miss, raised, hot;
   float evidence;
   uint64_t first_seen;
+  uint64_t unsettled_until; /* a streak or verdict's samples stay in its sockets' pool till then */
 };
 
 static struct {
@@ -188,15 +198,27 @@ static void judge_conn(struct sock **v, int n, uint64_t w, int recent) {
   }
 }
 
+/* The n sockets of one connection are disturbed while one of them is on a path on its way to a
+ * verdict or under one, or was within the pooled span (its samples are still in the pool): each
+ * one's d is against its siblings, so theirs mirror the fault. */
+static void mark_disturbed(struct sock **v, int n, int np) {
+  int any = 0;
+  for (int i = 0; i < n; i++)
+    any |= v[i]->split && v[i]->path < np && p.track[v[i]->path].unsettled_until > ctx->now;
+  for (int i = 0; i < n; i++)
+    v[i]->disturbed = any;
+}
+
 static int by_conn(const void *a, const void *b) {
   const struct sock *x = *(struct sock *const *)a, *y = *(struct sock *const *)b;
   return x->conn < y->conn ? -1 : x->conn > y->conn;
 }
 
-/* Path k this evaluation: its split sockets' mean d, how many, the time they lost; and how many
- * a slow NIC excused. */
+/* Path k this evaluation: its split sockets' d less their baselines, summed; how many, and how
+ * many of them had a baseline of their own, and how many a fault on a sibling's path disturbed;
+ * the time they lost; and how many a slow NIC excused. */
 struct path_sum {
-  int n, excused;
+  int n, own, excused, disturbed;
   double sum, sum_recent, lost;
 };
 
@@ -307,9 +329,9 @@ static int nic_held(const char *host) {
   return 0;
 }
 
-/* Sums the judged sockets' statistics by the path each is on (ps[0 .. np-1]), but those of
- * connections a slow NIC excuses (counted apart); returns every socket's busy time, what a path's
- * lost time is a part of. */
+/* Sums the judged sockets' d, each less its baseline, by the path each is on (ps[0 .. np-1]), but
+ * those of connections a slow NIC excuses (counted apart); returns every socket's busy time, what
+ * a path's lost time is a part of. */
 static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum *ps) {
   double all_busy = 0;
   for (long i = 0; i < n; i++) {
@@ -322,17 +344,23 @@ static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum
       ps[s->path].excused++;
       continue;
     }
+    int own = det_noise_ready(&s->own);
+    float base = own ? s->own.base : p.pool.base;
     ps[s->path].n++;
-    ps[s->path].sum += s->d;
-    ps[s->path].sum_recent += s->d_recent;
+    ps[s->path].own += own;
+    ps[s->path].disturbed += s->disturbed;
+    ps[s->path].sum += s->d - base;
+    ps[s->path].sum_recent += s->d_recent - base;
     ps[s->path].lost += s->lost_ns;
   }
   return all_busy;
 }
 
 /* Path k's look: past its threshold or not, against its own noise once learned, else the pool's
- * scaled to the sockets it has; then the path's noise learns the look unless a fault is under way.
- */
+ * scaled to the sockets it has; then the path's noise learns the look unless a fault is under way
+ * or a socket in it still lacks a baseline of its own (its d less the pool's is a different
+ * level: the path's would be off by it once the socket has its own) or has a sibling on a faulty
+ * path (its d is that fault's mirror: a congested s1 reads s0 2.5 in log units fast). */
 static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64_t wstart) {
   struct track *t = &p.track[k];
   if (!ps->n && ps->excused) { /* its sockets' rates are a slow NIC's: a calm look */
@@ -341,11 +369,12 @@ static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64
   }
   if (!ps->n) return; /* no rate this time says nothing either way: the verdict stands */
   float S = (float)(ps->sum / ps->n), base, margin;
-  if (det_noise_ready(&t->noise)) {
+  if (det_noise_ready(&t->noise)) { /* learned over all its sockets: fewer spread more */
     base = t->noise.base;
-    margin = det_noise_margin(&t->noise, &ctx->noise);
+    margin = det_noise_margin_scaled(&t->noise, &ctx->noise,
+                                     sqrtf((float)(ps->n + ps->excused) / (float)ps->n));
   } else if (det_noise_ready(&p.pool)) {
-    base = p.pool.base;
+    base = 0; /* the sockets' d are less their baselines already */
     margin = det_noise_margin_scaled(&p.pool, &ctx->noise, 1 / sqrtf((float)ps->n));
   } else {
     return; /* nothing learned yet */
@@ -358,7 +387,7 @@ static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64
   follow(k, S - base >= need, S - base, F, margin, cost, ps->n, wstart);
   if (t->raised || t->streak)
     det_noise_drop(&t->noise); /* the fault's start is not the path's noise */
-  else
+  else if (ps->own == ps->n && !ps->disturbed)
     det_noise_add(&t->noise, S);
 }
 
@@ -376,6 +405,7 @@ static void evaluate(uint64_t w) {
     for (hi = lo + 1; hi < n && v[hi]->conn == v[lo]->conn; hi++)
       ;
     judge_conn(v + lo, (int)(hi - lo), w, recent);
+    mark_disturbed(v + lo, (int)(hi - lo), np);
   }
   det_book_each("comm_slow", hold_nic, NULL);
   double all_busy = sum_by_path(v, n, np, ps);
@@ -383,14 +413,23 @@ static void evaluate(uint64_t w) {
   p.any_tracked = 0;
   for (int k = 0; k < np; k++)
     judge_path(k, &ps[k], all_busy, wstart);
-  for (int k = 0; k < np; k++)
+  for (int k = 0; k < np; k++) {
     p.any_tracked |= p.track[k].raised || p.track[k].streak;
-  /* the pool learns every socket's d but those of a path under a verdict or on its way to one */
+    if (p.track[k].raised || p.track[k].streak)
+      p.track[k].unsettled_until = ctx->now + SPAN * HALF_NS;
+  }
+  /* the pool and each socket learn its d but those of a path under a verdict or on its way to
+   * one, and their siblings'; a slow NIC's shares are not the ratio's noise either */
   for (long i = 0; i < n; i++) {
-    const struct sock *s = v[i];
-    if (!s->has || s->excused) continue; /* a slow NIC's shares are not the ratio's noise */
-    if (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak)) continue;
+    struct sock *s = v[i];
+    if (!s->has) continue;
+    if (s->excused || s->disturbed ||
+        (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak))) {
+      det_noise_drop(&s->own);
+      continue;
+    }
     det_noise_add(&p.pool, s->d);
+    if (s->split) det_noise_add(&s->own, s->d);
   }
 out:
   free(v);
