@@ -18,10 +18,5 @@ int c4_tcp_progress(int fd, uint64_t *bytes_acked, uint64_t *busy_us) {
     return C4_ENOTFOUND;
   *bytes_acked = ti.tcpi_bytes_acked;
   *busy_us = ti.tcpi_busy_time;
-  /* the kernel's busy time includes the time the peer's receive window held the data back: a
-   * stopped or slow reader, not the path (a SIGSTOPped rank's 3.5 s made its path read 12x slow
-   * in make drill, and c4mon named the path) */
-  if (len >= offsetof(struct tcp_info, tcpi_rwnd_limited) + sizeof ti.tcpi_rwnd_limited)
-    *busy_us -= ti.tcpi_rwnd_limited < *busy_us ? ti.tcpi_rwnd_limited : *busy_us;
   return 0;
 }

@@ -1,13 +1,29 @@
 /* test_rxtime.c -- reads say when their bytes arrived, not when they were read: the clock
  * exchange between a job and c4mon depends on it. */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../check_run.h"
 #include "c4_clock.h"
 #include "c4_rxtime.h"
-#include "tcp_pair.h"
+
+/* A connected TCP pair on loopback: fds[0] the accepted end, fds[1] the connecting one. */
+static void tcp_pair(int fds[2]) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(l, 1), 0);
+  ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+  fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_eq(connect(fds[1], (struct sockaddr *)&a, sizeof a), 0);
+  fds[0] = accept(l, NULL, NULL);
+  ck_assert_int_ge(fds[0], 0);
+  close(l);
+}
 
 /* Sends a few bytes on fds[1], reads them on fds[0] wait_us later; returns how long before the
  * read they arrived. */
