@@ -212,6 +212,12 @@ static double fair_rate(const struct c4_paths *p, int i, double *ns) {
   return rate;
 }
 
+/* 1 when path i's busy time over the open re-measure was held back by its receiver's window. */
+static int held_back(const struct c4_paths *p, int i) {
+  const struct c4_paths_count *a = &p->fair_base[i], *b = &p->fair_seen[i];
+  return c4_paths_held(b->busy_ns - a->busy_ns, b->held_ns - a->held_ns);
+}
+
 int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_count *count,
                            uint64_t now, struct c4_paths_fair_done *done) {
   if (!c4_paths_fair_open(p) || i < 0 || i >= p->n) return C4_PATHS_FAIR_OPEN;
@@ -235,6 +241,8 @@ int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_coun
   if (rate_i > 0 &&
       (!(rate_f > 0) || (tf < C4_PATHS_FAIR_REF_MIN_NS && acked_f < C4_PATHS_FAIR_CHUNK)))
     return C4_PATHS_FAIR_OPEN;
+  if (held_back(p, r) || held_back(p, f)) /* the reader's pace, not the paths': no result */
+    return fair_judge(p, 0, rate_f, now);
   *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
   return fair_judge(p, rate_i, rate_f, now);
 }

@@ -24,11 +24,12 @@
 #define C4_PATHS_FAIR_CHUNK (128u << 10)      /* and chunks are at most 128 KiB meanwhile */
 
 /* What a sending socket has delivered so far, as running counts: the kernel's bytes acknowledged
- * and busy time (ns), and the bytes and time (from taking each to its last byte written) of the
+ * and busy time (ns), the bytes and time (from taking each to its last byte written) of the
  * chunks whose writes had to wait, for a full send buffer or a C4_FAULT pacer (a hold in the
- * sender that the kernel's counts do not see). */
+ * sender that the kernel's counts do not see), and the part of the busy time the receiver's window
+ * held the data back (ns). */
 struct c4_paths_count {
-  uint64_t acked, busy_ns, waited_bytes, waited_ns;
+  uint64_t acked, busy_ns, waited_bytes, waited_ns, held_ns;
 };
 
 struct c4_paths {
@@ -52,11 +53,11 @@ struct c4_paths {
   uint64_t fair_next[C4_PATHS_MAX];  /* when path i is due for its next one (ns; 0: it weighs 1,
                                         1: due now, c4mon let it back) */
   uint64_t fair_every[C4_PATHS_MAX]; /* its interval now */
-  uint64_t fair_base_gen[C4_PATHS_MAX];          /* the re-measure of the baseline below */
-  struct c4_paths_count fair_base[C4_PATHS_MAX]; /* each socket's counts at its start */
-  struct c4_paths_count fair_seen[C4_PATHS_MAX]; /* ... and the latest */
-  uint64_t fair_runs, fair_back, fair_slow,
-      fair_dropped; /* begun; found at speed, slow, no result */
+  uint64_t fair_base_gen[C4_PATHS_MAX];                   /* the re-measure of the baseline below */
+  struct c4_paths_count fair_base[C4_PATHS_MAX];          /* each socket's counts at its start */
+  struct c4_paths_count fair_seen[C4_PATHS_MAX];          /* ... and the latest */
+  uint64_t fair_runs, fair_back, fair_slow, fair_dropped; /* begun; at speed, slow, no result */
+  uint64_t held[C4_PATHS_MAX]; /* rate samples dropped: the receiver's window held them back */
 };
 
 /* What a re-measure found, for the path records (net_path_report.c): path i and the reference f,
@@ -65,6 +66,17 @@ struct c4_paths_fair_done {
   int i, f;
   double bytes_i, busy_i, bytes_f, busy_f;
 };
+
+/* 1 when a rate sample of busy time busy, of which the receiver's window held back held (in one
+ * unit), is the reader's and not the path's: a reader that stopped (a SIGSTOPped or descheduled
+ * rank) leaves its peer's socket busy with nothing moving, and a sample spanning that reads the
+ * path many times slow. Such a sample is dropped, not corrected: taking the held time off the busy
+ * time keeps the bytes acknowledged while the window was closed, and makes a slow reader's path
+ * read many times fast (5.5 MB/s read as 55). A quarter held or more: a kept sample reads at most
+ * 1.33x slow for its reader, under c4mon's path margin. */
+static inline int c4_paths_held(uint64_t busy, uint64_t held) {
+  return held * 4 >= busy && held > 0;
+}
 
 void c4_paths_init(struct c4_paths *p, int n);
 
@@ -151,7 +163,8 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * of the two, which weighs 1 by the usual rule when the path is back at speed.
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
  * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
- * it closed without a result (a path that delivered nothing: counted in fair_dropped). While the
+ * it closed without a result (a path that delivered nothing, or one the receiver's window held
+ * back, c4_paths_held: counted in fair_dropped). While the
  * fastest path has sent nothing since its baseline (its chunks of the message were all out), or
  * less than C4_PATHS_FAIR_CHUNK in less than C4_PATHS_FAIR_REF_MIN_NS of busy time (the start of
  * its next message), the re-measure waits for more rather than judging, until

@@ -473,9 +473,11 @@ struct c4_link_info *c4_transport_link_once(struct c4_comm *c) {
 /* The log's account of a sending comm's paths at its close (INFO): what share of the bytes each
  * data socket carried and its last weight, so how the traffic spread can be read after a job. */
 static void log_paths(const struct c4_comm *c) {
-  uint64_t total = 0;
-  for (int i = 0; i < c->paths.n; i++)
+  uint64_t total = 0, chunks = 0;
+  for (int i = 0; i < c->paths.n; i++) {
     total += c->paths.bytes[i];
+    chunks += c->paths.chunks[i];
+  }
   if (!c->is_send || c->paths.n < 2 || !total) return;
   char text[C4_PATHS_MAX * 24], noise[C4_PATHS_MAX * 24];
   size_t at = 0, nat = 0;
@@ -488,12 +490,17 @@ static void log_paths(const struct c4_comm *c) {
                             p->chunks[i] ? (double)p->uneven[i] / (double)p->chunks[i] : 0.0);
   }
   const struct c4_paths *p = &c->paths;
+  uint64_t held = 0;
+  for (int i = 0; i < p->n; i++)
+    held += p->held[i];
   C4_INFO("connection to %s (pid %u, rank %d) closed: share of bytes (weight) per data socket: %s; "
           "sample noise (part of chunks off even shares): %s; re-measures with even shares: %llu "
-          "(back to speed %llu, still slow %llu, no result %llu)",
+          "(back to speed %llu, still slow %llu, no result %llu); rate samples dropped as the "
+          "reader's (its window held them back): %llu of %llu chunks",
           c->peer.host, c->peer.pid, c->peer.rank, text, noise, (unsigned long long)p->fair_runs,
           (unsigned long long)p->fair_back, (unsigned long long)p->fair_slow,
-          (unsigned long long)p->fair_dropped);
+          (unsigned long long)p->fair_dropped, (unsigned long long)held,
+          (unsigned long long)chunks);
 }
 
 int c4_transport_close(struct c4_comm *c) {

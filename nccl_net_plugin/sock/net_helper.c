@@ -27,12 +27,11 @@
 #include "net_path_report.h"
 #include "net_paths.h"
 #include "net_plan.h"
+#include "net_rate_sample.h"
 #include "net_sock.h"
-#include "net_tcp_rate.h"
 
 #define MIN_CHUNK (16u << 10)
 #define IDLE_POLL_MS 100
-#define BUSY_SAMPLE_US 20000    /* a rate sample spans at least 20 ms of the socket's busy time */
 #define GATE_MIN_NS 50000ull    /* a held-back socket looks again after 50 us at the soonest */
 #define GATE_MAX_NS 20000000ull /* and 20 ms at the latest (its rate may be stale) */
 
@@ -52,7 +51,7 @@ struct sock_state {
   uint64_t done_ns;  /* its time from being taken to its last byte written */
   int waited;        /* send: the chunk in progress met a full send buffer or its pacer */
   int done_waited;   /* the same for the last chunk finished */
-  uint64_t acked, busy_us;          /* send: the kernel's counts at the last rate sample */
+  struct c4_rate_sampler rate;      /* send: its path's rate samples */
   uint64_t waited_bytes, waited_ns; /* send: running counts of the chunks whose writes waited */
   uint64_t hold_until; /* send: no chunk before this time (its kernel queue is too long) */
 };
@@ -85,39 +84,13 @@ static uint32_t chunk_len(const struct c4_comm *c, int i, uint64_t size, uint64_
   return (uint32_t)(left < want ? left : want);
 }
 
-/* The rate socket s's path has given it, for the weights (0: nothing new known), read when the
- * socket asks for its next chunk. The kernel's count (have: acked and busy_us were read): bytes
- * acknowledged over the time the socket had data unacknowledged, since the last sample and once
- * that time reaches BUSY_SAMPLE_US (the kernel counts it in ticks of a few ms). Idle time between
- * messages is left out, so a ring allreduce's short steps measure the path as well as a stream
- * does; the chunk's own write time could not (the send buffer swallows a chunk in microseconds).
- * When the writes had to wait for the buffer or for a C4_FAULT pacer, the write time is a measure
- * too (the pacer's hold is in the sender, where the kernel does not see it), and the smaller is
- * the rate; a sample is never faster than the pacer's rate now (paced, 0: none). */
-static double finished_chunk_rate(struct sock_state *s, int have, uint64_t acked, uint64_t busy_us,
-                                  double paced, double *span_ns) {
-  *span_ns = 0;
-  if (!s->done_len) return 0;
-  double wrote = (double)s->done_len / (double)(s->done_ns ? s->done_ns : 1), rate = 0;
-  if (have && busy_us >= s->busy_us + BUSY_SAMPLE_US && acked > s->acked) {
-    *span_ns = (double)(busy_us - s->busy_us) * 1e3;
-    rate = (double)(acked - s->acked) / *span_ns;
-    s->acked = acked;
-    s->busy_us = busy_us;
-  }
-  if (s->done_waited && (rate == 0 || wrote < rate)) {
-    rate = wrote;
-    *span_ns = 0; /* the chunk's time on the path at that rate */
-  }
-  if (paced > 0 && rate > paced) rate = paced;
-  return rate;
-}
-
-/* Counts socket s's last finished chunk, at rate (0: bytes only), in the path weights (claim lock
- * held), and says in the log when its path falls behind the others or catches up. */
+/* Counts socket s's last finished chunk, at rate (0: bytes only; held: its sample was dropped as
+ * the reader's), in the path weights (claim lock held), and says in the log when its path falls
+ * behind the others or catches up. */
 static void count_finished_chunk(struct c4_comm *c, struct sock_state *s, double rate,
-                                 double span_ns) {
+                                 double span_ns, int held) {
   if (!s->done_len) return;
+  if (held) c->paths.held[s->index]++;
   c4_paths_sample_rate(&c->paths, s->index, s->done_len, rate, span_ns);
   s->done_len = 0;
   int change = c->cfg.path_weights ? c4_paths_changed(&c->paths, s->index) : 0;
@@ -154,16 +127,19 @@ static int hold_back(struct c4_comm *c, struct sock_state *s, uint32_t len, uint
 }
 
 /* The fair re-measure's part of a claim (claim lock held; c4_paths_fair_tick): opens one when a
- * path sized off even is due, and feeds it socket s's kernel counts (have: they were read).
+ * path sized off even is due, and feeds it socket s's kernel counts (k; NULL: not read).
  * Returns what c4_paths_fair_progress returned, *done filled in when it closed one. */
-static int fair_remeasure(struct c4_comm *c, struct sock_state *s, int have, uint64_t acked,
-                          uint64_t busy_us, struct c4_paths_fair_done *done) {
+static int fair_remeasure(struct c4_comm *c, struct sock_state *s, const struct c4_tcp_counts *k,
+                          struct c4_paths_fair_done *done) {
   int judged = -1;
   if (c->claim_seq < atomic_load(&c->posted) || c4_paths_fair_open(&c->paths)) {
     uint64_t now = c4_now_ns();
     c4_paths_fair_tick(&c->paths, now);
-    struct c4_paths_count count = {acked, busy_us * 1000, s->waited_bytes, s->waited_ns};
-    if (have) judged = c4_paths_fair_progress(&c->paths, s->index, &count, now, done);
+    if (k) {
+      struct c4_paths_count count = {k->acked, k->busy_us * 1000, s->waited_bytes, s->waited_ns,
+                                     k->held_us * 1000};
+      judged = c4_paths_fair_progress(&c->paths, s->index, &count, now, done);
+    }
   }
   atomic_store_explicit(&c->fair_open, c4_paths_fair_open(&c->paths), memory_order_relaxed);
   return judged;
@@ -205,23 +181,25 @@ static void fair_report(struct c4_comm *c, int judged, const struct c4_paths_fai
  * say what its path delivers) or a re-measure is open (the sample spans its start). */
 static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
   int got = 0, multipath = c->nsocks > 1 && c->cfg.path_weights;
-  uint64_t acked = 0, busy_us = 0;
+  struct c4_tcp_counts k;
   int have = multipath &&
              (s->done_len || atomic_load_explicit(&c->fair_open, memory_order_relaxed)) &&
-             c4_tcp_progress(s->fd, &acked, &busy_us) == 0;
+             c4_tcp_progress(s->fd, &k) == 0;
   double span_ns, paced = 0;
+  int held;
   if (__builtin_expect(c->fault.active, 0))
     paced = c4_fault_pace_rate(&c->fault, c4_now_ns(), s->index);
-  double rate = finished_chunk_rate(s, have, acked, busy_us, paced, &span_ns);
+  struct c4_chunk_done done = {s->done_len, s->done_ns, s->done_waited};
+  double rate = c4_rate_sample(&s->rate, have ? &k : NULL, &done, paced, &span_ns, &held);
   struct c4_paths_fair_done fair;
   int judged = -1;
   pthread_mutex_lock(&c->claim_lock);
   int report =
       span_ns > 0 && !c4_paths_fair_open(&c->paths) && c4_paths_weight(&c->paths, s->index) >= 1;
-  count_finished_chunk(c, s, rate, span_ns);
+  count_finished_chunk(c, s, rate, span_ns, held);
   if (multipath) {
     follow_avoid(c);
-    judged = fair_remeasure(c, s, have, acked, busy_us, &fair);
+    judged = fair_remeasure(c, s, have ? &k : NULL, &fair);
   }
   while (c->claim_seq < atomic_load(&c->posted)) {
     struct c4_request *r = &c->reqs[c->claim_seq % C4_MAX_REQUESTS];
@@ -248,6 +226,10 @@ static int claim_chunk(struct c4_comm *c, struct sock_state *s) {
     break;
   }
   pthread_mutex_unlock(&c->claim_lock);
+  if (got && multipath) { /* the counts the chunk's own time is judged from */
+    if (!have) have = c4_tcp_progress(s->fd, &k) == 0;
+    c4_rate_sample_claimed(&s->rate, have ? &k : NULL);
+  }
   if (report) c4_path_report(c, s->index, rate * span_ns, span_ns); /* for c4mon */
   if (judged >= 0) fair_report(c, judged, &fair);
   return got;

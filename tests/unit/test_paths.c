@@ -179,8 +179,8 @@ static int remeasure(struct c4_paths *p, int i, double rate_i, int f, double rat
   uint64_t step = 10000000ull;
   for (int k = 0; k < 20; k++) {
     uint64_t busy = (uint64_t)k * step, now = t + busy;
-    struct c4_paths_count cf = {(uint64_t)(rate_f * (double)busy), busy, 0, 0};
-    struct c4_paths_count ci = {(uint64_t)(rate_i * (double)busy), busy, 0, 0};
+    struct c4_paths_count cf = {(uint64_t)(rate_f * (double)busy), busy, 0, 0, 0};
+    struct c4_paths_count ci = {(uint64_t)(rate_i * (double)busy), busy, 0, 0, 0};
     if (c4_paths_fair_progress(p, f, &cf, now, d) >= 0) return -2;
     int r = c4_paths_fair_progress(p, i, &ci, now, d);
     if (r >= 0) return r;
@@ -268,7 +268,8 @@ START_TEST(a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is
   t = p.fair_next[1];
   ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
   struct c4_paths_fair_done d;
-  struct c4_paths_count zero = {0}, c0 = {4 * MB, 1000000, 0, 0}, c1 = {4 * MB, 40000000, 0, 0};
+  struct c4_paths_count zero = {0}, c0 = {4 * MB, 1000000, 0, 0, 0},
+                        c1 = {4 * MB, 40000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &zero, t, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &zero, t, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &c0, t, &d), -1);
@@ -279,11 +280,11 @@ START_TEST(a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is
    * is as fast as path 0, but its chunks' writes waited 40 ms for 1 MB: a quarter of path 0 */
   t = p.fair_next[1];
   ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
-  struct c4_paths_count a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+  struct c4_paths_count a0 = {0, 0, 0, 0, 0}, a1 = {0, 0, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &a0, t, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &a1, t, &d), -1);
-  a0 = (struct c4_paths_count){MB, 10000000, 0, 0};
-  a1 = (struct c4_paths_count){MB, 10000000, MB, 40000000};
+  a0 = (struct c4_paths_count){MB, 10000000, 0, 0, 0};
+  a1 = (struct c4_paths_count){MB, 10000000, MB, 40000000, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &a0, t, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &a1, t + 40000000, &d), 0);
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.25, 1e-9);
@@ -305,11 +306,11 @@ START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
   t += C4_PATHS_FAIR_FIRST_NS;
   ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
   struct c4_paths_fair_done d;
-  struct c4_paths_count f0 = {8 * MB, 8000000, 0, 0}, s0 = {MB, 10000000, 0, 0};
+  struct c4_paths_count f0 = {8 * MB, 8000000, 0, 0, 0}, s0 = {MB, 10000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f0, t, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s0, t, &d), -1);
   /* path 1 busy 40 ms since its baseline, path 0 idle: still open, nothing dropped */
-  struct c4_paths_count s1 = {3 * MB, 50000000, 0, 0};
+  struct c4_paths_count s1 = {3 * MB, 50000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f0, t + 40000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s1, t + 40000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_open(&p), 1);
@@ -317,18 +318,55 @@ START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
   /* path 0 begins its next message: 25 KB acknowledged in 1 ms of busy time, which counts as the
    * 5 ms a reference is held to at least (a rate a fifth of its own): still open, where judging
    * would find path 1 faster than path 0 */
-  struct c4_paths_count f_start = {8 * MB + 25000, 9000000, 0, 0};
+  struct c4_paths_count f_start = {8 * MB + 25000, 9000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f_start, t + 60000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s1, t + 60000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_open(&p), 1);
   /* the rest of its message: path 0 has sent 4 MB in 10 ms, and the re-measure judges path 1
    * (4 MB in 80 ms) at an eighth */
-  struct c4_paths_count f1 = {12 * MB, 18000000, 0, 0}, s2 = {5 * MB, 90000000, 0, 0};
+  struct c4_paths_count f1 = {12 * MB, 18000000, 0, 0, 0}, s2 = {5 * MB, 90000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f1, t + 80000000, &d), -1);
   ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &s2, t + 80000000, &d), 0);
   ck_assert_int_eq(c4_paths_fair_open(&p), 0);
   ck_assert_uint_eq(p.fair_slow, 1);
   ck_assert_double_eq_tol(c4_paths_weight(&p, 1), 0.125, 1e-9);
+}
+END_TEST
+
+/* A re-measure the receiver's window held back (the reader stopped: a SIGSTOPped rank) is the
+ * reader's pace, not the path's: it closes without a result and the path's weight stays where it
+ * was, whichever of the two sockets was held. Without the rule, path 1 held for 300 of its 340 ms
+ * would read at a ninth and weigh a ninth. A quarter held is the line (c4_paths_held). */
+START_TEST(a_remeasure_the_receiver_held_back_has_no_result) {
+  ck_assert_int_eq(c4_paths_held(100, 24), 0);
+  ck_assert_int_eq(c4_paths_held(100, 25), 1);
+  ck_assert_int_eq(c4_paths_held(0, 0), 0);
+  for (int held = 0; held < 2; held++) {
+    struct c4_paths p;
+    c4_paths_init(&p, 2);
+    send_at(&p, 0, 1.0, 4, MB);
+    send_at(&p, 1, 0.5, 4, MB);
+    double w = c4_paths_weight(&p, 1);
+    ck_assert_double_lt(w, 1);
+    uint64_t t = 1000;
+    c4_paths_fair_tick(&p, t);
+    t += C4_PATHS_FAIR_FIRST_NS;
+    ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+    struct c4_paths_fair_done d;
+    struct c4_paths_count zero = {0};
+    ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &zero, t, &d), -1);
+    ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &zero, t, &d), -1);
+    /* both moved 4 MB; the held one spent 300 ms more busy with its window shut */
+    struct c4_paths_count c0 = {4 * MB, 40000000, 0, 0, 0}, c1 = {4 * MB, 40000000, 0, 0, 0};
+    struct c4_paths_count *h = held ? &c0 : &c1;
+    h->busy_ns += 300000000;
+    h->held_ns = 300000000;
+    ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &c0, t + 340000000, &d), -1);
+    ck_assert_int_eq(c4_paths_fair_progress(&p, 1, &c1, t + 340000000, &d), -1);
+    ck_assert_int_eq(c4_paths_fair_open(&p), 0);
+    ck_assert_uint_eq(p.fair_dropped, 1);
+    ck_assert_double_eq_tol(c4_paths_weight(&p, 1), w, 1e-12);
+  }
 }
 END_TEST
 
@@ -464,6 +502,7 @@ int main(void) {
   tcase_add_test(tc, a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is_bounded);
   tcase_add_test(tc, a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges);
   tcase_add_test(tc, a_departed_slow_path_does_not_flip_back_to_even_on_its_noise);
+  tcase_add_test(tc, a_remeasure_the_receiver_held_back_has_no_result);
   tcase_add_test(tc, a_path_c4mon_lets_back_is_re_measured_at_once);
   tcase_add_test(tc, a_path_let_back_faster_than_the_fastest_sets_the_others_weights);
   tcase_add_test(tc,

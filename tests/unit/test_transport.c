@@ -213,6 +213,67 @@ START_TEST(a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost) {
 }
 END_TEST
 
+/* A reader that stops mid-message (a SIGSTOPped rank; here a receiving comm nobody polls for
+ * 0.6 s, data moved by the callers' threads) shuts its window, and the kernel counts the sending
+ * sockets busy the whole time, held back by the window (measured here: 544-564 ms busy, 436-556 of
+ * them held). The plugin reads that from the kernel and drops the sample as the reader's
+ * (net_rate_sample.h; paths.held counts it): no path record for c4mon spans the stop. The rule
+ * itself, and what it keeps, is test_rate_sample's; this is the kernel's side of it. Loopback's
+ * weights are not asserted: its busy time in 4 ms ticks moves them by more than the stop. */
+static struct c4_request *post_recv(struct c4_comm *r, void *buf, size_t n) {
+  struct c4_request *rr = NULL;
+  ck_assert_int_eq(c4_transport_irecv(r, buf, n, 1, &rr), 0);
+  ck_assert_ptr_nonnull(rr);
+  return rr;
+}
+
+START_TEST(a_reader_stopped_mid_message_is_seen_and_its_sample_dropped) {
+  setenv("C4_TIMING", "1", 1);
+  connect_pair(2, 0);
+  enum { SIZE = 4 << 20, BIG = 160 << 20 };
+  unsigned char *a = malloc(BIG), *b = malloc(BIG);
+  for (int i = 0; i < 24; i++) /* every socket measured, both weigh 1 */
+    one_message(tx, rx, a, b, SIZE, i);
+  struct c4_ring *ring = c4_telemetry_ring();
+  struct c4_record rec;
+  while (c4_ring_pop(ring, &rec)) {
+  }
+  struct c4_request *rr = post_recv(rx, b, BIG), *sr = post_send(a, BIG, 1);
+  ck_assert_ptr_nonnull(sr);
+  int done = 0, rdone = 0;
+  while (atomic_load(&rr->done_bytes) < BIG / 8) { /* mid-message, as a SIGSTOP lands */
+    ck_assert_int_eq(c4_transport_test(sr, &done, NULL), 0);
+    ck_assert_int_eq(c4_transport_test(rr, &rdone, NULL), 0);
+  }
+  for (uint64_t stop = c4_now_ns() + 600000000ull; c4_now_ns() < stop && !done;)
+    ck_assert_int_eq(c4_transport_test(sr, &done, NULL), 0); /* the reader does not read */
+  ck_assert_int_eq(done, 0);
+  int src, rrc;
+  size_t got;
+  wait_pair(sr, rr, &src, &rrc, &got);
+  ck_assert_int_eq(src | rrc, 0);
+  for (int i = 0; i < 8; i++) /* each socket takes its next chunk: its sample is judged */
+    one_message(tx, rx, a, b, SIZE, i);
+  uint64_t longest = 0; /* the most busy time one path record spans */
+  int n = 0;
+  while (c4_ring_pop(ring, &rec))
+    if (rec.kind == C4_REC_PATH) {
+      n++;
+      if (rec.path.busy_ns > longest) longest = rec.path.busy_ns;
+    }
+  ck_assert_int_ge(n, 1);
+  ck_assert_msg(longest < 300000000ull,
+                "a path record spans %.0f ms of busy time: the reader's stop, read as the path's",
+                (double)longest / 1e6);
+  ck_assert_msg(tx->paths.held[0] + tx->paths.held[1] >= 1,
+                "no rate sample was dropped as held back by the stopped reader");
+  free(a);
+  free(b);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+}
+END_TEST
+
 /* C4_LISTEN_PORTS: listeners take the first free port of the range (a plan's source ports were
  * probed against it); a taken port is skipped; a full range falls back to the kernel's choice. */
 static int listen_port(const struct c4_transport_config *c, struct c4_listen_comm **l) {
@@ -496,6 +557,7 @@ int main(void) {
   tcase_add_test(tc, thirty_two_requests_in_flight_complete_in_posting_order);
   tcase_add_test(tc, listeners_take_the_first_free_port_of_c4_listen_ports);
   tcase_add_test(tc, a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost);
+  tcase_add_test(tc, a_reader_stopped_mid_message_is_seen_and_its_sample_dropped);
   tcase_add_test(tc, a_send_posted_before_its_receive_lands_in_the_receive_buffer);
   tcase_add_test(tc, message_larger_than_the_posted_buffer_fails_on_both_sides);
   tcase_add_test(tc, small_message_larger_than_the_posted_buffer_fails_on_both_sides);
