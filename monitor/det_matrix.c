@@ -608,6 +608,8 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
     /* a pair the plan spreads over several paths cannot name one: its sockets' rates do */
     path[i] = c->n && hot_cell[i] < 2 && !det_plan_split(a, b) ? det_plan_path_of(a, b) : -1;
     if (path[i] < 0) continue;
+    if (!c->judged)
+      continue; /* no usual yet (a phase that began with the fault): not a calm cell */
     cells[path[i]]++;
     if (cell_hot(c)) {
       hot[path[i]]++;
