@@ -589,6 +589,28 @@ static int at_nic(int i, const void *arg) {
 }
 static int is_cell(int i, const void *arg) { return i == *(const int *)arg; }
 
+/* The source and destination nodes a path's hot cells share: -1 none seen yet, -2 not one. */
+struct ends {
+  int src, dst;
+};
+static void note_ends(struct ends *e, const struct cell *c) {
+  e->src = e->src == -1 || e->src == c->src ? c->src : -2;
+  e->dst = e->dst == -1 || e->dst == c->dst ? c->dst : -2;
+}
+
+/* 1 when the hot cells of path p all leave one node (or all enter one) and that node has a hot
+ * cell on another path too: its NIC is slow, not the path (paths are judged before NICs, and a
+ * path that carries only one NIC's slow cells would take its verdict). */
+static int one_nics_elsewhere(const struct ends *e, const int *path, int p) {
+  if (e->src < 0 && e->dst < 0) return 0;
+  for (int i = 0; i < m.ncells; i++) {
+    const struct cell *c = &m.cell[i];
+    if (path[i] == p || !cell_hot(c)) continue;
+    if (c->src == e->src || c->dst == e->dst) return 1;
+  }
+  return 0;
+}
+
 /* Paths of several cells (one_cell 0) are judged before NICs: a path's hot cells leave and enter
  * several NICs. Paths of one cell (one_cell 1) after them: a NIC slow both ways explains its
  * cells out and in, where the one-cell path would explain one of them and leave the other as a
@@ -598,33 +620,44 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
   if (!np) return;
   int *cells = calloc((size_t)np, sizeof *cells), *hot = calloc((size_t)np, sizeof *hot);
   int *as_link = calloc((size_t)np, sizeof *as_link); /* cells hot as a link verdict needs */
+  int *live = calloc((size_t)np, sizeof *live);       /* cells that moved, judged or not */
+  struct ends *ends = malloc((size_t)np * sizeof *ends);
   float *maxv = calloc((size_t)np, sizeof *maxv);
   int *path = malloc((size_t)m.ncells * sizeof *path);
   float *margin = calloc((size_t)np, sizeof *margin);
-  if (!cells || !hot || !as_link || !maxv || !path || !margin) goto out;
+  if (!cells || !hot || !as_link || !live || !ends || !maxv || !path || !margin) goto out;
+  for (int p = 0; p < np; p++)
+    ends[p] = (struct ends){-1, -1};
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     const char *a = m.node[c->src].host, *b = m.node[c->dst].host;
     /* a pair the plan spreads over several paths cannot name one: its sockets' rates do */
     path[i] = c->n && hot_cell[i] < 2 && !det_plan_split(a, b) ? det_plan_path_of(a, b) : -1;
     if (path[i] < 0) continue;
+    live[path[i]]++;
     if (!c->judged)
       continue; /* no usual yet (a phase that began with the fault): not a calm cell */
     cells[path[i]]++;
     if (cell_hot(c)) {
       hot[path[i]]++;
+      note_ends(&ends[path[i]], c);
       if (dev_of(c) > maxv[path[i]]) maxv[path[i]] = dev_of(c), margin[path[i]] = c->margin;
     }
-    if (c->judged && dev_of(c) >= c->margin && c->resid >= c->margin) {
+    if (dev_of(c) >= c->margin && c->resid >= c->margin) {
       as_link[path[i]]++;
       if (dev_of(c) > maxv[path[i]]) maxv[path[i]] = dev_of(c), margin[path[i]] = c->margin;
     }
   }
   /* A path the plan gives one cell (one host pair crosses that spine) is named when that cell is
-   * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot. */
+   * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot.
+   * Cells without a baseline yet are neither hot nor calm, but a path is named only when its hot
+   * cells are half of all it carries: a link or a NIC that a new phase's cells happen to share a
+   * path with stays a link or a NIC. */
   for (int p = 0; p < np; p++) {
-    if ((cells[p] == 1) != one_cell ||
-        (cells[p] == 1 ? !as_link[p] : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3))
+    if ((live[p] == 1) != one_cell ||
+        (live[p] == 1 ? !as_link[p]
+                      : cells[p] < 2 || hot[p] < 2 || hot[p] * 4 < cells[p] * 3 ||
+                            hot[p] * 2 < live[p] || one_nics_elsewhere(&ends[p], path, p)))
       continue;
     char key[320];
     snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
@@ -650,6 +683,8 @@ out:
   free(cells);
   free(hot);
   free(as_link);
+  free(live);
+  free(ends);
   free(maxv);
   free(path);
   free(margin);

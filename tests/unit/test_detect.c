@@ -924,6 +924,49 @@ START_TEST(cells_without_a_usual_do_not_hide_a_slow_spine) {
 }
 END_TEST
 
+/* The same newcomer pair on a spine, and what is slow is not the spine: one link of the pairs it
+ * carries (a link verdict), or a NIC whose cells it carries two of (a NIC verdict). Left out of
+ * the spine's count, the newcomer made the link the spine's one cell (a path verdict) and the
+ * NIC's two cells the whole spine (a path verdict, and the NIC's lost): a review found both. */
+static void run_with_newcomer(const char *plan_json, double (*rate)(int, int, uint64_t)) {
+  char plan[] = "/tmp/c4-test-plan-XXXXXX";
+  int fd = mkstemp(plan);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(plan_json, f);
+  fclose(f);
+  setup(plan);
+  unlink(plan);
+  run_xfers(1000 * MS, 12000 * MS, rate);
+  static uint64_t seq = 1u << 31;
+  for (uint64_t t = 12000 * MS; t < 16000 * MS; t += 20 * MS) {
+    run_xfers(t, t + 20 * MS, rate);
+    received(998, 0, 3, seq++, 1048576, t, t + 5000, t + 5000 + (uint64_t)(1048576 / 10.0));
+  }
+}
+
+static double node1_sends_at_half(int s, int d, uint64_t t) {
+  (void)d;
+  return s == 1 && t >= 12000 * MS ? 0.5 : 1;
+}
+
+START_TEST(a_slow_link_or_nic_sharing_a_spine_with_new_cells_is_not_the_spine) {
+  run_with_newcomer("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"],"
+                    "[\"node0\",\"node3\"]]}]}",
+                    link_1_to_2_at_30);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  c4_det_reset();
+  run_with_newcomer("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"],"
+                    "[\"node1\",\"node3\"],[\"node0\",\"node3\"]]}]}",
+                    node1_sends_at_half);
+  e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "nic_tx");
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node1");
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_healthy_matrix_and_one_slow_transfer_raise_nothing) {
   setup(NULL);
   run_xfers(1000 * MS, 10000 * MS, all_fine);
@@ -1172,6 +1215,7 @@ int main(void) {
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, cells_without_a_usual_do_not_hide_a_slow_spine);
+  tcase_add_test(tc, a_slow_link_or_nic_sharing_a_spine_with_new_cells_is_not_the_spine);
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
   tcase_add_test(tc, a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
