@@ -71,9 +71,10 @@ struct c4_paths_fair_done {
  * unit), is the reader's and not the path's: a reader that stopped (a SIGSTOPped or descheduled
  * rank) leaves its peer's socket busy with nothing moving, and a sample spanning that reads the
  * path many times slow. Such a sample is dropped, not corrected: taking the held time off the busy
- * time keeps the bytes acknowledged while the window was closed, and makes a slow reader's path
- * read many times fast (5.5 MB/s read as 55). A quarter held or more: a kept sample reads at most
- * 1.33x slow for its reader, under c4mon's path margin. */
+ * time keeps the bytes acknowledged while the window was shut, and makes a slow reader's path
+ * read many times fast (5.5 MB/s read as 55). A quarter held or more: a kept sample reads its path
+ * at most about 1.33x slow for its reader (more by a tick's rounding), inside the weights' dead
+ * band (C4_PATHS_EVEN). */
 static inline int c4_paths_held(uint64_t busy, uint64_t held) {
   return held * 4 >= busy && held > 0;
 }
@@ -164,7 +165,8 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
  * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
  * it closed without a result (a path that delivered nothing, or one the receiver's window held
- * back, c4_paths_held: counted in fair_dropped). While the
+ * back, c4_paths_held, whose next re-measure is then twice as far off: counted in fair_dropped).
+ * While the
  * fastest path has sent nothing since its baseline (its chunks of the message were all out), or
  * less than C4_PATHS_FAIR_CHUNK in less than C4_PATHS_FAIR_REF_MIN_NS of busy time (the start of
  * its next message), the re-measure waits for more rather than judging, until

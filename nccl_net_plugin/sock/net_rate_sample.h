@@ -8,7 +8,7 @@
 
 #include "net_tcp_rate.h"
 
-#define C4_RATE_SAMPLE_BUSY_US 20000 /* a kernel sample spans at least 20 ms of busy time */
+#define C4_RATE_SAMPLE_BUSY_US 20000 /* a sample spans at least 20 ms of busy time */
 
 struct c4_rate_sampler {
   struct c4_tcp_counts last;  /* the kernel's counts at the last kernel sample */
@@ -34,10 +34,11 @@ struct c4_chunk_done {
  * When the writes had to wait, the write time is a measure too (a pacer's hold is in the sender,
  * where the kernel does not see it), and the smaller is the rate (*span_ns 0); a sample is never
  * faster than the pacer's rate now (paced, 0: none).
- * A kernel sample the receiver's window held back, or a chunk whose own time (its claim to now)
- * it held back, is the reader's pace, not the path's (c4_paths_held): 0, *held set. A rank
- * SIGSTOPped mid-message otherwise made its peer's socket read 12x slow and c4mon named the
- * socket's path (make drill). */
+ * A kernel sample the receiver's window held back is the reader's pace, not the path's
+ * (c4_paths_held): 0, *held set. So is the write time of a chunk whose own time (its claim to now,
+ * once that is C4_RATE_SAMPLE_BUSY_US of busy time) the window held back: it is not used, and
+ * *held is set when nothing else measured the path. A rank SIGSTOPped mid-message otherwise made
+ * its peer's socket read 12x slow and c4mon named the socket's path (make drill). */
 double c4_rate_sample(struct c4_rate_sampler *r, const struct c4_tcp_counts *k,
                       const struct c4_chunk_done *d, double paced, double *span_ns, int *held);
 

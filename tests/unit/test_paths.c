@@ -334,9 +334,10 @@ START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
 END_TEST
 
 /* A re-measure the receiver's window held back (the reader stopped: a SIGSTOPped rank) is the
- * reader's pace, not the path's: it closes without a result and the path's weight stays where it
- * was, whichever of the two sockets was held. Without the rule, path 1 held for 300 of its 340 ms
- * would read at a ninth and weigh a ninth. A quarter held is the line (c4_paths_held). */
+ * reader's pace, not the path's: it closes without a result, the path's weight stays where it
+ * was, whichever of the two sockets was held, and the next is twice as far off. Without the rule,
+ * path 1 held for 300 of its 340 ms would read at a ninth and weigh a ninth. A quarter held is the
+ * line (c4_paths_held). */
 START_TEST(a_remeasure_the_receiver_held_back_has_no_result) {
   ck_assert_int_eq(c4_paths_held(100, 24), 0);
   ck_assert_int_eq(c4_paths_held(100, 25), 1);
@@ -366,6 +367,7 @@ START_TEST(a_remeasure_the_receiver_held_back_has_no_result) {
     ck_assert_int_eq(c4_paths_fair_open(&p), 0);
     ck_assert_uint_eq(p.fair_dropped, 1);
     ck_assert_double_eq_tol(c4_paths_weight(&p, 1), w, 1e-12);
+    ck_assert_uint_eq(p.fair_every[1], 2 * C4_PATHS_FAIR_FIRST_NS); /* a slow reader's next too */
   }
 }
 END_TEST

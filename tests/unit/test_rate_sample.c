@@ -70,6 +70,37 @@ START_TEST(a_chunk_that_waited_on_a_shut_window_is_no_sample) {
 }
 END_TEST
 
+/* The reader stopped between messages, before this chunk was taken: the chunk's own time is
+ * clean, but the kernel's sample since the last one spans the stop (520 ms busy, 480 held). It is
+ * the reader's: dropped. The claim's counts, not the last sample's, are the chunk's: one taken
+ * 200 ms of busy time after the last sample, whose writes then waited 60 ms with 40 of them held,
+ * is dropped although the last sample's span is held only 15% (260 ms, 40 held). */
+START_TEST(the_kernel_span_and_the_chunk_span_are_judged_each_on_its_own) {
+  claim(0, 0, 0);
+  ck_assert_double_gt(finish(MB, 1000, 0, 4 * MB, 20 * MS, 0), 0); /* the last kernel sample */
+  claim(4 * MB, 500 * MS, 480 * MS);
+  ck_assert_double_eq(finish(MB, 1000, 0, 5 * MB, 520 * MS, 480 * MS), 0);
+  ck_assert_int_eq(held, 1);
+  claim(5 * MB, 520 * MS, 480 * MS);
+  ck_assert_double_gt(finish(MB, 1000, 0, 9 * MB, 560 * MS, 480 * MS), 0); /* the last sample */
+  claim(9 * MB, 760 * MS, 480 * MS);
+  ck_assert_double_eq(finish(MB, 60000000, 1, 9 * MB, 820 * MS, 520 * MS), 0);
+  ck_assert_int_eq(held, 1);
+}
+END_TEST
+
+/* One 4 ms tick of held time in a chunk that waited 10 ms is a draw of the kernel's ticks, not a
+ * measure: the chunk's own span is judged once it is 20 ms of busy time, and its write time is
+ * the sample meanwhile. */
+START_TEST(a_chunk_span_shorter_than_a_sample_is_not_judged) {
+  claim(0, 0, 0);
+  ck_assert_double_gt(finish(MB, 1000, 0, 4 * MB, 200 * MS, 0), 0); /* the last kernel sample */
+  claim(4 * MB, 200 * MS, 0);
+  ck_assert_double_eq_tol(finish(MB, 10000000, 1, 4 * MB, 208 * MS, 4 * MS), MB / 1e7, 1e-12);
+  ck_assert_int_eq(held, 0);
+}
+END_TEST
+
 /* A reader slower than the path shuts the window a third of each sample: every sample is its,
  * none reads the path slow. One that held a tenth is kept: the path reads at most 1.11x slow. */
 START_TEST(a_slow_reader_is_no_sample_and_a_brief_hold_is_kept) {
@@ -109,6 +140,8 @@ int main(void) {
   tcase_add_test(tc, a_sample_a_stopped_reader_held_back_is_dropped);
   tcase_add_test(tc, a_chunk_that_waited_on_a_shut_window_is_no_sample);
   tcase_add_test(tc, a_slow_reader_is_no_sample_and_a_brief_hold_is_kept);
+  tcase_add_test(tc, the_kernel_span_and_the_chunk_span_are_judged_each_on_its_own);
+  tcase_add_test(tc, a_chunk_span_shorter_than_a_sample_is_not_judged);
   tcase_add_test(tc, a_waited_chunk_gives_the_smaller_rate_and_the_pacer_caps_it);
   suite_add_tcase(s, tc);
   return c4_check_run(s);

@@ -216,10 +216,11 @@ END_TEST
 /* A reader that stops mid-message (a SIGSTOPped rank; here a receiving comm nobody polls for
  * 0.6 s, data moved by the callers' threads) shuts its window, and the kernel counts the sending
  * sockets busy the whole time, held back by the window (measured here: 544-564 ms busy, 436-556 of
- * them held). The plugin reads that from the kernel and drops the sample as the reader's
- * (net_rate_sample.h; paths.held counts it): no path record for c4mon spans the stop. The rule
- * itself, and what it keeps, is test_rate_sample's; this is the kernel's side of it. Loopback's
- * weights are not asserted: its busy time in 4 ms ticks moves them by more than the stop. */
+ * them held). This is the kernel's side of the held-back rule: the real counts reach the plugin's
+ * sampler, which drops the sample (paths.held). What the rule keeps and drops is
+ * test_rate_sample's. Here the chunk in flight waited on the full buffer, so its sample carries no
+ * kernel span and would be no path record for c4mon either way; loopback's weights are not
+ * asserted: its busy time in 4 ms ticks moves them by more than the stop. */
 static struct c4_request *post_recv(struct c4_comm *r, void *buf, size_t n) {
   struct c4_request *rr = NULL;
   ck_assert_int_eq(c4_transport_irecv(r, buf, n, 1, &rr), 0);
@@ -228,16 +229,11 @@ static struct c4_request *post_recv(struct c4_comm *r, void *buf, size_t n) {
 }
 
 START_TEST(a_reader_stopped_mid_message_is_seen_and_its_sample_dropped) {
-  setenv("C4_TIMING", "1", 1);
   connect_pair(2, 0);
   enum { SIZE = 4 << 20, BIG = 160 << 20 };
   unsigned char *a = malloc(BIG), *b = malloc(BIG);
   for (int i = 0; i < 24; i++) /* every socket measured, both weigh 1 */
     one_message(tx, rx, a, b, SIZE, i);
-  struct c4_ring *ring = c4_telemetry_ring();
-  struct c4_record rec;
-  while (c4_ring_pop(ring, &rec)) {
-  }
   struct c4_request *rr = post_recv(rx, b, BIG), *sr = post_send(a, BIG, 1);
   ck_assert_ptr_nonnull(sr);
   int done = 0, rdone = 0;
@@ -254,17 +250,6 @@ START_TEST(a_reader_stopped_mid_message_is_seen_and_its_sample_dropped) {
   ck_assert_int_eq(src | rrc, 0);
   for (int i = 0; i < 8; i++) /* each socket takes its next chunk: its sample is judged */
     one_message(tx, rx, a, b, SIZE, i);
-  uint64_t longest = 0; /* the most busy time one path record spans */
-  int n = 0;
-  while (c4_ring_pop(ring, &rec))
-    if (rec.kind == C4_REC_PATH) {
-      n++;
-      if (rec.path.busy_ns > longest) longest = rec.path.busy_ns;
-    }
-  ck_assert_int_ge(n, 1);
-  ck_assert_msg(longest < 300000000ull,
-                "a path record spans %.0f ms of busy time: the reader's stop, read as the path's",
-                (double)longest / 1e6);
   ck_assert_msg(tx->paths.held[0] + tx->paths.held[1] >= 1,
                 "no rate sample was dropped as held back by the stopped reader");
   free(a);
