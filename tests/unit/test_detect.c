@@ -117,6 +117,19 @@ static double twice_from_300(uint64_t s) { return s >= 300 ? 2 : 1; }
 static double a_little_more_from_60_to_72(uint64_t s) { return s >= 60 && s < 72 ? 1.12 : 1; }
 
 /* A detector with one communicator of n ranks, each its own host (node<r>). */
+/* setup() with a traffic plan whose JSON text is plan_json (written to a file c4mon reads). */
+static void setup_with_plan(const char *plan_json) {
+  char plan[] = "/tmp/c4-test-plan-XXXXXX";
+  int fd = mkstemp(plan);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(plan_json, f);
+  fclose(f);
+  setup(plan);
+  unlink(plan);
+}
+
 static void setup_comm(int n) {
   setup(NULL);
   for (int r = 0; r < n; r++)
@@ -862,18 +875,10 @@ END_TEST
 /* With a plan that routes one host pair alone over a spine, that pair's slow cell is the spine:
  * one path verdict, not a link. */
 START_TEST(a_slow_spine_that_one_pair_crosses_is_its_path) {
-  char plan[] = "/tmp/c4-test-plan-XXXXXX";
-  int fd = mkstemp(plan);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"]]},"
-        "{\"id\":\"spine0\",\"pairs\":[[\"node0\",\"node1\"],[\"node2\",\"node3\"],"
-        "[\"node3\",\"node4\"]]}]}",
-        f);
-  fclose(f);
-  setup(plan);
+  setup_with_plan("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"]]},"
+                  "{\"id\":\"spine0\",\"pairs\":[[\"node0\",\"node1\"],[\"node2\",\"node3\"],"
+                  "[\"node3\",\"node4\"]]}]}");
   run_xfers(1000 * MS, 16000 * MS, link_1_to_2_at_30);
-  unlink(plan);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
   ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "spine1");
@@ -894,25 +899,22 @@ static double spine_pairs_at_half(int s, int d, uint64_t t) {
   return ((s == 1 && d == 2) || (s == 3 && d == 4)) && t >= 12000 * MS ? 0.5 : 1;
 }
 
-START_TEST(cells_without_a_usual_do_not_hide_a_slow_spine) {
-  char plan[] = "/tmp/c4-test-plan-XXXXXX";
-  int fd = mkstemp(plan);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"],"
-        "[\"node3\",\"node4\"],[\"node0\",\"node3\"]]},"
-        "{\"id\":\"spine0\",\"pairs\":[[\"node0\",\"node1\"],[\"node2\",\"node3\"],"
-        "[\"node4\",\"node5\"],[\"node5\",\"node0\"]]}]}",
-        f);
-  fclose(f);
-  setup(plan);
-  unlink(plan);
-  run_xfers(1000 * MS, 12000 * MS, spine_pairs_at_half);
-  static uint64_t seq = 1u << 30;
+/* Transfers as run_xfers gives them at rate, with a traffic plan (plan_json), and from 12 s a
+ * newcomer pair node0 -> node3 that the plan puts on a spine: its cells have no baseline yet. */
+static void run_with_newcomer(const char *plan_json, double (*rate)(int, int, uint64_t)) {
+  setup_with_plan(plan_json);
+  run_xfers(1000 * MS, 12000 * MS, rate);
+  static uint64_t seq = 1u << 31;
   for (uint64_t t = 12000 * MS; t < 16000 * MS; t += 20 * MS) {
-    run_xfers(t, t + 20 * MS, spine_pairs_at_half);
-    received(999, 0, 3, seq++, 1048576, t, t + 5000, t + 5000 + (uint64_t)(1048576 / 5.0));
+    run_xfers(t, t + 20 * MS, rate);
+    received(998, 0, 3, seq++, 1048576, t, t + 5000, t + 5000 + (uint64_t)(1048576 / 10.0));
   }
+}
+
+START_TEST(cells_without_a_usual_do_not_hide_a_slow_spine) {
+  run_with_newcomer("{\"v\":1,\"paths\":[{\"id\":\"spine1\",\"pairs\":[[\"node1\",\"node2\"],"
+                    "[\"node3\",\"node4\"],[\"node0\",\"node3\"]]}]}",
+                    spine_pairs_at_half);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "path");
   ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "spine1");
@@ -928,22 +930,6 @@ END_TEST
  * carries (a link verdict), or a NIC whose cells it carries two of (a NIC verdict). Left out of
  * the spine's count, the newcomer made the link the spine's one cell (a path verdict) and the
  * NIC's two cells the whole spine (a path verdict, and the NIC's lost): a review found both. */
-static void run_with_newcomer(const char *plan_json, double (*rate)(int, int, uint64_t)) {
-  char plan[] = "/tmp/c4-test-plan-XXXXXX";
-  int fd = mkstemp(plan);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(plan_json, f);
-  fclose(f);
-  setup(plan);
-  unlink(plan);
-  run_xfers(1000 * MS, 12000 * MS, rate);
-  static uint64_t seq = 1u << 31;
-  for (uint64_t t = 12000 * MS; t < 16000 * MS; t += 20 * MS) {
-    run_xfers(t, t + 20 * MS, rate);
-    received(998, 0, 3, seq++, 1048576, t, t + 5000, t + 5000 + (uint64_t)(1048576 / 10.0));
-  }
-}
 
 static double node1_sends_at_half(int s, int d, uint64_t t) {
   (void)d;
@@ -1180,18 +1166,10 @@ static double node2_link_at_quarter(int s, int d, uint64_t t) {
  * cell out of it a path of its own (the hosts share a leaf). Both cells slow: one NIC verdict,
  * not the path (which would leave the cell into the NIC as a second verdict). */
 START_TEST(a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path) {
-  char plan[] = "/tmp/c4-test-plan-XXXXXX";
-  int fd = mkstemp(plan);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(
+  setup_with_plan(
       "{\"v\":1,\"paths\":[{\"id\":\"s0\",\"pairs\":[[\"node0\",\"node1\"],[\"node1\",\"node2\"]]},"
       "{\"id\":\"l0\",\"pairs\":[[\"node2\",\"node3\"]]},{\"id\":\"l1\",\"pairs\":[[\"node3\","
-      "\"node0\"]]}]}",
-      f);
-  fclose(f);
-  setup(plan);
-  unlink(plan);
+      "\"node0\"]]}]}");
   run_ring(1000 * MS, 18000 * MS, node2_link_at_quarter);
   json_t *e = only_comm_slow();
   const char *where = json_string_value(json_object_get(e, "where"));
