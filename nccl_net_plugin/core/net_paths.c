@@ -241,11 +241,10 @@ int c4_paths_fair_progress(struct c4_paths *p, int i, const struct c4_paths_coun
   if (rate_i > 0 &&
       (!(rate_f > 0) || (tf < C4_PATHS_FAIR_REF_MIN_NS && acked_f < C4_PATHS_FAIR_CHUNK)))
     return C4_PATHS_FAIR_OPEN;
-  if (held_back(p, r) || held_back(p, f)) { /* the reader's pace, not the paths': no result */
-    p->fair_every[r] *= 2;                  /* and a slow reader would hold the next one back too */
-    if (p->fair_every[r] > C4_PATHS_FAIR_MAX_NS) p->fair_every[r] = C4_PATHS_FAIR_MAX_NS;
-    return fair_judge(p, 0, rate_f, now);
-  }
+  /* a reader that held one of the two back and not the other skews their ratio (a rank stopped
+   * while one had a chunk in flight): no result; one that held both alike (a slow reader, a
+   * loopback test's own thread) slows both alike, and the ratio stands */
+  if (held_back(p, r) != held_back(p, f)) return fair_judge(p, 0, rate_f, now);
   *done = (struct c4_paths_fair_done){r, f, rate_i * ti, ti, rate_f * tf, tf};
   return fair_judge(p, rate_i, rate_f, now);
 }

@@ -164,8 +164,8 @@ static inline int c4_paths_fair_open(const struct c4_paths *p) { return p->fair 
  * of the two, which weighs 1 by the usual rule when the path is back at speed.
  * Returns 1 when the path weighs 1 again, 0 when it is still slow (its next re-measure at twice
  * the interval), either with *done filled in; C4_PATHS_FAIR_OPEN (-1) while it stays open, or when
- * it closed without a result (a path that delivered nothing, or one the receiver's window held
- * back, c4_paths_held, whose next re-measure is then twice as far off: counted in fair_dropped).
+ * it closed without a result (a path that delivered nothing, or one of the two that the
+ * receiver's window held back while the other was not, c4_paths_held: counted in fair_dropped).
  * While the
  * fastest path has sent nothing since its baseline (its chunks of the message were all out), or
  * less than C4_PATHS_FAIR_CHUNK in less than C4_PATHS_FAIR_REF_MIN_NS of busy time (the start of
