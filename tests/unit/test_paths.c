@@ -248,18 +248,25 @@ START_TEST(a_path_sized_off_even_is_measured_again_with_an_even_share_and_comes_
 }
 END_TEST
 
+/* Two paths, path 1 measured at rate_1 to path 0's 1.0, and path 1's first re-measure opened:
+ * returns when it opened. */
+static uint64_t open_remeasure(struct c4_paths *p, double rate_1) {
+  c4_paths_init(p, 2);
+  send_at(p, 0, 1.0, 4, MB);
+  send_at(p, 1, rate_1, 4, MB);
+  uint64_t t = 1000;
+  c4_paths_fair_tick(p, t);
+  t += C4_PATHS_FAIR_FIRST_NS;
+  ck_assert_int_eq(c4_paths_fair_tick(p, t), 1);
+  return t;
+}
+
 /* A re-measure with no traffic finds nothing and is dropped after C4_PATHS_FAIR_GIVE_UP_NS; one in
  * which the fastest path hardly needed busy time counts that time as C4_PATHS_FAIR_REF_MIN_NS, so
  * the path is judged no faster than that shows. */
 START_TEST(a_remeasure_without_traffic_is_dropped_and_a_barely_busy_reference_is_bounded) {
   struct c4_paths p;
-  c4_paths_init(&p, 2);
-  send_at(&p, 0, 1.0, 4, MB);
-  send_at(&p, 1, 0.1, 4, MB);
-  uint64_t t = 1000;
-  c4_paths_fair_tick(&p, t);
-  t += C4_PATHS_FAIR_FIRST_NS;
-  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  uint64_t t = open_remeasure(&p, 0.1);
   ck_assert_int_eq(c4_paths_fair_tick(&p, t + C4_PATHS_FAIR_GIVE_UP_NS - 1), 1);
   ck_assert_int_eq(c4_paths_fair_tick(&p, t + C4_PATHS_FAIR_GIVE_UP_NS), -1);
   ck_assert_uint_eq(p.fair_dropped, 1);
@@ -298,13 +305,7 @@ END_TEST
  * fastest has sent enough that its rate is not read low from the start of a message. */
 START_TEST(a_remeasure_waits_for_the_fastest_path_to_send_before_it_judges) {
   struct c4_paths p;
-  c4_paths_init(&p, 2);
-  send_at(&p, 0, 1.0, 4, MB);
-  send_at(&p, 1, 0.1, 4, MB);
-  uint64_t t = 1000;
-  c4_paths_fair_tick(&p, t);
-  t += C4_PATHS_FAIR_FIRST_NS;
-  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  uint64_t t = open_remeasure(&p, 0.1);
   struct c4_paths_fair_done d;
   struct c4_paths_count f0 = {8 * MB, 8000000, 0, 0, 0}, s0 = {MB, 10000000, 0, 0, 0};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &f0, t, &d), -1);
@@ -345,15 +346,9 @@ START_TEST(a_remeasure_the_receiver_held_back_has_no_result) {
   ck_assert_int_eq(c4_paths_held(0, 0), 0);
   for (int held = 0; held < 2; held++) {
     struct c4_paths p;
-    c4_paths_init(&p, 2);
-    send_at(&p, 0, 1.0, 4, MB);
-    send_at(&p, 1, 0.5, 4, MB);
+    uint64_t t = open_remeasure(&p, 0.5);
     double w = c4_paths_weight(&p, 1);
     ck_assert_double_lt(w, 1);
-    uint64_t t = 1000;
-    c4_paths_fair_tick(&p, t);
-    t += C4_PATHS_FAIR_FIRST_NS;
-    ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
     struct c4_paths_fair_done d;
     struct c4_paths_count zero = {0};
     ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &zero, t, &d), -1);
@@ -371,13 +366,7 @@ START_TEST(a_remeasure_the_receiver_held_back_has_no_result) {
   }
   /* both held alike: the same 4 MB each in the same held time, so at the same rate: back */
   struct c4_paths p;
-  c4_paths_init(&p, 2);
-  send_at(&p, 0, 1.0, 4, MB);
-  send_at(&p, 1, 0.5, 4, MB);
-  uint64_t t = 1000;
-  c4_paths_fair_tick(&p, t);
-  t += C4_PATHS_FAIR_FIRST_NS;
-  ck_assert_int_eq(c4_paths_fair_tick(&p, t), 1);
+  uint64_t t = open_remeasure(&p, 0.5);
   struct c4_paths_fair_done d;
   struct c4_paths_count zero = {0}, c = {4 * MB, 340000000, 0, 0, 300000000};
   ck_assert_int_eq(c4_paths_fair_progress(&p, 0, &zero, t, &d), -1);
