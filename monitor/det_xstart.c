@@ -89,6 +89,9 @@ static struct {
   struct usual *usual;      /* [CELLS], made on first use */
   float fastest[64];        /* per size class, the least usual of any cell (as last updated) */
   int fastest_cell[64];     /* the cell that holds it */
+  int16_t fastest_key[64];  /* and which of its usuals (class and order): a cell's later
+                             * transfer of a call (the other tree's broadcast) taking it over
+                             * lifted the fastest, and the later phase read as the first */
   struct held *q;           /* a ring, [head, tail) */
   size_t head, tail;
   uint64_t untracked; /* records whose post was not kept as their own (det_xstart_untracked) */
@@ -195,6 +198,7 @@ static int make_usual(void) {
   for (int c = 0; c < 64; c++) {
     xs.fastest[c] = INFINITY;
     xs.fastest_cell[c] = -1;
+    xs.fastest_key[c] = -1;
   }
   return 0;
 }
@@ -298,10 +302,11 @@ static float clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim
 /* Which phase a cell's usual puts it in: 0 near the fastest cells of its size class, 1 well
  * above them (it waits behind another phase of the call, as a tree's broadcast behind its
  * reduce). */
-static int phase_of(int cell, int cls, float usual) {
-  if (usual < xs.fastest[cls] || cell == xs.fastest_cell[cls]) {
+static int phase_of(int cell, int key, int cls, float usual) {
+  if (usual < xs.fastest[cls] || (cell == xs.fastest_cell[cls] && key == xs.fastest_key[cls])) {
     xs.fastest[cls] = usual;
     xs.fastest_cell[cls] = cell;
+    xs.fastest_key[cls] = (int16_t)key;
   }
   return usual - xs.fastest[cls] > LATER ? 1 : 0;
 }
@@ -326,7 +331,7 @@ float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
     return NAN;
   }
   if (!u->frozen) u->v[a] += RATE * clampf(dev, STEP);
-  *phase = phase_of(cell, cls, u->v[a]);
+  *phase = phase_of(cell, key, cls, u->v[a]);
   return dev;
 }
 
