@@ -168,8 +168,10 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   s->comm = comm;
   s->nranks = nranks;
   if (nranks > job_widest[job->id]) job_widest[job->id] = nranks;
-  for (int r = 0; r < nranks; r++)
+  for (int r = 0; r < nranks; r++) {
     s->waits_at[r] = -1;
+    det_noise_for_median(&s->rank[r].raw);
+  }
   s->waits_count = -1;
   s->by_number = -1; /* not yet decided */
   tracked_gen++;

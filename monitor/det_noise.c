@@ -38,16 +38,31 @@ static int kth_distance(const int16_t *s, int n, int m, int k) {
   return d;
 }
 
+/* How many of a median-fed window's n samples lie above the one its tail is read from: a
+ * thirty-second, and never none. Its largest sample was its tail while it held fewer than 32:
+ * one compute blip of 3x among a rank's young ratios lifted its threshold from 1.1x to 3.5x for
+ * seconds, and a 2x straggler that began then went unnamed. */
+static int above_tail(int n) { return n / 32 > 1 ? n / 32 : 1; }
+
+float det_noise_tail_z(int n) {
+  static float z[DET_NOISE_LEN + 1];
+  if (n < 1 || n > DET_NOISE_LEN) return NAN;
+  if (!z[n]) z[n] = (float)z_of((double)above_tail(n) / n);
+  return z[n];
+}
+
 /* Median, tail and MAD from the sorted window: each an index or a walk of n / 2 steps, where
  * three quickselects over a copy were a third of a 16,384-rank replay. The values are exactly
  * those selection gives (samples are multiples of 1 / 4096, so each difference is exact). */
 static void fit(struct det_noise *x) {
   int n = x->n, m = n / 2;
   float med = (float)x->sorted[m] / SCALE;
-  /* the 97th percentile (the second largest of 64) over its normal distance (1.88 standard
+  /* the 97th percentile (the third largest of 64) over its normal distance (1.88 standard
    * deviations): noise that comes in bursts (a busy host, a shared core) has a tail the MAD of
    * its calm majority misses */
-  float tail = ((float)x->sorted[n - 1 - n / 32] / SCALE - med) / 1.88f;
+  float tail = x->for_median
+                   ? ((float)x->sorted[n - 1 - above_tail(n)] / SCALE - med) / det_noise_tail_z(n)
+                   : ((float)x->sorted[n - 1 - n / 32] / SCALE - med) / 1.88f;
   float mad = 1.4826f * ((float)kth_distance(x->sorted, n, m, m) / SCALE);
   x->base = med;
   x->spread = mad > tail ? mad : tail;

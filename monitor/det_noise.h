@@ -1,11 +1,12 @@
 /* det_noise.h -- a signal's healthy spread, learned robustly: the last DET_NOISE_LEN healthy
  * samples (log factors) of one signal (a rank's compute share, a link's time per byte, a NIC's
  * row or column effect), their median (the baseline) and their spread: the larger of 1.4826 x
- * their median absolute deviation and their 95th percentile's distance from the median over
- * 1.645 (both a standard deviation's estimate for normal noise; the second also sees noise that
- * comes in bursts). A sample joins the window DET_NOISE_DELAY samples late, and not at all when
- * a verdict was raised on the signal meanwhile (det_noise_drop): the samples that start a fault
- * never become its baseline, while bursts too short for a verdict are learned as noise. A
+ * their median absolute deviation and their 97th percentile's distance from the median over
+ * 1.88 (both a standard deviation's estimate for normal noise; the second also sees noise that
+ * comes in bursts; under 32 samples the percentile is their largest, unless they feed a median:
+ * det_noise_for_median). A sample joins the window DET_NOISE_DELAY samples late, and not at all
+ * when a verdict was raised on the signal meanwhile (det_noise_drop): the samples that start a
+ * fault never become its baseline, while bursts too short for a verdict are learned as noise. A
  * detector adds nothing while a verdict stands on the signal. */
 #ifndef C4_DET_NOISE_H
 #define C4_DET_NOISE_H
@@ -26,7 +27,15 @@ struct det_noise {
   float base, spread;            /* median and spread as of the last fit */
   int16_t v[DET_NOISE_LEN];      /* samples, log units x 4096, in the order they came */
   int16_t sorted[DET_NOISE_LEN]; /* the same n samples in ascending order */
+  uint8_t for_median;            /* set by its detector: see det_noise_for_median */
 };
+
+/* Says that x's samples feed a median (a rank's compute ratios, behind its median of 12): one
+ * sample far out cannot move that median, so x's tail is never its largest sample. Other
+ * windows read a young window's (under 32 samples) tail from its largest: a cell that is often
+ * the matrix's median cell reads exactly 0 then, and its one sample above that is all that says
+ * how it varies (without it a healthy 4-rank job's loopback link was named at 1.26x). */
+static inline void det_noise_for_median(struct det_noise *x) { x->for_median = 1; }
 
 /* A hint before det_noise_add(x) in a loop over many signals: starts loading all of x (their
  * windows are tens of MB at 16,384 ranks, and an add reads four of x's five lines). */
@@ -52,6 +61,11 @@ void det_noise_add(struct det_noise *x, float v);
 
 /* A verdict was raised on the signal: the samples held back were the fault's, not noise. */
 static inline void det_noise_drop(struct det_noise *x) { x->nheld = 0; }
+
+/* The normal distance, in standard deviations, of the sample a window of n (1..DET_NOISE_LEN)
+ * feeding a median reads its tail from (its 97th percentile, or its second largest while n < 64)
+ * from their median: 1.86 at 64, 1.38 at 12. NAN for another n. */
+float det_noise_tail_z(int n);
 
 /* 1 when the signal has DET_NOISE_MIN samples: base and spread mean something. */
 static inline int det_noise_ready(const struct det_noise *x) { return x->n >= DET_NOISE_MIN; }
