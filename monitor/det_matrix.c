@@ -370,8 +370,9 @@ static void settle_held(uint64_t now) {
   while (det_xstart_release(now, &s)) {
     if (s.t_done <= s.t_start) continue;
     int cls = size_class(s.bytes), phase = 0;
-    float v = det_xstart_usual(
-        s.cell, s.order, cls, (float)log((double)(s.t_done - s.t_start) / (double)s.bytes), &phase);
+    float v = det_xstart_usual(s.cell, s.order, cls,
+                               (float)log((double)(s.t_done - s.t_start) / (double)s.bytes),
+                               s.t_done, &phase);
     if (!isnan(v) && !phase) add_sample(s.cell, cls, v, s.t_done);
   }
 }

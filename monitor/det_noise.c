@@ -46,7 +46,7 @@ static int above_tail(int n) { return n / 32 > 1 ? n / 32 : 1; }
 
 float det_noise_tail_z(int n) {
   static float z[DET_NOISE_LEN + 1];
-  if (n < 1 || n > DET_NOISE_LEN) return NAN;
+  if (n < DET_NOISE_MIN || n > DET_NOISE_LEN) return NAN;
   if (!z[n]) z[n] = (float)z_of((double)above_tail(n) / n);
   return z[n];
 }

@@ -22,12 +22,12 @@
  * detector judging thousands of signals reads one line of each. */
 struct det_noise {
   uint16_t n, pos, since; /* kept, next slot, added since the last fit */
-  uint16_t nheld;         /* samples held back, oldest first */
+  uint8_t nheld;          /* samples held back, oldest first */
+  uint8_t for_median;     /* set by its detector: see det_noise_for_median */
   float held[DET_NOISE_DELAY];
   float base, spread;            /* median and spread as of the last fit */
   int16_t v[DET_NOISE_LEN];      /* samples, log units x 4096, in the order they came */
   int16_t sorted[DET_NOISE_LEN]; /* the same n samples in ascending order */
-  uint8_t for_median;            /* set by its detector: see det_noise_for_median */
 };
 
 /* Says that x's samples feed a median (a rank's compute ratios, behind its median of 12): one
@@ -62,9 +62,9 @@ void det_noise_add(struct det_noise *x, float v);
 /* A verdict was raised on the signal: the samples held back were the fault's, not noise. */
 static inline void det_noise_drop(struct det_noise *x) { x->nheld = 0; }
 
-/* The normal distance, in standard deviations, of the sample a window of n (1..DET_NOISE_LEN)
- * feeding a median reads its tail from (its 97th percentile, or its second largest while n < 64)
- * from their median: 1.86 at 64, 1.38 at 12. NAN for another n. */
+/* The normal distance, in standard deviations, of the sample a window of n (DET_NOISE_MIN..
+ * DET_NOISE_LEN) feeding a median reads its tail from (its 97th percentile, or its second largest
+ * while n < 64) from their median: 1.86 at 64, 1.38 at 12. NAN for another n. */
 float det_noise_tail_z(int n);
 
 /* 1 when the signal has DET_NOISE_MIN samples: base and spread mean something. */

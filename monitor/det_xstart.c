@@ -32,6 +32,7 @@
 #define RATE 0.02f
 /* a cell this much slower than its size class's fastest (log 1.5) waits behind another phase */
 #define LATER 0.405f
+#define EPOCH_NS 2000000000ull /* how often a size class's fastest is read afresh */
 
 /* A communicator's latest posts, ascending: the RECENT largest seen (a collective's last
  * arrivals; a later call's posts push them out only when that call's records come within the
@@ -87,11 +88,9 @@ static struct {
   struct comm_posts comm[COMMS];
   struct rank_posts *ranks; /* [RANK_SLOTS], made on the first post that names its rank */
   struct usual *usual;      /* [CELLS], made on first use */
-  float fastest[64];        /* per size class, the least usual of any cell (as last updated) */
-  int fastest_cell[64];     /* the cell that holds it */
-  int16_t fastest_key[64];  /* and which of its usuals (class and order): a cell's later
-                             * transfer of a call (the other tree's broadcast) taking it over
-                             * lifted the fastest, and the later phase read as the first */
+  float fastest[64];        /* per size class, the least usual of its last epoch or since */
+  float epoch_least[64];    /* the least of this epoch's */
+  uint64_t epoch_end[64];   /* when this epoch ends (trace time); 0: none begun */
   struct held *q;           /* a ring, [head, tail) */
   size_t head, tail;
   uint64_t untracked; /* records whose post was not kept as their own (det_xstart_untracked) */
@@ -197,8 +196,8 @@ static int make_usual(void) {
   }
   for (int c = 0; c < 64; c++) {
     xs.fastest[c] = INFINITY;
-    xs.fastest_cell[c] = -1;
-    xs.fastest_key[c] = -1;
+    xs.epoch_least[c] = INFINITY;
+    xs.epoch_end[c] = 0;
   }
   return 0;
 }
@@ -299,19 +298,29 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
 
 static float clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim : x; }
 
-/* Which phase a cell's usual puts it in: 0 near the fastest cells of its size class, 1 well
- * above them (it waits behind another phase of the call, as a tree's broadcast behind its
- * reduce). */
-static int phase_of(int cell, int key, int cls, float usual) {
-  if (usual < xs.fastest[cls] || (cell == xs.fastest_cell[cls] && key == xs.fastest_key[cls])) {
-    xs.fastest[cls] = usual;
-    xs.fastest_cell[cls] = cell;
-    xs.fastest_key[cls] = (int16_t)key;
+/* Which phase a usual puts its cell in at time t: 0 near the fastest cells of its size class, 1
+ * well above them (it waits behind another phase of the call, as a tree's broadcast behind its
+ * reduce). The fastest goes down at once and up only when an epoch of EPOCH_NS ends, to that
+ * epoch's least: a usual that comes up, or stops coming, does not hold it low for good (one cell
+ * read fast once put every other cell of its class in a later phase, and a hand-written 4-rank
+ * minimal trace's matrix stopped judging 5 s in), and a cell's own later transfer of a call (the
+ * other tree's broadcast, twice as long) does not lift it (when it did, broadcast cells read as
+ * the first phase, and under a slow spine five false verdicts followed the spine's in a 64-rank
+ * minimal trace). An epoch is time, not a count of updates: at 4,096 ranks 256 updates were
+ * often one phase's alone, the broadcast's least became the fastest, and minimal traces drew
+ * 8,185 extra verdicts. */
+static int phase_of(int cls, float usual, uint64_t t) {
+  if (t >= xs.epoch_end[cls]) {
+    if (xs.epoch_end[cls] && isfinite(xs.epoch_least[cls])) xs.fastest[cls] = xs.epoch_least[cls];
+    xs.epoch_least[cls] = INFINITY;
+    xs.epoch_end[cls] = t + EPOCH_NS;
   }
+  if (usual < xs.fastest[cls]) xs.fastest[cls] = usual;
+  if (usual < xs.epoch_least[cls]) xs.epoch_least[cls] = usual;
   return usual - xs.fastest[cls] > LATER ? 1 : 0;
 }
 
-float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
+float det_xstart_usual(int cell, int order, int cls, float v, uint64_t t, int *phase) {
   if (cell < 0 || cell >= CELLS || cls < 0 || cls >= 64 || make_usual() != 0) return NAN;
   struct usual *u = &xs.usual[cell];
   int key = cls + 64 * order, a = 0;
@@ -331,7 +340,7 @@ float det_xstart_usual(int cell, int order, int cls, float v, int *phase) {
     return NAN;
   }
   if (!u->frozen) u->v[a] += RATE * clampf(dev, STEP);
-  *phase = phase_of(cell, key, cls, u->v[a]);
+  *phase = phase_of(cls, u->v[a], t);
   return dev;
 }
 

@@ -26,11 +26,11 @@ int det_xstart_hold(uint64_t comm, int cell, int peer, uint64_t bytes, uint64_t 
 int det_xstart_release(uint64_t now, struct det_xs_sample *out);
 
 /* A transfer of cell (size class cls, 0..63; order as its sample says) whose start was estimated,
- * v the log of its time per byte: returns v over the cell's usual for that class and order,
- * learned from its earlier ones, or NAN while the cell has too few to know it. *phase gets 1 when
- * the cell's usual is well above its size class's fastest cells' (it waits behind another phase of
- * the call), else 0: such cells are compared among themselves. */
-float det_xstart_usual(int cell, int order, int cls, float v, int *phase);
+ * v the log of its time per byte, completed at t: returns v over the cell's usual for that class
+ * and order, learned from its earlier ones, or NAN while the cell has too few to know it. *phase
+ * gets 1 when the cell's usual is well above its size class's fastest cells' (it waits behind
+ * another phase of the call), else 0: such cells are compared among themselves. */
+float det_xstart_usual(int cell, int order, int cls, float v, uint64_t t, int *phase);
 
 /* Whether a verdict stands on cell: while one does its usual stays as it was, so that a fault
  * that lasts is not learned as the cell's usual (a NIC sending 2.5x slower in a trace without
