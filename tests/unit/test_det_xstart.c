@@ -72,8 +72,8 @@ END_TEST
 
 /* A class's fastest cell that stops sending does not hold the fastest where it was: the others'
  * usuals, come up together (a slower phase of the job), read as the first phase again within an
- * epoch of the class's updates. Before, only the holder could raise it, and without it the class
- * read as a later phase for good. */
+ * epoch (2 s of trace; a sample here is 10 ms). Before, only the holder could raise it, and
+ * without it the class read as a later phase for good. */
 START_TEST(a_fastest_cell_that_stops_sending_lets_the_fastest_come_up) {
   det_xstart_reset();
   ck_assert_int_eq(feed(1, 0.0f, 20), 0);
