@@ -38,7 +38,7 @@
 #define UNEVEN 1.3        /* without a baseline, a rank this far over the median rank is slow */
 #define WAITED_ON (K / 2) /* last arrivals in the last K: the collective waits for this rank */
 #define NEAR_LAST 0.25    /* an arrival this share of the last one's gap from it counts as last */
-#define HOT_RUN 2         /* statistics past the threshold in a row before a verdict */
+#define HOT_RUN 2         /* statistics of a run past the threshold before a verdict */
 #define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
 #define HOT_HOLD 8        /* a hot run's samples held back from the baseline until it ends */
@@ -525,6 +525,20 @@ static void learn_hot_run(struct rank_state *rs) {
   rs->nhot = 0;
 }
 
+/* Whether a statistic under the threshold leaves a run against the rank's baseline going: its
+ * shortfall, in margins, is taken from the run's evidence, and the run goes on while some is left
+ * (a CUSUM). Ended at the first statistic under the threshold, a 3x pipeline stage whose
+ * statistic hovered at its young threshold (0.75 against 0.76, ASan beside two busy loops) had
+ * its run end by a hair, its slow samples learned, the threshold lifted to 2.5, and was never
+ * named. A run against the rank's peers (no baseline) has no evidence and ends at once. */
+static int dips_within_run(struct rank_state *rs, double stat) {
+  if (!rs->hot_run || rs->to_peers) return 0;
+  rs->evidence += (float)((stat - rs->ref) / (rs->thr - rs->ref) - 1);
+  if (rs->evidence > 0) return 1;
+  rs->evidence = 0;
+  return 0;
+}
+
 static void judge_rank(struct comm_state *s, int r, uint64_t t) {
   struct rank_state *rs = &s->rank[r];
   int sample = s->completed % EVERY == (unsigned)r % EVERY;
@@ -563,7 +577,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
       rs->nhot = 0;
       return;
     }
-  } else {
+  } else if (!dips_within_run(rs, stat)) {
     if (rs->hot_run) learn_hot_run(rs); /* it ended short of a verdict: a burst, so noise */
     rs->hot_run = 0;
   }

@@ -78,6 +78,13 @@ static double noisy_rank1_thrice_from_90(int r, uint64_t s) {
   double u = (double)((s * 2654435761u) % 1000) / 1000.0; /* even over [0, 1) */
   return (0.55 + 0.9 * u) * (s >= 90 && s < 190 ? 3.0 : 1.0);
 }
+/* Rank 1 as noisy, then from collective 90 3x slow in 11 collectives of every 16: its statistic
+ * past its young threshold, and under it now and then. */
+static double noisy_rank1_thrice_mostly_from_90(int r, uint64_t s) {
+  if (r != 1) return 1.0;
+  double u = (double)((s * 2654435761u) % 1000) / 1000.0; /* even over [0, 1) */
+  return (0.55 + 0.9 * u) * (s >= 90 && s % 16 < 11 ? 3.0 : 1.0);
+}
 
 /* Four pipeline stages meeting at a collective: stage 3 computes the head, 1.5x the others' 60 ms
  * (2% jitter), and times slow(seq) more; stage 0 ends the backward pass, leaving each collective
@@ -252,6 +259,20 @@ START_TEST(a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_lea
   uint64_t t = run_colls(4, 0, 90, 10 * MS, noisy_rank1_thrice_from_90);
   ck_assert_int_eq(json_array_size(events), 0);
   run_colls(4, 90, 100, t, noisy_rank1_thrice_from_90);
+  ck_assert_int_eq(count("straggler"), 1);
+  ck_assert_int_eq(first_rank(first("straggler")), 1);
+  c4_det_reset();
+}
+END_TEST
+
+/* The same rank slowed 3x with pauses: a statistic that dips under the threshold leaves the run
+ * going while its evidence lasts (ended at the first dip, the run's slow samples were learned,
+ * the threshold rose past the fault, and the rank was never named). */
+START_TEST(a_slow_rank_whose_statistic_dips_under_its_threshold_is_still_named) {
+  setup_comm(4);
+  uint64_t t = run_colls(4, 0, 90, 10 * MS, noisy_rank1_thrice_mostly_from_90);
+  ck_assert_int_eq(json_array_size(events), 0);
+  run_colls(4, 90, 200, t, noisy_rank1_thrice_mostly_from_90);
   ck_assert_int_eq(count("straggler"), 1);
   ck_assert_int_eq(first_rank(first("straggler")), 1);
   c4_det_reset();
@@ -1186,6 +1207,7 @@ int main(void) {
   tcase_add_test(tc, a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_clears);
   tcase_add_test(tc, steady_unevenness_and_one_off_blips_raise_nothing);
   tcase_add_test(tc, a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned);
+  tcase_add_test(tc, a_slow_rank_whose_statistic_dips_under_its_threshold_is_still_named);
   tcase_add_test(tc,
                  a_heavy_stage_the_collective_does_not_wait_for_is_judged_against_its_own_share);
   tcase_add_test(tc, a_heavy_stages_run_against_its_peers_is_no_evidence_once_it_has_a_baseline);
