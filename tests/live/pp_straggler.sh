@@ -6,9 +6,13 @@
 # a step here: stages differ by design, and the last stage's 1.7-1.9x the median stage in warm-up
 # is not a straggler, so before that a stage is named only if the collective waits for it). Pass:
 # while stage 1 is slow, c4mon names rank 1 and no other rank a straggler (the stages that wait
-# for it in receives are not named); layers move off stage 1 within 2 s of the verdict (without --monitor the trainer's
-# own reading must first stand --straggler-wait, 3 s: that run fails here); rank 1's verdict is
-# recovered; the layers are back to the even split after the heal and stay there to the end.
+# for it in receives are not named); layers move off stage 1 within 2 s of the verdict (without
+# --monitor the trainer's own reading must first stand --straggler-wait: that run fails here);
+# rank 1's verdict is recovered; the layers are back to the even split after the heal and stay
+# there to the end. The trainer's own wait is 12 s here, not its default 3 s: on a loaded machine
+# (the sanitizer build beside two busy loops) c4mon took 2-4 s to name the stage, the trainer's
+# own reading moved the layers first, the stage was no longer slow, and nobody was named: a race
+# the test is not about. The time c4mon took is printed.
 # Known and not asserted: after the heal, until the layers move back, the stage that took stage
 # 1's layers computes more than the median rank than it did while stage 1 was slow (c4mon judges a
 # rank against the median rank), and c4mon may name it for a few seconds (printed as a note).
@@ -40,7 +44,8 @@ feed=()
 [ "$MONITOR" = 1 ] && feed=(--monitor "127.0.0.1:$MON_SUB")
 C4_HOSTNAME=node-%r C4_MONITOR="$MON_RANKS" C4_TOKEN=live C4_JOB=live C4_DEBUG=NONE \
   "$BUILD/bin/c4train" --local-ranks 4 --pp 4 --layers 8 --width 32 --heads 2 --context 32 \
-  --steps "$STEPS" --eval-windows 4 --json --slow "1:3.0:$SLOW_FROM:$HEAL" "${feed[@]}" "$@" \
+  --steps "$STEPS" --eval-windows 4 --json --slow "1:3.0:$SLOW_FROM:$HEAL" --straggler-wait 12 \
+  "${feed[@]}" "$@" \
   >"$WORK/train.jsonl" 2>"$WORK/c4train.log"
 rc=$?
 mon_stop "$WORK"
@@ -63,8 +68,9 @@ jq -e -s 'any(.[]; .kind == "recovered" and .ranks == [1])' "$WORK/running.jsonl
 moved=$(jq -n -c --argjson s "$steps" '[$s[] | select(.l[1] < 2)] | .[0] // empty')
 [ -n "$moved" ] || fail "no layer ever moved off stage 1"
 after=$(jq -n --argjson m "$moved" "(\$m.t - $flagged) / 1e9")
-printf 'pp_straggler: rank 1 named; layers %s at step %s, %.2f s after the verdict\n' \
-  "$(jq -c .l <<<"$moved")" "$(jq .step <<<"$moved")" "$after"
+slow=$(jq -n --argjson s "$steps" "[\$s[] | select(.step == $SLOW_FROM)] | .[0].t")
+printf 'pp_straggler: rank 1 named %.2f s after step %s; layers %s at step %s, %.2f s after the verdict\n' \
+  "$(jq -n "($flagged - $slow) / 1e9")" "$SLOW_FROM" "$(jq -c .l <<<"$moved")" "$(jq .step <<<"$moved")" "$after"
 jq -e -n "$after <= 2" >/dev/null || fail "layers moved $after s after the verdict, not within 2 s"
 back=$(jq -n --argjson s "$steps" "[\$s[] | select(.step > $HEAL and .l == [2,2,2,2])] | .[0].step // 0")
 last=$(jq -n -c --argjson s "$steps" '$s[-1].l')
