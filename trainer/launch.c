@@ -127,7 +127,7 @@ static int supervise(const struct launch_opts *lo, struct attempt *a) {
   /* how long ranks that gave up on a peer wait for the rest before those are called hung */
   uint64_t grace_ns = (uint64_t)c4_env_long("C4TRAIN_HANG_GRACE_MS", 5000, 100, 3600000) * 1000000;
   uint64_t first_peer_lost = 0;
-  int running = a->world, failed = 0;
+  int running = a->world, failed = 0, hung_stopped = 0;
   while (running > 0) {
     int st;
     pid_t pid = waitpid(-1, &st, WNOHANG);
@@ -160,13 +160,16 @@ static int supervise(const struct launch_opts *lo, struct attempt *a) {
       }
     if (a->relayout_on) relayout_due(lo, a);
     pthread_mutex_unlock(&a->lock);
-    if (first_peer_lost && c4_now_ns() - first_peer_lost > grace_ns)
+    /* once: a killed rank counts as running until it is reaped, and was named again */
+    if (!hung_stopped && first_peer_lost && c4_now_ns() - first_peer_lost > grace_ns) {
+      hung_stopped = 1;
       for (int r = 0; r < a->world; r++)
         if (a->state[r] == RUNNING) {
           say(lo, "rank %d is hung (its peers gave up on it %d ms ago): stopping it", a->orig[r],
               (int)(grace_ns / 1000000));
           kill(a->pid[r], SIGKILL);
         }
+    }
     usleep(50000);
   }
   return failed;
