@@ -6,9 +6,10 @@
  * row (sending NIC), column (receiving NIC) and cell (link) effects; cells that share one path of
  * the traffic plan and are hot together name the path. A cell is hot when its deviation is past
  * z of its spreads and the minimum effect (docs/events.md); a cell still learning (its first
- * DET_NOISE_MIN evaluations) is not judged. A finding must hold for three evaluations in a row,
- * so one slow transfer (it sits in two windows) never alarms, and clears after three without
- * it. */
+ * DET_NOISE_MIN evaluations) is not judged, unless it carried traffic from the job's first phase
+ * and reads YOUNG_FACTOR times the median cell (young_cells). A finding must hold for three
+ * evaluations in a row, so one slow transfer (it sits in two windows) never alarms, and clears
+ * after three without it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,13 @@
  * them 4 times in 26 s. */
 #define NIC_STANDS 1
 #define EVIDENCE 2.0f
+/* A cell of the job's first phase without a baseline yet (its first DET_NOISE_MIN evaluations)
+ * this many times the median cell is judged against it: a fault that begins with a cell's
+ * traffic is named, not learned as its usual. Over what such cells read with no fault of their
+ * own: a 2x rule raised nothing in 30 healthy live recordings, and 2 NIC verdicts (2.9x and 4.9x
+ * rows) early in 2 of the drill's 11; 3x raised none. A later phase's new cells (a restarted
+ * job's new ring read 3-17x the median cell on the drill's fabric) get no such rule. */
+#define YOUNG_FACTOR 3.0
 #define MAX_CANDS 4096
 
 struct acc {
@@ -64,10 +72,12 @@ struct cell {
   float v_all; /* v with nothing left out: what rows, columns and paths count hot cells by */
   int n;
   /* against its own baseline: deviations of v and v_all (less the median cell's deviation), and
-   * how far past it is well outside its noise; judged: it has a baseline */
+   * how far past it is well outside its noise; judged: it has a baseline, or is young */
   float d, d_all, margin;
   int judged;
-  float n_usual; /* its typical transfers per window (0: none yet) */
+  uint8_t young; /* judged against the median cell (no baseline of its own yet), being far over */
+  uint8_t from_start; /* it carried traffic before any cell had a baseline: the first phase */
+  float n_usual;      /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -123,6 +133,7 @@ static struct {
   uint64_t eval_t;
   float overall;     /* the median cell's v */
   float dev_overall; /* the median judged cell's deviation from its baseline */
+  int any_baseline;  /* some cell has had a baseline: the job's first phase is over */
   double weight;     /* the window's transfer time, summed over cells (n x time per byte) */
   struct { /* connection id -> its cell + 1 (0: empty): a connection always joins the same two
               NICs. Open addressing, at most half full. */
@@ -227,6 +238,7 @@ static int cell_of(int src, int dst) {
       k = m.cell_hash[i] = m.ncells++;
       m.cell[k].src = src;
       m.cell[k].dst = dst;
+      m.cell[k].from_start = !m.any_baseline;
       for (int b = 0; b < 4; b++) {
         m.samples[k].b[b].hw = UINT64_MAX;
         for (int a = 0; a < CLASSES; a++)
@@ -933,6 +945,28 @@ static float fewer_transfers_margin(int i, float margin) {
   return grown < most ? grown : most;
 }
 
+/* The cells without a baseline that read YOUNG_FACTOR times the median cell or more, into the
+ * polish's arrays after the live judged cells (the median deviation is the judged cells' alone):
+ * each judged against the median cell, as its baseline, at a margin of that factor. Returns how
+ * many. */
+static int young_cells(int live) {
+  float margin = fmaxf((float)log(YOUNG_FACTOR), (float)ctx->noise.min_log);
+  int added = 0;
+  for (int i = 0; i < m.ncells; i++) {
+    struct cell *c = &m.cell[i];
+    c->young = 0;
+    if (!c->n || c->judged || !c->from_start || c->v - m.overall - m.dev_overall < margin) continue;
+    c->judged = c->young = 1;
+    c->d = c->v - m.overall;
+    c->d_all = c->v_all - m.overall;
+    c->margin = margin;
+    m.ev.lv[live + added] = c->d;
+    m.ev.ls[live + added] = c->src;
+    m.ev.ld[live + added++] = c->dst;
+  }
+  return added;
+}
+
 static int judged_cells(void) {
   int live = 0;
   for (int i = 0; i < m.ncells; i++) {
@@ -948,7 +982,8 @@ static int judged_cells(void) {
     m.ev.ld[live++] = c->dst;
   }
   m.dev_overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
-  return live;
+  if (live) m.any_baseline = 1;
+  return live + young_cells(live);
 }
 
 /* The cells under a verdict that this evaluation did not sight (a ring's NIC slow both ways
@@ -979,8 +1014,8 @@ static void learn(const char *hot_cell) {
     const struct cell *c = &m.cell[i];
     if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
-    det_xstart_freeze(i, hot_cell[i] >= 3);
-    if (hot_cell[i] >= 3) {
+    det_xstart_freeze(i, hot_cell[i] >= 3 || c->young);
+    if (hot_cell[i] >= 3 || c->young) { /* a young cell far over the rest: not its usual */
       det_noise_drop(&m.noise[i]);
       continue;
     }

@@ -742,6 +742,24 @@ static double one_slow_transfer(int s, int d, uint64_t t) {
   return s == 3 && d == 4 && t == 12000 * MS ? 0.2 : 1;
 }
 
+static double link_1_to_2_at_quarter_from_the_start(int s, int d, uint64_t t) {
+  (void)t;
+  return s == 1 && d == 2 ? 0.25 : 1;
+}
+
+/* run_xfers' traffic, all fine, and from 12 s on each host sending to the host three on as well,
+ * over a route 4x slower: a phase that begins after every cell has its baseline. */
+static void run_xfers_with_a_slow_new_route(uint64_t t0, uint64_t t1) {
+  static uint64_t seq;
+  run_xfers(t0, 12000 * MS, all_fine);
+  for (uint64_t t = 12000 * MS; t < t1; t += 20 * MS) {
+    run_xfers(t, t + 20 * MS, all_fine);
+    for (int s = 0; s < 6; s++)
+      received((uint64_t)(1000 + s), s, (s + 3) % 6, seq++, 1048576, t, t + 5000,
+               t + 5000 + (uint64_t)(1048576 / 10.0 * 4));
+  }
+}
+
 static json_t *only_comm_slow(void) {
   ck_assert_int_eq(count("comm_slow"), 1);
   return first("comm_slow");
@@ -810,6 +828,31 @@ START_TEST(one_slow_link_is_its_cell) {
   ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 2.8 && f < 3.9, "factor %.2f", f);
+  c4_det_reset();
+}
+END_TEST
+
+/* A link slow from its first transfer has no healthy usual to learn: judged against the median
+ * cell while no cell has a baseline, 4x is named (learned as the cell's usual, it never was). */
+START_TEST(a_link_slow_from_its_first_transfer_is_named) {
+  setup(NULL);
+  run_xfers(1000 * MS, 16000 * MS, link_1_to_2_at_quarter_from_the_start);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
+  c4_det_reset();
+}
+END_TEST
+
+/* Cells that first carry traffic in a later phase are not judged against the median cell: a new
+ * route 4x slower than the rest is its own usual (a restarted job's new ring read 3-17x the median
+ * cell on the drill's fabric, with no fault). */
+START_TEST(a_slow_route_that_a_later_phase_opens_is_its_own_usual) {
+  setup(NULL);
+  run_xfers_with_a_slow_new_route(1000 * MS, 22000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 0);
   c4_det_reset();
 }
 END_TEST
@@ -1237,6 +1280,8 @@ int main(void) {
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
   tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
   tcase_add_test(tc, a_slow_receiving_nic_is_its_column);
+  tcase_add_test(tc, a_link_slow_from_its_first_transfer_is_named);
+  tcase_add_test(tc, a_slow_route_that_a_later_phase_opens_is_its_own_usual);
   tcase_add_test(tc, one_slow_link_is_its_cell);
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
   tcase_add_test(tc, an_uneven_but_steady_all_to_all_raises_nothing);
