@@ -254,14 +254,20 @@ END_TEST
 /* A rank whose young baseline is wide (few samples, noisy ratios) and that turns 3x slow sums its
  * evidence slowly: its samples past the threshold are not learned while they sum, so they cannot
  * raise the threshold past the fault (learned as they came, they did: never named). */
-START_TEST(a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned) {
+/* 4 ranks slowed by slow(rank, seq): nothing in the first 90 collectives, then rank 1 alone named
+ * within `more` collectives. */
+static void rank1_named_after_90(double (*slow)(int, uint64_t), uint64_t more) {
   setup_comm(4);
-  uint64_t t = run_colls(4, 0, 90, 10 * MS, noisy_rank1_thrice_from_90);
+  uint64_t t = run_colls(4, 0, 90, 10 * MS, slow);
   ck_assert_int_eq(json_array_size(events), 0);
-  run_colls(4, 90, 100, t, noisy_rank1_thrice_from_90);
+  run_colls(4, 90, more, t, slow);
   ck_assert_int_eq(count("straggler"), 1);
   ck_assert_int_eq(first_rank(first("straggler")), 1);
   c4_det_reset();
+}
+
+START_TEST(a_noisy_rank_slowed_just_after_its_baseline_is_named_before_it_is_learned) {
+  rank1_named_after_90(noisy_rank1_thrice_from_90, 100);
 }
 END_TEST
 
@@ -269,13 +275,7 @@ END_TEST
  * going while its evidence lasts (ended at the first dip, the run's slow samples were learned,
  * the threshold rose past the fault, and the rank was never named). */
 START_TEST(a_slow_rank_whose_statistic_dips_under_its_threshold_is_still_named) {
-  setup_comm(4);
-  uint64_t t = run_colls(4, 0, 90, 10 * MS, noisy_rank1_thrice_mostly_from_90);
-  ck_assert_int_eq(json_array_size(events), 0);
-  run_colls(4, 90, 200, t, noisy_rank1_thrice_mostly_from_90);
-  ck_assert_int_eq(count("straggler"), 1);
-  ck_assert_int_eq(first_rank(first("straggler")), 1);
-  c4_det_reset();
+  rank1_named_after_90(noisy_rank1_thrice_mostly_from_90, 200);
 }
 END_TEST
 
@@ -818,14 +818,20 @@ START_TEST(a_nic_slow_both_ways_is_one_verdict) {
 }
 END_TEST
 
-START_TEST(one_slow_link_is_its_cell) {
+/* run_xfers for 15 s at rate: the one verdict, a link from node1 to node2. */
+static json_t *the_link_1_to_2(double (*rate)(int src, int dst, uint64_t t)) {
   setup(NULL);
-  run_xfers(1000 * MS, 16000 * MS, link_1_to_2_at_30);
+  run_xfers(1000 * MS, 16000 * MS, rate);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
   json_t *link = json_object_get(e, "link");
   ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
   ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
+  return e;
+}
+
+START_TEST(one_slow_link_is_its_cell) {
+  json_t *e = the_link_1_to_2(link_1_to_2_at_30);
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 2.8 && f < 3.9, "factor %.2f", f);
   c4_det_reset();
@@ -835,13 +841,7 @@ END_TEST
 /* A link slow from its first transfer has no healthy usual to learn: judged against the median
  * cell while no cell has a baseline, 4x is named (learned as the cell's usual, it never was). */
 START_TEST(a_link_slow_from_its_first_transfer_is_named) {
-  setup(NULL);
-  run_xfers(1000 * MS, 16000 * MS, link_1_to_2_at_quarter_from_the_start);
-  json_t *e = only_comm_slow();
-  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
+  the_link_1_to_2(link_1_to_2_at_quarter_from_the_start);
   c4_det_reset();
 }
 END_TEST
