@@ -46,6 +46,7 @@
  * job's new ring read 3-17x the median cell on the drill's fabric) get no such rule. */
 #define YOUNG_FACTOR 3.0
 #define MAX_CANDS 4096
+#define HOT_HOLD 8 /* a hot run's samples held back from the baseline until it ends */
 
 struct acc {
   int8_t cls; /* log2 of bytes; -1 unused */
@@ -77,7 +78,9 @@ struct cell {
   int judged;
   uint8_t young; /* judged against the median cell (no baseline of its own yet), being far over */
   uint8_t from_start; /* it carried traffic before any cell had a baseline: the first phase */
-  float n_usual;      /* its typical transfers per window (0: none yet) */
+  uint8_t nhot;       /* samples of its run past its margin held back, oldest first */
+  float hot_v[HOT_HOLD];
+  float n_usual; /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -1008,20 +1011,37 @@ static void hold_back_standing(char *hot_cell) {
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
  * stands on them or a slow path explains them: then what they held back was the fault's start (a
  * fault never becomes a baseline), and the usual their estimated starts are read against
- * (det_xstart) is held too. */
+ * (det_xstart) is held too. A hot cell's samples (no verdict yet) wait until its run ends: learned
+ * then if it ended short of a verdict, dropped if it made one (up to HOT_HOLD; beyond that the
+ * oldest is learned). Learned as they came, a link at 30% in a minimal trace, whose hot
+ * evaluations went now to its link candidate, now to its one-cell path's, so that neither's
+ * streak completed, had its slow samples learned after 5 hot evaluations: never named. */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
-    const struct cell *c = &m.cell[i];
+    struct cell *c = &m.cell[i];
     if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
     det_xstart_freeze(i, hot_cell[i] >= 3 || c->young);
     if (hot_cell[i] >= 3 || c->young) { /* a young cell far over the rest: not its usual */
       det_noise_drop(&m.noise[i]);
+      c->nhot = 0;
       continue;
     }
-    det_noise_add(&m.noise[i], c->v - m.overall);
-    struct cell *w = &m.cell[i];
-    w->n_usual = w->n_usual ? 0.9f * w->n_usual + 0.1f * (float)c->n : (float)c->n;
+    float v = c->v - m.overall;
+    if (c->judged && dev_all_of(c) >= c->margin) { /* hot, no verdict yet: held */
+      if (c->nhot == HOT_HOLD) {
+        det_noise_add(&m.noise[i], c->hot_v[0]);
+        memmove(c->hot_v, c->hot_v + 1, (HOT_HOLD - 1) * sizeof *c->hot_v);
+        c->nhot--;
+      }
+      c->hot_v[c->nhot++] = v;
+    } else {
+      for (int k = 0; k < c->nhot; k++) /* its run ended short of a verdict: a burst, so noise */
+        det_noise_add(&m.noise[i], c->hot_v[k]);
+      c->nhot = 0;
+      det_noise_add(&m.noise[i], v);
+    }
+    c->n_usual = c->n_usual ? 0.9f * c->n_usual + 0.1f * (float)c->n : (float)c->n;
   }
 }
 
