@@ -56,7 +56,8 @@ struct rank_state {
   uint16_t near_last; /* bit i: it arrived last, or within NEAR_LAST of the last one's gap of
                          it, i collectives ago */
   float gap_ring[K];  /* and the compute gaps they came from, in ns */
-  float evidence;     /* excess over the threshold, in margins, summed over this run past it */
+  float evidence;     /* excess over the threshold, in margins, summed over this run past it,
+                         less the shortfalls of its dips under it */
   uint64_t hot_since;
   long hot_from; /* the comm's completed count when this run past the threshold began */
   uint8_t nhot;  /* samples of this hot run held back, oldest first */
@@ -502,12 +503,13 @@ static void learn(struct rank_state *rs, float stat, float raw) {
   det_noise_add(&rs->raw, raw);
 }
 
-/* A sample of a hot run (statistic past the threshold, no verdict yet) waits for the run's end:
- * learned then if the run ended short of a verdict, dropped if it made one. Learned as it came,
- * a slow fault's samples joined the baseline while its evidence was still summing and, in a young
- * window, raised the threshold past the fault (pp_straggler: a stage 3x slow, its threshold
- * 0.98 rising to 3.8 in log units, never named). A run longer than HOT_HOLD samples has its
- * oldest learned: a small lasting shift is the rank's new normal. */
+/* A sample of a hot run (statistic past the threshold, or dipping under it with evidence left;
+ * no verdict yet) waits for the run's end: learned then if the run ended short of a verdict,
+ * dropped if it made one. Learned as it came, a slow fault's samples joined the baseline while
+ * its evidence was still summing and, in a young window, raised the threshold past the fault
+ * (pp_straggler: a stage 3x slow, its threshold 0.98 rising to 3.8 in log units, never named). A
+ * run longer than HOT_HOLD samples has its oldest learned: a small lasting shift is the rank's
+ * new normal. */
 static void hold_hot(struct rank_state *rs, float stat, float raw) {
   if (rs->nhot == HOT_HOLD) {
     learn(rs, rs->hot_stat[0], rs->hot_raw[0]);

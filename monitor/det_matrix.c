@@ -41,9 +41,11 @@
 /* A cell of the job's first phase without a baseline yet (its first DET_NOISE_MIN evaluations)
  * this many times the median cell is judged against it: a fault that begins with a cell's
  * traffic is named, not learned as its usual. Over what such cells read with no fault of their
- * own: a 2x rule raised nothing in 30 healthy live recordings, and 2 NIC verdicts (2.9x and 4.9x
- * rows) early in 2 of the drill's 11; 3x raised none. A later phase's new cells (a restarted
- * job's new ring read 3-17x the median cell on the drill's fabric) get no such rule. */
+ * own: a 2x rule raised nothing in 30 healthy live recordings, and a NIC verdict early in 2 of
+ * the drill's 11 (its rows read 2.9x and 4.9x over the few cells then past 2x); 3x raised none.
+ * A later phase's new cells (a restarted job's new ring read 3-17x the median cell on the drill's
+ * fabric) get no such rule. The price: a cell 3x slower than the rest by design from the start
+ * (a link that slow is worth a look) is named, and stays named while it stays so. */
 #define YOUNG_FACTOR 3.0
 #define MAX_CANDS 4096
 #define HOT_HOLD 8 /* a hot run's samples held back from the baseline until it ends */
@@ -136,7 +138,8 @@ static struct {
   uint64_t eval_t;
   float overall;     /* the median cell's v */
   float dev_overall; /* the median judged cell's deviation from its baseline */
-  int any_baseline;  /* some cell has had a baseline: the job's first phase is over */
+  int any_baseline;  /* some cell has had a baseline: the first phase is over (of the first job
+                        c4mon watches: later jobs' cells get no young rule) */
   double weight;     /* the window's transfer time, summed over cells (n x time per byte) */
   struct { /* connection id -> its cell + 1 (0: empty): a connection always joins the same two
               NICs. Open addressing, at most half full. */
@@ -652,7 +655,8 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
     if (path[i] < 0) continue;
     live[path[i]]++;
     if (!c->judged)
-      continue; /* no usual yet (a phase that began with the fault): not a calm cell */
+      continue; /* no usual yet (a phase that began with the fault), under the young factor:
+                   not a calm cell */
     cells[path[i]]++;
     if (cell_hot(c)) {
       hot[path[i]]++;
@@ -666,7 +670,8 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
   }
   /* A path the plan gives one cell (one host pair crosses that spine) is named when that cell is
    * slow as a link would need: the plan says where the slowdown is, and the cell alone cannot.
-   * Cells without a baseline yet are neither hot nor calm, but a path is named only when its hot
+   * Cells without a baseline yet are neither hot nor calm (unless young: far over the median
+   * cell in the first phase, judged against it, and hot), but a path is named only when its hot
    * cells are half of all it carries: a link or a NIC that a new phase's cells happen to share a
    * path with stays a link or a NIC. */
   for (int p = 0; p < np; p++) {
@@ -716,7 +721,11 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     int total = 0, hotn = 0;
     for (int i = 0; i < m.ncells; i++) {
       struct cell *c = &m.cell[i];
-      if (!c->n || !c->judged || (by_src ? c->src : c->dst) != k || hot_cell[i] >= 2) continue;
+      if (!c->n || (by_src ? c->src : c->dst) != k || hot_cell[i] >= 2) continue;
+      if (!c->judged) { /* a first-phase cell under the young factor is a calm one */
+        total += c->from_start;
+        continue;
+      }
       total++;
       hotn += cell_hot(c);
     }
@@ -772,8 +781,14 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
   struct way *w = NULL;
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
-    if (!c->n || !c->judged || (hot_cell[i] >= 2 && hot_cell[i] != ON_SLOW_PATH) || c->margin <= 0)
+    if (!c->n || (hot_cell[i] >= 2 && hot_cell[i] != ON_SLOW_PATH)) continue;
+    if (!c->judged && c->from_start) { /* a first-phase cell under the young factor: calm */
+      if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
+      w[c->src].cells[0]++;
+      w[c->dst].cells[1]++;
       continue;
+    }
+    if (!c->judged || c->margin <= 0) continue;
     if (!w && !(w = calloc((size_t)m.nnodes, sizeof *w))) return;
     for (int d = 0; d < 2; d++) {
       struct way *x = &w[d ? c->dst : c->src];
@@ -1011,7 +1026,8 @@ static void hold_back_standing(char *hot_cell) {
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
  * stands on them or a slow path explains them: then what they held back was the fault's start (a
  * fault never becomes a baseline), and the usual their estimated starts are read against
- * (det_xstart) is held too. A hot cell's samples (no verdict yet) wait until its run ends: learned
+ * (det_xstart) is held too. A hot cell's samples (no verdict yet) wait until its run ends (and its
+ * estimated starts' usual stays as it was meanwhile): learned
  * then if it ended short of a verdict, dropped if it made one (up to HOT_HOLD; beyond that the
  * oldest is learned). Learned as they came, a link at 30% in a minimal trace, whose hot
  * evaluations went now to its link candidate, now to its one-cell path's, so that neither's
@@ -1021,14 +1037,15 @@ static void learn(const char *hot_cell) {
     struct cell *c = &m.cell[i];
     if (i + 8 < m.ncells) det_noise_prefetch(&m.noise[i + 8]);
     if (!c->n) continue;
-    det_xstart_freeze(i, hot_cell[i] >= 3 || c->young);
+    int hot = c->judged && dev_all_of(c) >= c->margin;
+    det_xstart_freeze(i, hot_cell[i] >= 3 || c->young || hot);
     if (hot_cell[i] >= 3 || c->young) { /* a young cell far over the rest: not its usual */
       det_noise_drop(&m.noise[i]);
       c->nhot = 0;
       continue;
     }
     float v = c->v - m.overall;
-    if (c->judged && dev_all_of(c) >= c->margin) { /* hot, no verdict yet: held */
+    if (hot) { /* no verdict yet: held */
       if (c->nhot == HOT_HOLD) {
         det_noise_add(&m.noise[i], c->hot_v[0]);
         memmove(c->hot_v, c->hot_v + 1, (HOT_HOLD - 1) * sizeof *c->hot_v);
