@@ -41,7 +41,6 @@
 #define HOT_RUN 2         /* statistics of a run past the threshold before a verdict */
 #define EVIDENCE 4.0      /* and their excess over it, in margins, summed: severity x duration */
 #define CALM_RUN (3 * K)  /* statistics back under it in a row before a verdict clears */
-#define HOT_HOLD 8        /* a hot run's samples held back from the baseline until it ends */
 #define MAX_TRACKED 1024  /* communicators with identity or straggler state */
 
 /* What every collective reads of each rank (its newest ratio, threshold and state) is in its
@@ -60,11 +59,10 @@ struct rank_state {
                          less the shortfalls of its dips under it */
   uint64_t hot_since;
   long hot_from; /* the comm's completed count when this run past the threshold began */
-  uint8_t nhot;  /* samples of this hot run held back, oldest first */
-  float hot_stat[HOT_HOLD], hot_raw[HOT_HOLD];
-  struct det_noise noise; /* the statistic's */
-  struct det_noise raw;   /* the ratios' own: a rank that is often the median rank has a
-                             statistic that sits still, though its ratios do not */
+  struct det_noise_hold hot_stat, hot_raw; /* this hot run's samples of each, held back */
+  struct det_noise noise;                  /* the statistic's */
+  struct det_noise raw; /* the ratios' own: a rank that is often the median rank has a
+                           statistic that sits still, though its ratios do not */
 };
 
 _Static_assert(offsetof(struct rank_state, gap_ring) <= 64,
@@ -504,27 +502,17 @@ static void learn(struct rank_state *rs, float stat, float raw) {
 }
 
 /* A sample of a hot run (statistic past the threshold, or dipping under it with evidence left;
- * no verdict yet) waits for the run's end: learned then if the run ended short of a verdict,
- * dropped if it made one. Learned as it came, a slow fault's samples joined the baseline while
- * its evidence was still summing and, in a young window, raised the threshold past the fault
- * (pp_straggler: a stage 3x slow, its threshold 0.98 rising to 3.8 in log units, never named). A
- * run longer than HOT_HOLD samples has its oldest learned: a small lasting shift is the rank's
- * new normal. */
+ * no verdict yet) waits for the run's end (det_noise_hold). Learned as it came, a stage 3x slow in
+ * pp_straggler had its threshold rise from 0.98 to 3.8 in log units in a young window, and was
+ * never named. */
 static void hold_hot(struct rank_state *rs, float stat, float raw) {
-  if (rs->nhot == HOT_HOLD) {
-    learn(rs, rs->hot_stat[0], rs->hot_raw[0]);
-    memmove(rs->hot_stat, rs->hot_stat + 1, (HOT_HOLD - 1) * sizeof *rs->hot_stat);
-    memmove(rs->hot_raw, rs->hot_raw + 1, (HOT_HOLD - 1) * sizeof *rs->hot_raw);
-    rs->nhot--;
-  }
-  rs->hot_stat[rs->nhot] = stat;
-  rs->hot_raw[rs->nhot++] = raw;
+  det_noise_hold(&rs->hot_stat, &rs->noise, stat);
+  det_noise_hold(&rs->hot_raw, &rs->raw, raw);
 }
 
 static void learn_hot_run(struct rank_state *rs) {
-  for (int i = 0; i < rs->nhot; i++)
-    learn(rs, rs->hot_stat[i], rs->hot_raw[i]);
-  rs->nhot = 0;
+  det_noise_release(&rs->hot_stat, &rs->noise);
+  det_noise_release(&rs->hot_raw, &rs->raw);
 }
 
 /* Whether a statistic under the threshold leaves a run against the rank's baseline going: its
@@ -576,7 +564,8 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
       raise_straggler(s, r, stat);
       det_noise_drop(&rs->noise);
       det_noise_drop(&rs->raw);
-      rs->nhot = 0;
+      det_noise_hold_drop(&rs->hot_stat);
+      det_noise_hold_drop(&rs->hot_raw);
       return;
     }
   } else if (!dips_within_run(rs, stat)) {

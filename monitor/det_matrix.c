@@ -48,7 +48,6 @@
  * (a link that slow is worth a look) is named, and stays named while it stays so. */
 #define YOUNG_FACTOR 3.0
 #define MAX_CANDS 4096
-#define HOT_HOLD 8 /* a hot run's samples held back from the baseline until it ends */
 
 struct acc {
   int8_t cls; /* log2 of bytes; -1 unused */
@@ -80,9 +79,8 @@ struct cell {
   int judged;
   uint8_t young; /* judged against the median cell (no baseline of its own yet), being far over */
   uint8_t from_start; /* it carried traffic before any cell had a baseline: the first phase */
-  uint8_t nhot;       /* samples of its run past its margin held back, oldest first */
-  float hot_v[HOT_HOLD];
-  float n_usual; /* its typical transfers per window (0: none yet) */
+  struct det_noise_hold hot; /* its run past its margin's samples, held back */
+  float n_usual;             /* its typical transfers per window (0: none yet) */
 };
 
 struct node {
@@ -1026,12 +1024,11 @@ static void hold_back_standing(char *hot_cell) {
 /* Cells teach their baselines every evaluation, bursts of noise included, except while a verdict
  * stands on them or a slow path explains them: then what they held back was the fault's start (a
  * fault never becomes a baseline), and the usual their estimated starts are read against
- * (det_xstart) is held too. A hot cell's samples (no verdict yet) wait until its run ends (and its
- * estimated starts' usual stays as it was meanwhile): learned
- * then if it ended short of a verdict, dropped if it made one (up to HOT_HOLD; beyond that the
- * oldest is learned). Learned as they came, a link at 30% in a minimal trace, whose hot
- * evaluations went now to its link candidate, now to its one-cell path's, so that neither's
- * streak completed, had its slow samples learned after 5 hot evaluations: never named. */
+ * (det_xstart) is held too. A hot cell's samples (no verdict yet) wait until its run ends
+ * (det_noise_hold), and its estimated starts' usual stays as it was meanwhile. Learned as they
+ * came, a link at 30% in a minimal trace, whose hot evaluations went now to its link candidate, now
+ * to its one-cell path's, so that neither's streak completed, had its slow samples learned after 5
+ * hot evaluations: never named. */
 static void learn(const char *hot_cell) {
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
@@ -1041,21 +1038,14 @@ static void learn(const char *hot_cell) {
     det_xstart_freeze(i, hot_cell[i] >= 3 || c->young || hot);
     if (hot_cell[i] >= 3 || c->young) { /* a young cell far over the rest: not its usual */
       det_noise_drop(&m.noise[i]);
-      c->nhot = 0;
+      det_noise_hold_drop(&c->hot);
       continue;
     }
     float v = c->v - m.overall;
     if (hot) { /* no verdict yet: held */
-      if (c->nhot == HOT_HOLD) {
-        det_noise_add(&m.noise[i], c->hot_v[0]);
-        memmove(c->hot_v, c->hot_v + 1, (HOT_HOLD - 1) * sizeof *c->hot_v);
-        c->nhot--;
-      }
-      c->hot_v[c->nhot++] = v;
+      det_noise_hold(&c->hot, &m.noise[i], v);
     } else {
-      for (int k = 0; k < c->nhot; k++) /* its run ended short of a verdict: a burst, so noise */
-        det_noise_add(&m.noise[i], c->hot_v[k]);
-      c->nhot = 0;
+      det_noise_release(&c->hot, &m.noise[i]);
       det_noise_add(&m.noise[i], v);
     }
     c->n_usual = c->n_usual ? 0.9f * c->n_usual + 0.1f * (float)c->n : (float)c->n;

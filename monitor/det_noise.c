@@ -136,3 +136,18 @@ float det_noise_margin_scaled(const struct det_noise *x, const struct det_noise_
   float m = z * spread;
   return m > (float)k->min_log ? m : (float)k->min_log;
 }
+
+void det_noise_hold(struct det_noise_hold *h, struct det_noise *x, float v) {
+  if (h->n == DET_NOISE_HOLD) {
+    det_noise_add(x, h->v[0]);
+    memmove(h->v, h->v + 1, (DET_NOISE_HOLD - 1) * sizeof *h->v);
+    h->n--;
+  }
+  h->v[h->n++] = v;
+}
+
+void det_noise_release(struct det_noise_hold *h, struct det_noise *x) {
+  for (int i = 0; i < h->n; i++)
+    det_noise_add(x, h->v[i]);
+  h->n = 0;
+}

@@ -62,6 +62,27 @@ void det_noise_add(struct det_noise *x, float v);
 /* A verdict was raised on the signal: the samples held back were the fault's, not noise. */
 static inline void det_noise_drop(struct det_noise *x) { x->nheld = 0; }
 
+/* A hot run's samples (a signal past its threshold, no verdict yet), held back from its window
+ * until the run ends: learned then if it ended short of a verdict (a burst, so noise), dropped if
+ * it made one (the fault's own). Learned as they came (three samples late), a slow fault's samples
+ * joined its baseline while its evidence was still summing and lifted the threshold past it. A
+ * run longer than DET_NOISE_HOLD samples has its oldest learned: a small lasting shift is the
+ * signal's new normal. Zero-initialized. */
+#define DET_NOISE_HOLD 8
+struct det_noise_hold {
+  uint8_t n; /* held, oldest first */
+  float v[DET_NOISE_HOLD];
+};
+
+/* Holds v for x; when the hold is full, its oldest joins x. */
+void det_noise_hold(struct det_noise_hold *h, struct det_noise *x, float v);
+
+/* The run ended short of a verdict: what h held joins x. */
+void det_noise_release(struct det_noise_hold *h, struct det_noise *x);
+
+/* The run made a verdict (or was the fault's anyway): what h held is dropped. */
+static inline void det_noise_hold_drop(struct det_noise_hold *h) { h->n = 0; }
+
 /* The normal distance, in standard deviations, of the sample a window of n (DET_NOISE_MIN..
  * DET_NOISE_LEN) feeding a median reads its tail from (its 97th percentile, or its second largest
  * while n < 64) from their median: 1.86 at 64, 1.38 at 12. NAN for another n. */

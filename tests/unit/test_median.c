@@ -2,7 +2,8 @@
  * position of short arrays (the sorting network), on both sides of the histogram's threshold, and
  * on the values that strain it (duplicates, negatives, one far outlier, a range too narrow to
  * divide into buckets); and a signal's noise window (det_noise) fits the median, MAD and upper tail
- * that sorting its last DET_NOISE_LEN samples gives. */
+ * that sorting its last DET_NOISE_LEN samples gives, and a held hot run joins it only when
+ * released. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -163,6 +164,48 @@ START_TEST(noise_window_fits_what_sorting_gives) {
 }
 END_TEST
 
+/* Two windows fed the same samples, one through a hold: equal in every sample and place. */
+static void ck_same_window(const struct det_noise *a, const struct det_noise *b) {
+  ck_assert_int_eq(a->n, b->n);
+  ck_assert_int_eq(a->nheld, b->nheld);
+  ck_assert_mem_eq(a->v, b->v, sizeof a->v);
+  ck_assert_mem_eq(a->held, b->held, sizeof a->held);
+}
+
+START_TEST(a_held_run_joins_its_window_only_when_released_and_never_when_dropped) {
+  struct det_noise direct = {0}, through = {0};
+  struct det_noise_hold h = {0};
+  for (int i = 0; i < 20; i++) {
+    det_noise_add(&direct, 0.01f * (float)(i % 5));
+    det_noise_add(&through, 0.01f * (float)(i % 5));
+  }
+  /* a burst of 5 held, then released: the window as if each came in turn */
+  for (int i = 0; i < 5; i++) {
+    det_noise_hold(&h, &through, 0.5f + 0.1f * (float)i);
+    ck_assert_int_eq(through.n + through.nheld, 20);
+  }
+  det_noise_release(&h, &through);
+  ck_assert_int_eq(h.n, 0);
+  for (int i = 0; i < 5; i++)
+    det_noise_add(&direct, 0.5f + 0.1f * (float)i);
+  ck_same_window(&direct, &through);
+  /* a run that made a verdict: dropped, the window untouched */
+  for (int i = 0; i < 3; i++)
+    det_noise_hold(&h, &through, 2.0f);
+  det_noise_hold_drop(&h);
+  det_noise_release(&h, &through);
+  ck_same_window(&direct, &through);
+  /* a run longer than the hold: its oldest samples join, in order, as the newest come */
+  for (int i = 0; i < DET_NOISE_HOLD + 3; i++)
+    det_noise_hold(&h, &through, 0.2f + 0.01f * (float)i);
+  ck_assert_int_eq(h.n, DET_NOISE_HOLD);
+  for (int i = 0; i < 3; i++)
+    det_noise_add(&direct, 0.2f + 0.01f * (float)i);
+  ck_same_window(&direct, &through);
+  ck_assert_float_eq(h.v[0], 0.2f + 0.01f * 3);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("median");
   TCase *tc = tcase_create("median");
@@ -172,6 +215,7 @@ int main(void) {
   tcase_add_test(tc, degenerate_ranges_fall_back_and_stay_exact);
   tcase_add_test(tc, noise_window_fits_what_sorting_gives);
   tcase_add_test(tc, one_outlier_in_a_young_median_fed_window_does_not_make_its_spread);
+  tcase_add_test(tc, a_held_run_joins_its_window_only_when_released_and_never_when_dropped);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
