@@ -32,9 +32,10 @@ struct det_noise {
 
 /* Says that x's samples feed a median (a rank's compute ratios, behind its median of 12): one
  * sample far out cannot move that median, so x's tail is never its largest sample. Other
- * windows read a young window's (under 32 samples) tail from its largest: a cell that is often
- * the matrix's median cell reads exactly 0 then, and its one sample above that is all that says
- * how it varies (without it a healthy 4-rank job's loopback link was named at 1.26x). */
+ * windows read a young window's (under 32 samples) tail from its largest: a young window's few
+ * samples understate a signal that varies in bursts (read from the second largest, a healthy
+ * 4-rank job's loopback link was named at 1.26x, when the median cell still read 0 against
+ * itself). */
 static inline void det_noise_for_median(struct det_noise *x) { x->for_median = 1; }
 
 /* A hint before det_noise_add(x) in a loop over many signals: starts loading all of x (their
