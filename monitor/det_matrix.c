@@ -134,7 +134,9 @@ static struct {
   int ncand;
   uint64_t dropped;
   uint64_t eval_t;
-  float overall;     /* the median cell's v */
+  float overall;   /* the median cell's v, as it read before it was read against the rest */
+  int median_cell; /* that cell, moved by median_moved to read against the rest (-1: none) */
+  float median_moved;
   float dev_overall; /* the median judged cell's deviation from its baseline */
   int any_baseline;  /* some cell has had a baseline: the first phase is over (of the first job
                         c4mon watches: later jobs' cells get no young rule) */
@@ -577,6 +579,9 @@ static int cell_hot(const struct cell *c) {
   return c->n && c->judged && dev_all_of(c) >= c->margin;
 }
 
+/* Cell i's v as it measured it: the median cell's before it was read against the rest. */
+static float own_v(int i) { return m.cell[i].v - (i == m.median_cell ? m.median_moved : 0); }
+
 /* The share of the window's transfer time that cells slower than their baseline lose: the job's
  * communication time this fault costs. Cells: which(i, arg) != 0. */
 static double cost_of(int (*which)(int i, const void *arg), const void *arg) {
@@ -584,7 +589,7 @@ static double cost_of(int (*which)(int i, const void *arg), const void *arg) {
   for (int i = 0; i < m.ncells; i++) {
     const struct cell *c = &m.cell[i];
     if (!c->n || !c->judged || !which(i, arg) || dev_of(c) <= 0) continue;
-    lost += c->n * exp(c->v) * (1 - exp(-dev_of(c)));
+    lost += c->n * exp(own_v(i)) * (1 - exp(-dev_of(c)));
   }
   return m.weight > 0 ? fmin(1.0, lost / m.weight) : 0;
 }
@@ -1094,27 +1099,32 @@ static void class_medians(int nws, float ref[64]) {
 /* The median cell reads exactly the median, 0 against it, whatever it does: in a small matrix
  * (a 4-host ring) one cell is the median cell most evaluations, and its window of zeros said it
  * never varied (a spread of 0.021 in log units), so its healthy bursts (1.4x for a second, every
- * few seconds) were named (3 of 18 healthy 600-step jobs, a link at 1.15x to 1.46x). It reads
- * instead against the median of the other cells (the next value above it for an even count of
- * cells, below it for an odd one), as every other cell in effect does. At 16,384 NICs this
- * moves one cell of millions. */
+ * few seconds) were named (a link at 1.46x in 1 of 18 healthy 600-step jobs, at 1.15x in CI). It
+ * reads instead against the median of the other cells: for an even count the next value above
+ * it; for an odd count the others have two middle values, and it takes the one above too. Read
+ * against the one below, the median cell of a 3-cell matrix whose third cell is a fast one
+ * (a host's own loopback) read 4x in the job's first phase, and was named by the first-phase
+ * rule (young_cells). What it costs and what the matrix shows stay what it measured (own_v).
+ * At 16,384 NICs this moves one cell of millions. */
 static void median_cell_against_the_rest(int live) {
-  float above = INFINITY, below = -INFINITY;
+  m.median_cell = -1;
+  m.median_moved = 0;
+  float above = INFINITY;
   int equal = 0;
   for (int j = 0; j < live; j++) { /* the live values, in the order the median left them */
     float v = m.ev.scratch[j];
     equal += v == m.overall;
     if (v > m.overall && v < above) above = v;
-    if (v < m.overall && v > below) below = v;
   }
-  float rest = live % 2 ? below : above;
-  if (equal != 1 || !isfinite(rest)) return; /* a tie: the rest's median is the median too */
+  /* two cells reading the same are both the median: neither is singled out */
+  if (equal != 1 || !isfinite(above)) return;
   for (int i = 0; i < m.ncells; i++) {
     struct cell *c = &m.cell[i];
     if (!c->n || c->v != m.overall) continue;
-    float moved = m.overall - rest; /* its value against the rest, less what it read */
-    c->v += moved;
-    c->v_all += moved;
+    m.median_cell = i;
+    m.median_moved = m.overall - above; /* its value against the rest, less what it read */
+    c->v += m.median_moved;
+    c->v_all += m.median_moved;
     return;
   }
 }
@@ -1265,8 +1275,8 @@ json_t *det_matrix_state(void) {
   for (int i = 0; i < m.ncells && json_array_size(cells) < 100000; i++) {
     const struct cell *c = &m.cell[i];
     if (c->n)
-      json_array_append_new(cells,
-                            json_pack("[i, i, f, i]", c->src, c->dst, exp(c->v - m.overall), c->n));
+      json_array_append_new(
+          cells, json_pack("[i, i, f, i]", c->src, c->dst, exp(own_v(i) - m.overall), c->n));
   }
   return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job ? m.job->name : "", "nodes",
                    nodes, "cells", cells, "rows", rows, "cols", cols, "t", (json_int_t)m.eval_t,
