@@ -562,10 +562,8 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     int ready = det_noise_ready(&rs->noise);
     if (rs->hot_run >= HOT_RUN && (ready ? rs->evidence >= EVIDENCE : waited_on(s, rs))) {
       raise_straggler(s, r, stat);
-      det_noise_drop(&rs->noise);
-      det_noise_drop(&rs->raw);
-      det_noise_hold_drop(&rs->hot_stat);
-      det_noise_hold_drop(&rs->hot_raw);
+      det_noise_hold_drop(&rs->hot_stat, &rs->noise);
+      det_noise_hold_drop(&rs->hot_raw, &rs->raw);
       return;
     }
   } else if (!dips_within_run(rs, stat)) {

@@ -1042,8 +1042,7 @@ static void learn(const char *hot_cell) {
     int hot = c->judged && dev_all_of(c) >= c->margin;
     det_xstart_freeze(i, hot_cell[i] >= 3 || c->young || hot);
     if (hot_cell[i] >= 3 || c->young) { /* a young cell far over the rest: not its usual */
-      det_noise_drop(&m.noise[i]);
-      det_noise_hold_drop(&c->hot);
+      det_noise_hold_drop(&c->hot, &m.noise[i]);
       continue;
     }
     float v = c->v - m.overall;

@@ -81,8 +81,12 @@ void det_noise_hold(struct det_noise_hold *h, struct det_noise *x, float v);
 /* The run ended short of a verdict: what h held joins x. */
 void det_noise_release(struct det_noise_hold *h, struct det_noise *x);
 
-/* The run made a verdict (or was the fault's anyway): what h held is dropped. */
-static inline void det_noise_hold_drop(struct det_noise_hold *h) { h->n = 0; }
+/* The run made a verdict (or was the fault's anyway): what h held and what x still held back
+ * (det_noise_drop) are dropped, the fault's own. */
+static inline void det_noise_hold_drop(struct det_noise_hold *h, struct det_noise *x) {
+  h->n = 0;
+  det_noise_drop(x);
+}
 
 /* The normal distance, in standard deviations, of the sample a window of n (DET_NOISE_MIN..
  * DET_NOISE_LEN) feeding a median reads its tail from (its 97th percentile, or its second largest

@@ -189,11 +189,13 @@ START_TEST(a_held_run_joins_its_window_only_when_released_and_never_when_dropped
   for (int i = 0; i < 5; i++)
     det_noise_add(&direct, 0.5f + 0.1f * (float)i);
   ck_same_window(&direct, &through);
-  /* a run that made a verdict: dropped, the window untouched */
+  /* a run that made a verdict: dropped with what the window still held back, the window's kept
+   * samples untouched */
   for (int i = 0; i < 3; i++)
     det_noise_hold(&h, &through, 2.0f);
-  det_noise_hold_drop(&h);
+  det_noise_hold_drop(&h, &through);
   det_noise_release(&h, &through);
+  det_noise_drop(&direct);
   ck_same_window(&direct, &through);
   /* a run longer than the hold: its oldest samples join, in order, as the newest come */
   for (int i = 0; i < DET_NOISE_HOLD + 3; i++)
