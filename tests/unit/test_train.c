@@ -540,6 +540,23 @@ static pid_t rank_pid(pid_t launcher, int rank) {
   return found;
 }
 
+/* The drill's standard error without its step lines (what the launcher and the ranks said
+ * about the lost rank), for a failure's message. */
+static const char *launcher_lines(char *buf, size_t cap) {
+  char path[512], line[512];
+  snprintf(path, sizeof path, "%s/drill.err", dir);
+  FILE *f = fopen(path, "r");
+  size_t at = 0;
+  buf[0] = 0;
+  while (f && fgets(line, sizeof line, f) && at + strlen(line) + 3 < cap)
+    if (strncmp(line, "step", 4) != 0) {
+      line[strcspn(line, "\n")] = 0;
+      at += (size_t)snprintf(buf + at, cap - at, " | %s", line);
+    }
+  if (f) fclose(f);
+  return buf;
+}
+
 /* Runs a job of `job` (its ranks, data and layout), hits rank 1 with sig at step 6, and checks
  * the job ends at step 24 and started on the worlds `worlds` (3 then 2: 32). */
 static void drill_job(int sig, const char *job, int worlds) {
@@ -579,7 +596,9 @@ static void drill_job(int sig, const char *job, int worlds) {
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "c4train ended with %d", st);
   ck_assert_int_eq(last_step, 24);
-  ck_assert_int_eq(worlds_seen, worlds);
+  char said[4096];
+  ck_assert_msg(worlds_seen == worlds, "worlds %d, expected %d; the launcher said:%s", worlds_seen,
+                worlds, launcher_lines(said, sizeof said));
   unsetenv("C4_COLL_TIMEOUT_MS");
   unsetenv("C4TRAIN_HANG_GRACE_MS");
 }
