@@ -248,6 +248,43 @@ START_TEST(a_healed_rank_reading_just_over_the_threshold_gets_its_work_back) {
 }
 END_TEST
 
+/* A rank left with less work reads slower per unit of it than it is (on a shared machine its
+ * peers compute on with the caches to themselves): here stage 1 of 4 x 2 layers, 3x slow in
+ * steps 5-25, reads 1.8x whenever it holds 1 layer, which the plan for 1.8x keeps it at. On its
+ * way down its reading halves its excess, so it gets its 2 layers back on trial, reads healthy
+ * there, and keeps them: back within two windows of the heal and even to the end. A stage that
+ * stays 1.8x for real is tried once on the way down and shed again after a window, and then
+ * keeps its plan (a steady reading brings no second trial). */
+START_TEST(a_rank_reading_slow_only_while_it_holds_less_gets_its_work_back) {
+  for (int real = 0; real <= 1; real++) {
+    srand(11);
+    struct layer_plan p;
+    ck_assert_int_eq(layer_plan_init(&p, 4, 1, 8, 8, NULL, 1), 0);
+    double slow[4] = {1, 1, 1, 1};
+    struct layer_plan_report rep[4];
+    int shed = 0, back = 0, moves_after = 0;
+    for (int step = 1; step <= 25 + 6 * LAYER_PLAN_WINDOW; step++) {
+      slow[1] = step >= 5 && step <= 25 ? 3 : real || p.split[1] < 2 ? 1.8 : 1;
+      synth(4, p.split, slow, 0.03, 0, rep);
+      int moved = layer_plan_step(&p, rep);
+      if (step > 25 + 3 * LAYER_PLAN_WINDOW) moves_after += moved;
+      if (!shed && p.split[1] < 2) shed = step;
+      if (shed && !back && p.split[1] == 2) back = step;
+    }
+    ck_assert_int_gt(shed, 5);
+    ck_assert_int_gt(back, 25);
+    ck_assert_int_le(back, 25 + 2 * LAYER_PLAN_WINDOW);
+    if (real) { /* shed again after its trial, and steady since */
+      ck_assert_int_eq(p.split[1], 1);
+      ck_assert_int_eq(moves_after, 0);
+    } else {
+      ck_assert_int_eq(memcmp(p.split, p.even, 4 * sizeof(int)), 0);
+    }
+    layer_plan_free(&p);
+  }
+}
+END_TEST
+
 /* c4mon's straggler factor for a rank moves layers at once, before any window has filled, and
  * the plan's own measurement takes over after LAYER_PLAN_WINDOW steps: a rank c4mon called 3x
  * slow that measures healthy gets its layers back. */
@@ -429,6 +466,7 @@ int main(void) {
   tcase_add_test(t, layers_or_micro_batches_whichever_is_predicted_faster);
   tcase_add_test(t, c4mon_s_verdict_moves_layers_before_the_windows_fill);
   tcase_add_test(t, a_healed_rank_reading_just_over_the_threshold_gets_its_work_back);
+  tcase_add_test(t, a_rank_reading_slow_only_while_it_holds_less_gets_its_work_back);
   tcase_add_test(t, the_wait_rides_out_a_burst_unless_c4mon_names_the_rank);
   tcase_add_test(t, a_stage_holds_only_its_layers);
   tcase_add_test(t, moving_layers_keeps_every_bit_and_the_loss);

@@ -25,6 +25,7 @@
 #include "ckpt.h"
 #include "gpt.h"
 #include "mon_sub.h"
+#include "planner.h"
 #include "text_data.h"
 
 static char dir[] = "/tmp/c4-train-test-XXXXXX";
@@ -689,9 +690,10 @@ END_TEST
 
 /* --straggler-wait 0: the pipeline planner's default wait (3 s of steps) is longer than these
  * runs' slow spells; these tests are about what it does once it acts. */
+#define RESPLIT_STEPS 80
 #define RESPLIT                                                                                    \
   "--width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 --eval-windows 8 --json "    \
-  "--steps 60 --slow 1:3:5:25 --ckpt-every 60 --straggler-wait 0"
+  "--steps 80 --slow 1:3:5:25 --ckpt-every 60 --straggler-wait 0"
 
 /* The tensors of two checkpoints of step 60 are the same bits. */
 static void same_checkpoints(const char *a_dir, const char *b_dir) {
@@ -711,12 +713,17 @@ static void same_checkpoints(const char *a_dir, const char *b_dir) {
 }
 
 /* --pp 4 with stage 1 3x slow in steps 5-25: its layers move to the others once the plan has
- * seen it (LAYER_PLAN_MIN_STEPS), and back once it has healed, within two windows (the run goes
- * on past those, so that a return made late under load is told from none; a failure prints
- * stage 1's layers and slowdown at each step after the heal); the layers' weights and moments
- * move whole and the arithmetic is the same wherever a layer runs, so every step's loss and the
- * final model are the bits of the run that never moved a layer. A checkpoint written while the
- * layers are moved resumes on one rank with the losses of a run that never stopped. */
+ * seen it (LAYER_PLAN_MIN_STEPS), and back once its own reading says it has healed: within a
+ * window of the first step at which stage 1 reads under the straggler threshold (the window lets
+ * another stage's passing burst hold the plan), which must come within the run. The strict "back
+ * within two windows of the heal" is test_layer_plan's, on synthetic steps: here, under ASan on a
+ * loaded CI machine, a stage left with one layer once read 1.46x for 20 steps after the heal
+ * (idle: 1.05-1.3, falling to healthy within 10 steps), so the bound is the reading's, not the
+ * drill's. A failure prints every stage's layers and slowdowns at each step after the heal. The
+ * layers' weights and moments move whole and the arithmetic is the same wherever a layer runs,
+ * so every step's loss and the model at step 60 are the bits of the run that never moved a layer.
+ * A checkpoint written while the layers are moved resumes on one rank with the losses of a run
+ * that never stopped. */
 START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   ck_assert_int_eq(run("pp4", RESPLIT " --layers 8 --local-ranks 4 --pp 4 --ckpt-dir %s/pp4", dir),
                    0);
@@ -725,22 +732,33 @@ START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
                        dir),
                    0);
   json_t *got = events("pp4", "step"), *want = events("kept", "step");
-  ck_assert_int_eq(json_array_size(got), 60);
-  int shed = 0, back = 0, at = 0;
-  char seen[1024] = "";
-  for (int st = 1; st <= 60; st++) {
+  ck_assert_int_eq(json_array_size(got), RESPLIT_STEPS);
+  int shed = 0, healed = 0, back = 0, at = 0;
+  char seen[4096] = "";
+  for (int st = 1; st <= RESPLIT_STEPS; st++) {
     json_t *step = json_array_get(got, (size_t)st - 1);
-    int slow_layers = (int)json_integer_value(json_array_get(json_object_get(step, "layers"), 1));
-    if (st > 25 && at < (int)sizeof seen - 16)
-      at += snprintf(seen + at, sizeof seen - (size_t)at, " %d:%d@%.2f", st, slow_layers,
-                     json_number_value(json_array_get(json_object_get(step, "pipe_slowdown"), 1)));
+    json_t *layers = json_object_get(step, "layers"),
+           *slow = json_object_get(step, "pipe_slowdown");
+    int slow_layers = (int)json_integer_value(json_array_get(layers, 1));
+    if (st > 25 && at < (int)sizeof seen - 64) {
+      at += snprintf(seen + at, sizeof seen - (size_t)at, " %d:", st);
+      for (int s = 0; s < 4; s++)
+        at += snprintf(seen + at, sizeof seen - (size_t)at, "%s%d@%.2f", s ? "," : "",
+                       (int)json_integer_value(json_array_get(layers, (size_t)s)),
+                       json_number_value(json_array_get(slow, (size_t)s)));
+    }
     if (!shed && slow_layers < 2) shed = st;
+    if (st > 25 && !healed && json_number_value(json_array_get(slow, 1)) < C4_SPLIT_STRAGGLER)
+      healed = st;
     if (shed && !back && slow_layers == 2) back = st;
     ck_assert_msg(step_loss(got, st) == step_loss(want, st), "step %d: %.9f vs %.9f", st,
                   step_loss(got, st), step_loss(want, st));
   }
   ck_assert_msg(shed > 5 && shed <= 5 + 16, "layers moved at step %d", shed);
-  ck_assert_msg(back > 25 && back <= 25 + 2 * 16, "back at step %d (step:layers@slowdown%s)", back,
+  ck_assert_msg(healed && healed <= RESPLIT_STEPS - 16,
+                "stage 1 read healthy at step %d (step:layers@slowdown per stage%s)", healed, seen);
+  ck_assert_msg(back > 25 && back <= healed + 16,
+                "back at step %d, healthy at %d (step:layers@slowdown per stage%s)", back, healed,
                 seen);
   json_decref(got);
   json_decref(want);
