@@ -258,6 +258,29 @@ static json_t *the_path_verdict(const char *path) {
   return e;
 }
 
+static double healthy_hops(int hop, uint64_t t) {
+  (void)hop, (void)t;
+  return 1;
+}
+/* h0 -> h1's socket on s1 left a trickle from 30 s to 50 s (a plan moved its flow off s1, or a
+ * slow link elsewhere paces the ring): one sample a second, not ten; from 35 s at a quarter of its
+ * sibling's rate, as the small chunks of a trickle read on a healthy path (make drill) */
+static double s1_socket_trickles(int hop, int sock, uint64_t t) {
+  if (hop != 0 || sock != 1 || t < 30000 * MS || t >= 50000 * MS) return 1;
+  return t % (1000 * MS) >= 100 * MS ? 0 : t < 35000 * MS ? 1 : 0.25;
+}
+
+/* A socket's trickle (80 ms of busy time in the pooled 4 s) starts no verdict: without THICK_NS,
+ * `path s1` at 4x. (A path whose rate falls as its share does is a congested one: that starts
+ * while the socket is thick, and is named, a_congested_spine_... above.) */
+START_TEST(a_socket_left_a_trickle_starts_no_verdict) {
+  setup_drill_plan();
+  run_ring(s1_socket_trickles, healthy_hops);
+  ck_assert_int_eq(count("comm_slow"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 /* A congested spine with healthy hosts, transfers and path records as the drill gives them: the
  * path is named as soon as without the NIC rule. */
 START_TEST(a_congested_spine_with_healthy_hosts_is_named_as_fast_as_before) {
@@ -380,6 +403,7 @@ int main(void) {
   tcase_add_test(tc, a_spines_fault_seen_from_its_siblings_does_not_blind_the_other_spine);
   tcase_add_test(tc, healthy_noise_raises_nothing);
   tcase_add_test(tc, without_a_plan_path_records_name_nothing);
+  tcase_add_test(tc, a_socket_left_a_trickle_starts_no_verdict);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
