@@ -25,7 +25,8 @@
  * sockets of connections that cross a host whose NIC the matrix finds slow (a verdict on its way),
  * or under a NIC verdict until NIC_HOLD_NS ago, are not judged (a path left with none of its
  * sockets has a calm look). A look at a socket's trickle (THICK_NS) may hold or clear its path's
- * verdict but counts in no streak, and teaches no baseline. */
+ * verdict but counts in no streak, and teaches no baseline; a socket in its first NEW_SOCK_NS
+ * is not judged. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,11 @@
  * past 1.0 from their baselines in 12% of healthy looks; over 120 ms none past 1.0 in 1,415,
  * healthy or paced). A small job's sockets, a sample a second each, are thin as usual: judged. */
 #define THICK_NS 120000000ull
+/* A socket's first records (a job's start, or its restart on fewer ranks) are TCP's slow start and
+ * the weights' first guesses: its rate over the first two pooled spans says little of its path
+ * (make drill: the restarted job's h0 -> h1 socket on s1 read 3.0x its sibling in its first look,
+ * 1.6x 3 s later, and its path, whose noise the job before had taught, was named at 2.6x) */
+#define NEW_SOCK_NS (2 * SPAN * HALF_NS)
 #define MAX_SOCKS (1 << 14)
 #define STREAK 3
 #define EVIDENCE 2.0f
@@ -68,6 +74,8 @@ struct sock {
   int excused;   /* its connection crosses a host whose NIC is slow (or lately was) */
   int disturbed; /* a path of its connection was on its way to a verdict or under one last time */
   int thin;      /* this look's busy time is a trickle's: under THICK_NS and half its usual */
+  uint64_t born_ns;        /* when c4mon first saw it */
+  int young;               /* ... less than NEW_SOCK_NS ago */
   double usual_busy_ns;    /* its busy time per look, learned with its baseline (0: none yet) */
   struct det_noise own;    /* its healthy d: a connection's sockets may share paths unevenly */
   double lost_ns, busy_ns; /* the window's busy time beyond the sibling's pace, and all of it */
@@ -132,6 +140,7 @@ void det_paths_take(const struct c4_det_job *job, const struct c4_path_record *a
     snprintf(s->src, sizeof s->src, "%s", a->self.host);
     snprintf(s->dst, sizeof s->dst, "%s", a->peer.host);
     s->path = det_plan_sock_path(s->src, s->dst, a->sock, a->src_port);
+    s->born_ns = ctx->now;
     for (int i = 0; i < RING; i++)
       s->hw[i] = UINT64_MAX;
   }
@@ -350,6 +359,8 @@ static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum
     all_busy += s->busy_ns;
     s->excused = p.nnic && (nic_held(s->src) || nic_held(s->dst));
     s->thin = s->busy_ns < THICK_NS && s->busy_ns < s->usual_busy_ns / 2;
+    s->young = ctx->now - s->born_ns < NEW_SOCK_NS;
+    if (s->young) continue; /* says nothing yet, nor teaches */
     if (!s->split || s->path >= np) continue;
     if (s->thin && !p.track[s->path].raised)
       continue; /* a trickle may hold or clear a verdict, not make one */
@@ -436,7 +447,7 @@ static void evaluate(uint64_t w) {
   for (long i = 0; i < n; i++) {
     struct sock *s = v[i];
     if (!s->has) continue;
-    if (s->excused || s->disturbed || s->thin ||
+    if (s->excused || s->disturbed || s->thin || s->young ||
         (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak))) {
       det_noise_drop(&s->own);
       continue;

@@ -52,6 +52,9 @@ static double noise(uint64_t *state, double a) {
   return exp((2 * u - 1) * log(1 + a));
 }
 
+/* The ring's connection ids are conn_base + hop: a restarted job's are new. */
+static uint64_t conn_base = 0xc0;
+
 /* Path records of every data socket of the ring from t0 to t1: each socket sends a 20 ms busy
  * sample every 100 ms at about 1 GB/s times rate(hop, sock, t), as the plugin's weights sample
  * it; none where rate is 0 (a socket the weights keep off even shares reports nothing). */
@@ -64,7 +67,7 @@ static void run_paths_every(uint64_t t0, uint64_t t1, double (*rate)(int hop, in
         struct c4_record r = {.kind = C4_REC_PATH};
         double bps = 1.0 * rate(hop, sock, t) * noise(&state, 0.4); /* bytes per ns */
         if (bps <= 0) continue;
-        r.path = (struct c4_path_record){.conn_id = 0xc0 + (uint64_t)hop,
+        r.path = (struct c4_path_record){.conn_id = conn_base + (uint64_t)hop,
                                          .sock = (uint8_t)sock,
                                          .nsocks = 2,
                                          .src_port = 0,
@@ -91,7 +94,7 @@ static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int hop, uint64_t
       struct c4_record r = {.kind = C4_REC_XFER};
       r.xfer = (struct c4_xfer_record){.dir = C4_DIR_RECV,
                                        .status = C4_XFER_OK,
-                                       .conn_id = 0xc0 + (uint64_t)hop,
+                                       .conn_id = conn_base + (uint64_t)hop,
                                        .seq = seq++,
                                        .bytes = 1048576,
                                        .t_posted = t,
@@ -281,6 +284,41 @@ START_TEST(a_socket_left_a_trickle_starts_no_verdict) {
 }
 END_TEST
 
+/* The job restarted at 30 s on new connections, whose h0 -> h1 socket on s1 reads a third of its
+ * sibling's rate in its first 3 s (TCP's slow start, the weights' first guesses), as in a
+ * restarted make drill job. */
+static double new_s1_socket_starts_slow(int hop, int sock, uint64_t t) {
+  if (t >= 30000 * MS) conn_base = 0xd0;
+  return hop == 0 && sock == 1 && t >= 30000 * MS && t < 33000 * MS ? 1.0 / 3 : 1;
+}
+
+/* ... and restarted at 30 s with spine s1 at a tenth until 50 s */
+static double new_sockets_on_a_congested_spine(int hop, int sock, uint64_t t) {
+  if (t >= 30000 * MS) conn_base = 0xd0;
+  return (hop == 0 || hop == 2) && sock == 1 && t >= 30000 * MS && t < 50000 * MS ? 0.1 : 1;
+}
+
+/* A new socket says nothing for its first two pooled spans: the restarted job raises nothing
+ * (without NEW_SOCK_NS, `path s1` at 3x, against the noise its path learned before), and a path
+ * congested on new sockets is named once they are 8 s old. */
+START_TEST(a_restarted_job_s_new_sockets_are_judged_once_past_their_start) {
+  setup_drill_plan();
+  run_ring(new_s1_socket_starts_slow, healthy_hops);
+  ck_assert_int_eq(count("comm_slow"), 0);
+  conn_base = 0xc0;
+  c4_det_reset();
+  setup_drill_plan();
+  run_ring(new_sockets_on_a_congested_spine, healthy_hops);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  json_t *e = first("comm_slow");
+  ck_assert_str_eq(json_string_value(json_object_get(e, "path")), "s1");
+  double at = (double)json_integer_value(json_object_get(e, "t")) / 1e9 - 30;
+  ck_assert_msg(at >= 8 && at <= 8 + 2.21, "flagged %.2f s after the restart", at);
+  conn_base = 0xc0;
+  c4_det_reset();
+}
+END_TEST
+
 /* A congested spine with healthy hosts, transfers and path records as the drill gives them: the
  * path is named as soon as without the NIC rule. */
 START_TEST(a_congested_spine_with_healthy_hosts_is_named_as_fast_as_before) {
@@ -404,6 +442,7 @@ int main(void) {
   tcase_add_test(tc, healthy_noise_raises_nothing);
   tcase_add_test(tc, without_a_plan_path_records_name_nothing);
   tcase_add_test(tc, a_socket_left_a_trickle_starts_no_verdict);
+  tcase_add_test(tc, a_restarted_job_s_new_sockets_are_judged_once_past_their_start);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
