@@ -23,11 +23,7 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
     c4_bootstrap_close(&d->bs);
     return C4_EREMOTE;
   }
-  /* Once every rank has joined, a gather waits for a silent peer no longer than a collective
-   * does: with the join's 60 s, rank 0 gathering the step's timings from a stopped rank outwaited
-   * the launcher's hang grace after its peers had given up in the ring, and was killed as hung
-   * itself (test_train's SIGSTOP drill, 1 run in 3 under ASan). */
-  d->bs.timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
+  d->step_timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
   if (use_nccl) {
     if (dp_nccl_open(d, r, err, errlen)) {
       c4_bootstrap_close(&d->bs);
@@ -71,6 +67,14 @@ int dp_allreduce(struct dp *d, float *grads, size_t n) {
 
 int dp_allgather(struct dp *d, const void *mine, void *all, size_t len) {
   return c4_bootstrap_allgather(&d->bs, mine, all, len) ? -1 : 0;
+}
+
+int dp_gather_step(struct dp *d, const void *mine, void *all, size_t len) {
+  int join_ms = d->bs.timeout_ms;
+  d->bs.timeout_ms = d->step_timeout_ms;
+  int rc = c4_bootstrap_allgather(&d->bs, mine, all, len);
+  d->bs.timeout_ms = join_ms;
+  return rc ? -1 : 0;
 }
 
 void dp_close(struct dp *d) {

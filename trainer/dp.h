@@ -24,6 +24,7 @@ struct dp {
   int ring_up;
   struct dp_nccl *nccl;            /* non-NULL: gradients live on the GPU and go through NCCL */
   void (*ext_step)(uint64_t step); /* the plugin's c4ExtStep, or NULL */
+  int step_timeout_ms;             /* C4_COLL_TIMEOUT_MS: dp_gather_step's wait */
 };
 
 /* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
@@ -43,8 +44,17 @@ void dp_step(struct dp *d, int step);
  * then broken: the caller should stop and let the launcher restart on the healthy ranks). */
 int dp_allreduce(struct dp *d, float *grads, size_t n);
 
-/* Every rank gives len bytes and receives all ranks' (rank order). 0 or -1 as above. */
+/* Every rank gives len bytes and receives all ranks' (rank order), waiting for a peer as long as
+ * the rendezvous does (C4_BOOTSTRAP_TIMEOUT_MS: another rank may be writing a checkpoint or
+ * evaluating). 0 or -1 as above. */
 int dp_allgather(struct dp *d, const void *mine, void *all, size_t len);
+
+/* The same right after a step's collective, which every live rank leaves within a collective's
+ * time of the others: a silent peer is given up on after C4_COLL_TIMEOUT_MS, as the collective
+ * would. With the rendezvous's wait, rank 0 gathering the step's timings from a stopped rank
+ * outwaited the launcher's hang grace after its peers had given up in the ring, and was killed
+ * as hung itself (test_train's SIGSTOP drill, 1 run in 3 of its case under ASan). */
+int dp_gather_step(struct dp *d, const void *mine, void *all, size_t len);
 
 void dp_close(struct dp *d);
 

@@ -214,7 +214,7 @@ int docs_step_run(struct docs_run *s, int step) {
   mine.relayout = relayout_asked();
   if ((s->pp > 1 ? train_pipe_allreduce(&s->tp, &s->dp, &s->m)
                  : dp_allreduce(&s->dp, s->m.grads, s->m.nparams)) ||
-      dp_allgather(&s->dp, &mine, s->rep, sizeof mine)) {
+      dp_gather_step(&s->dp, &mine, s->rep, sizeof mine)) {
     fprintf(stderr, "c4train: rank %d: a peer was lost at step %d\n", s->rank, step + 1);
     return C4TRAIN_EXIT_PEER_LOST;
   }

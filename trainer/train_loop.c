@@ -365,7 +365,7 @@ static int step_exchange(struct run *s, struct step_state *st) {
   const struct train_opts *o = s->o;
   if ((s->pp > 1 ? train_pipe_allreduce(&s->tp, &s->dp, &s->m)
                  : dp_allreduce(&s->dp, s->m.grads, s->m.nparams)) ||
-      dp_allgather(&s->dp, &st->mine, s->rep, sizeof st->mine)) {
+      dp_gather_step(&s->dp, &st->mine, s->rep, sizeof st->mine)) {
     fprintf(stderr,
             "c4train: rank %d: a peer was lost at step %d; stopping for a restart on "
             "the healthy ranks\n",

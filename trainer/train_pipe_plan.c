@@ -17,7 +17,7 @@ int train_pipe_replan(struct train_pipe *tp, struct dp *d, struct gpt *model, do
                                    .work_s = tp->work_s,
                                    .monitor_factor = monitor},
                            *all = malloc((size_t)d->world * sizeof *all);
-  if (!all || dp_allgather(d, &mine, all, sizeof mine)) {
+  if (!all || dp_gather_step(d, &mine, all, sizeof mine)) {
     free(all);
     snprintf(err, errlen, "a peer was lost sharing the stages' timings");
     return C4_EREMOTE;
