@@ -274,8 +274,14 @@ int layer_plan_step(struct layer_plan *p, const struct layer_plan_report *rep) {
   } else if (layer_plan_time(p, lay, dat, want) >= 0.95 * now_t)
     return 0;
   for (int i = 0; i < n; i++)
-    if (p->planned[i] >= C4_SPLIT_STRAGGLER && want[i] < C4_SPLIT_STRAGGLER)
-      p->count[i] = p->next[i] = 0; /* healed: measured afresh */
+    if (p->planned[i] >= C4_SPLIT_STRAGGLER && want[i] < C4_SPLIT_STRAGGLER) {
+      /* healed or on trial: measured afresh, and healthy until then (a trial rank that kept its
+       * old reading would be shed again on it, when c4mon's word on another rank re-plans before
+       * its window has refilled) */
+      p->count[i] = p->next[i] = 0;
+      p->slowdown[i] = 1.0;
+      p->slow_for_s[i] = 0;
+    }
   int changed = memcmp(lay, p->split, sizeof lay) != 0 || memcmp(dat, p->data, sizeof dat) != 0;
   memcpy(p->split, lay, sizeof lay);
   memcpy(p->data, dat, sizeof dat);

@@ -3,7 +3,8 @@
  * worth making, then the plan the model predicts fastest among three: layers moved off the slow
  * stage (the same split in every replica), micro-batches moved off the slow rank's replica, or
  * both (layers first, then the replicas' micro-batches by their new pace); and the even plan again
- * once every rank is healthy. Every rank feeds the same gathered reports, so all agree.
+ * once every rank is healthy, or on trial for a slow rank whose excess slowdown has halved
+ * (layer_plan.c). Every rank feeds the same gathered reports, so all agree.
  *
  * A stage's step is its layers plus its ends (the first stage's embedding, the last's head,
  * every stage's copies to and from its neighbours), so a slow rank is told from a rank that

@@ -760,6 +760,9 @@ START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   ck_assert_msg(back > 25 && back <= healed + 16,
                 "back at step %d, healthy at %d (step:layers@slowdown per stage%s)", back, healed,
                 seen);
+  json_t *last = json_object_get(json_array_get(got, RESPLIT_STEPS - 1), "layers");
+  ck_assert_msg(json_integer_value(json_array_get(last, 1)) == 2,
+                "shed again after its return (step:layers@slowdown per stage%s)", seen);
   json_decref(got);
   json_decref(want);
   same_checkpoints("pp4", "kept");
