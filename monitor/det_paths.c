@@ -26,7 +26,7 @@
  * or under a NIC verdict until NIC_HOLD_NS ago, are not judged (a path left with none of its
  * sockets has a calm look). A look at a socket's trickle (THICK_NS) may hold or clear its path's
  * verdict but counts in no streak, and teaches no baseline; a socket in its first NEW_SOCK_NS
- * is not judged. */
+ * is not judged and teaches nothing. A path left with only such sockets has a calm look. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +45,9 @@
  * chunks, which swing with latency, not with the path, further than the baseline learned from its
  * usual looks allows (docs/events.md: on six make drill recordings, looks under 40 ms strayed
  * past 1.0 from their baselines in 12% of healthy looks; over 120 ms none past 1.0 in 1,415,
- * healthy or paced). A small job's sockets, a sample a second each, are thin as usual: judged. */
+ * healthy or paced). A small job's sockets, a sample a second each, are thin as usual: judged.
+ * The usual follows a trickle's looks at a 64th each, so a load that fell for good is judged
+ * again within about two minutes (a 14 s trickle moves it a third of the way). */
 #define THICK_NS 120000000ull
 /* A socket's first records (a job's start, or its restart on fewer ranks) are TCP's slow start and
  * the weights' first guesses: its rate over the first two pooled spans says little of its path
@@ -238,6 +240,7 @@ static int by_conn(const void *a, const void *b) {
  * the time they lost; and how many a slow NIC excused. */
 struct path_sum {
   int n, own, excused, disturbed;
+  int quiet; /* its sockets that said nothing: young, or a trickle's look while it is not raised */
   double sum, sum_recent, lost;
 };
 
@@ -360,12 +363,13 @@ static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum
     s->excused = p.nnic && (nic_held(s->src) || nic_held(s->dst));
     s->thin = s->busy_ns < THICK_NS && s->busy_ns < s->usual_busy_ns / 2;
     s->young = ctx->now - s->born_ns < NEW_SOCK_NS;
-    if (s->young) continue; /* says nothing yet, nor teaches */
     if (!s->split || s->path >= np) continue;
-    if (s->thin && !p.track[s->path].raised)
-      continue; /* a trickle may hold or clear a verdict, not make one */
     if (s->excused) {
       ps[s->path].excused++;
+      continue;
+    }
+    if (s->young || (s->thin && !p.track[s->path].raised)) {
+      ps[s->path].quiet++; /* a trickle may hold or clear a verdict, not make one */
       continue;
     }
     int own = det_noise_ready(&s->own);
@@ -387,7 +391,9 @@ static double sum_by_path(struct sock *const *v, long n, int np, struct path_sum
  * path (its d is that fault's mirror: a congested s1 reads s0 2.5 in log units fast). */
 static void judge_path(int k, const struct path_sum *ps, double all_busy, uint64_t wstart) {
   struct track *t = &p.track[k];
-  if (!ps->n && ps->excused) { /* its sockets' rates are a slow NIC's: a calm look */
+  if (!ps->n && (ps->excused || ps->quiet)) {
+    /* its sockets' rates are a slow NIC's, or say nothing of it: a calm look (a streak left
+     * standing would keep the siblings disturbed and the matrix's cells explained) */
     if (t->raised || t->streak) follow(k, 0, 0, 0, 1, 0, 0, wstart);
     return;
   }
@@ -446,10 +452,14 @@ static void evaluate(uint64_t w) {
    * one, and their siblings'; a slow NIC's shares are not the ratio's noise either */
   for (long i = 0; i < n; i++) {
     struct sock *s = v[i];
-    if (!s->has) continue;
-    if (s->excused || s->disturbed || s->thin || s->young ||
+    if (!s->has || s->young) continue;
+    if (s->excused || s->disturbed ||
         (s->split && s->path < np && (p.track[s->path].raised || p.track[s->path].streak))) {
       det_noise_drop(&s->own);
+      continue;
+    }
+    if (s->thin) { /* teaches nothing, but a load that fell for good is usual within minutes */
+      s->usual_busy_ns += (s->busy_ns - s->usual_busy_ns) / 64;
       continue;
     }
     det_noise_add(&p.pool, s->d);

@@ -172,6 +172,28 @@ START_TEST(a_congested_spine_is_one_path_verdict_that_clears_when_it_ends) {
 }
 END_TEST
 
+/* spine s1 at a tenth from 30 s to 45 s, its sockets left a trickle (a sample a second) from
+ * 37 s, as the weights move their bytes off it */
+static double spine1_congested_then_trickling(int hop, int sock, uint64_t t) {
+  double r = spine1_congested(hop, sock, t);
+  int trickle = (hop == 0 || hop == 2) && sock == 1 && t >= 37000 * MS && t < 45000 * MS;
+  return trickle && t % (1000 * MS) >= 100 * MS ? 0 : r;
+}
+
+/* A trickle's looks hold a standing verdict: it clears once the spine is healthy again, not when
+ * its sockets thin (counted as saying nothing, they would clear it by 40 s). */
+START_TEST(a_verdict_stands_while_its_path_s_sockets_trickle) {
+  setup_drill_plan();
+  run_paths(1000 * MS, 60000 * MS, spine1_congested_then_trickling);
+  c4_det_advance(61000 * MS);
+  ck_assert_int_eq(count("comm_slow"), 1);
+  ck_assert_int_eq(count("recovered"), 1);
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(first("recovered"), "t"));
+  ck_assert_msg(at > 45000 * MS && at < 52000 * MS, "cleared at %.2f s", (double)at / 1e9);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_slow_host_link_slows_every_socket_alike_and_is_no_path) {
   setup_drill_plan();
   run_paths(1000 * MS, 60000 * MS, host_link_h2_slow);
@@ -442,6 +464,7 @@ int main(void) {
   tcase_add_test(tc, healthy_noise_raises_nothing);
   tcase_add_test(tc, without_a_plan_path_records_name_nothing);
   tcase_add_test(tc, a_socket_left_a_trickle_starts_no_verdict);
+  tcase_add_test(tc, a_verdict_stands_while_its_path_s_sockets_trickle);
   tcase_add_test(tc, a_restarted_job_s_new_sockets_are_judged_once_past_their_start);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
