@@ -57,6 +57,7 @@ struct layer_plan {
   double *monitor; /* c4mon's last factor per rank, and the steps since it appeared */
   int *monitor_age;
   double *slow_for_s; /* per rank: seconds (wall) its slowdown has stood at the threshold */
+  int *healing_for;   /* per rank: steps in a row it has read halfway back from its plan */
   double persist_s;   /* how long a rank not planned slow must read slow before the plan acts on
                          it, unless c4mon names it (resplit.h's wait; 0 after init: none) */
 };
