@@ -6,8 +6,10 @@
 
 #include "c4_env.h"
 #include "c4_err.h"
+#include "c4k.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
@@ -56,13 +58,38 @@ void dp_step(struct dp *d, int step) {
   if (d->ext_step) d->ext_step((uint64_t)step);
 }
 
-int dp_allreduce(struct dp *d, float *grads, size_t n) {
-  if (d->nccl) return dp_nccl_allreduce(d, grads, n);
+int dp_stage_through_host(struct dp *d, const struct c4k_ops *mem) {
+  if (!d->ring_up) return C4_EINVAL;
+  if (!d->host_bucket && !(d->host_bucket = malloc(d->bucket_floats * sizeof(float))))
+    return C4_ENOMEM;
+  d->mem = mem;
+  return 0;
+}
+
+/* Sums buf on ring in buckets; a bucket of mem's memory (non-NULL) goes through the host one. */
+static int ring_sum(struct dp *d, struct c4_hostcoll *ring, float *buf, size_t n,
+                    const struct c4k_ops *mem) {
   for (size_t at = 0; at < n; at += d->bucket_floats) {
     size_t len = n - at < d->bucket_floats ? n - at : d->bucket_floats;
-    if (c4_hostcoll_allreduce_f32(&d->ring, grads + at, len)) return C4_EREMOTE;
+    float *sum = mem ? d->host_bucket : buf + at;
+    if (mem) mem->download(sum, buf + at, len * sizeof(float));
+    if (c4_hostcoll_allreduce_f32(ring, sum, len)) return C4_EREMOTE;
+    if (mem) mem->upload(buf + at, sum, len * sizeof(float));
   }
   return 0;
+}
+
+int dp_ring_allreduce(struct dp *d, struct c4_hostcoll *ring, float *buf, size_t n) {
+  return ring_sum(d, ring, buf, n, d->mem);
+}
+
+int dp_allreduce(struct dp *d, float *grads, size_t n) {
+  if (d->nccl) return dp_nccl_allreduce(d, grads, n);
+  return ring_sum(d, &d->ring, grads, n, d->mem);
+}
+
+int dp_allreduce_host(struct dp *d, float *buf, size_t n) {
+  return d->ring_up ? ring_sum(d, &d->ring, buf, n, NULL) : C4_EINVAL;
 }
 
 int dp_allgather(struct dp *d, const void *mine, void *all, size_t len) {
@@ -82,5 +109,8 @@ void dp_close(struct dp *d) {
   if (d->ring_up) c4_hostcoll_ring_close(&d->ring);
   if (d->ring_up) c4_netapi_close(&d->api);
   d->ring_up = 0;
+  free(d->host_bucket);
+  d->host_bucket = NULL;
+  d->mem = NULL;
   c4_bootstrap_close(&d->bs);
 }

@@ -14,6 +14,7 @@
 #include "c4_ranks.h"
 
 struct dp_nccl; /* dp_nccl.c */
+struct c4k_ops; /* kernels/c4k.h */
 
 struct dp {
   int rank, world;
@@ -25,6 +26,8 @@ struct dp {
   struct dp_nccl *nccl;            /* non-NULL: gradients live on the GPU and go through NCCL */
   void (*ext_step)(uint64_t step); /* the plugin's c4ExtStep, or NULL */
   int step_timeout_ms;             /* C4_COLL_TIMEOUT_MS: dp_gather_step's wait */
+  const struct c4k_ops *mem;       /* non-NULL: what is summed lives in these kernels' memory */
+  float *host_bucket;              /* and goes through this host bucket (dp_stage_through_host) */
 };
 
 /* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
@@ -33,6 +36,12 @@ struct dp {
  * is the allreduce bucket size. Returns 0, or a C4_E* code with err naming what failed. */
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
+
+/* For a CPU group (the plugin's host ring) summing what lives in mem's memory, a GPU's under
+ * --pp: each bucket is copied to a host buffer, summed on the ring and copied back, so the
+ * pipeline's exchanges go through c4's plugin on either device, and the CPU run takes the same
+ * path as the GPU's. 0, or C4_EINVAL on an NCCL group, C4_ENOMEM. */
+int dp_stage_through_host(struct dp *d, const struct c4k_ops *mem);
 
 /* Tells the net plugin the training step (from 1) that begins, so that faults keyed to steps
  * (C4_FAULT from_step/to_step, docs/fault.md) follow the training; nothing when the plugin does
@@ -43,6 +52,14 @@ void dp_step(struct dp *d, int step);
  * one collective per bucket. Returns 0, or a C4_E* code when a peer is gone or silent (the group is
  * then broken: the caller should stop and let the launcher restart on the healthy ranks). */
 int dp_allreduce(struct dp *d, float *grads, size_t n);
+
+/* Sums n floats of buf (in the group's memory: dp_stage_through_host's, else the host's) in place
+ * over `ring` (the group's own or one of its subsets'), bucket by bucket. 0 or C4_EREMOTE. */
+int dp_ring_allreduce(struct dp *d, struct c4_hostcoll *ring, float *buf, size_t n);
+
+/* Sums n floats of host memory in place over the group's ring (a CPU group only: C4_EINVAL on
+ * NCCL). 0 or C4_EREMOTE. */
+int dp_allreduce_host(struct dp *d, float *buf, size_t n);
 
 /* Every rank gives len bytes and receives all ranks' (rank order), waiting for a peer as long as
  * the rendezvous does (C4_BOOTSTRAP_TIMEOUT_MS: another rank may be writing a checkpoint or
@@ -62,5 +79,8 @@ void dp_close(struct dp *d);
 int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errlen);
 int dp_nccl_allreduce(struct dp *d, float *grads, size_t n);
 void dp_nccl_close(struct dp *d);
+/* Makes local_rank's GPU (modulo the GPUs there are) the CUDA runtime's current device, for a
+ * group that does not open NCCL (--pp). 0, or C4_EINVAL with err. */
+int dp_cuda_select(int local_rank, char *err, size_t errlen);
 
 #endif

@@ -281,12 +281,15 @@ float *gpt_param(const struct gpt *m, float *base, enum gpt_param p, int layer) 
          (gpt_is_layer_param(p) ? (size_t)(layer - m->l0) * gpt_per_layer(m, p) : 0);
 }
 
-/* The thread's CPU time once the device is done, when m->time_layers asks for it (a sync per
- * pass costs a GPU its overlap, so the data-parallel path does not); else 0. */
-static uint64_t layer_clock(const struct gpt *m) {
-  if (!m->time_layers) return 0;
+uint64_t gpt_compute_clock(const struct gpt *m) {
   m->ops->sync();
-  return c4_thread_cpu_ns();
+  return strcmp(m->ops->name, "cpu") == 0 ? c4_thread_cpu_ns() : c4_now_ns();
+}
+
+/* gpt_compute_clock when m->time_layers asks for it (a sync per pass costs a GPU its overlap, so
+ * the data-parallel path does not); else 0. */
+static uint64_t layer_clock(const struct gpt *m) {
+  return m->time_layers ? gpt_compute_clock(m) : 0;
 }
 
 /* Rows (positions) of the micro-batch in slot sl: B x T, or a packed one's tokens. */

@@ -7,6 +7,7 @@
 #define C4_GPT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "c4k.h"
 
@@ -200,6 +201,11 @@ void gpt_stage_backward(struct gpt *m, int slot, float dloss, const float *dout)
 
 /* The gradient of that stage's input (l0 > 0) into host `din`, for the previous stage. */
 void gpt_stage_input_grad(struct gpt *m, int slot, float *din);
+
+/* The clock a stage's compute is timed on, read once the device is done: the thread's CPU time
+ * on the CPU (on a machine with more ranks than cores, wall time counts the other ranks' turns
+ * as this one's slowness), wall time on a GPU (there the CPU only waits for the device). */
+uint64_t gpt_compute_clock(const struct gpt *m);
 
 /* AdamW on every parameter with the (already reduced) gradients; t is the 1-based step. */
 void gpt_adamw(struct gpt *m, float lr, float weight_decay, int t);

@@ -60,13 +60,8 @@ static int bufs_init(struct docs_step_bufs *b, int max_seq, size_t positions) {
   return C4_ENOMEM;
 }
 
-/* The pipeline checks: CPU (the stages' links use the plugin's host API, not NCCL), whole
- * pipelines, and a layer for every stage. 0, or 1 (printed). */
+/* The pipeline checks: whole pipelines, and a layer for every stage. 0, or 1 (printed). */
 static int docs_check_pp(const struct train_opts *o, int rank, int world) {
-  if (strcmp(o->device, "cpu") != 0) {
-    fprintf(stderr, "c4train: rank %d: --pp runs on --device cpu only\n", rank);
-    return 1;
-  }
   if (world % o->pp) {
     fprintf(stderr, "c4train: rank %d: --pp %d needs a multiple of %d ranks, not %d\n", rank, o->pp,
             o->pp, world);

@@ -11,7 +11,7 @@
 
 /* Runs this rank to o->steps on the documents of o->data, cut at o->max_context (also the
  * model's context), o->micro_batch x o->max_context positions a micro-batch and o->microbatches
- * times that a step; with o->pp, as pipelines of that many stages (CPU only); with o->ckpt_dir,
+ * times that a step; with o->pp, as pipelines of that many stages; with o->ckpt_dir,
  * resumed from its newest checkpoint and checkpointed every o->ckpt_every steps. Returns 0,
  * C4TRAIN_EXIT_PEER_LOST, C4TRAIN_EXIT_RELAYOUT, or 1 (an error, printed). */
 int train_docs_run(const struct train_opts *o, const struct c4_ranks *r);

@@ -90,9 +90,23 @@ int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     return 1;
   }
-  if (dp_init(dp, r, o->plugin, strcmp(o->device, "cuda") == 0, o->bucket_bytes, err, errlen)) {
+  /* --pp: the stages' links and sums go through the plugin's host API on either device, staged
+   * through host memory (NCCL is not opened), each rank on a GPU of its own when there are enough
+   */
+  int cuda = strcmp(o->device, "cuda") == 0, pipe = o->pp > 1;
+  if (cuda && pipe && dp_cuda_select(r->local_rank, err, errlen)) {
+    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
+    return 1;
+  }
+  if (dp_init(dp, r, o->plugin, cuda && !pipe, o->bucket_bytes, err, errlen)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     return C4TRAIN_EXIT_PEER_LOST;
+  }
+  if (pipe && dp_stage_through_host(dp, *ops)) {
+    fprintf(stderr, "c4train: rank %d: out of memory for a host bucket of %zu bytes\n", rank,
+            o->bucket_bytes);
+    dp_close(dp);
+    return 1;
   }
   return 0;
 }
@@ -183,12 +197,6 @@ struct step_state {
 
 /* The options --pp cannot run with. */
 static int run_check_opts(const struct train_opts *o, int rank, int world) {
-  if (o->pp > 1 && strcmp(o->device, "cpu") != 0) {
-    /* the stages' kernels go through the ops table like the rest, but their links use the net
-     * plugin's host API, which the CUDA path (NCCL) does not open: not built, and no GPU here */
-    fprintf(stderr, "c4train: rank %d: --pp runs on --device cpu only\n", rank);
-    return 1;
-  }
   if (o->pp > 1 && (world % o->pp || o->microbatches < world / o->pp)) {
     fprintf(stderr,
             "c4train: rank %d: --pp %d needs a multiple of %d ranks (not %d) and a micro-batch "

@@ -158,16 +158,20 @@ int train_pipe_microbatches(struct train_pipe *tp, int m, char *err, size_t errl
   return 0;
 }
 
-/* CPU and wall time of a pass's compute, the waits for a neighbour left out. */
+/* A pass's compute on its compute clock (gpt_compute_clock: CPU time on the CPU, wall time on a
+ * GPU) and in wall time, the waits for a neighbour left out. */
 struct spent {
   uint64_t cpu, wall;
 };
 
-static struct spent since(struct spent t0) {
-  return (struct spent){c4_thread_cpu_ns() - t0.cpu, c4_now_ns() - t0.wall};
+static struct spent now(const struct gpt *model) {
+  return (struct spent){gpt_compute_clock(model), c4_now_ns()};
 }
 
-static struct spent now(void) { return (struct spent){c4_thread_cpu_ns(), c4_now_ns()}; }
+static struct spent since(const struct gpt *model, struct spent t0) {
+  struct spent t = now(model);
+  return (struct spent){t.cpu - t0.cpu, t.wall - t0.wall};
+}
 
 static struct spent plus(struct spent a, struct spent b) {
   return (struct spent){a.cpu + b.cpu, a.wall + b.wall};
@@ -209,18 +213,18 @@ static int forward_pass(struct train_pipe *tp, struct gpt *model,
     bytes = (size_t)rows * C * sizeof(float);
   }
   if (tp->stage > 0 && pipe_recv(&tp->link, 0, tp->in[sl], bytes)) return C4_EREMOTE;
-  struct spent t0 = now();
+  struct spent t0 = now(model);
   if (nseg)
     *loss_sum += gpt_stage_forward_packed(model, sl, tp->tok, tp->tgt, tp->seg, nseg, tp->in[sl]);
   else
     *loss_sum += (double)gpt_stage_forward(model, sl, tp->tok, tp->tgt, tp->in[sl]) * model->B *
                  model->cfg.context;
-  struct spent took = since(t0);
+  struct spent took = since(model, t0);
   if (!last) {
     if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
-    t0 = now();
+    t0 = now(model);
     gpt_stage_output(model, sl, tp->out[sl]);
-    took = plus(took, since(t0));
+    took = plus(took, since(model, t0));
   }
   compute_done(tp, took);
   if (!last && (tp->sent[sl] = pipe_isend(&tp->link, 1, tp->out[sl], bytes)) < 0) return C4_EREMOTE;
@@ -233,14 +237,14 @@ static int backward_pass(struct train_pipe *tp, struct gpt *model, int sl, float
   int last = tp->stage == tp->stages - 1;
   size_t bytes = gpt_slot_boundary_bytes(model, sl);
   if (!last && pipe_recv(&tp->link, 1, tp->in[sl], bytes)) return C4_EREMOTE;
-  struct spent t0 = now();
+  struct spent t0 = now(model);
   gpt_stage_backward(model, sl, dloss, tp->in[sl]);
-  struct spent took = since(t0);
+  struct spent took = since(model, t0);
   if (tp->stage > 0) {
     if (pipe_wait(&tp->link, tp->sent[sl])) return C4_EREMOTE;
-    t0 = now();
+    t0 = now(model);
     gpt_stage_input_grad(model, sl, tp->out[sl]);
-    took = plus(took, since(t0));
+    took = plus(took, since(model, t0));
   }
   compute_done(tp, took);
   if (tp->stage > 0 && (tp->sent[sl] = pipe_isend(&tp->link, 0, tp->out[sl], bytes)) < 0)

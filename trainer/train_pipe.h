@@ -36,10 +36,11 @@ struct train_pipe {
   int *tok, *tgt; /* host B x T */
   int *seg;       /* host: a packed micro-batch's sequence lengths (B x T at most) */
   double slow;    /* drill (--slow): each pass takes this many times as long (1: none) */
-  /* The last step's compute, in the thread's CPU time (on a machine with more ranks than cores,
-   * wall time would count the other ranks' turns as this stage's slowness), times the drill's
-   * factor: a stage slow because another job shares its core does not show here (c4mon's verdict
-   * names that one); a slower core or the drill does. */
+  /* The last step's compute on its compute clock (gpt_compute_clock: the thread's CPU time on the
+   * CPU, since on a machine with more ranks than cores wall time would count the other ranks'
+   * turns as this stage's slowness; wall time on a GPU), times the drill's factor: a stage slow
+   * because another job shares its core does not show here (c4mon's verdict names that one); a
+   * slower core or the drill does. */
   double busy_s;
   double wall_s;   /* the same compute in wall time (the pipeline's idle share is the rest) */
   double layers_s; /* of which in the held layers (the drill's share not included) */

@@ -54,11 +54,8 @@ int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model)
   size_t lay0 = model->at[GPT_LN1W], lay1 = model->at[GPT_LNFW]; /* the per-layer tensors */
   int rc = allreduce_ends(tp, d, model);
   if (rc) return rc;
-  for (size_t at = lay0; tp->group_up && at < lay1; at += d->bucket_floats) {
-    size_t len = lay1 - at < d->bucket_floats ? lay1 - at : d->bucket_floats;
-    if (c4_hostcoll_allreduce_f32(&tp->group, model->grads + at, len)) return C4_EREMOTE;
-  }
-  return 0;
+  if (!tp->group_up) return 0;
+  return dp_ring_allreduce(d, &tp->group, model->grads + lay0, lay1 - lay0) ? C4_EREMOTE : 0;
 }
 
 int train_pipe_gather(struct train_pipe *tp, struct dp *d, const struct gpt *model, float *full) {
@@ -76,7 +73,7 @@ int train_pipe_gather(struct train_pipe *tp, struct dp *d, const struct gpt *mod
                model->info[p].count * sizeof(float));
   }
   free(win);
-  return dp_allreduce(d, full, 3 * F);
+  return dp_allreduce_host(d, full, 3 * F);
 }
 
 int train_pipe_eval(struct train_pipe *tp, struct dp *d, struct gpt *model,

@@ -7,7 +7,10 @@
 #      CPU run of the same seed (within 2%);
 #   3. a straggler drill on the GPUs (rank 1 at half speed);
 #   4. documents of varied lengths (--max-context), packed micro-batches whose sequences must not
-#      attend to each other, on the GPUs against the CPU run (within 2%).
+#      attend to each other, on the GPUs against the CPU run (within 2%);
+#   5. a 2-stage pipeline (--pp 2: the stages' kernels on the GPUs, their links and sums over the
+#      plugin's host API, staged through host memory) against the CPU run (within 2%), and with
+#      stage 1 at half speed its layers move to stage 0.
 # Usage: tools/gpu_check/gpu_check.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=${1:-build}
@@ -55,4 +58,15 @@ DOCS=(--local-ranks "$ranks" --steps 30 --layers 2 --width 128 --heads 4 --json 
 gpu=$("$BIN/c4train" "${DOCS[@]}" --device cuda | grep '"event":"end"')
 cpu=$("$BIN/c4train" "${DOCS[@]}" --device cpu | grep '"event":"end"')
 same_loss "$gpu" "$cpu"
+
+echo "== 5. a 2-stage pipeline on the GPU(s) against the CPU run; then stage 1 at half speed"
+PIPE=(--local-ranks 2 --pp 2 --steps 40 --layers 4 --width 128 --heads 4 --context 64
+  --microbatches 4 --json)
+gpu=$("$BIN/c4train" "${PIPE[@]}" --device cuda | grep '"event":"end"')
+cpu=$("$BIN/c4train" "${PIPE[@]}" --device cpu | grep '"event":"end"')
+same_loss "$gpu" "$cpu"
+moved=$("$BIN/c4train" "${PIPE[@]}" --device cuda --slow 1:2.0:10 --straggler-wait 0 |
+  grep -c '"layers":\[3,1\]' || true)
+echo "   steps with stage 1's layers moved to stage 0: $moved of 40"
+[ "$moved" -gt 0 ] || { echo "gpu-check: the slow stage kept its layers" >&2; exit 1; }
 echo "gpu-check: ok"
