@@ -88,4 +88,8 @@ extern const struct c4k_ops c4k_cpu_ops;
  * c4train dlopens it only for --device cuda, so nothing else needs CUDA to start. */
 #define C4K_CUDA_SYMBOL "c4k_cuda_ops"
 
+/* And `int c4k_cuda_select_device(int local_rank, const char **why)`: local_rank's GPU, modulo
+ * the GPUs there are, made current before the ops are first used; the device, or -1 with why. */
+#define C4K_CUDA_SELECT_SYMBOL "c4k_cuda_select_device"
+
 #endif

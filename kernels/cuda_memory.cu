@@ -1,6 +1,6 @@
 /* cuda_memory.cu -- device memory for the CUDA kernels (cudaMalloc, cudaMemcpy on the default
- * stream), the error exit every file uses, and c4k_cuda_device_count for tools that must tell
- * "no GPU here" from a failure. */
+ * stream), the error exit every file uses, c4k_cuda_device_count for tools that must tell
+ * "no GPU here" from a failure, and c4k_cuda_select_device for the trainer's ranks. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,6 +24,23 @@ extern "C" __attribute__((visibility("default"))) int c4k_cuda_device_count(cons
   }
   if (why) *why = n > 0 ? NULL : "no CUDA-capable device is detected";
   return n;
+}
+
+/* Makes local_rank's GPU, modulo the GPUs there are, the current device of the runtime these
+ * kernels run on (the one linked into this library: a caller's own dlopen of libcudart could find
+ * another). Returns the device, or -1 with *why (if not NULL) set to the runtime's reason. */
+extern "C" __attribute__((visibility("default"))) int c4k_cuda_select_device(int local_rank,
+                                                                            const char **why) {
+  int n = c4k_cuda_device_count(why);
+  if (n < 1) return -1;
+  int dev = (local_rank < 0 ? 0 : local_rank) % n;
+  cudaError_t err = cudaSetDevice(dev);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = cudaGetErrorString(err);
+    return -1;
+  }
+  return dev;
 }
 
 /* Zeroed device memory, or NULL (with the reason on stderr) when the device has none to give. */

@@ -1,4 +1,5 @@
-/* dp.c -- the CPU group: bootstrap + the plugin's host ring; GPU groups go to dp_nccl.c. */
+/* dp.c -- the host-ring group: bootstrap + the plugin's host ring (CPUs, and GPUs under --pp
+ * through a host bucket); NCCL groups go to dp_nccl.c. */
 #include "dp.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,8 @@
 /* dp.h -- the data-parallel group of c4train: a rendezvous (for small exchanges: step timings,
- * losses) and a gradient allreduce in buckets, over the c4 net plugin's API on CPUs (the host
- * ring of c4_hostcoll, driven as NCCL drives a net plugin, and reported to c4mon as collectives)
- * or over NCCL on GPUs (dp_nccl.c). */
+ * losses) and a gradient allreduce in buckets, over the c4 net plugin's API on CPUs and on GPUs
+ * under --pp (the host ring of c4_hostcoll, driven as NCCL drives a net plugin, and reported to
+ * c4mon as collectives; a GPU's buckets staged through host memory) or over NCCL on GPUs
+ * (dp_nccl.c). */
 #ifndef C4_DP_H
 #define C4_DP_H
 
@@ -32,7 +33,8 @@ struct dp {
 
 /* Joins the group described by r. CPU: loads the net plugin at plugin_path (NULL: the one beside
  * the program, else libnccl-net-c4.so on the library path) and connects the ring on device 0.
- * GPU (use_nccl): loads libnccl.so.2 and builds a communicator for local_rank's GPU. bucket_bytes
+ * GPU (use_nccl): loads libnccl.so.2 and builds a communicator on the current GPU (the kernels
+ * chose it: c4k_cuda_select_device). bucket_bytes
  * is the allreduce bucket size. Returns 0, or a C4_E* code with err naming what failed. */
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
@@ -79,8 +81,5 @@ void dp_close(struct dp *d);
 int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errlen);
 int dp_nccl_allreduce(struct dp *d, float *grads, size_t n);
 void dp_nccl_close(struct dp *d);
-/* Makes local_rank's GPU (modulo the GPUs there are) the CUDA runtime's current device, for a
- * group that does not open NCCL (--pp). 0, or C4_EINVAL with err. */
-int dp_cuda_select(int local_rank, char *err, size_t errlen);
 
 #endif

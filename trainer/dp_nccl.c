@@ -26,7 +26,6 @@ struct dp_nccl {
   int (*all_reduce)(const void *, void *, size_t, int, int, nccl_comm, void *);
   int (*comm_destroy)(nccl_comm);
   const char *(*error_string)(int);
-  int (*set_device)(int);
   int (*stream_synchronize)(void *);
 };
 
@@ -47,34 +46,10 @@ static void *open_first(const char *const *names) {
     }                                                                                              \
   } while (0)
 
-/* the CUDA runtime is already loaded with libc4k-cuda.so; NCCL may sit beside it */
-static const char *const cudart_names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
-                                           "/usr/local/cuda/lib64/libcudart.so", NULL};
-
-int dp_cuda_select(int local_rank, char *err, size_t errlen) {
-  void *rt = open_first(cudart_names);
-  int (*count)(int *) = rt ? (int (*)(int *))dlsym(rt, "cudaGetDeviceCount") : NULL;
-  int (*set)(int) = rt ? (int (*)(int))dlsym(rt, "cudaSetDevice") : NULL;
-  if (!count || !set) {
-    snprintf(err, errlen, "--device cuda: %s",
-             rt ? "libcudart has no cudaGetDeviceCount or cudaSetDevice"
-                : "the CUDA runtime, libcudart.so, is not on the library path");
-    return C4_EINVAL;
-  }
-  int n = 0, rc = count(&n);
-  if (rc || n < 1) {
-    snprintf(err, errlen,
-             "--device cuda: no CUDA device (cudaGetDeviceCount: error %d, %d devices)", rc, n);
-    return C4_EINVAL;
-  }
-  if ((rc = set(local_rank % n)) != 0) {
-    snprintf(err, errlen, "cudaSetDevice(%d) failed with CUDA error %d", local_rank % n, rc);
-    return C4_EINVAL;
-  }
-  return 0;
-}
-
 int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errlen) {
+  /* the CUDA runtime is already loaded with libc4k-cuda.so; NCCL may sit beside it */
+  static const char *const cudart_names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+                                             "/usr/local/cuda/lib64/libcudart.so", NULL};
   static const char *const nccl_names[] = {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
                                            "libnccl.so", NULL};
   struct dp_nccl *n = calloc(1, sizeof *n);
@@ -89,18 +64,14 @@ int dp_nccl_open(struct dp *d, const struct c4_ranks *r, char *err, size_t errle
              n->cudart ? "libnccl.so.2" : "the CUDA runtime, libcudart.so");
     goto fail;
   }
-  FIND(cudart, set_device, "cudaSetDevice");
   FIND(cudart, stream_synchronize, "cudaStreamSynchronize");
   FIND(nccl, get_unique_id, "ncclGetUniqueId");
   FIND(nccl, comm_init_rank, "ncclCommInitRank");
   FIND(nccl, all_reduce, "ncclAllReduce");
   FIND(nccl, comm_destroy, "ncclCommDestroy");
   FIND(nccl, error_string, "ncclGetErrorString");
-  int rc = n->set_device(r->local_rank);
-  if (rc) {
-    snprintf(err, errlen, "cudaSetDevice(%d) failed with CUDA error %d", r->local_rank, rc);
-    goto fail;
-  }
+  /* the GPU is the one the kernels' runtime made current (c4k_cuda_select_device) */
+  int rc;
   nccl_unique_id id;
   memset(&id, 0, sizeof id);
   if (r->rank == 0 && (rc = n->get_unique_id(&id)) != 0) {

@@ -92,9 +92,10 @@ struct gpt {
   struct gpt_slot *slot;  /* nslots, 1 after gpt_init */
   int nslots;
   float *host_losses; /* B x T, host */
-  /* CPU seconds of the calling thread in the held layers' passes, added up by every forward
-   * and backward (the caller resets it): what a pipeline stage's time is divided by to tell a
-   * slow stage from one with more layers (on a GPU, the host's share only: --pp runs on CPUs) */
+  /* Seconds on the compute clock (gpt_compute_clock: the calling thread's CPU time, a GPU's wall
+   * time after a sync) in the held layers' passes, added up by every forward and backward (the
+   * caller resets it): what a pipeline stage's time is divided by to tell a slow stage from one
+   * with more layers */
   double layers_s;
   int time_layers; /* 1: keep layers_s (pipeline stages set it); 0: not timed, no extra syncs */
 };

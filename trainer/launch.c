@@ -104,14 +104,17 @@ static int fork_ranks(struct attempt *a) {
       char v[16];
       snprintf(v, sizeof v, "%d", r);
       setenv("RANK", v, 1);
+      /* LOCAL_RANK picks the GPU: a survivor keeps its own (renumbered by it, the survivor after
+       * a lost rank would take the lost one's GPU, perhaps the fault), so after a loss it may
+       * reach LOCAL_WORLD_SIZE */
+      snprintf(v, sizeof v, "%d", a->orig[r]);
       setenv("LOCAL_RANK", v, 1);
+      setenv("C4TRAIN_ORIG_RANK", v, 1);
       snprintf(v, sizeof v, "%d", a->world);
       setenv("WORLD_SIZE", v, 1);
       setenv("LOCAL_WORLD_SIZE", v, 1);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", port, 1);
-      snprintf(v, sizeof v, "%d", a->orig[r]);
-      setenv("C4TRAIN_ORIG_RANK", v, 1);
       if (a->relayout_on) relayout_pass_on();
       return r;
     }

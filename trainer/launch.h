@@ -23,8 +23,9 @@ struct launch_opts {
 };
 
 /* Forks the ranks. Returns in each child (>= 0: its rank; RANK, WORLD_SIZE, LOCAL_RANK,
- * MASTER_ADDR, MASTER_PORT and C4TRAIN_ORIG_RANK are set); in the parent, once the job is over,
- * returns -1 with *status the job's exit status (0: every rank finished). */
+ * MASTER_ADDR, MASTER_PORT and C4TRAIN_ORIG_RANK are set; LOCAL_RANK, which picks the GPU, is
+ * the rank's number in the first launch, as C4TRAIN_ORIG_RANK); in the parent, once the job is
+ * over, returns -1 with *status the job's exit status (0: every rank finished). */
 int launch_local(const struct launch_opts *lo, int *status);
 
 #endif

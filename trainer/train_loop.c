@@ -15,6 +15,7 @@
 
 #include "c4_clock.h"
 #include "c4_env.h"
+#include "c4_err.h"
 #include "dp.h"
 #include "gpt_layers.h"
 #include "mon_sub.h"
@@ -61,10 +62,11 @@ static void timed_matmul_bwd(float *dinp, float *dw, float *dbias, const float *
   gemm_flops += 4.0 * N * C * OC;
 }
 
-/* The kernels for o->device (train_open_compute). NULL with err filled when they cannot be
- * loaded. */
-static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops *timed, char *err,
-                                      size_t errlen) {
+/* The kernels for o->device (train_open_compute), CUDA's on local_rank's GPU (modulo the GPUs
+ * there are; chosen by the kernels' own runtime, which NCCL's group then shares). NULL with err
+ * filled when they cannot be loaded or there is no GPU. */
+static const struct c4k_ops *pick_ops(const struct train_opts *o, int local_rank,
+                                      struct c4k_ops *timed, char *err, size_t errlen) {
   if (strcmp(o->device, "cpu") == 0) {
     timed_base = &c4k_cpu_ops;
     *timed = c4k_cpu_ops;
@@ -77,7 +79,21 @@ static const struct c4k_ops *pick_ops(const struct train_opts *o, struct c4k_ops
   const char *path = c4_beside_program(buf, sizeof buf, "../lib/libc4k-cuda.so", "libc4k-cuda.so");
   void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   const struct c4k_ops *ops = h ? dlsym(h, C4K_CUDA_SYMBOL) : NULL;
-  if (!ops) snprintf(err, errlen, "--device cuda: %s", h ? "no " C4K_CUDA_SYMBOL : dlerror());
+  int (*select)(int, const char **) =
+      h ? (int (*)(int, const char **))dlsym(h, C4K_CUDA_SELECT_SYMBOL) : NULL;
+  if (!ops || !select) {
+    snprintf(err, errlen, "--device cuda: %s",
+             !h     ? dlerror()
+             : !ops ? "no " C4K_CUDA_SYMBOL
+                    : "no " C4K_CUDA_SELECT_SYMBOL);
+    return NULL;
+  }
+  const char *why = NULL;
+  if (select(local_rank, &why) < 0) {
+    snprintf(err, errlen, "--device cuda: no GPU for local rank %d: %s", local_rank,
+             why ? why : "?");
+    return NULL;
+  }
   return ops;
 }
 
@@ -85,19 +101,14 @@ int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int
                        struct c4k_ops *timed, const struct c4k_ops **ops, struct dp *dp, char *err,
                        size_t errlen) {
   /* the kernels first: loading libc4k-cuda.so brings the CUDA runtime that NCCL's group needs */
-  *ops = pick_ops(o, timed, err, errlen);
+  *ops = pick_ops(o, r->local_rank, timed, err, errlen);
   if (!*ops) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     return 1;
   }
   /* --pp: the stages' links and sums go through the plugin's host API on either device, staged
-   * through host memory (NCCL is not opened), each rank on a GPU of its own when there are enough
-   */
+   * through host memory (NCCL is not opened) */
   int cuda = strcmp(o->device, "cuda") == 0, pipe = o->pp > 1;
-  if (cuda && pipe && dp_cuda_select(r->local_rank, err, errlen)) {
-    fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    return 1;
-  }
   if (dp_init(dp, r, o->plugin, cuda && !pipe, o->bucket_bytes, err, errlen)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
     return C4TRAIN_EXIT_PEER_LOST;

@@ -133,6 +133,10 @@ int train_pipe_init(struct train_pipe *tp, struct dp *d, struct gpt *model, int 
   tp->l1 = model->l1;
   model->time_layers = 1;
   rc = alloc_slots(tp, model, m, err, errlen);
+  if (!rc && train_pipe_ends_alloc(tp, d, model)) {
+    snprintf(err, errlen, "out of memory for the shared tensors' gradients");
+    rc = C4_ENOMEM;
+  }
   if (rc) {
     train_pipe_free(tp);
     return rc;

@@ -47,7 +47,9 @@ struct train_pipe {
   double work_s;   /* busy_s without the drill: the layers, the ends and the copies */
   struct layer_plan plan; /* the layer re-split's decisions (the same on every rank) */
   int plan_up;
-  float *ends; /* ends_floats in ends_ops memory: the shared tensors' gradients, summed at once */
+  /* ends_floats in ends_ops memory (train_pipe_ends_alloc): the shared tensors' gradients, summed
+   * at once */
+  float *ends;
   size_t ends_floats;
   const struct c4k_ops *ends_ops;
 };
@@ -93,6 +95,11 @@ int train_pipe_step(struct train_pipe *tp, struct gpt *model, const struct train
  * position losses in *loss_sum on the last stage. Every stage of the replica calls it. 0 or -1. */
 int train_pipe_forward(struct train_pipe *tp, struct gpt *model, const struct train_pipe_feed *feed,
                        double *loss_sum);
+
+/* train_pipe_sync.c: the buffer of the shared tensors' gradients in the model's memory, made at
+ * setup so that a GPU short of memory says so there rather than as a lost peer mid-step. 0 or
+ * C4_ENOMEM. */
+int train_pipe_ends_alloc(struct train_pipe *tp, const struct dp *d, const struct gpt *model);
 
 /* Sums the gradients as the header says. Collective over d. 0, or -1 when a peer is lost. */
 int train_pipe_allreduce(struct train_pipe *tp, struct dp *d, struct gpt *model);

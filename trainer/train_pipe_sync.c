@@ -3,6 +3,7 @@
  * checkpoint, and compute the held-out loss through the stages. */
 #include "train_pipe.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,18 +33,24 @@ static void pack_ends(struct gpt *model, float *packed, size_t seg, int world, i
  * ranks in the same order as in its own allreduce, so the bits are those of two allreduces as long
  * as the packed buffer fits in one bucket (--bucket-mb; beyond that, the same sums to float
  * reordering). */
-static int allreduce_ends(struct train_pipe *tp, struct dp *d, struct gpt *model) {
+static size_t ends_segment(const struct gpt *model, int world) {
   size_t lay0 = model->at[GPT_LN1W], tail = model->nparams - model->at[GPT_LNFW], n0, n1, o;
-  c4_hostcoll_segment(lay0, d->world, 0, &o, &n0); /* segment 0 is the longest */
-  c4_hostcoll_segment(tail, d->world, 0, &o, &n1);
-  size_t seg = n0 + n1, n = seg * (size_t)d->world;
-  if (tp->ends_floats < n) {
-    if (tp->ends) tp->ends_ops->free(tp->ends);
-    tp->ends = model->ops->alloc(n * sizeof(float)); /* zeroed: the padding stays 0 */
-    tp->ends_ops = model->ops;
-    tp->ends_floats = tp->ends ? n : 0;
-    if (!tp->ends) return C4_ENOMEM;
-  }
+  c4_hostcoll_segment(lay0, world, 0, &o, &n0); /* segment 0 is the longest */
+  c4_hostcoll_segment(tail, world, 0, &o, &n1);
+  return n0 + n1;
+}
+
+int train_pipe_ends_alloc(struct train_pipe *tp, const struct dp *d, const struct gpt *model) {
+  size_t n = ends_segment(model, d->world) * (size_t)d->world;
+  tp->ends = model->ops->alloc(n * sizeof(float)); /* zeroed: the padding stays 0 */
+  tp->ends_ops = model->ops;
+  tp->ends_floats = tp->ends ? n : 0;
+  return tp->ends ? 0 : C4_ENOMEM;
+}
+
+static int allreduce_ends(struct train_pipe *tp, struct dp *d, struct gpt *model) {
+  size_t seg = ends_segment(model, d->world), n = seg * (size_t)d->world;
+  assert(tp->ends_floats == n); /* the shared tensors keep their sizes whatever the window */
   pack_ends(model, tp->ends, seg, d->world, 1);
   if (dp_allreduce(d, tp->ends, n)) return C4_EREMOTE;
   pack_ends(model, tp->ends, seg, d->world, 0);

@@ -2,16 +2,14 @@
  * under --pp): every bucket is copied out, summed on the plugin's host ring and copied back,
  * and host buffers are summed in place. The "device" here is the CPU kernels with their copies
  * counted; ranks in forked processes over the real plugin (C4_PLUGIN_PATH). */
-#include <arpa/inet.h>
 #include <check.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "c4_bootstrap.h"
 #include "c4k.h"
 #include "dp.h"
 
@@ -28,16 +26,6 @@ static void counted_download(void *host_dst, const void *src, size_t bytes) {
 static void counted_upload(void *dst, const void *host_src, size_t bytes) {
   uploaded += bytes;
   c4k_cpu_ops.upload(dst, host_src, bytes);
-}
-
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 static float value(int rank, int i) { return (float)(rank + 1) * 0.25f + (float)i * 0.5f; }
@@ -82,7 +70,11 @@ static int rank_main(int rank, int port) {
 START_TEST(memory_off_the_host_is_summed_bucket_by_bucket_through_a_host_copy) {
   setenv("C4_SOCKET_IFNAME", "lo", 1);
   if (!getenv("C4_DEBUG")) setenv("C4_DEBUG", "NONE", 1);
-  int port = free_port();
+  /* a rank that fails early leaves its peer waiting: within the test's time, so that its exit
+   * code, not a timeout, is what the test says */
+  setenv("C4_BOOTSTRAP_TIMEOUT_MS", "10000", 1);
+  setenv("C4_COLL_TIMEOUT_MS", "10000", 1);
+  int port = c4_bootstrap_free_port();
   pid_t pid[2];
   for (int r = 0; r < 2; r++)
     if ((pid[r] = fork()) == 0) _exit(rank_main(r, port));
