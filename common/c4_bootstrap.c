@@ -80,8 +80,8 @@ static int io_full(int fd, void *buf, size_t len, int sending, uint64_t deadline
 
 static uint64_t deadline_in(int ms) { return c4_now_ns() + (uint64_t)ms * 1000000ull; }
 
-static int send_frame(struct c4_bootstrap *bs, int fd, uint16_t kind, const void *data,
-                      uint32_t len) {
+static int send_frame(struct c4_bootstrap *bs, int fd, int timeout_ms, uint16_t kind,
+                      const void *data, uint32_t len) {
   struct frame f = {.magic = BS_MAGIC,
                     .version = BS_VERSION,
                     .kind = kind,
@@ -89,14 +89,14 @@ static int send_frame(struct c4_bootstrap *bs, int fd, uint16_t kind, const void
                     .world = (uint32_t)bs->world,
                     .round = bs->round,
                     .len = len};
-  uint64_t dl = deadline_in(bs->timeout_ms);
+  uint64_t dl = deadline_in(timeout_ms);
   int rc = io_full(fd, &f, sizeof f, 1, dl);
   if (rc == 0 && len) rc = io_full(fd, (void *)data, len, 1, dl);
   if (rc) {
     char who[80];
     peer_name(fd, who, sizeof who);
     C4_WARN("bootstrap: rank %d could not send %u bytes to %s (gone, or stuck for %d ms)", bs->rank,
-            len, who, bs->timeout_ms);
+            len, who, timeout_ms);
   }
   return rc;
 }
@@ -270,7 +270,7 @@ int c4_bootstrap_init(struct c4_bootstrap *bs, int rank, int world, const char *
     usleep(backoff);
     backoff = backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US : backoff * 2;
   }
-  rc = send_frame(bs, bs->root_fd, KIND_HELLO, NULL, 0);
+  rc = send_frame(bs, bs->root_fd, bs->timeout_ms, KIND_HELLO, NULL, 0);
   if (rc) c4_bootstrap_close(bs);
   return rc;
 }
@@ -288,6 +288,11 @@ int c4_bootstrap_from_env(struct c4_bootstrap *bs) {
 }
 
 int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all, size_t len) {
+  return c4_bootstrap_allgather_within(bs, mine, all, len, bs->timeout_ms);
+}
+
+int c4_bootstrap_allgather_within(struct c4_bootstrap *bs, const void *mine, void *all, size_t len,
+                                  int timeout_ms) {
   if (len > MAX_BLOB || len * (size_t)bs->world > UINT32_MAX) {
     C4_WARN("bootstrap: allgather of %zu bytes per rank from %d ranks is too large (at most %u "
             "per rank, 4 GiB in all)",
@@ -299,14 +304,15 @@ int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all,
   int rc = 0;
   if (bs->world > 1 && bs->rank == 0) {
     for (int r = 1; r < bs->world && !rc; r++)
-      rc = recv_frame(bs, bs->peer_fd[r], bs->timeout_ms, KIND_DATA, r, out + (size_t)r * len,
+      rc = recv_frame(bs, bs->peer_fd[r], timeout_ms, KIND_DATA, r, out + (size_t)r * len,
                       (uint32_t)len, NULL);
     for (int r = 1; r < bs->world && !rc; r++)
-      rc = send_frame(bs, bs->peer_fd[r], KIND_DATA, out, (uint32_t)(len * (size_t)bs->world));
+      rc = send_frame(bs, bs->peer_fd[r], timeout_ms, KIND_DATA, out,
+                      (uint32_t)(len * (size_t)bs->world));
   } else if (bs->world > 1) {
-    rc = send_frame(bs, bs->root_fd, KIND_DATA, mine, (uint32_t)len);
+    rc = send_frame(bs, bs->root_fd, timeout_ms, KIND_DATA, mine, (uint32_t)len);
     if (!rc)
-      rc = recv_frame(bs, bs->root_fd, bs->timeout_ms, KIND_DATA, 0, out,
+      rc = recv_frame(bs, bs->root_fd, timeout_ms, KIND_DATA, 0, out,
                       (uint32_t)(len * (size_t)bs->world), NULL);
   }
   bs->round++;

@@ -35,6 +35,10 @@ int c4_bootstrap_from_env(struct c4_bootstrap *bs);
  * log), C4_EREMOTE when a peer is gone or silent for the timeout, C4_EINVAL for a bad len. */
 int c4_bootstrap_allgather(struct c4_bootstrap *bs, const void *mine, void *all, size_t len);
 
+/* The same, waiting for a peer at most timeout_ms rather than the rendezvous's timeout_ms. */
+int c4_bootstrap_allgather_within(struct c4_bootstrap *bs, const void *mine, void *all, size_t len,
+                                  int timeout_ms);
+
 /* Returns once every rank has entered the barrier; fails as c4_bootstrap_allgather does. */
 int c4_bootstrap_barrier(struct c4_bootstrap *bs);
 

@@ -98,11 +98,7 @@ int dp_allgather(struct dp *d, const void *mine, void *all, size_t len) {
 }
 
 int dp_gather_step(struct dp *d, const void *mine, void *all, size_t len) {
-  int join_ms = d->bs.timeout_ms;
-  d->bs.timeout_ms = d->step_timeout_ms;
-  int rc = c4_bootstrap_allgather(&d->bs, mine, all, len);
-  d->bs.timeout_ms = join_ms;
-  return rc ? -1 : 0;
+  return c4_bootstrap_allgather_within(&d->bs, mine, all, len, d->step_timeout_ms) ? -1 : 0;
 }
 
 void dp_close(struct dp *d) {

@@ -294,6 +294,42 @@ START_TEST(bootstrap_gives_up_with_an_error_when_nobody_comes) {
 }
 END_TEST
 
+/* A gather within a short wait gives up on a silent peer after that wait, not the rendezvous's
+ * (60 s here): rank 1 joins, then stays silent until rank 0, the root, has given up waiting
+ * 300 ms for its frame. */
+START_TEST(a_gather_within_a_short_wait_gives_up_on_a_silent_peer_after_that_wait) {
+  quiet_env();
+  setenv("C4_BOOTSTRAP_TIMEOUT_MS", "60000", 1);
+  int port = free_port(), done[2];
+  ck_assert_int_eq(pipe(done), 0);
+  pid_t late = fork();
+  if (late == 0) {
+    close(done[1]);
+    struct c4_bootstrap bs;
+    if (c4_bootstrap_init(&bs, 1, 2, "127.0.0.1", port)) _exit(2);
+    char c;
+    if (read(done[0], &c, 1) < 0) _exit(3); /* silent until the parent closes its end */
+    c4_bootstrap_close(&bs);
+    _exit(0);
+  }
+  close(done[0]);
+  struct c4_bootstrap bs;
+  ck_assert_int_eq(c4_bootstrap_init(&bs, 0, 2, "127.0.0.1", port), 0);
+  int mine = 7, all[2];
+  uint64_t t0 = c4_now_ns();
+  ck_assert_int_eq(c4_bootstrap_allgather_within(&bs, &mine, all, sizeof mine, 300), C4_EREMOTE);
+  uint64_t took = c4_now_ns() - t0;
+  ck_assert_uint_ge(took, 250000000ull);
+  ck_assert_uint_lt(took, 2000000000ull);
+  close(done[1]);
+  c4_bootstrap_close(&bs);
+  int st;
+  waitpid(late, &st, 0);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  unsetenv("C4_BOOTSTRAP_TIMEOUT_MS");
+}
+END_TEST
+
 START_TEST(bootstrap_reads_the_torchrun_variables) {
   quiet_env();
   setenv("RANK", "0", 1);
@@ -324,6 +360,7 @@ int main(void) {
   tcase_add_test(tc, bootstrap_refuses_a_stranger_at_once_and_still_lets_the_real_rank_in);
   tcase_add_test(tc, bootstrap_rejects_bad_frames_from_rank_0_with_eproto);
   tcase_add_test(tc, bootstrap_gives_up_with_an_error_when_nobody_comes);
+  tcase_add_test(tc, a_gather_within_a_short_wait_gives_up_on_a_silent_peer_after_that_wait);
   tcase_add_test(tc, bootstrap_reads_the_torchrun_variables);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
