@@ -24,6 +24,7 @@
 #include "c4_ranks.h"
 #include "ckpt.h"
 #include "gpt.h"
+#include "layer_plan.h"
 #include "mon_sub.h"
 #include "planner.h"
 #include "text_data.h"
@@ -713,17 +714,17 @@ static void same_checkpoints(const char *a_dir, const char *b_dir) {
 }
 
 /* --pp 4 with stage 1 3x slow in steps 5-25: its layers move to the others once the plan has
- * seen it (LAYER_PLAN_MIN_STEPS), and back once its own reading says it has healed: within a
- * window of the first step at which stage 1 reads under the straggler threshold (the window lets
- * another stage's passing burst hold the plan), which must come within the run. The strict "back
- * within two windows of the heal" is test_layer_plan's, on synthetic steps: here, under ASan on a
- * loaded CI machine, a stage left with one layer once read 1.46x for 20 steps after the heal
- * (idle: 1.05-1.3, falling to healthy within 10 steps), so the bound is the reading's, not the
- * drill's. A failure prints every stage's layers and slowdowns at each step after the heal. The
- * layers' weights and moments move whole and the arithmetic is the same wherever a layer runs,
- * so every step's loss and the model at step 60 are the bits of the run that never moved a layer.
- * A checkpoint written while the layers are moved resumes on one rank with the losses of a run
- * that never stopped. */
+ * seen it (LAYER_PLAN_MIN_STEPS), and come back after the heal with a window of the run to spare;
+ * stage 1 holds them at the end. When stage 1's own reading falls under the straggler threshold,
+ * they are back within a window of that step (the window lets another stage's passing burst hold
+ * the plan). The reading need not fall: on a loaded CI machine under ASan, stages 1 and 2
+ * read 1.2-1.4x for the 40 steps after the heal (idle here: 1.0-1.1), and the layers came back on
+ * the trial that a halved reading earns (test_layer_plan covers both rules on synthetic steps). A
+ * failure prints every stage's layers and slowdowns at each step after the heal. The layers'
+ * weights and moments move whole and the arithmetic is the same wherever a layer runs, so every
+ * step's loss and the model at step 60 are the bits of the run that never moved a layer. A
+ * checkpoint written while the layers are moved resumes on one rank with the losses of a run that
+ * never stopped. */
 START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
   ck_assert_int_eq(run("pp4", RESPLIT " --layers 8 --local-ranks 4 --pp 4 --ckpt-dir %s/pp4", dir),
                    0);
@@ -755,9 +756,8 @@ START_TEST(a_slow_stage_sheds_its_layers_and_gets_them_back) {
                   step_loss(got, st), step_loss(want, st));
   }
   ck_assert_msg(shed > 5 && shed <= 5 + 16, "layers moved at step %d", shed);
-  ck_assert_msg(healed && healed <= RESPLIT_STEPS - 16,
-                "stage 1 read healthy at step %d (step:layers@slowdown per stage%s)", healed, seen);
-  ck_assert_msg(back > 25 && back <= healed + 16,
+  ck_assert_msg(back > 25 && back <= RESPLIT_STEPS - LAYER_PLAN_WINDOW &&
+                    (!healed || back <= healed + LAYER_PLAN_WINDOW),
                 "back at step %d, healthy at %d (step:layers@slowdown per stage%s)", back, healed,
                 seen);
   json_t *last = json_object_get(json_array_get(got, RESPLIT_STEPS - 1), "layers");
