@@ -155,10 +155,21 @@ struct open_arg {
   uint64_t first_in, last_in; /* the earliest and latest arrivals at it */
 };
 
-/* The newest incomplete collective of a communicator: who has not entered it. */
+/* Whether a rank's completing collective s means every rank entered it: each rank's result
+ * of these needs every rank's input. */
+static int completion_needs_all(const struct c4_win_slot *s) {
+  return s->done > 0 && (!strcmp(s->func, "AllReduce") || !strcmp(s->func, "AllGather") ||
+                         !strcmp(s->func, "ReduceScatter"));
+}
+
+/* The newest incomplete collective of a communicator: who has not entered it. One that a rank
+ * completed, where that needs every rank in, names nobody: its missing records are a trace cut
+ * short (a healthy trace cut inside its last allreduce, a copy of a live file, named the ranks
+ * whose lines were cut off as never entering it), and whoever is still inside is the
+ * heartbeats' and transfers' to say. */
 static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, void *arg) {
   struct open_arg *o = arg;
-  if (o->comm) return; /* the first communicator that shows it is enough */
+  if (o->comm || completion_needs_all(s)) return; /* the first that shows it is enough */
   o->comm = comm;
   o->nranks = nranks;
   for (int r = 0; r < nranks; r++) {

@@ -598,6 +598,22 @@ START_TEST(a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its
 }
 END_TEST
 
+/* A trace of collective records alone cut inside its last allreduce (a copy of a live file, a
+ * killed job): the ranks whose records made it completed it, so the one whose line was cut off
+ * was in it too. Nothing is hung, at the trace's end or later; before, the rank whose line was cut
+ * off was named a noncomm_hang 3 s past the trace's last record. */
+START_TEST(a_trace_cut_inside_its_last_allreduce_is_no_hang) {
+  uint64_t last = back_to_back_without_heartbeats(), t = last + 40 * MS;
+  for (int r = 0; r < 4; r++)
+    if (r != 1) coll(r, 4, 50, t + (uint64_t)r * MS, t + 60 * MS);
+  uint64_t due = c4_det_hang_due_at_end();
+  c4_det_advance((due > t ? due : t) + 10000 * MS);
+  ck_assert_int_eq(count("noncomm_hang"), 0);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 /* A collective the last rank went into long after the previous one completed (2.5 s of compute)
  * is hung the threshold after that rank went in, not after the previous completion: 0.5 s inside
  * is no hang. */
@@ -1351,6 +1367,7 @@ int main(void) {
   tcase_add_test(tc, stuck_receives_without_a_send_name_a_link_and_say_it_is_uncertain);
   tcase_add_test(tc, of_stuck_receives_the_one_that_moved_least_names_the_link);
   tcase_add_test(tc, a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its_end);
+  tcase_add_test(tc, a_trace_cut_inside_its_last_allreduce_is_no_hang);
   tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
   tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_collective_whose_transfers_still_complete_is_no_hang_until_they_stop);
