@@ -20,7 +20,7 @@
 
 static void usage(FILE *f) {
   fprintf(f, "usage:\n"
-             "  c4plan assign --topo FILE (--flows FILE | --trace FILE) [--probe FILE]...\n"
+             "  c4plan assign [--topo FILE] (--flows FILE | --trace FILE) [--probe FILE]...\n"
              "                [--out PLAN] [--json] [--seed N]\n"
              "  c4plan probe ...   (c4plan probe --help)\n"
              "  c4plan flows PLAN  (a plan's flows as text lines: SRC DST PATH SRC_PORT)\n"
@@ -28,7 +28,8 @@ static void usage(FILE *f) {
              "assign: a path for every flow (NIC ports, spine, source port from the probe maps)\n"
              "that keeps the most loaded link as light as it can; prints that load over a lower\n"
              "bound, beside ECMP's random hashing (seeded by --seed), and writes the plan\n"
-             "(docs/plan-format.md) to --out.\n"
+             "(docs/plan-format.md) to --out. --topo defaults to $C4_TOPO, then\n"
+             "  " C4_PLAN_DEFAULT_TOPO ".\n"
              "  -h, --help   -V, --version\n"
              "exit: 0 ok, 1 failure, 2 bad usage\n");
 }
@@ -74,7 +75,7 @@ static int parse(int argc, char **argv, struct args *a) {
     default: c4_cli_bad_option(prog, argv, c); return C4_EINVAL;
     }
   if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]), -1;
-  if (!a->topo) return c4_cli_usage(prog, "--topo FILE is required"), -1;
+  if (!a->topo) a->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : C4_PLAN_DEFAULT_TOPO;
   if (!!a->flows == !!a->trace) return c4_cli_usage(prog, "give one of --flows and --trace"), -1;
   return 0;
 }

@@ -13,7 +13,6 @@
 #include "probe.h"
 #include "topo.h"
 
-#define DEFAULT_TOPO "/run/c4-fabric/c4f.json"
 #define DEFAULT_TCP_PORT 40000
 
 static void usage(FILE *f) {
@@ -22,7 +21,8 @@ static void usage(FILE *f) {
           "                    [--proto tcp|udp] [--dst-port N] [--sports LO-HI] [--ttl N]\n"
           "                    [--timeout-ms N] [--tries N] [--json]\n"
           "  Run inside the source host's namespace (needs CAP_NET_RAW). --topo defaults to\n"
-          "  $C4_TOPO, then " DEFAULT_TOPO ". TCP probes are SYNs (default dst port %d), UDP\n"
+          "  $C4_TOPO, then " C4_PLAN_DEFAULT_TOPO
+          ". TCP probes are SYNs (default dst port %d), UDP\n"
           "  probes go to %d (RoCEv2). Default source ports 49152-49215, TTL 2.\n"
           "  -h, --help   -V, --version\n"
           "exit: 0 ok, 1 failure, 2 bad usage\n",
@@ -134,7 +134,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   long dst_port = -1;
   int c;
   unsigned lo = 49152, hi = 49215;
-  o->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : DEFAULT_TOPO;
+  o->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : C4_PLAN_DEFAULT_TOPO;
   o->req =
       (struct c4_plan_probe_req){.proto = C4_PLAN_TCP, .ttl = 2, .timeout_ms = 300, .tries = 3};
   optind = 1;

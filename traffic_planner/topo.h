@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 
+/* Where c4plan looks for the topology when neither --topo nor $C4_TOPO names it: the file
+ * tools/fabric writes for the fabric it builds. */
+#define C4_PLAN_DEFAULT_TOPO "/run/c4-fabric/c4f.json"
+
 struct c4_plan_port {
   char *ifname, *addr;
   int leaf;    /* index into leaf_names */

@@ -86,7 +86,8 @@ static void usage(FILE *f) {
       "Ranks: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun), SLURM_PROCID/\n"
       "SLURM_NTASKS (srun), OMPI_COMM_WORLD_RANK/SIZE (mpirun), or --local-ranks.\n"
       "  -h, --help   -V, --version\n"
-      "exit: 0 ok, 1 failure, 2 bad usage\n");
+      "exit: 0 ok, 1 failure, 2 bad usage; a rank (not --local-ranks): 75 a peer was lost\n"
+      "(restart on the healthy ranks), 76 stopped for a new layout its launcher asked for\n");
 }
 
 static int parse_int(const char *flag, const char *v, int min, int max, int *out) {

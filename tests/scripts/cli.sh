@@ -66,6 +66,9 @@ expect 1 "c4mon matrix: $NOFILE.jsonl: No such file or directory" \
 expect 1 "c4plan assign: $NOFILE.json: No such file or directory" \
   "$BIN/c4plan" assign --topo "$NOFILE.json" --flows "$NOFILE.flows"
 expect 1 "c4cap: $NOFILE.pcap: No such file or directory" "$BIN/c4cap" -r "$NOFILE.pcap"
+# without --topo, c4plan assign reads $C4_TOPO (then the fabric's own file), as probe does
+C4_TOPO="$NOFILE-env.json" expect 1 "c4plan assign: $NOFILE-env.json: No such file or directory" \
+  "$BIN/c4plan" assign --flows "$NOFILE.flows"
 expect 1 "$NOFILE.txt: No such file or directory" \
   "$BIN/c4train" --data "$NOFILE.txt" --steps 1 --layers 1 --width 8 --heads 1 --context 8
 expect 1 "c4scen score: $NOFILE.json: No such file or directory" \
