@@ -304,11 +304,14 @@ void det_matrix_prefetch(const struct c4_xfer_record *x, int stage) {
 }
 
 /* The NIC one end of a transfer stands for: its host and device, or, in a trace that gives no
- * device, its host and rank (the rank stands for its NIC; kept as device -2 - rank). -1 when
+ * device, its host and rank (the rank stands for its NIC; kept as device -2 - rank) when the
+ * record gives both ends' ranks (by_rank), else its host alone. A record that leaves out its
+ * writer's rank still names its peer's: taken, the peer's rank would key that host's NIC one way
+ * in these records and another in the peer's own, one NIC as two (named twice when slow). -1 when
  * the host is unknown or the table is full. */
-static int nic_of(const struct c4_identity *e) {
+static int nic_of(const struct c4_identity *e, int by_rank) {
   if (!e->host[0]) return C4_NONE;
-  return node_of(e->host, e->dev >= 0 ? e->dev : e->rank >= 0 ? -2 - e->rank : -1);
+  return node_of(e->host, e->dev >= 0 ? e->dev : by_rank ? -2 - e->rank : -1);
 }
 
 /* The device a verdict names: -1 when the trace gave none. */
@@ -329,7 +332,8 @@ static int cell_of_xfer(const struct c4_xfer_record *x) {
     return recv || !m.by_conn[k].recv_seen ? m.by_conn[k].cell - 1 : -2;
   }
   const struct c4_identity *from = recv ? &x->peer : &x->self, *to = recv ? &x->self : &x->peer;
-  int src = nic_of(from), dst = nic_of(to);
+  int by_rank = from->rank >= 0 && to->rank >= 0;
+  int src = nic_of(from, by_rank), dst = nic_of(to, by_rank);
   int c = src >= 0 && dst >= 0 ? cell_of(src, dst) : -1;
   if (c < 0) return C4_NONE;
   learn_rank(src, from->rank);

@@ -20,6 +20,7 @@ struct form {
   int no_first;     /* t_first absent: the trace's t_post is the poster's arrival */
   int recv_no_peer; /* receives do not know their peer (wrap mode) */
   int no_dev;       /* no device indexes */
+  int no_rank;      /* no rank of the writing end (the peer's still given), nor a connection id */
   double (*rate)(int src, int dst);
 };
 
@@ -52,6 +53,11 @@ static void record(const struct form *f, int dir, int s, int d, uint64_t post, u
   snprintf(dst.host, C4_HOST_MAX, "node%d", d);
   r.xfer.self = send ? src : dst;
   r.xfer.peer = send ? dst : src;
+  if (f->no_rank) { /* what the reader makes of such a line: rank -1, pid 0, conn from the ends */
+    r.xfer.self.rank = -1;
+    r.xfer.self.pid = 0;
+    r.xfer.conn_id = 0x2000 + (uint64_t)(send ? s * 64 + 8 + d : (s + 8) * 64 + d);
+  }
   if (!send && f->recv_no_peer) r.xfer.peer = (struct c4_identity){.rank = -1, .dev = -1};
   c4_det_take(c4_det_job("job"), &r);
 }
@@ -176,6 +182,20 @@ START_TEST(without_first_byte_times_or_devices_the_fault_is_still_placed) {
 }
 END_TEST
 
+/* A minimal trace whose lines leave out the optional `rank` (the peer's is required) and give no
+ * device: the host stands for its NIC at both ends of every record, so each host is one NIC and
+ * a slow one is one verdict. With the peer's rank standing for its NIC and the writer's unknown,
+ * each host was two NICs, one for its own lines and one for its peers', and a NIC sending at half
+ * rate was named twice. */
+START_TEST(without_ranks_or_devices_a_host_is_one_nic) {
+  struct form f = {.sends = 1, .recvs = 1, .no_dev = 1, .no_rank = 1, .rate = node2_sends_at_half};
+  expect_nic(&f, "nic_tx", "node2", 2, 1.7, 2.3);
+  f.sends = 0;
+  f.rate = node4_receives_at_third;
+  expect_nic(&f, "nic_rx", "node4", 4, 2.5, 3.5);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("det_ingest");
   TCase *tc = tcase_create("ingest");
@@ -184,6 +204,7 @@ int main(void) {
   tcase_add_test(tc, a_slow_nic_and_link_are_found_from_receives_alone_and_from_both);
   tcase_add_test(tc, wrap_mode_receives_are_placed_through_their_connection);
   tcase_add_test(tc, without_first_byte_times_or_devices_the_fault_is_still_placed);
+  tcase_add_test(tc, without_ranks_or_devices_a_host_is_one_nic);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
