@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +93,7 @@ static void next_attempt(struct attempt *a, int relaid_now) {
 }
 
 static int fork_ranks(struct attempt *a) {
+  pid_t launcher = getpid();
   char port[16];
   snprintf(port, sizeof port, "%d", c4_bootstrap_free_port());
   for (int r = 0; r < a->world; r++) {
@@ -101,6 +103,10 @@ static int fork_ranks(struct attempt *a) {
       return -2;
     }
     if (pid == 0) {
+      /* the ranks die with their launcher: one killed alone (kill -9, or a SIGINT or SIGTERM
+       * sent to it and not to its process group) left them training to the end, writing into
+       * the checkpoint directory a restarted job would use too */
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher) _exit(1);
       char v[16];
       snprintf(v, sizeof v, "%d", r);
       setenv("RANK", v, 1);

@@ -6,6 +6,7 @@
  * one rank computes, and a checkpoint of any data x pipeline layout resumes in any other. */
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -620,6 +622,70 @@ END_TEST
 START_TEST(a_stopped_rank_is_found_hung_and_the_job_goes_on) { drill(SIGSTOP); }
 END_TEST
 
+/* The processes whose parent is parent, into kids (up to max); returns how many. */
+static int children_of(pid_t parent, pid_t *kids, int max) {
+  DIR *d = opendir("/proc");
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  for (struct dirent *e; n < max && (e = readdir(d));) {
+    char path[300], stat[512];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t got = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[got] = 0;
+    const char *close = strrchr(stat, ')'); /* the name may hold spaces */
+    int ppid;
+    char state;
+    if (close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+      kids[n++] = (pid_t)atoi(e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+/* The ranks die with their launcher: killed alone (kill -9, or a SIGINT or SIGTERM sent to it and
+ * not to its process group), it left its ranks training to the end and writing checkpoints. This
+ * test takes the orphans in (a subreaper) to see them go: within 10 s, where the run would take
+ * hours. */
+START_TEST(ranks_do_not_outlive_their_launcher) {
+  ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  pid_t launcher = fork();
+  ck_assert_int_ne(launcher, -1);
+  if (launcher == 0) {
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execl(bin, bin, "--local-ranks", "2", "--steps", "100000000", "--layers", "1", "--width", "8",
+          "--heads", "1", "--context", "8", "--eval-windows", "0", (char *)NULL);
+    _exit(127);
+  }
+  pid_t kids[2];
+  int n = 0;
+  for (int i = 0; i < 600 && n < 2; i++) { /* up to 30 s for an ASan build to start its ranks */
+    usleep(50000);
+    n = children_of(launcher, kids, 2);
+  }
+  ck_assert_int_eq(n, 2);
+  ck_assert_int_eq(kill(launcher, SIGKILL), 0);
+  ck_assert_int_eq(waitpid(launcher, NULL, 0), launcher);
+  int gone = 0;
+  for (int i = 0; i < 200 && gone < 2; i++) { /* they come to this process as orphans */
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0)
+      gone++;
+    else
+      usleep(50000);
+  }
+  for (int i = 0; i < 2 && gone < 2; i++) /* not to leave them running when it fails */
+    kill(kids[i], SIGKILL);
+  ck_assert_msg(gone == 2, "%d of 2 ranks still running 10 s after their launcher was killed",
+                2 - gone);
+}
+END_TEST
+
 #define PIPE                                                                                       \
   "--layers 3 --width 32 --heads 2 --context 32 --micro-batch 2 --microbatches 8 "                 \
   "--eval-windows 8 --json --steps 6"
@@ -900,6 +966,7 @@ int main(void) {
   tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
   tcase_add_test(prog, a_pipeline_job_that_loses_a_rank_goes_on_in_whole_pipelines);
   tcase_add_test(prog, a_stopped_rank_is_found_hung_and_the_job_goes_on);
+  tcase_add_test(prog, ranks_do_not_outlive_their_launcher);
   tcase_add_test(prog, bad_flags_and_missing_data_are_clear_errors);
   tcase_add_test(prog, a_pipeline_computes_what_one_rank_computes);
   tcase_add_test(prog, a_pipeline_sends_large_activations_in_pieces);
