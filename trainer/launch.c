@@ -229,7 +229,7 @@ int launch_local(const struct launch_opts *lo, int *status) {
     if (!lo->restart || failed == 0 || going < 1 || r == -2) {
       if (failed == 0 && peer_lost)
         fprintf(stderr, "c4train: every rank gave up on a peer, and none died or hung\n");
-      else if (!lo->restart)
+      else if (!lo->restart && failed < a.world) /* all failed: each said why */
         fprintf(stderr, "c4train: a rank was lost; give --ckpt-dir to go on with the others\n");
       else if (going < 1 && survivors > 0)
         fprintf(stderr, "c4train: %d ranks left, fewer than a pipeline of %d stages\n", survivors,

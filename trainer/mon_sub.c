@@ -129,9 +129,16 @@ static int drain(struct mon_sub *s, int fd) {
 
 static void *reader(void *arg) {
   struct mon_sub *s = arg;
-  int backoff_ms = 200;
+  int backoff_ms = 200, failed = 0;
   while (!stopping(s)) {
     int fd = dial(s);
+    /* said once, by the launcher or rank 0, when c4mon is still not there after about 3 s (its
+     * first tries): a job told to follow c4mon that cannot reach it says so, and goes on */
+    if (fd < 0 && ++failed == 4 && s->my_rank <= 0)
+      fprintf(stderr,
+              "c4train: warning: --monitor %s:%s does not answer; c4mon's verdicts are not "
+              "followed until it does (trying again every few seconds)\n",
+              s->host, s->port);
     if (fd < 0) {
       for (int waited = 0; waited < backoff_ms && !stopping(s); waited += 100)
         usleep(100000);
@@ -150,11 +157,20 @@ static void *reader(void *arg) {
   return NULL;
 }
 
+int mon_sub_addr_ok(const char *addr_port) {
+  const char *colon = strrchr(addr_port, ':');
+  if (!colon || colon == addr_port || (size_t)(colon - addr_port) >= 256 || !colon[1] ||
+      strlen(colon + 1) >= 16)
+    return 0;
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  return !*end && port > 0 && port < 65536;
+}
+
 struct mon_sub *mon_sub_start(const char *addr_port, int my_rank, mon_sub_event_fn on_event,
                               void *arg) {
   const char *colon = strrchr(addr_port, ':');
-  if (!colon || colon == addr_port || (size_t)(colon - addr_port) >= 256 ||
-      strlen(colon + 1) >= 16 || atoi(colon + 1) <= 0) {
+  if (!mon_sub_addr_ok(addr_port)) {
     fprintf(stderr, "c4train: --monitor %s: expected ADDR:PORT of c4mon's --subscribe port\n",
             addr_port);
     return NULL;

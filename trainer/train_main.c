@@ -14,6 +14,7 @@
 #include "docs.h"
 #include "launch.h"
 #include "layout.h"
+#include "mon_sub.h"
 #include "resplit.h"
 #include "text_data.h"
 #include "train_ckpt.h"
@@ -231,6 +232,9 @@ static int parse_slow(const char *whole, struct train_opts *o) {
   bad |= parse_double("--slow (factor)", f[1], 1, 1000, &o->slow_factor);
   if (f[2]) bad |= parse_int("--slow (from step)", f[2], 1, 1 << 30, &o->slow_from);
   if (f[3]) bad |= parse_int("--slow (to step)", f[3], 1, 1 << 30, &o->slow_to);
+  if (!bad && f[2] && f[3] && o->slow_to < o->slow_from)
+    return c4_cli_usage("c4train", "--slow '%s': the slow steps end (%d) before they begin (%d)",
+                        whole, o->slow_to, o->slow_from);
   return bad;
 }
 
@@ -290,7 +294,12 @@ static int parse_run_opt(int c, char *v, struct cli *a, int *bad) {
   case O_CKPT: o->ckpt_dir = v; break;
   case O_CKPT_EVERY: *bad |= parse_int("--ckpt-every", v, 1, 1 << 30, &o->ckpt_every); break;
   case O_CKPT_STRICT: o->ckpt_strict = 1; break;
-  case O_MONITOR: o->monitor_sub = a->lo.monitor_sub = v; break;
+  case O_MONITOR:
+    o->monitor_sub = a->lo.monitor_sub = v;
+    if (!mon_sub_addr_ok(v))
+      *bad = c4_cli_usage("c4train",
+                          "--monitor wants ADDR:PORT of c4mon's --subscribe port, not '%s'", v);
+    break;
   case O_EVAL: *bad |= parse_int("--eval-windows", v, 0, 1 << 20, &o->eval_windows); break;
   case O_LOCAL: *bad |= parse_int("--local-ranks", v, 1, 1024, &a->lo.ranks); break;
   case O_JSON: o->json = 1; break;
@@ -356,6 +365,11 @@ static int check_local_ranks(const struct cli *a) {
   if (o->slow_rank >= n)
     return c4_cli_usage("c4train", "--slow names rank %d, but --local-ranks %d has ranks 0 to %d",
                         o->slow_rank, n, n - 1);
+  if (!a->layout_auto_on && o->pp <= 1 && o->max_context < 1 && o->microbatches < n)
+    return c4_cli_usage("c4train",
+                        "--microbatches %d on %d ranks leaves a rank with no work: at least one "
+                        "a rank",
+                        o->microbatches, n);
   if (a->layout_auto_on || o->pp <= 1) return C4_NONE; /* layout auto picks a --pp that fits */
   if (n % o->pp)
     return c4_cli_usage("c4train", "--pp %d needs a multiple of %d ranks, not --local-ranks %d",

@@ -930,18 +930,47 @@ START_TEST(a_checkpoint_of_any_layout_resumes_in_any_other) {
 }
 END_TEST
 
+/* What a run wrote into DIR/name (its .out or .err), up to len - 1 bytes, into text. */
+static const char *output_of(const char *name, char *text, size_t len) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, len - 1, f);
+  text[n] = 0;
+  fclose(f);
+  return text;
+}
+
 START_TEST(bad_flags_and_missing_data_are_clear_errors) {
+  char text[1024];
   ck_assert_int_eq(run("bad", "--slow 2"), 2);
   ck_assert_int_eq(run("bad2", "--width 30 --heads 4"), 2);
   ck_assert_int_eq(run("nodata", SMALL " --data /nonexistent/corpus.txt --steps 1"), 1);
-  char path[256], text[1024] = "";
-  snprintf(path, sizeof path, "%s/nodata.err", dir);
-  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(
+      strstr(output_of("nodata.err", text, sizeof text), "/nonexistent/corpus.txt"));
+  /* said before any rank starts, as usage errors: a monitor address without a port, slow steps
+   * that end before they begin, ranks left without a micro-batch (each was taken, and the run
+   * went on: no verdict followed, no slowdown, a rank with nothing to do) */
+  ck_assert_int_eq(run("mon", SMALL " --monitor nonsense --steps 1"), 2);
+  ck_assert_int_eq(run("slow", SMALL " --local-ranks 2 --slow 1:2:40:10 --steps 1"), 2);
+  ck_assert_int_eq(run("idle", SMALL " --local-ranks 4 --microbatches 2 --steps 1"), 2);
+  /* every rank failing on the data is the data's error, not a lost rank to go on without */
+  char path[256];
+  snprintf(path, sizeof path, "%s/tiny.txt", dir);
+  FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = 0;
+  fputs("too short\n", f);
   fclose(f);
-  ck_assert_ptr_nonnull(strstr(text, "/nonexistent/corpus.txt"));
+  ck_assert_int_eq(run("tiny", SMALL " --local-ranks 2 --data %s --max-context 64 --steps 1", path),
+                   1);
+  ck_assert_msg(!strstr(output_of("tiny.err", text, sizeof text), "a rank was lost"),
+                "the data's error read as a lost rank: %s", text);
+  /* --steps 0 without a checkpoint names none (it said "the checkpoint in (null) is at step 0") */
+  ck_assert_int_eq(run("zero", "--layers 1 --width 8 --heads 1 --context 8 --steps 0"), 0);
+  output_of("zero.out", text, sizeof text);
+  ck_assert_msg(strstr(text, "--steps 0: nothing to train") && !strstr(text, "checkpoint"), "%s",
+                text);
 }
 END_TEST
 
