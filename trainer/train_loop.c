@@ -495,7 +495,7 @@ static void step_report_text(struct run *s, const struct step_state *st) {
     printf("  layers ");
     print_split(stdout, s->pp, st->old_layers);
   }
-  if (st->moved) {
+  if (st->moved && memcmp(st->old_layers, s->tp.split, sizeof(int) * (size_t)s->pp) != 0) {
     printf("  -> layers ");
     print_split(stdout, s->pp, s->tp.split);
   }
