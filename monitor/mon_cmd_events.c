@@ -26,10 +26,12 @@ struct evq {
   /* state */
   json_t *step_times; /* c4_score_steps_load's object, for --text labels */
   uint64_t t0;        /* the first event's time, for labels without steps */
-  json_t *live;       /* --active: id -> verdict */
-  json_t *places;     /* --summary: "kind where place" -> entry */
+  json_t *live;       /* --active: "run:id" -> verdict */
+  long run;           /* the c4mon run the last event came from: ids start again with each */
+  json_int_t last_id;
+  json_t *places; /* --summary: "kind where place" -> entry */
   json_t *by_kind;
-  size_t passed, lines, dropped;
+  size_t passed, lines, dropped, verdicts;
 };
 
 static int in_list(const char *list, const char *s) {
@@ -100,10 +102,18 @@ static void label(struct evq *q, uint64_t t, char *buf, size_t n) {
 }
 
 /* Adds a verdict to the summary's place table. */
+/* Whether an event of kind is a verdict: not a recovery, nor a job's end, an action or a note of
+ * lines dropped. */
+static int is_verdict(const char *kind) {
+  return strcmp(kind, "recovered") && strcmp(kind, "job_end") && strcmp(kind, "plan") &&
+         strcmp(kind, "dropped");
+}
+
 static void summarize(struct evq *q, const json_t *ev) {
   const char *kind = json_string_value(json_object_get(ev, "kind"));
   json_t *c = json_object_get(q->by_kind, kind);
   json_object_set_new(q->by_kind, kind, json_integer(json_integer_value(c) + 1));
+  q->verdicts += is_verdict(kind);
   if (!strcmp(kind, "recovered")) return;
   char place[400], key[500];
   c4_mon_evq_place(ev, place, sizeof place);
@@ -123,18 +133,24 @@ static void summarize(struct evq *q, const json_t *ev) {
     json_object_set(p, "max_factor", factor);
 }
 
-/* One event line: the active set, the filter, then what the mode prints as it goes. */
+/* One event line: the active set, the filter, then what the mode prints as it goes. A file that
+ * several c4mon runs appended to numbers each run's events from 1 again: an id not above the last
+ * one begins a run, and a recovery clears its own run's verdict (by id alone, a later run's
+ * recovery of its #15 cleared an earlier run's #15 still standing). */
 static void take(struct evq *q, json_t *ev, const char *line) {
   const char *kind = json_string_value(json_object_get(ev, "kind"));
-  char id[32];
+  json_int_t at = json_integer_value(json_object_get(ev, "id"));
+  if (at <= q->last_id) q->run++;
+  q->last_id = at;
+  char id[48];
   if (!strcmp(kind, "dropped"))
     q->dropped += (size_t)json_integer_value(json_object_get(ev, "count"));
   if (!strcmp(kind, "recovered")) {
-    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT,
+    snprintf(id, sizeof id, "%ld:%" JSON_INTEGER_FORMAT, q->run,
              json_integer_value(json_object_get(ev, "clears")));
     json_object_del(q->live, id);
-  } else if (strcmp(kind, "dropped") && strcmp(kind, "plan")) { /* plan: an action, not a verdict */
-    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(ev, "id")));
+  } else if (is_verdict(kind)) {
+    snprintf(id, sizeof id, "%ld:%" JSON_INTEGER_FORMAT, q->run, at);
     json_object_set(q->live, id, ev);
   }
   if (q->active || !passes(q, ev)) return;
@@ -272,7 +288,7 @@ static int finish(struct evq *q) {
     size_t rec = (size_t)json_integer_value(json_object_get(q->by_kind, "recovered"));
     if (q->text) {
       printf("%zu events passed: %zu verdicts, %zu recovered, %zu still active, %zu dropped\n",
-             q->passed, q->passed - rec, rec, json_object_size(q->live), q->dropped);
+             q->passed, q->verdicts, rec, json_object_size(q->live), q->dropped);
       size_t i;
       double t0 = 0; /* times from the first verdict listed */
       json_array_foreach(places, i, p) {
@@ -293,9 +309,9 @@ static int finish(struct evq *q) {
     } else {
       json_t *doc =
           json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:o}", "events", (json_int_t)q->passed,
-                    "verdicts", (json_int_t)(q->passed - rec), "recovered", (json_int_t)rec,
-                    "active", (json_int_t)json_object_size(q->live), "dropped",
-                    (json_int_t)q->dropped, "kinds", q->by_kind, "places", places);
+                    "verdicts", (json_int_t)q->verdicts, "recovered", (json_int_t)rec, "active",
+                    (json_int_t)json_object_size(q->live), "dropped", (json_int_t)q->dropped,
+                    "kinds", q->by_kind, "places", places);
       places = NULL;
       json_dumpf(doc, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
       fputc('\n', stdout);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # events.sh -- `c4mon events` on an events file written here: each filter keeps what it names,
-# --count, --active and --summary count what they should, --text names places in words, --follow
+# --count, --active and --summary count what they should (in a file several c4mon runs appended
+# to too), --text names places in words, --follow
 # prints lines appended after it started, --score exits 0 when every expected verdict is answered
 # and nothing else was raised and 1 on a false alarm or a miss, a bad line is named with its
 # number; and `c4plan flows` prints a plan's flows. Usage: events.sh [BUILD_DIR].
@@ -41,6 +42,17 @@ same "--since/--until" "$("$C4MON" events "$E" --since 12000000000 --until 13000
 same "--active" "$("$C4MON" events "$E" --active --count)" 2
 same "JSON lines as they are" "$("$C4MON" events "$E" --kind comm_slow)" "$(sed -n 2p "$E")"
 same "--summary" "$("$C4MON" events "$E" --summary | grep -o '"verdicts":[0-9]*')" '"verdicts":3'
+# two c4mon runs appended to one file, each numbering from 1: a recovery clears its own run's
+# verdict, and a job's end is no verdict (by id alone, run 2's recovery of its #1 cleared run 1's
+# rank_lost, and --active listed the job_end)
+cat >"$WORK/runs.jsonl" <<'JSONL'
+{"v":1,"id":1,"kind":"rank_lost","t":5000000000,"job":"j","where":"gpu","ranks":[2],"hosts":["n2"],"factor":0,"confidence":1}
+{"v":1,"id":2,"kind":"job_end","t":9000000000,"job":"j","where":"job","ranks":[0,1],"hosts":["n0","n1"],"confidence":1}
+{"v":1,"id":1,"kind":"straggler","t":3000000000,"job":"j","where":"gpu","ranks":[1],"hosts":["n1"],"factor":2,"confidence":1}
+{"v":1,"id":2,"kind":"recovered","t":4000000000,"job":"j","where":"gpu","clears":1,"factor":0,"confidence":0}
+JSONL
+same "--active over runs" "$("$C4MON" events "$WORK/runs.jsonl" --active | grep -o '"kind":"[a-z_]*"')" '"kind":"rank_lost"'
+same "--summary over runs" "$("$C4MON" events "$WORK/runs.jsonl" --summary | grep -o '"verdicts":[0-9]*')" '"verdicts":2'
 text=$("$C4MON" events "$E" --text)
 grep -q "#2 .*comm_slow.*link n1 -> n2 (dev 0 -> 0).*4.00x.*job j" <<<"$text" || fail "--text: $text"
 grep -q "#3 .*recovered.*#1 straggler at rank 3 (n3) has cleared" <<<"$text" || fail "--text: $text"
