@@ -31,11 +31,15 @@
 #include "det_waits.h"
 #include "mon_windows.h"
 
-#define K 12              /* ratios per rank in the statistic */
-#define SKIP 2            /* a communicator's first collectives: start-up, not judged */
-#define EARLY 6           /* ratios the statistic needs before a rank is judged at all */
-#define EVERY 4           /* a healthy statistic joins the baseline every EVERY collectives */
-#define UNEVEN 1.3        /* without a baseline, a rank this far over the median rank is slow */
+#define K 12       /* ratios per rank in the statistic */
+#define SKIP 2     /* a communicator's first collectives: start-up, not judged */
+#define EARLY 6    /* ratios the statistic needs before a rank is judged at all */
+#define EVERY 4    /* a healthy statistic joins the baseline every EVERY collectives */
+#define UNEVEN 1.3 /* without a baseline, a rank this far over the median rank is slow */
+/* Of two ranks neither is a majority: each is read against the other, and a shared machine's
+ * bursts make either one a while slower. Healthy 2-rank c4train jobs over c4mon (3 runs of 1,500
+ * steps, loopback, 2 cores) read up to 1.33x: a verdict needs 1.5x over the rank's usual. */
+#define TWO_RANKS_EFFECT 1.5
 #define WAITED_ON (K / 2) /* last arrivals in the last K: the collective waits for this rank */
 #define NEAR_LAST 0.25    /* an arrival this share of the last one's gap from it counts as last */
 #define HOT_RUN 2         /* statistics of a run past the threshold before a verdict */
@@ -553,6 +557,7 @@ static void judge_rank(struct comm_state *s, int r, uint64_t t) {
     rs->thr = (float)fmax(log(UNEVEN), ctx->noise.min_log);
     rs->to_peers = 1;
   }
+  if (s->nranks == 2) rs->thr = fmaxf(rs->thr, rs->ref + (float)log(TWO_RANKS_EFFECT));
   if (stat >= rs->thr) {
     if (!rs->hot_run) rs->hot_since = t, rs->hot_from = s->completed, rs->evidence = 0;
     if (rs->hot_run < UINT8_MAX) rs->hot_run++;
@@ -620,7 +625,9 @@ static void arrived(const struct c4_det_job *job, uint64_t comm, int nranks, voi
     s->gaps[r] = t > end + waited ? (double)(t - end - waited) : 0;
     s->scratch[r] = s->gaps[r];
   }
-  double med = select_kth(s->scratch, nranks, nranks / 2);
+  /* the median rank's gap: the upper of two middle values, but of two ranks the lower (the upper
+   * is the slow one itself: a 2-rank job's 3x straggler read 1x, and was never named) */
+  double med = select_kth(s->scratch, nranks, nranks == 2 ? 0 : nranks / 2);
   s->med_ewma = s->completed ? 0.9 * s->med_ewma + 0.1 * med : med;
   s->dur_ewma = s->completed ? 0.9 * s->dur_ewma + 0.1 * dur : dur;
   double eps = ratio_floor(s);

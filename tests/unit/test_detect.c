@@ -185,6 +185,28 @@ START_TEST(a_rank_that_computes_longer_is_named_a_straggler_with_its_factor_and_
 }
 END_TEST
 
+static double rank1_thrice_from_100(int r, uint64_t s) { return r == 1 && s >= 100 ? 3.0 : 1.0; }
+static double rank1_bursts_of_a_third_more(int r, uint64_t s) {
+  return r == 1 && s % 40 >= 20 ? 1.33 : 1.0;
+}
+
+/* Of two ranks, the median of both was the slow one itself: a 2-rank job's 3x straggler read 1x
+ * and was never named. It is read against the other now, and named; bursts of a third more (what
+ * healthy 2-rank jobs on a shared machine read) are not, a verdict on two ranks needing 1.5x. */
+START_TEST(a_straggler_of_two_ranks_is_named_and_bursts_are_not) {
+  setup_comm(2);
+  uint64_t t = run_colls(2, 0, 100, 10 * MS, rank1_thrice_from_100);
+  ck_assert_int_eq(json_array_size(events), 0);
+  run_colls(2, 100, 100, t, rank1_thrice_from_100);
+  the_straggler(1, 2.4, 3.6);
+  c4_det_reset();
+  setup_comm(2);
+  run_colls(2, 0, 800, 10 * MS, rank1_bursts_of_a_third_more);
+  ck_assert_int_eq(count("straggler"), 0);
+  c4_det_reset();
+}
+END_TEST
+
 /* A rank slow from its first collective has no healthy history to be its baseline: it is named
  * against its peers, with its factor, and never recovers while slow. */
 START_TEST(a_rank_slow_from_the_start_is_named_against_its_peers) {
@@ -1357,6 +1379,7 @@ int main(void) {
   tcase_add_test(tc, a_slow_spine_that_one_pair_crosses_is_its_path);
   tcase_add_test(tc, a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path);
   tcase_add_test(tc, a_rank_slow_from_the_start_is_named_against_its_peers);
+  tcase_add_test(tc, a_straggler_of_two_ranks_is_named_and_bursts_are_not);
   tcase_add_test(tc, ranks_slow_together_from_the_start_are_each_named);
   tcase_add_test(tc, a_heavy_rank_slowed_is_named_at_its_own_slowdown);
   tcase_add_test(tc, bursts_of_noise_are_learned);
