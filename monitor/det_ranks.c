@@ -63,11 +63,12 @@ void det_ranks_each(const struct c4_det_job *job, void (*fn)(struct det_rank *r,
   }
 }
 
+/* A lost rank's verdict is its process's: a job restarted on its survivors numbers them again,
+ * and another process streaming as rank N does not bring the lost rank N back (by the rank's
+ * number alone, a survivor renumbered into a killed rank's place cleared its verdict 0.24 s after
+ * it was raised, "the rank is streaming again"). */
 static void key_of(const struct det_rank *e, char *key, size_t n) {
-  if (e->rank >= 0)
-    snprintf(key, n, "rank_lost/%s/%d", e->job->name, e->rank);
-  else
-    snprintf(key, n, "rank_lost/%s/%s/%u", e->job->name, e->host, e->pid);
+  snprintf(key, n, "rank_lost/%s/%d/%s/%u", e->job->name, e->rank, e->host, e->pid);
 }
 
 static void raise_lost(struct det_rank *e, const char *why) {
@@ -90,6 +91,8 @@ static void raise_lost(struct det_rank *e, const char *why) {
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k) {
   struct det_rank *e = det_rank_get(job, k->rank, k->host, k->pid, 1);
   if (!e) return;
+  if (e->lost && (e->pid != k->pid || strcmp(e->host, k->host)))
+    e->lost = 0; /* another process has its number: the lost one's verdict stands (key_of) */
   snprintf(e->host, sizeof e->host, "%s", k->host);
   e->pid = k->pid;
   if (k->event == C4_RANK_HB) {

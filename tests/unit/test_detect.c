@@ -697,7 +697,9 @@ START_TEST(a_collective_whose_transfers_still_complete_is_no_hang_until_they_sto
 }
 END_TEST
 
-START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
+/* Detection afresh; ranks 0-2 heartbeat for half a second, then rank 1's stream (pid 101 on
+ * node1) ends without a goodbye. Returns that end record, for the caller to send again. */
+static struct c4_record three_ranks_then_rank1_lost(void) {
   setup(NULL);
   for (uint64_t k = 1; k <= 5; k++)
     for (int r = 0; r < 3; r++)
@@ -706,6 +708,11 @@ START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
   end.rank = (struct c4_rank_record){.rank = 1, .pid = 101, .event = C4_RANK_LOST, .t = 600 * MS};
   strcpy(end.rank.host, "node1");
   take(&end);
+  return end;
+}
+
+START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
+  struct c4_record end = three_ranks_then_rank1_lost();
   json_t *e = first("rank_lost");
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(first_rank(e), 1);
@@ -1291,6 +1298,24 @@ START_TEST(a_clean_job_end_closes_its_verdicts_and_its_series_leave_after_the_fo
 }
 END_TEST
 
+/* A job restarted on its survivors numbers them again: the process that streams as rank 1 after
+ * rank 1 was lost is another, and the lost one's verdict stands (the lost process itself
+ * streaming again clears it: the case above). */
+START_TEST(a_lost_rank_s_verdict_is_its_process_s) {
+  three_ranks_then_rank1_lost();
+  ck_assert_int_eq(count("rank_lost"), 1);
+  struct c4_record renumbered = {.kind = C4_REC_RANK}; /* rank 2's process, now rank 1 */
+  renumbered.rank = (struct c4_rank_record){.rank = 1, .pid = 102, .t = 900 * MS};
+  strcpy(renumbered.rank.host, "node2");
+  take(&renumbered);
+  renumbered.rank.t = 1000 * MS;
+  take(&renumbered);
+  ck_assert_int_eq(count("recovered"), 0);
+  ck_assert_uint_eq(verdicts_shown(), 1);
+  c4_det_reset();
+}
+END_TEST
+
 /* Ranks lost keep their verdicts and their series when the others end cleanly; a job whose
  * ranks all died did not end cleanly; a rank streaming again starts the job anew. */
 START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_forgotten) {
@@ -1395,6 +1420,7 @@ int main(void) {
   tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_collective_whose_transfers_still_complete_is_no_hang_until_they_stop);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
+  tcase_add_test(tc, a_lost_rank_s_verdict_is_its_process_s);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
   tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
