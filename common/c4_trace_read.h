@@ -36,8 +36,9 @@ struct c4_trace_reader {
   uint64_t offset;    /* file offset of buf[0] */
   const uint8_t *map; /* a binary trace in a regular file, mapped whole (no copy), or NULL */
   size_t map_len;
-  size_t ahead; /* the mapping is prefetched up to here */
-  char job[64]; /* JSON lines: the job the last record's line named ("job"), empty if none */
+  size_t ahead;     /* the mapping is prefetched up to here */
+  size_t populated; /* and its page tables filled up to here (populate_ahead) */
+  char job[64];     /* JSON lines: the job the last record's line named ("job"), empty if none */
 };
 
 /* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary
