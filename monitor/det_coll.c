@@ -110,7 +110,7 @@ static unsigned tracked_gen;            /* changes whenever a state is made or f
 #define P2P_CACHE 1024
 
 static void state_free(struct comm_state *s) {
-  free(s->rank);
+  det_table_free(s->rank, (size_t)s->nranks * sizeof *s->rank);
   free(s->gaps);
   free(s->scratch);
   free(s->host);
@@ -156,8 +156,9 @@ static struct comm_state *state_new(const struct c4_det_job *job, uint64_t comm,
   struct comm_state *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   size_t n = (size_t)nranks;
-  s->rank = aligned_alloc(_Alignof(struct rank_state), n * sizeof *s->rank);
-  if (s->rank) memset(s->rank, 0, n * sizeof *s->rank);
+  s->nranks = nranks; /* state_free's size of rank */
+  /* mapped zeroed, in huge pages: zeroed by hand, 16,384 ranks' states were 6,700 page faults */
+  s->rank = det_table_alloc(n * sizeof *s->rank);
   s->gaps = calloc(n, sizeof *s->gaps);
   s->scratch = calloc(n, sizeof *s->scratch);
   s->host = calloc(n, sizeof *s->host);
