@@ -83,6 +83,9 @@ void det_ranks_init(const struct det_ctx *ctx);
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k);
 void det_ranks_advance(void);
 json_t *det_ranks_state(void);
+/* Ranks that two live processes streamed as, at once, since the last reset: two jobs under one
+ * C4_JOB name (each also said once in c4mon's log). */
+uint64_t det_ranks_twins(void);
 void det_ranks_reset(void);
 /* A job's life (det_ranks.c): job_end when every rank is gone and some said goodbye, then
  * forgotten after the forget period. 1 once job ended longer than that ago (and no rank of it

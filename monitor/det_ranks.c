@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "c4_hash.h"
+#include "c4_log.h"
 #include "det_internal.h"
 #include "det_ranks.h"
 
@@ -18,6 +19,7 @@
 static struct det_index ranks = {
     .item_size = sizeof(struct det_rank), .nslots = 1 << 19, .probes = 256};
 static uint64_t next_check;
+static uint64_t twins;
 static const struct det_ctx *ctx;
 
 static uint64_t hash(const char *host, uint32_t pid) {
@@ -91,8 +93,21 @@ static void raise_lost(struct det_rank *e, const char *why) {
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k) {
   struct det_rank *e = det_rank_get(job, k->rank, k->host, k->pid, 1);
   if (!e) return;
-  if (e->lost && (e->pid != k->pid || strcmp(e->host, k->host)))
+  int other = e->pid != k->pid || strcmp(e->host, k->host);
+  if (e->lost && other)
     e->lost = 0; /* another process has its number: the lost one's verdict stands (key_of) */
+  /* Two processes alive as one rank of one job: two jobs under one C4_JOB name. Their heartbeats
+   * interleave as one rank's, so neither can be found hung or lost (a fresh user's two 2-rank jobs
+   * named alike: one's rank stopped for 14 s raised nothing). Said, since c4mon cannot part them.
+   */
+  if (other && k->event == C4_RANK_HB && !e->ended && e->last_hb &&
+      k->t < e->last_hb + ctx->cfg.lost_ns && !e->twin) {
+    e->twin = 1;
+    twins++;
+    C4_WARN("c4mon: job %s: two processes stream as rank %d (%s pid %u, %s pid %u): two jobs "
+            "under one C4_JOB? Give each its own: their hangs and lost ranks cannot be told apart",
+            e->job->name, e->rank, e->host, e->pid, k->host, k->pid);
+  }
   snprintf(e->host, sizeof e->host, "%s", k->host);
   e->pid = k->pid;
   if (k->event == C4_RANK_HB) {
@@ -217,6 +232,8 @@ static void jobs_advance(void) {
   }
 }
 
+uint64_t det_ranks_twins(void) { return twins; }
+
 int det_ranks_job_gone(const char *job) {
   for (int i = 0; job && i < njobs; i++)
     if (!strcmp(jobs[i].job->name, job)) return jobs[i].gone;
@@ -272,4 +289,5 @@ void det_ranks_reset(void) {
   det_index_reset(&ranks);
   next_check = 0;
   njobs = 0;
+  twins = 0;
 }

@@ -13,6 +13,7 @@ struct det_rank {
   int rank;
   uint32_t pid;
   int used, lost, ended;
+  int twin; /* another live process streamed as this rank of this job (said once) */
   uint64_t last_hb, hb_interval, lost_at;
   uint64_t entered, done; /* collectives, from the last heartbeat */
   uint64_t inside_since;  /* heartbeats show it inside a collective since then (0: not) */

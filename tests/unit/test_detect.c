@@ -1316,6 +1316,34 @@ START_TEST(a_lost_rank_s_verdict_is_its_process_s) {
 }
 END_TEST
 
+/* Two live processes streaming as one rank of one job (two jobs under one C4_JOB name) are said
+ * once and counted: their heartbeats interleave as one rank's, and a hang of either is missed. */
+START_TEST(two_processes_streaming_as_one_rank_are_said) {
+  setup(NULL);
+  struct c4_record twin = {.kind = C4_REC_RANK};
+  twin.rank = (struct c4_rank_record){.rank = 0, .pid = 900};
+  strcpy(twin.rank.host, "other");
+  for (uint64_t k = 1; k <= 5; k++) {
+    hb(0, k * 100 * MS, 0, 0); /* pid 100 on node0 */
+    twin.rank.t = k * 100 * MS + 50 * MS;
+    take(&twin);
+  }
+  json_t *st = c4_det_state_json();
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 1);
+  json_decref(st);
+  c4_det_reset();
+  setup(NULL); /* one process after another under one rank (a restart after a goodbye): none */
+  hb(0, 100 * MS, 0, 0);
+  end_streams(1, 0, 200 * MS);
+  twin.rank.t = 300 * MS;
+  take(&twin);
+  st = c4_det_state_json();
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 0);
+  json_decref(st);
+  c4_det_reset();
+}
+END_TEST
+
 /* Ranks lost keep their verdicts and their series when the others end cleanly; a job whose
  * ranks all died did not end cleanly; a rank streaming again starts the job anew. */
 START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_forgotten) {
@@ -1421,6 +1449,7 @@ int main(void) {
   tcase_add_test(tc, a_collective_whose_transfers_still_complete_is_no_hang_until_they_stop);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_lost_rank_s_verdict_is_its_process_s);
+  tcase_add_test(tc, two_processes_streaming_as_one_rank_are_said);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
   tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
