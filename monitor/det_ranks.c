@@ -1,11 +1,13 @@
 /* det_ranks.c -- liveness: every rank's heartbeats and the end of its stream. A stream that ended
- * without a goodbye, or heartbeats silent for the lost threshold, is a lost rank; heartbeats
- * again clear it. Also answers, for the hang detector, which ranks are inside a collective
- * (entered > done) and which have gone quiet. And a job's life: running while any of its ranks
- * streams; ended when none does and at least one said goodbye. At the end an event (`job_end`)
- * says so and the job's verdicts close, but for lost ranks, which keep theirs; once the forget
- * period has passed the job's ranks (lost ones excepted) and its matrix leave detection's state,
- * and so status and /metrics. A rank streaming again under the job's name starts it anew. */
+ * without a goodbye, or heartbeats silent for the lost threshold, is a lost rank; that process's
+ * heartbeats again clear it. Also answers, for the hang detector, which ranks are inside a
+ * collective (entered > done) and which have gone quiet. And a job's life: running while any of
+ * its ranks streams; ended when none does and at least one said goodbye. At the end an event
+ * (`job_end`) says so and the job's verdicts close, but for lost ranks, which keep theirs; once
+ * the forget period has passed (after the end, or after the last rank of a job whose every rank
+ * was lost) the lost ranks' verdicts close too, and the job's ranks and its matrix leave
+ * detection's state, and so status and /metrics. A rank streaming again under the job's name
+ * starts it anew. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +159,8 @@ struct life {
   int alive, clean, lost; /* ranks in this pass: streaming, said goodbye, lost */
   int ended, gone;        /* ended: job_end given; gone: past the forget period */
   uint64_t ended_at;
+  uint64_t dead_at;      /* every rank lost, none said goodbye: since then (0: not so) */
+  int lost_cleared;      /* its lost ranks' verdicts closed as it went */
   json_t *ranks, *hosts; /* this pass's ranks that said goodbye, for the event */
 };
 
@@ -201,7 +205,8 @@ static void job_end(struct life *l) {
                           .confidence = 1,
                           .first_seen = ctx->now};
   snprintf(f.detail, sizeof f.detail, "%d rank%s said goodbye%s", l->clean,
-           l->clean == 1 ? "" : "s", l->lost ? "; lost ranks keep their verdicts" : "");
+           l->clean == 1 ? "" : "s",
+           l->lost ? "; lost ranks keep their verdicts until the job is forgotten" : "");
   det_book_note(&f, ctx->now);
   det_book_clear_job(l->job->name, "rank_lost", "the job ended: its ranks said goodbye", ctx->now);
   l->ended = 1;
@@ -221,11 +226,27 @@ static void jobs_advance(void) {
   for (int i = 0; i < njobs; i++) {
     struct life *l = &jobs[i];
     if (l->alive) { /* running, or running again */
-      l->ended = l->gone = 0;
+      l->ended = l->gone = l->lost_cleared = 0;
+      l->dead_at = 0;
     } else if (l->clean && !l->ended) {
       job_end(l);
+    } else if (!l->clean && l->lost && !l->dead_at) {
+      l->dead_at = ctx->now;
     }
-    if (l->ended && ctx->now - l->ended_at >= ctx->cfg.forget_ns) l->gone = 1;
+    if ((l->ended && ctx->now - l->ended_at >= ctx->cfg.forget_ns) ||
+        (!l->alive && !l->clean && l->dead_at && ctx->now - l->dead_at >= ctx->cfg.forget_ns))
+      l->gone = 1;
+    /* Lost ranks keep their verdicts while their job lives (it runs without them) and through
+     * the forget period, so that an alert on them fires and is seen; then they close with the
+     * job. Kept for good, a killed job's rank_lost verdicts stood until c4mon restarted. */
+    if (l->gone && !l->lost_cleared) {
+      l->lost_cleared = 1;
+      det_book_clear_job(l->job->name, NULL,
+                         l->ended ? "the job ended and was forgotten; the rank never came back"
+                                  : "every rank of the job was lost, and none streamed again "
+                                    "for the forget period",
+                         ctx->now);
+    }
     json_decref(l->ranks);
     json_decref(l->hosts);
     l->ranks = l->hosts = NULL;
@@ -268,8 +289,8 @@ struct state_arg {
 
 static void rank_json(struct det_rank *e, void *arg) {
   struct state_arg *a = arg;
-  if (!e->lost && det_ranks_job_gone(e->job->name)) return; /* its job ended and was forgotten */
-  if (a->n++ >= 100000) return;                             /* the document stays bounded */
+  if (det_ranks_job_gone(e->job->name)) return; /* its job ended and was forgotten */
+  if (a->n++ >= 100000) return;                 /* the document stays bounded */
   json_array_append_new(
       a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job->name, "rank",
                           e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),

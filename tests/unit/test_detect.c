@@ -1344,8 +1344,10 @@ START_TEST(two_processes_streaming_as_one_rank_are_said) {
 }
 END_TEST
 
-/* Ranks lost keep their verdicts and their series when the others end cleanly; a job whose
- * ranks all died did not end cleanly; a rank streaming again starts the job anew. */
+/* Ranks lost keep their verdicts and their series when the others end cleanly, through the
+ * forget period, and then go with the job (kept for good, a killed job's rank_lost verdicts stood
+ * until c4mon restarted); a job whose ranks all died did not end cleanly, and its verdicts go the
+ * forget period after the last; a rank streaming again starts the job anew. */
 START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_forgotten) {
   setup(NULL);
   struct c4_det_config cfg = {.forget_ns = 2000 * MS};
@@ -1359,9 +1361,13 @@ START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_fo
   ck_assert_int_eq(count("job_end"), 1);
   ck_assert_int_eq(count("recovered"), 0);
   ck_assert_uint_eq(verdicts_shown(), 1);
-  c4_det_advance(4000 * MS);
-  ck_assert_int_eq(ranks_shown(), 1); /* the lost rank, alone */
+  c4_det_advance(2400 * MS); /* within the forget period (2 s) of the job's end: still there */
+  ck_assert_int_eq(ranks_shown(), 3);
   ck_assert_uint_eq(verdicts_shown(), 1);
+  c4_det_advance(4000 * MS); /* past it: the job, its lost rank and its verdict are gone */
+  ck_assert_int_eq(ranks_shown(), 0);
+  ck_assert_uint_eq(verdicts_shown(), 0);
+  ck_assert_int_eq(count("recovered"), 1);
   hb(0, 4100 * MS, 0, 0); /* the job runs again under its name */
   hb(2, 4100 * MS, 0, 0);
   c4_det_advance(9000 * MS);
@@ -1375,6 +1381,9 @@ START_TEST(lost_ranks_keep_their_verdicts_and_a_job_that_streams_again_is_not_fo
   c4_det_advance(1000 * MS);
   ck_assert_int_eq(count("rank_lost"), 2);
   ck_assert_int_eq(count("job_end"), 0);
+  ck_assert_uint_eq(verdicts_shown(), 2);
+  c4_det_advance(125000 * MS); /* the default forget period, 120 s, after the last went */
+  ck_assert_uint_eq(verdicts_shown(), 0);
   c4_det_reset();
 }
 END_TEST
