@@ -101,7 +101,6 @@ static void label(struct evq *q, uint64_t t, char *buf, size_t n) {
   snprintf(buf, n, "%8.3f s", ((double)t - (double)q->t0) / 1e9);
 }
 
-/* Adds a verdict to the summary's place table. */
 /* Whether an event of kind is a verdict: not a recovery, nor a job's end, an action or a note of
  * lines dropped. */
 static int is_verdict(const char *kind) {
@@ -109,6 +108,7 @@ static int is_verdict(const char *kind) {
          strcmp(kind, "dropped");
 }
 
+/* Adds an event to the summary's counts and place table. */
 static void summarize(struct evq *q, const json_t *ev) {
   const char *kind = json_string_value(json_object_get(ev, "kind"));
   json_t *c = json_object_get(q->by_kind, kind);

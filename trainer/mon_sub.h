@@ -13,12 +13,12 @@ struct mon_sub;
 typedef void (*mon_sub_event_fn)(void *arg, const char *kind, const int *ranks, int nranks,
                                  long long t_ns);
 
-/* Connects to ADDR:PORT (IPv4 or a name) in the background. my_rank (>= 0) is the launcher rank
- * whose straggler factor mon_sub_factor reports; on_event may be NULL. NULL if addr_port is
- * malformed (printed) or memory is short. */
 /* Whether addr_port has the form mon_sub_start takes: ADDR:PORT, PORT 1 to 65535. */
 int mon_sub_addr_ok(const char *addr_port);
 
+/* Connects to ADDR:PORT (IPv4 or a name) in the background. my_rank (>= 0) is the launcher rank
+ * whose straggler factor mon_sub_factor reports; on_event may be NULL. NULL if addr_port is
+ * malformed (printed) or memory is short. */
 struct mon_sub *mon_sub_start(const char *addr_port, int my_rank, mon_sub_event_fn on_event,
                               void *arg);
 

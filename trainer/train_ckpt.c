@@ -234,6 +234,15 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
   return 1;
 }
 
+void train_ckpt_say_done(const struct train_opts *o, int from) {
+  if (from > 0)
+    printf("c4train: the checkpoint in %s is at step %d, at or past --steps %d: nothing to train "
+           "(give a larger --steps to go on)\n",
+           o->ckpt_dir, from, o->steps);
+  else
+    printf("c4train: --steps 0: nothing to train\n");
+}
+
 int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen) {
   char path[4096], warn[512];
   uint64_t at = 0;

@@ -34,6 +34,10 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
  * and kind of data; else -1 with err as train_ckpt_resume's. */
 int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen);
 
+/* Says (on stdout) that a run starting at step `from` has nothing to train: the checkpoint it
+ * resumed from is at or past --steps, or --steps is 0 and there was none. */
+void train_ckpt_say_done(const struct train_opts *o, int from);
+
 /* Whether --ckpt-every asks for a checkpoint after `done` steps: at its interval and at the last
  * step, with a checkpoint directory. */
 static inline int train_ckpt_due(const struct train_opts *o, int done) {

@@ -245,12 +245,7 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   status = docs_alloc(s);
   if (!status) status = docs_resume(s);
-  if (!status && s->first >= o->steps && s->rank == 0 && s->first > 0)
-    printf("c4train: the checkpoint in %s is at step %d, at or past --steps %d: nothing to "
-           "train (give a larger --steps to go on)\n",
-           o->ckpt_dir, s->first, o->steps);
-  else if (!status && s->first >= o->steps && s->rank == 0)
-    printf("c4train: --steps 0: nothing to train\n");
+  if (!status && s->first >= o->steps && s->rank == 0) train_ckpt_say_done(o, s->first);
   if (!status) {
     s->eval_start = o->eval_windows ? docs_eval(s) : TRAIN_NO_EVAL;
     if (isnan(s->eval_start)) status = C4TRAIN_EXIT_PEER_LOST;

@@ -681,12 +681,7 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
   status = run_alloc(s);
   if (!status) status = run_resume(s);
   int done_already = !status && s->step >= o->steps; /* resumed at or past the last step */
-  if (done_already && s->rank == 0 && s->step > 0)
-    printf("c4train: the checkpoint in %s is at step %d, at or past --steps %d: nothing to "
-           "train (give a larger --steps to go on)\n",
-           o->ckpt_dir, s->step, o->steps);
-  else if (done_already && s->rank == 0)
-    printf("c4train: --steps 0: nothing to train\n");
+  if (done_already && s->rank == 0) train_ckpt_say_done(o, s->step);
   if (!status && !done_already) status = run_begin(s);
   s->first = s->step;
   while (!status && s->step < o->steps)
