@@ -60,29 +60,12 @@ static int bufs_init(struct docs_step_bufs *b, int max_seq, size_t positions) {
   return C4_ENOMEM;
 }
 
-/* The pipeline checks: whole pipelines, and a layer for every stage. 0, or 1 (printed). */
-static int docs_check_pp(const struct train_opts *o, int rank, int world) {
-  if (world % o->pp) {
-    fprintf(stderr, "c4train: rank %d: --pp %d needs a multiple of %d ranks, not %d\n", rank, o->pp,
-            o->pp, world);
-    return 1;
-  }
-  if (o->cfg.layers < o->pp) {
-    fprintf(stderr, "c4train: rank %d: --pp %d needs a layer a stage, not --layers %d\n", rank,
-            o->pp, o->cfg.layers);
-    return 1;
-  }
-  return 0;
-}
-
 /* Data, kernels, ring and model (--pp: the stage's layers of the even split); on failure what was
  * opened is closed again. */
 static int docs_open(struct docs_run *s, const struct c4_ranks *r) {
   const struct train_opts *o = s->o;
   int rank = s->rank, l0 = 0, l1 = o->cfg.layers;
-  if (s->pp > 1 && (docs_check_pp(o, rank, s->world) ||
-                    train_pipe_even_layers(o->cfg.layers, s->pp, rank % s->pp, &l0, &l1)))
-    return 1;
+  if (s->pp > 1 && train_pipe_even_layers(o->cfg.layers, s->pp, rank % s->pp, &l0, &l1)) return 1;
   if (docs_load(&s->d, o->data, o->max_context, s->err, sizeof s->err)) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, s->err);
     return 1;

@@ -357,6 +357,23 @@ static int parse_args(int argc, char **argv, struct cli *a) {
   return C4_NONE;
 }
 
+/* --pp against a world of n ranks (whose: where n came from, for the message): whole pipelines,
+ * a layer a stage, and a micro-batch a pipeline. C4_NONE, or the usage exit status (said). */
+static int check_pp(const struct train_opts *o, int n, const char *whose) {
+  if (n % o->pp)
+    return c4_cli_usage("c4train", "--pp %d needs a multiple of %d ranks, not %s %d", o->pp, o->pp,
+                        whose, n);
+  if (o->cfg.layers < o->pp)
+    return c4_cli_usage("c4train", "--pp %d needs a layer a stage, not --layers %d", o->pp,
+                        o->cfg.layers);
+  if (o->max_context < 1 && o->microbatches < n / o->pp)
+    return c4_cli_usage("c4train",
+                        "--pp %d on %d ranks needs a micro-batch per pipeline at least "
+                        "(--microbatches %d, %d pipelines)",
+                        o->pp, n, o->microbatches, n / o->pp);
+  return C4_NONE;
+}
+
 /* With --local-ranks N, what the ranks would each find wrong at their start and report as a lost
  * peer once they had all failed: said once, as a usage error, before any is forked. */
 static int check_local_ranks(const struct cli *a) {
@@ -371,18 +388,7 @@ static int check_local_ranks(const struct cli *a) {
                         "a rank",
                         o->microbatches, n);
   if (a->layout_auto_on || o->pp <= 1) return C4_NONE; /* layout auto picks a --pp that fits */
-  if (n % o->pp)
-    return c4_cli_usage("c4train", "--pp %d needs a multiple of %d ranks, not --local-ranks %d",
-                        o->pp, o->pp, n);
-  if (o->cfg.layers < o->pp)
-    return c4_cli_usage("c4train", "--pp %d needs a layer a stage, not --layers %d", o->pp,
-                        o->cfg.layers);
-  if (o->max_context < 1 && o->microbatches < n / o->pp)
-    return c4_cli_usage("c4train",
-                        "--pp %d on %d ranks needs a micro-batch per pipeline at least "
-                        "(--microbatches %d, %d pipelines)",
-                        o->pp, n, o->microbatches, n / o->pp);
-  return C4_NONE;
+  return check_pp(o, n, "--local-ranks");
 }
 
 /* The options that do not go together. Returns -1 when they do, else the exit status. */
@@ -498,6 +504,11 @@ static int rank_command(const struct train_opts *o) {
   if (c4_ranks_from_env(&r, err, sizeof err)) {
     fprintf(stderr, "c4train: %s\n", err);
     return 2;
+  }
+  /* a rank of another launcher's job (or alone): its world is known only now */
+  if (o->pp > 1) {
+    int rc = check_pp(o, r.world, "a world of");
+    if (rc != C4_NONE) return rc;
   }
   /* a lost peer should end a collective in seconds, not the plugin's default minute */
   setenv("C4_COLL_TIMEOUT_MS",

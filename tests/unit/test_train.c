@@ -734,6 +734,8 @@ START_TEST(a_pipeline_computes_what_one_rank_computes) {
    * rank's error, then "a rank was lost", exit 1) */
   ck_assert_int_eq(run("pp_odd", PIPE " --local-ranks 3 --pp 2"), 2);
   ck_assert_int_eq(run("pp_deep", PIPE " --local-ranks 4 --pp 4"), 2);
+  /* and by a rank alone (no launcher): its world of 1 is known once it starts (was exit 1) */
+  ck_assert_int_eq(run("pp_alone", PIPE " --pp 2"), 2);
   /* a stage cap that cannot hold the even split */
   ck_assert_int_eq(run("pp_mem", PIPE " --local-ranks 3 --pp 3 --stage-mem 0.01"), 1);
 }
