@@ -562,13 +562,18 @@ static double run_bound(struct run *s) {
 /* Rank 0's closing line in text. */
 static void run_report_text(struct run *s, const struct train_end_report *er) {
   const struct train_opts *o = s->o;
-  char eval[64];
-  printf("done: %d steps, loss %.4f, %s, %.0f tok/s (%.2f model GFLOP/s), "
-         "GEMM %.0f%% of compute at %.2f GFLOP/s, planned speedup over an even split %.3fx, "
-         "split ",
+  char eval[64], pace[96];
+  /* a run's first two steps warm up: a run of fewer has no pace to give, not a pace of 0 */
+  if (er->tokens_per_s > 0)
+    snprintf(pace, sizeof pace, "%.0f tok/s (%.2f model GFLOP/s)", er->tokens_per_s,
+             er->model_gflops);
+  else
+    snprintf(pace, sizeof pace, "tok/s not timed (steps from the third are)");
+  printf("done: %d steps, loss %.4f, %s, %s, GEMM %.0f%% of compute at %.2f GFLOP/s, planned "
+         "speedup over an even split %.3fx, split ",
          er->steps, er->loss,
-         train_eval_text(eval, sizeof eval, er->eval_loss_start, er->eval_loss), er->tokens_per_s,
-         er->model_gflops, 100 * er->gemm_share, er->gemm_gflops, er->planned_speedup);
+         train_eval_text(eval, sizeof eval, er->eval_loss_start, er->eval_loss), pace,
+         100 * er->gemm_share, er->gemm_gflops, er->planned_speedup);
   print_split(stdout, s->nsplit, s->mb);
   printf("\n");
   if (er->slow_phases && o->slow_from <= o->steps) { /* a window at an end has no side there */

@@ -973,6 +973,10 @@ START_TEST(bad_flags_and_missing_data_are_clear_errors) {
   output_of("zero.out", text, sizeof text);
   ck_assert_msg(strstr(text, "--steps 0: nothing to train") && !strstr(text, "checkpoint"), "%s",
                 text);
+  /* a run of one step, all warm-up, has no pace (it said "0 tok/s") */
+  ck_assert_int_eq(run("one", "--layers 1 --width 8 --heads 1 --context 8 --steps 1"), 0);
+  output_of("one.out", text, sizeof text);
+  ck_assert_msg(strstr(text, "tok/s not timed") && !strstr(text, " 0 tok/s"), "%s", text);
 }
 END_TEST
 
