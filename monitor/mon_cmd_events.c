@@ -25,9 +25,10 @@ struct evq {
   int text, count, summary, active, follow;
   /* state */
   json_t *step_times; /* c4_score_steps_load's object, for --text labels */
-  uint64_t t0;        /* the first event's time, for labels without steps */
+  uint64_t t0;        /* the run's first event's time, for labels without steps */
   json_t *live;       /* --active: "run:id" -> verdict */
   long run;           /* the c4mon run the last event came from: ids start again with each */
+  long shown_run;     /* --text: the run of the last line printed, -1 before the first */
   json_int_t last_id;
   json_t *places; /* --summary: "kind where place" -> entry */
   json_t *by_kind;
@@ -78,7 +79,8 @@ static int passes(const struct evq *q, const json_t *ev) {
   return t >= q->since && t <= q->until;
 }
 
-/* "step N" (the last step begun by t) with --steps, else seconds from the first event. */
+/* "step N" (the last step begun by t) with --steps, else seconds from the run's first event (or
+ * from --since). */
 static void label(struct evq *q, uint64_t t, char *buf, size_t n) {
   if (q->steps) {
     char err[300];
@@ -140,7 +142,12 @@ static void summarize(struct evq *q, const json_t *ev) {
 static void take(struct evq *q, json_t *ev, const char *line) {
   const char *kind = json_string_value(json_object_get(ev, "kind"));
   json_int_t at = json_integer_value(json_object_get(ev, "id"));
-  if (at <= q->last_id) q->run++;
+  if (at <= q->last_id) {
+    /* its times are its own c4mon's (a replay's are the trace's): read from the file's first
+     * event, a later run's were negative */
+    q->run++;
+    if (!q->since) q->t0 = 0;
+  }
   q->last_id = at;
   char id[48];
   if (!strcmp(kind, "dropped"))
@@ -159,6 +166,9 @@ static void take(struct evq *q, json_t *ev, const char *line) {
   if (q->count || q->summary) return;
   if (q->text) {
     char at[48];
+    if (q->shown_run >= 0 && q->shown_run != q->run)
+      printf("-- another c4mon run appended here: ids and times from its start\n");
+    q->shown_run = q->run;
     label(q, (uint64_t)json_integer_value(json_object_get(ev, "t")), at, sizeof at);
     c4_mon_evq_print(stdout, ev, at);
   } else {
@@ -430,7 +440,8 @@ static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q
 }
 
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {
-  struct evq q = {.prog = c4_mon_cli_prog(cmd), .path = "-", .rank = -1, .until = UINT64_MAX};
+  struct evq q = {
+      .prog = c4_mon_cli_prog(cmd), .path = "-", .rank = -1, .until = UINT64_MAX, .shown_run = -1};
   const char *since = NULL, *until = NULL;
   int now = 0;
   int rc = parse(cmd, argc, argv, &q, &since, &until, &now);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # events.sh -- `c4mon events` on an events file written here: each filter keeps what it names,
 # --count, --active and --summary count what they should (in a file several c4mon runs appended
-# to too), --text names places in words, --follow
+# to too), --text names places in words (each run from its start), --follow
 # prints lines appended after it started, --score exits 0 when every expected verdict is answered
 # and nothing else was raised and 1 on a false alarm or a miss, a bad line is named with its
 # number; and `c4plan flows` prints a plan's flows. Usage: events.sh [BUILD_DIR].
@@ -53,6 +53,13 @@ cat >"$WORK/runs.jsonl" <<'JSONL'
 JSONL
 same "--active over runs" "$("$C4MON" events "$WORK/runs.jsonl" --active | grep -o '"kind":"[a-z_]*"')" '"kind":"rank_lost"'
 same "--summary over runs" "$("$C4MON" events "$WORK/runs.jsonl" --summary | grep -o '"verdicts":[0-9]*')" '"verdicts":2'
+# --text reads each run's times from its own first event, and says where a run begins (from the
+# file's first event, run 2's read -2 s)
+text=$("$C4MON" events "$WORK/runs.jsonl" --text)
+grep -q -- "-[0-9.]* s" <<<"$text" && fail "--text over runs: a negative time: $text"
+same "--text over runs: run 2's first line" "$(sed -n 4p <<<"$text" | grep -o '^ *0.000 s #1')" "   0.000 s #1"
+same "--text over runs: the line between" "$(sed -n 3p <<<"$text")" \
+  "-- another c4mon run appended here: ids and times from its start"
 text=$("$C4MON" events "$E" --text)
 grep -q "#2 .*comm_slow.*link n1 -> n2 (dev 0 -> 0).*4.00x.*job j" <<<"$text" || fail "--text: $text"
 grep -q "#3 .*recovered.*#1 straggler at rank 3 (n3) has cleared" <<<"$text" || fail "--text: $text"
