@@ -291,11 +291,12 @@ static void rank_json(struct det_rank *e, void *arg) {
   struct state_arg *a = arg;
   if (det_ranks_job_gone(e->job->name)) return; /* its job ended and was forgotten */
   if (a->n++ >= 100000) return;                 /* the document stays bounded */
-  json_array_append_new(
-      a->ranks, json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b}", "job", e->job->name, "rank",
-                          e->rank, "host", e->host, "slowdown", det_coll_slowdown(e->job, e->rank),
-                          "last_hb_ns", (json_int_t)e->last_hb, "entered", (json_int_t)e->entered,
-                          "done", (json_int_t)e->done, "lost", e->lost));
+  json_array_append_new(a->ranks,
+                        json_pack("{s:s, s:i, s:s, s:f, s:I, s:I, s:I, s:b, s:b}", "job",
+                                  e->job->name, "rank", e->rank, "host", e->host, "slowdown",
+                                  det_coll_slowdown(e->job, e->rank), "last_hb_ns",
+                                  (json_int_t)e->last_hb, "entered", (json_int_t)e->entered, "done",
+                                  (json_int_t)e->done, "lost", e->lost, "ended", e->ended));
 }
 
 json_t *det_ranks_state(void) {

@@ -24,6 +24,28 @@ static void print_ranks(json_t *ranks) {
   }
 }
 
+/* The jobs whose ranks are gone (ended, or lost) but not yet forgotten (--forget-ms): the table
+ * above lists connections, so a job that had just ended vanished from it at once. A line a job. */
+static void print_ended(json_t *ranks) {
+  json_t *jobs = json_object(), *r, *c;
+  size_t i;
+  json_array_foreach(ranks, i, r) {
+    int lost = json_is_true(json_object_get(r, "lost"));
+    if (!lost && !json_is_true(json_object_get(r, "ended"))) continue;
+    const char *job = json_string_value(json_object_get(r, "job"));
+    if (!job) continue;
+    if (!(c = json_object_get(jobs, job)))
+      json_object_set_new(jobs, job, c = json_pack("[i,i]", 0, 0));
+    json_array_set_new(c, lost, json_integer(json_integer_value(json_array_get(c, lost)) + 1));
+  }
+  const char *job;
+  json_object_foreach(jobs, job, c)
+      printf("job %s: %lld rank(s) ended, %lld lost (kept until c4mon forgets the job)\n", job,
+             (long long)json_integer_value(json_array_get(c, 0)),
+             (long long)json_integer_value(json_array_get(c, 1)));
+  json_decref(jobs);
+}
+
 static void print_verdicts(json_t *verdicts) {
   size_t i;
   json_t *r;
@@ -66,6 +88,7 @@ static int print_status(const char *prog, const char *addr, int as_json) {
          (long long)json_integer_value(json_object_get(j, "lost")),
          json_real_value(json_object_get(j, "uptime_s")));
   print_ranks(json_object_get(j, "ranks"));
+  print_ended(json_object_get(json_object_get(j, "detect"), "ranks"));
   print_verdicts(json_object_get(json_object_get(j, "detect"), "verdicts"));
   json_decref(j);
   return 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # job_end.sh -- a job that ends cleanly is seen to end by a live c4mon: a job_end event names it,
-# `c4mon status` shows none of its verdicts, and once --forget-ms has passed /metrics has no
-# series of it (while c4mon's own series stay). Usage: job_end.sh [BUILD_DIR] (default
-# $C4_BUILD_DIR).
+# `c4mon status` shows none of its verdicts and says it ended, and once --forget-ms has passed
+# /metrics has no series of it (while c4mon's own series stay). Usage: job_end.sh [BUILD_DIR]
+# (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
 BIN=$BUILD/bin
@@ -39,6 +39,10 @@ jq -e -s '[.[] | select(.kind == "job_end" and .job == "lifejob")] | length == 1
 C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" --json >"$WORK/status" || fail "status"
 jq -e '[.detect.verdicts[] | select(.job == "lifejob")] | length == 0' "$WORK/status" >/dev/null ||
   fail "verdicts of the ended job in status: $(jq -c .detect.verdicts "$WORK/status")"
+# the text says the job ended, though its ranks are no longer connected (they vanished at once)
+C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" || fail "status (text)"
+grep -q "^job lifejob: 2 rank(s) ended, 0 lost" "$WORK/status.txt" ||
+  fail "status does not say lifejob ended: $(cat "$WORK/status.txt")"
 sleep 1.2 # a publish (once a second) since the job's records came
 curl -sf "$metrics" >"$WORK/before" || fail "no answer at $metrics"
 grep -q 'job="lifejob"' "$WORK/before" || fail "no series of lifejob while it is remembered"
