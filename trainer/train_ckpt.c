@@ -234,6 +234,35 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
   return 1;
 }
 
+/* Whether two --data paths name one file (a relative path and an absolute one may). */
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return strcmp(a, b) == 0;
+}
+
+void train_ckpt_warn_changed(const json_t *meta, const struct train_opts *o, const char *path) {
+  char said[1024] = "";
+  size_t k = 0;
+  json_t *seed = json_object_get(meta, "seed"), *lr = json_object_get(meta, "lr");
+  const char *data = json_string_value(json_object_get(meta, "data"));
+  if (json_is_integer(seed) && (uint64_t)json_integer_value(seed) != o->seed)
+    k += (size_t)snprintf(said + k, sizeof said - k, " --seed %" JSON_INTEGER_FORMAT " (now %llu)",
+                          json_integer_value(seed), (unsigned long long)o->seed);
+  /* stored as a double from a float: equal when this run's float is the same */
+  if (json_is_number(lr) && (float)json_number_value(lr) != o->lr && k < sizeof said)
+    k += (size_t)snprintf(said + k, sizeof said - k, " --lr %g (now %g)", json_number_value(lr),
+                          (double)o->lr);
+  if (data && o->data && !same_file(data, o->data) && k < sizeof said)
+    snprintf(said + k, sizeof said - k, " --data %s (now %s)", data, o->data);
+  if (said[0])
+    fprintf(stderr,
+            "c4train: warning: %s was written with%s: going on, but the steps from here are not "
+            "those its run would have taken\n",
+            path, said);
+}
+
 void train_ckpt_say_done(const struct train_opts *o, int from) {
   if (from > 0)
     printf("c4train: the checkpoint in %s is at step %d, at or past --steps %d: nothing to train "

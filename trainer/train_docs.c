@@ -134,6 +134,7 @@ static int docs_resume(struct docs_run *s) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return 1;
   }
+  if (rc > 0 && s->rank == 0) train_ckpt_warn_changed(meta, o, s->err);
   json_t *cost = json_object_get(meta, "cost_model");
   if (cost && seq_cost_from_json(&s->model, cost, why, sizeof why) && s->rank == 0)
     fprintf(stderr, "c4train: %s: %s; the cost model starts from its prior\n", s->err, why);

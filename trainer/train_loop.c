@@ -279,11 +279,15 @@ static int run_alloc(struct run *s) {
 static int run_resume(struct run *s) {
   if (!s->o->ckpt_dir) return 0;
   char warn[1024];
-  int rc = train_ckpt_resume(&s->m, s->o, &s->step, NULL, s->err, sizeof s->err, warn, sizeof warn);
+  json_t *meta = NULL;
+  int rc =
+      train_ckpt_resume(&s->m, s->o, &s->step, &meta, s->err, sizeof s->err, warn, sizeof warn);
   if (rc < 0) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return 1;
   }
+  if (rc > 0 && s->rank == 0) train_ckpt_warn_changed(meta, s->o, s->err);
+  json_decref(meta);
   if (rc > 0 && warn[0] && s->rank == 0)
     fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, s->err);
   if (rc > 0 && s->rank == 0 && !s->o->json)

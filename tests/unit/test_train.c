@@ -347,6 +347,18 @@ static int run(const char *name, const char *fmt, ...) {
   return WEXITSTATUS(st);
 }
 
+/* What a run wrote into DIR/name (its .out or .err), up to len - 1 bytes, into text. */
+static const char *output_of(const char *name, char *text, size_t len) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, len - 1, f);
+  text[n] = 0;
+  fclose(f);
+  return text;
+}
+
 /* The JSON lines of DIR/NAME.out whose "event" is ev, in order (caller decrefs the array). */
 static json_t *events(const char *name, const char *ev) {
   char path[256], line[8192];
@@ -507,6 +519,16 @@ START_TEST(a_restart_on_fewer_ranks_continues_the_same_loss_curve) {
     ck_assert_double_eq_tol(step_loss(rest, s), step_loss(whole, s), 1e-3);
   json_decref(whole);
   json_decref(rest);
+  /* the same run goes on without a word; another --seed or --lr goes on, said once (it was
+   * silent) */
+  char text[4096];
+  ck_assert_msg(!strstr(output_of("rest.err", text, sizeof text), "warning"), "%s", text);
+  ck_assert_int_eq(
+      run("other", SMALL " --steps 17 --local-ranks 2 --seed 9 --lr 0.01 --ckpt-dir %s/ck", dir),
+      0);
+  output_of("other.err", text, sizeof text);
+  const char *w = strstr(text, "--seed 1 (now 9) --lr 0.002 (now 0.01)");
+  ck_assert_msg(w && !strstr(w + 1, "--seed 1 (now 9)"), "%s", text);
 }
 END_TEST
 
@@ -931,18 +953,6 @@ START_TEST(a_checkpoint_of_any_layout_resumes_in_any_other) {
   json_decref(whole);
 }
 END_TEST
-
-/* What a run wrote into DIR/name (its .out or .err), up to len - 1 bytes, into text. */
-static const char *output_of(const char *name, char *text, size_t len) {
-  char path[300];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  size_t n = fread(text, 1, len - 1, f);
-  text[n] = 0;
-  fclose(f);
-  return text;
-}
 
 START_TEST(bad_flags_and_missing_data_are_clear_errors) {
   char text[1024];
