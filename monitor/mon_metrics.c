@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "c4_clock.h"
 #include "c4_err.h"
 #include "c4_log.h"
 #include "mon_addr.h"
@@ -21,6 +22,11 @@
 #define MAX_KINDS 1024 /* (job, kind) pairs counted */
 #define KIND_LEN 32
 #define JOB_LEN 64
+/* Scrapers are few, and an idle connection holds its place for the 10 s timeout: 64 in all let one
+ * stranger's 64 idle connections keep every scraper out (a 4 s curl timed out). No address may
+ * hold more than 16 of 1,024 (scrapers behind one proxy share an address). */
+#define METRICS_CONNECTIONS 1024u
+#define METRICS_CONNECTIONS_PER_ADDR 16u
 
 struct kind_count {
   char job[JOB_LEN];
@@ -417,14 +423,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 }
 
 /* MHD's own errors (the bind that failed, accept failures, out of memory) go through c4's log,
- * naming the address. */
+ * naming the address: a line a second at most, with a count of those not shown, as a stranger's
+ * connections past the limits are each a line (84 for 100 idle connections). Called by MHD's one
+ * thread, or by MHD_start_daemon before that thread exists. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  static uint64_t quiet_until;
+  static unsigned not_shown;
+  uint64_t now = c4_now_ns();
+  if (now < quiet_until) {
+    not_shown++;
+    return;
+  }
   char msg[512];
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
     msg[--n] = 0;
-  C4_WARN("c4mon: --metrics %s: %s", (const char *)cls, msg);
+  if (not_shown)
+    C4_WARN("c4mon: --metrics %s: %s (and %u more since the last line, not shown)",
+            (const char *)cls, msg, not_shown);
+  else
+    C4_WARN("c4mon: --metrics %s: %s", (const char *)cls, msg);
+  not_shown = 0;
+  quiet_until = now + 1000000000ull;
 }
 
 static void forget(void) {
@@ -465,8 +486,9 @@ int c4_mon_metrics_start(const char *addr_port) {
                                                  : ((struct sockaddr_in *)&sa)->sin_port);
   mx.d = MHD_start_daemon(flags, want, NULL, NULL, handle, NULL, MHD_OPTION_EXTERNAL_LOGGER,
                           mhd_log, mx.addr, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                          MHD_OPTION_END);
+                          MHD_OPTION_CONNECTION_LIMIT, METRICS_CONNECTIONS,
+                          MHD_OPTION_PER_IP_CONNECTION_LIMIT, METRICS_CONNECTIONS_PER_ADDR,
+                          MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   const union MHD_DaemonInfo *info =
       mx.d ? MHD_get_daemon_info(mx.d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
