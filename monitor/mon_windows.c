@@ -55,9 +55,14 @@ static void view(const struct slot *s, struct c4_win_slot *v) {
                             .t_done = s->t_done};
 }
 
+/* The bytes of a communicator's windows: arrivals and completions, C4MON_WINDOW slots a rank. */
+static size_t windows_bytes(int nranks) {
+  return (size_t)C4MON_WINDOW * 2 * (size_t)nranks * sizeof(uint64_t);
+}
+
 static void comm_free(struct comm *c) {
   if (c->user && hooks.forget) hooks.forget(c->user);
-  det_table_free(c->mem, (size_t)C4MON_WINDOW * 2 * (size_t)c->nranks * sizeof *c->mem);
+  det_table_free(c->mem, windows_bytes(c->nranks));
   free(c);
 }
 
@@ -85,7 +90,7 @@ static struct comm *comm_new(const struct c4_det_job *job, uint64_t id, int nran
   struct comm *c = calloc(1, sizeof *c);
   /* mapped zeroed, in huge pages: a 16,384-rank communicator's windows are 16 MB, 4,000 page
    * faults in 4 KiB pages */
-  size_t bytes = (size_t)C4MON_WINDOW * 2 * (size_t)nranks * sizeof(uint64_t);
+  size_t bytes = windows_bytes(nranks);
   uint64_t *mem = det_table_alloc(bytes);
   if (!c || !mem) {
     free(c);

@@ -242,7 +242,10 @@ static int same_file(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
-void train_ckpt_warn_changed(const json_t *meta, const struct train_opts *o, const char *path) {
+void train_ckpt_say_warnings(const json_t *meta, const struct train_opts *o, const char *warn,
+                             const char *path) {
+  if (warn[0])
+    fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, path);
   char said[1024] = "";
   size_t k = 0;
   json_t *seed = json_object_get(meta, "seed"), *lr = json_object_get(meta, "lr");

@@ -34,10 +34,12 @@ int train_ckpt_resume(struct gpt *m, const struct train_opts *o, int *step, json
  * and kind of data; else -1 with err as train_ckpt_resume's. */
 int train_ckpt_check(const struct train_opts *o, char *err, size_t errlen);
 
-/* Warns (on stderr) when a resumed run's --seed, --lr or --data are not those meta (the
- * checkpoint's, from train_ckpt_resume) was written with: allowed, but the steps from here are
+/* Rank 0's warnings after train_ckpt_resume found the checkpoint at path (on stderr): warn, a
+ * newer checkpoint that was damaged (train_ckpt_resume's, "" when none); and --seed, --lr or
+ * --data not those meta (the checkpoint's) was written with: allowed, but the steps from here are
  * then not those the first run would have taken, and nothing else says so. */
-void train_ckpt_warn_changed(const json_t *meta, const struct train_opts *o, const char *path);
+void train_ckpt_say_warnings(const json_t *meta, const struct train_opts *o, const char *warn,
+                             const char *path);
 
 /* Says (on stdout) that a run starting at step `from` has nothing to train: the checkpoint it
  * resumed from is at or past --steps, or --steps is 0 and there was none. */

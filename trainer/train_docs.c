@@ -134,13 +134,11 @@ static int docs_resume(struct docs_run *s) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return 1;
   }
-  if (rc > 0 && s->rank == 0) train_ckpt_warn_changed(meta, o, s->err);
+  if (rc > 0 && s->rank == 0) train_ckpt_say_warnings(meta, o, warn, s->err);
   json_t *cost = json_object_get(meta, "cost_model");
   if (cost && seq_cost_from_json(&s->model, cost, why, sizeof why) && s->rank == 0)
     fprintf(stderr, "c4train: %s: %s; the cost model starts from its prior\n", s->err, why);
   json_decref(meta);
-  if (rc > 0 && warn[0] && s->rank == 0)
-    fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, s->err);
   if (rc > 0 && s->rank == 0 && !o->json)
     printf("resumed from step %d (%s) on %d ranks%s\n", s->first, s->err, s->world,
            s->model.fitted ? ", with its cost model" : "");

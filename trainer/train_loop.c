@@ -286,10 +286,8 @@ static int run_resume(struct run *s) {
     fprintf(stderr, "c4train: rank %d: %s\n", s->rank, s->err);
     return 1;
   }
-  if (rc > 0 && s->rank == 0) train_ckpt_warn_changed(meta, s->o, s->err);
+  if (rc > 0 && s->rank == 0) train_ckpt_say_warnings(meta, s->o, warn, s->err);
   json_decref(meta);
-  if (rc > 0 && warn[0] && s->rank == 0)
-    fprintf(stderr, "c4train: %s; resuming from the newest intact one, %s\n", warn, s->err);
   if (rc > 0 && s->rank == 0 && !s->o->json)
     printf("resumed from step %d (%s) on %d ranks\n", s->step, s->err, s->world);
   return 0;
