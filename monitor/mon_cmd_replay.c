@@ -23,9 +23,29 @@ static void print_summary(const struct mon_sink *sink, unsigned long bad, double
   json_decref(doc);
 }
 
+/* Whether paths a and b name one existing file (also through a link): --out FILE truncates FILE
+ * before the trace is read, so the trace given as its own --out was lost. */
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int replay(const char *prog, const char *path, const char *out_path, double speed,
                   int as_json, struct mon_detect_opts *d) {
+  if (out_path && same_file(path, out_path))
+    return c4_cli_usage(prog,
+                        "--out %s is the trace being replayed: it would be emptied before "
+                        "it is read",
+                        out_path);
+  if (d->out.events && same_file(path, d->out.events))
+    return c4_cli_usage(prog, "--events %s is the trace being replayed", d->out.events);
   if (!d->out.events && !as_json) d->out.events = "-";
+  if (out_path && !strcmp(out_path, "-") && (as_json || !strcmp(d->out.events, "-")))
+    return c4_cli_usage(prog,
+                        "--out - writes the trace to standard output, where the %s go too: "
+                        "give --events FILE (or --out FILE)",
+                        as_json ? "summary" : "events");
   struct stat st; /* events are appended: a second replay into one file numbers its own from 1 */
   if (strcmp(d->out.events ? d->out.events : "-", "-") && stat(d->out.events, &st) == 0 &&
       S_ISREG(st.st_mode) && st.st_size > 0)
@@ -34,10 +54,12 @@ static int replay(const char *prog, const char *path, const char *out_path, doub
             "again (remove it first for a file of this replay alone)\n",
             prog, d->out.events);
   FILE *trace_out = NULL;
-  if (out_path && !(trace_out = fopen(out_path, "w")))
+  if (out_path && !strcmp(out_path, "-"))
+    trace_out = stdout;
+  else if (out_path && !(trace_out = fopen(out_path, "w")))
     return c4_cli_fail(prog, "%s: %s", out_path, strerror(errno));
   if (c4_det_init(&d->det) != 0 || c4_mon_outputs_start(&d->out) != 0) {
-    if (trace_out) fclose(trace_out);
+    if (trace_out && trace_out != stdout) fclose(trace_out);
     return C4_EXIT_FAIL;
   }
   struct mon_sink sink = {0};
@@ -53,7 +75,7 @@ static int replay(const char *prog, const char *path, const char *out_path, doub
             prog, (unsigned long long)sink.records, (unsigned long long)sink.heartbeats, bad,
             (unsigned long long)c4_mon_outputs_events(), secs);
   c4_mon_outputs_stop(5000);
-  if (trace_out && fclose(trace_out) != 0 && !rc)
+  if (trace_out && (trace_out == stdout ? fflush(stdout) : fclose(trace_out)) != 0 && !rc)
     rc = c4_cli_fail(prog, "%s: %s", out_path, strerror(errno));
   c4_det_reset();
   return rc ? C4_EXIT_FAIL : C4_EXIT_OK;
@@ -93,7 +115,8 @@ const struct mon_cmd c4_mon_cmd_replay = {
     .summary = "run serve's detection on a trace (JSON lines or the binary form)",
     .help = "Events go to standard output unless --json or --events; bad lines are reported\n"
             "by number and skipped. FILE - reads standard input.\n"
-            "  --out FILE            write the records as trace JSON lines\n"
+            "  --out FILE            write the records as trace JSON lines (- : standard\n"
+            "                        output, with --events FILE; not FILE itself)\n"
             "  --speed X             X times the recorded pace (1: as recorded; default: as\n"
             "                        fast as possible)\n"
             "  --json                one summary document (counts, windows, detection "

@@ -33,6 +33,10 @@ struct replay {
   uint64_t start, first, last; /* the wall clock at the start; the trace's first and last times */
   uint64_t behind;             /* records more than BEHIND_NS older than the newest before them */
   unsigned long said;          /* bad lines or records said on stderr */
+  struct c4_record held;       /* a record far ahead of the newest, until the next one says
+                                * whether the trace jumped or the record is wrong (held_line) */
+  const struct c4_det_job *held_job;
+  unsigned long held_line; /* 0: none held */
 };
 
 /* Bad lines said one by one before the rest are only counted: a garbage file of 5 MB said
@@ -43,6 +47,12 @@ struct replay {
  * its records may all be in (200 ms later), the windows keep a communicator's last 64
  * collectives. A trace far out of time order loses what comes late. */
 #define BEHIND_NS 2000000000ull
+
+/* How far ahead of the newest record one may come before the next decides whether it is taken:
+ * a trace whose times then come back was not jumping, that one record was wrong (one record
+ * 4e18 ns ahead, or a copy shifted by an hour, moved the clock past everything after it and every
+ * later record was dropped as late). */
+#define AHEAD_NS BEHIND_NS
 
 /* Opens the trace (not a directory). Returns 0 or a C4_E* code, said on stderr. */
 static int open_trace(struct replay *r) {
@@ -69,7 +79,7 @@ static const struct c4_det_job *job_of_line(struct replay *r) {
 /* Reads up to max good records into batch and their jobs into jobs, saying which are bad.
  * Returns how many; *rc is 0 at the end of the trace. */
 static int read_batch(struct replay *r, struct c4_record *batch, const struct c4_det_job **jobs,
-                      int max, int *rc) {
+                      unsigned long *lines, int max, int *rc) {
   char err[300];
   unsigned long first = r->rd.lineno;
   int got = max > 1 ? c4_trace_next_many(&r->rd, batch, max) : 0, n = 0;
@@ -82,6 +92,7 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
       r->rd.bad++;
     } else {
       if (n != i) batch[n] = batch[i];
+      lines[n] = first + (unsigned long)i + 1;
       jobs[n++] = r->job;
     }
   }
@@ -96,8 +107,10 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
         fprintf(stderr, "%s: %s: %s %lu: %s\n", r->prog, r->path, r->rd.binary ? "record" : "line",
                 r->rd.lineno, why);
       r->rd.bad++;
-    } else
+    } else {
+      lines[n] = r->rd.lineno;
       jobs[n++] = job_of_line(r);
+    }
   }
   return n;
 }
@@ -111,32 +124,59 @@ static int settled(const struct c4_record *r) {
   return c4_mon_record_time(r) != 0;
 }
 
-/* Hands n records to detection and the sink, at the trace's pace when r->speed is set. */
+/* Hands one record to detection and the sink, at the trace's pace when r->speed is set. Only a
+ * settled record's time moves the newest: a header line's is its process's start. */
+static void take_one(struct replay *r, struct c4_record *rec, const struct c4_det_job *job,
+                     uint64_t t, int in_time) {
+  if (r->speed > 0 && t) {
+    if (!r->first) r->first = t;
+    if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
+  }
+  if (in_time && t > r->last) r->last = t;
+  r->behind += in_time && t + BEHIND_NS < r->last;
+  c4_mon_take_record(r->sink, job, 0, rec);
+  if (r->speed > 0) c4_mon_outputs_tick(0);
+}
+
+/* Takes rec, first deciding on a record held as far ahead (AHEAD_NS): rec back at the old times
+ * says the held one was wrong (dropped, said as a bad line or record); anything else, that the
+ * trace moved on (taken). A settled record far ahead of the newest is held in its turn. */
+static void take_in_time(struct replay *r, struct c4_record *rec, const struct c4_det_job *job,
+                         unsigned long line) {
+  int in_time = settled(rec);
+  uint64_t t = c4_mon_record_time(rec);
+  if (__builtin_expect(r->held_line && in_time, 0)) {
+    uint64_t held_t = c4_mon_record_time(&r->held);
+    if (t + BEHIND_NS < held_t) {
+      if (r->said++ < BAD_SAID)
+        fprintf(stderr,
+                "%s: %s: %s %lu: its time is %.0f s ahead of the records before and after it "
+                "(a wrong time field): dropped\n",
+                r->prog, r->path, r->rd.binary ? "record" : "line", r->held_line,
+                (double)(held_t - r->last) / 1e9);
+      r->rd.bad++;
+    } else {
+      take_one(r, &r->held, r->held_job, held_t, 1);
+    }
+    r->held_line = 0;
+  }
+  if (__builtin_expect(in_time && r->last && t > r->last + AHEAD_NS && !r->held_line, 0)) {
+    r->held = *rec;
+    r->held_job = job;
+    r->held_line = line;
+    return;
+  }
+  take_one(r, rec, job, t, in_time);
+}
+
+/* Hands n records to detection and the sink, their first cache misses overlapped (prefetched). */
 static void take_batch(struct replay *r, struct c4_record *batch,
-                       const struct c4_det_job *const *jobs, int n) {
+                       const struct c4_det_job *const *jobs, const unsigned long *lines, int n) {
   for (int stage = 0; stage < 2; stage++)
     for (int i = 0; i < n; i++)
       c4_det_prefetch(&batch[i], stage);
-  if (!(r->speed > 0)) { /* as fast as it goes */
-    for (int i = 0; i < n; i++) {
-      uint64_t t = c4_mon_record_time(&batch[i]);
-      if (t > r->last) r->last = t;
-      r->behind += settled(&batch[i]) && t + BEHIND_NS < r->last;
-      c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
-    }
-    return;
-  }
-  for (int i = 0; i < n; i++) {
-    uint64_t t = c4_mon_record_time(&batch[i]);
-    if (r->speed > 0 && t) {
-      if (!r->first) r->first = t;
-      if (t > r->first) sleep_until(r->start + (uint64_t)((double)(t - r->first) / r->speed));
-    }
-    if (t > r->last) r->last = t;
-    r->behind += settled(&batch[i]) && t + BEHIND_NS < r->last;
-    c4_mon_take_record(r->sink, jobs[i], 0, &batch[i]);
-    if (r->speed > 0) c4_mon_outputs_tick(0);
-  }
+  for (int i = 0; i < n; i++)
+    take_in_time(r, &batch[i], jobs[i], lines[i]);
 }
 
 /* Closes the trace and says how the read ended: 0, or a C4_E* code for a read error, a binary
@@ -185,11 +225,14 @@ int c4_mon_replay_file(const char *prog, const char *path, FILE *trace_out, doub
   enum { BATCH = 32 };
   static struct c4_record batch[BATCH];
   const struct c4_det_job *jobs[BATCH];
+  unsigned long lines[BATCH];
   rc = 1;
   while (!*stop && rc != 0) {
-    int n = read_batch(&r, batch, jobs, speed > 0 ? 1 : BATCH, &rc);
-    take_batch(&r, batch, jobs, n);
+    int n = read_batch(&r, batch, jobs, lines, speed > 0 ? 1 : BATCH, &rc);
+    take_batch(&r, batch, jobs, lines, n);
   }
+  if (r.held_line) /* nothing after it says it was wrong */
+    take_one(&r, &r.held, r.held_job, c4_mon_record_time(&r.held), 1);
   /* judge the trace's last second too, and a hang it ends inside up to its threshold */
   uint64_t end = r.last + 1000000000ull, due = c4_det_hang_due_at_end();
   c4_det_advance(due >= end ? due + 1 : end);

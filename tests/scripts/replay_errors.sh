@@ -82,4 +82,50 @@ expect "$W/garbage.jsonl" "garbage.jsonl: line 100:" "50 more bad lines or recor
   "no valid record (150 bad lines)"
 "$BIN/c4mon" replay "$W/garbage.jsonl" --events /dev/null 2>&1 | grep -q "line 101:" &&
   fail "bad line 101 was said one by one"
+# one line whose time is far ahead (a wrong field, here an hour on) is said and dropped, and
+# detection goes on: the same verdicts as without it; a header line's time (its process's
+# start) is not a record's and moves nothing
+"$BIN/c4scen" gen --hosts 2 --gpus 2 --seconds 40 --fault link:src=0:dst=1:dev=0:rate=0.3:t=20 \
+  --truth "$W/link.truth" --out "$W/link.jsonl" 2>/dev/null || fail "c4scen could not write a trace"
+"$BIN/c4mon" replay "$W/link.jsonl" --events "$W/link.ev" 2>/dev/null || fail "the link trace did not replay"
+grep -q '"kind":"comm_slow"' "$W/link.ev" || fail "the link fault was not found in the trace as written"
+n=$(wc -l <"$W/link.jsonl")
+python3 - "$W/link.jsonl" "$W/ahead.jsonl" "$W/header.jsonl" "$((n / 3))" <<'PY' || fail "could not write the shifted traces"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+at = int(sys.argv[4])
+r = json.loads(lines[at])
+for k in ("t_post", "t_first", "t_done", "t_arrive"):
+    if r.get(k):
+        r[k] += 3600 * 10**9
+open(sys.argv[2], "w").write("\n".join(lines[:at] + [json.dumps(r)] + lines[at:]) + "\n")
+hdr = {"v": 1, "type": "header", "host": "h0000", "pid": 1, "rank": 0, "mono_ns": 4 * 10**18}
+open(sys.argv[3], "w").write("\n".join([json.dumps(hdr)] + lines) + "\n")
+PY
+"$BIN/c4mon" replay "$W/ahead.jsonl" --events "$W/ahead.ev" 2>"$W/ahead.err" ||
+  fail "a trace with one line an hour ahead did not replay: $(cat "$W/ahead.err")"
+grep -q "ahead.jsonl: line $((n / 3 + 1)): its time is 3600 s ahead" "$W/ahead.err" ||
+  fail "the line an hour ahead was not named: $(cat "$W/ahead.err")"
+grep -q "behind the newest" "$W/ahead.err" && fail "one line ahead made the rest late: $(cat "$W/ahead.err")"
+cmp -s <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/link.ev") \
+  <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/ahead.ev") ||
+  fail "one line ahead changed the verdicts: $(cat "$W/ahead.ev")"
+"$BIN/c4mon" replay "$W/header.jsonl" --events /dev/null 2>"$W/header.err" || fail "the header trace did not replay"
+grep -q "behind the newest" "$W/header.err" && fail "a header line's time made records late: $(cat "$W/header.err")"
+echo "ok: one line far ahead named and dropped, detection as without it"
+
+# --out the trace itself would empty it before it is read: refused, the trace intact
+cp "$W/link.jsonl" "$W/self.jsonl"
+ln -s "$W/self.jsonl" "$W/self-link.jsonl"
+for out in "$W/self.jsonl" "$W/self-link.jsonl"; do
+  "$BIN/c4mon" replay "$W/self.jsonl" --out "$out" --events /dev/null 2>"$W/self.err"
+  rc=$?
+  [ $rc -eq 2 ] && grep -q "is the trace being replayed" "$W/self.err" ||
+    fail "--out $out (the trace itself) exited $rc: $(cat "$W/self.err")"
+  cmp -s "$W/self.jsonl" "$W/link.jsonl" || fail "--out $out changed the trace"
+done
+"$BIN/c4mon" replay "$W/link.jsonl" --out - --events /dev/null 2>/dev/null | cmp -s - <("$BIN/c4mon" replay "$W/link.jsonl" --out "$W/out.jsonl" --events /dev/null 2>/dev/null; cat "$W/out.jsonl") ||
+  fail "--out - did not write the trace to standard output"
+[ -e ./- ] && fail "--out - wrote a file named -"
+echo "ok: --out the trace itself refused, --out - is standard output"
 echo "replay_errors: ok"
