@@ -452,6 +452,17 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   }
   if (q.score) return score(&q);
   char err[700];
+  if (q.steps) { /* read now, so that a wrong file is said instead of labelling all "step 0" */
+    if (c4_score_steps_load(q.steps, &q.step_times, err, sizeof err))
+      return c4_cli_fail(q.prog, "--steps %s", err);
+    if (!q.follow && json_object_size(q.step_times) == 0) {
+      json_decref(q.step_times);
+      return c4_cli_fail(q.prog,
+                         "--steps %s: no c4train step line (c4train --json's "
+                         "{\"event\":\"step\",...} lines)",
+                         q.steps);
+    }
+  }
   if ((since && c4_score_time_ref(since, q.steps, q.marks, 0, &q.since, err, sizeof err)) ||
       (until && c4_score_time_ref(until, q.steps, q.marks, 1, &q.until, err, sizeof err))) {
     return c4_cli_fail(q.prog, "%s", err);

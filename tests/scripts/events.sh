@@ -118,5 +118,18 @@ printf '%s' '{"v":1,"flows":[{"src":"h0"}]}' >"$WORK/badplan.json"
 same "c4plan flows, a bad flow" "$?" 1
 grep -q "flows\[0\] needs" "$WORK/err" || fail "c4plan flows: $(cat "$WORK/err")"
 
+# --steps labels --text by step; a file that holds no step (missing, a directory, a trace) is an
+# error naming it, not every event at "step 0"
+printf '{"event":"step","step":1,"t_start_ns":10000000000,"t_ns":10500000000}\n{"event":"step","step":2,"t_start_ns":12500000000,"t_ns":13000000000}\n' >"$WORK/steps.jsonl"
+out=$("$C4MON" events "$E" --steps "$WORK/steps.jsonl" --text --kind comm_slow)
+case $out in "step 1 "*) ;; *) fail "--steps: comm_slow at 12 s labelled '$out', want step 1" ;; esac
+out=$("$C4MON" events "$E" --steps "$WORK/steps.jsonl" --text --kind recovered)
+case $out in "step 2 "*) ;; *) fail "--steps: recovered at 13 s labelled '$out', want step 2" ;; esac
+for bad in "$WORK/no-such.jsonl" "$WORK" "$E"; do
+  out=$("$C4MON" events "$E" --steps "$bad" --text 2>&1)
+  same "--steps $bad: exit" "$?" 1
+  case $out in *"--steps $bad"*) ;; *) fail "--steps $bad: said '$out'" ;; esac
+done
+
 [ "$failed" = 0 ] && echo "events: ok"
 exit "$failed"
