@@ -25,7 +25,7 @@ static json_t *state_of_trace(const char *prog, const char *path, struct mon_det
 static json_t *state_of_server(const char *prog, const char *addr) {
   char *doc = NULL;
   if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0) {
-    c4_cli_fail(prog, "%s: no c4mon answered", addr);
+    c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, addr);
     return NULL;
   }
   json_t *st = json_loads(doc, 0, NULL);

@@ -65,10 +65,7 @@ static void print_verdicts(json_t *verdicts) {
 static int print_status(const char *prog, const char *addr, int as_json) {
   char *doc = NULL;
   if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0)
-    return c4_cli_fail(prog,
-                       "%s: no c4mon answered, or it refused the token (--token-file, "
-                       "C4_TOKEN)",
-                       addr);
+    return c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, addr);
   if (as_json) {
     printf("%s\n", doc);
     free(doc);

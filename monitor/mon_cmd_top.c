@@ -1,6 +1,7 @@
 /* mon_cmd_top.c -- `c4mon top`: a live terminal view of a running c4mon. */
 #include "c4_cli.h"
 #include "mon_cli.h"
+#include "mon_server.h"
 #include "mon_tty.h"
 
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {
@@ -34,7 +35,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   if (c4_cli_addr(prog, "--connect", connect_to, 0) != 0) return C4_EXIT_USAGE;
   c4_mon_cli_signals();
   if (c4_mon_tty_run(connect_to, c4_mon_cli_token(), interval, once, color) == 0) return C4_EXIT_OK;
-  return c4_cli_fail(prog, "%s: no c4mon answered", connect_to);
+  return c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, connect_to);
 }
 
 const struct mon_cmd c4_mon_cmd_top = {

@@ -45,4 +45,8 @@ json_t *c4_mon_server_status(void);
  * rate was used up), or another negative C4_E* code. */
 int c4_mon_query_status(const char *addr, const char *token, char **out);
 
+/* What a client says when c4_mon_query_status fails: c4mon closes on a wrong token without a
+ * word, so "down" and "refused" look alike from here. */
+#define C4_MON_NO_ANSWER "no c4mon answered, or it refused the token (--token-file, C4_TOKEN)"
+
 #endif

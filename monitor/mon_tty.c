@@ -176,8 +176,8 @@ int c4_mon_tty_run(const char *addr, const char *token, double interval_s, int o
     if (!once) fputs("\033[H\033[2J", stdout);
     if (st)
       c4_mon_tty_render(stdout, st, w, hgt - 1, color);
-    else
-      printf("c4mon top: no c4mon answered at %s (retrying)\n", addr);
+    else if (!once)
+      printf("c4mon top: %s: " C4_MON_NO_ANSWER " (retrying)\n", addr);
     json_decref(st);
     fflush(stdout);
     if (once) return st ? 0 : 1;
