@@ -59,6 +59,8 @@ void c4_host_name(char *buf, size_t len) {
       snprintf(buf, len, "%.*s%d%s", (int)(r - v), v, c4_env_rank(), r + 2);
     else
       snprintf(buf, len, "%s", v);
+    for (char *c = buf; *c; c++) /* c4mon refuses records whose host holds a control character */
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return;
   }
   memset(buf, 0, len);

@@ -51,6 +51,25 @@ static int times_bad(int64_t off, uint64_t a, uint64_t b, uint64_t c) {
   return c4_mon_time_ok(a, off) || c4_mon_time_ok(b, off) || c4_mon_time_ok(c, off);
 }
 
+/* Whether a host name holds a control character: it would reach an operator's terminal raw
+ * through events --text, status and top (an escape sequence that clears the screen and prints
+ * "ALL CLEAR"), and names no real host. */
+static int host_bad(const char *h) {
+  for (size_t i = 0; i < C4_HOST_MAX && h[i]; i++)
+    if ((unsigned char)h[i] < 0x20 || h[i] == 0x7f) return 1;
+  return 0;
+}
+
+static int hosts_bad(const struct c4_record *r) {
+  switch (r->kind) {
+  case C4_REC_XFER: return host_bad(r->xfer.self.host) || host_bad(r->xfer.peer.host);
+  case C4_REC_COMM: return host_bad(r->comm.host);
+  case C4_REC_RANK: return host_bad(r->rank.host);
+  case C4_REC_PATH: return host_bad(r->path.self.host) || host_bad(r->path.peer.host);
+  default: return 0;
+  }
+}
+
 int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why) {
   if (offset > (int64_t)C4_FRAME_TIME_MAX || offset < -(int64_t)C4_FRAME_TIME_MAX) {
     *why = "clock offset beyond 2^62 ns";
@@ -87,6 +106,10 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
         r->path.bytes > INT64_MAX || r->path.busy_ns > INT64_MAX || r->path.sock >= r->path.nsocks;
     break;
   default: *why = "unknown record kind"; return C4_EPROTO;
+  }
+  if (!t_bad && !n_bad && hosts_bad(r)) {
+    *why = "a host name with a control character";
+    return C4_EPROTO;
   }
   if (t_bad)
     *why = "a time beyond 2^62 ns, or at or below 0 in c4mon's clock";

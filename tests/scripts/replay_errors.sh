@@ -114,6 +114,15 @@ cmp -s <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/link.ev") \
 grep -q "behind the newest" "$W/header.err" && fail "a header line's time made records late: $(cat "$W/header.err")"
 echo "ok: one line far ahead named and dropped, detection as without it"
 
+# a host name with a control character (an escape sequence that would reach an operator's
+# terminal through events --text) is a bad line, named; nothing of it reaches the events
+sed 's/"host":"h0001"/"host":"h0001\\u001b[2J\\u001b[H"/' "$W/link.jsonl" >"$W/esc.jsonl"
+"$BIN/c4mon" replay "$W/esc.jsonl" --events "$W/esc.ev" 2>"$W/esc.err"
+grep -q "esc.jsonl: line [0-9]*: a host name with a control character" "$W/esc.err" ||
+  fail "a host with an escape sequence was not named: $(head -3 "$W/esc.err")"
+grep -q '\\u001b' "$W/esc.ev" && fail "an escape sequence reached the events: $(cat "$W/esc.ev")"
+echo "ok: a host name with a control character is a bad line"
+
 # --out the trace itself would empty it before it is read: refused, the trace intact
 cp "$W/link.jsonl" "$W/self.jsonl"
 ln -s "$W/self.jsonl" "$W/self-link.jsonl"

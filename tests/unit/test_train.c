@@ -220,6 +220,11 @@ START_TEST(c4_hostname_overrides_the_host_name_with_the_rank_in_it) {
   setenv("C4_HOSTNAME", "node-%r.lab", 1);
   c4_host_name(h, sizeof h);
   ck_assert_str_eq(h, "node-3.lab");
+  /* c4mon refuses records whose host holds a control character (an escape sequence would reach
+   * an operator's terminal): the rank's own name never carries one */
+  setenv("C4_HOSTNAME", "evil\033[2J\033[Hnode-%r\n\x7f", 1);
+  c4_host_name(h, sizeof h);
+  ck_assert_str_eq(h, "evil?[2J?[Hnode-3??");
   setenv("C4_HOSTNAME", "fixed", 1);
   c4_host_name(h, sizeof h);
   ck_assert_str_eq(h, "fixed");
