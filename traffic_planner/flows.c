@@ -3,10 +3,12 @@
 #include "flows.h"
 #include "c4_cli.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "c4_err.h"
 #include "c4_trace_read.h"
@@ -107,9 +109,15 @@ static int merge_pairs(struct c4_plan_flow *f, int n) {
 int c4_plan_flows_from_trace(const char *path, const struct c4_plan_topo *t,
                              struct c4_plan_flow **out, char *err, size_t errlen) {
   struct c4_trace_reader rd;
+  struct stat st;
   *out = NULL;
+  if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s: %s", path, strerror(EISDIR)); /* read as an empty trace before */
+    return C4_EINVAL;
+  }
+  errno = 0;
   if (c4_trace_open(&rd, path) < 0) {
-    snprintf(err, errlen, "%s: cannot open", path);
+    snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
     return C4_ENOTFOUND;
   }
   int n = 0, cap = 0, rc;
@@ -132,7 +140,7 @@ int c4_plan_flows_from_trace(const char *path, const struct c4_plan_topo *t,
     if (n == cap) {
       /* fold pairs before growing, so that a long trace needs room for its pairs only */
       n = n ? merge_pairs(*out, n) : 0;
-      if (n > cap / 2) {
+      if (cap == 0 || n > cap / 2) {
         void *more = cap < MAX_FLOWS
                          ? realloc(*out, sizeof **out * (size_t)(cap = cap ? 2 * cap : 1024))
                          : NULL;

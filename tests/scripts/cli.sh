@@ -91,5 +91,19 @@ wait "$pid"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z NOTE c4mon: listening for ranks on 127\.0\.0\.1:[1-9][0-9]*$' \
   "$WORK/err" || fail "c4mon serve did not say where it listens: $(cat "$WORK/err")"
 
+# c4plan assign --trace (the README's form) on docs/topology.md's example fabric: the plan has
+# the trace's flow (it crashed on the first flow of any trace); a directory is no trace
+awk '/^```json/ {f = 1; next} /^```/ {if (f) exit} f' docs/topology.md >"$WORK/topo.json"
+echo '{"v":1,"type":"xfer","rank":0,"peer":1,"host":"h0","peer_host":"h1","dir":"send","bytes":1048576,"t_post":1000,"t_done":3000}' >"$WORK/two.jsonl"
+"$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$WORK/two.jsonl" --out "$WORK/plan.json" >/dev/null 2>"$WORK/err" ||
+  fail "c4plan assign --trace exited $?: $(cat "$WORK/err")"
+[ "$(jq -c '[.flows[] | [.src, .dst, .bytes]]' "$WORK/plan.json" 2>/dev/null)" = '[["h0","h1",1048576]]' ] ||
+  fail "c4plan assign --trace: the plan lacks the trace's flow: $(cat "$WORK/plan.json")"
+mkdir "$WORK/adir"
+expect 1 "c4plan assign: $WORK/adir: Is a directory" \
+  "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$WORK/adir" --out "$WORK/plan2.json"
+expect 1 "c4plan assign: $NOFILE.jsonl: No such file or directory" \
+  "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$NOFILE.jsonl" --out "$WORK/plan2.json"
+
 [ "$failed" = 0 ] && echo "cli: every tool keeps the convention"
 exit "$failed"
