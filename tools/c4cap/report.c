@@ -37,7 +37,8 @@ static uint64_t series_peak(const struct c4cap_series *s) {
 
 static json_t *series_json(const struct c4cap_series *s) {
   json_t *b = json_array();
-  for (size_t i = 0; b && i < series_len(s); i++)
+  size_t n = series_len(s); /* once: it scans the trailing empty intervals */
+  for (size_t i = 0; b && i < n; i++)
     json_array_append_new(b, json_integer((json_int_t)s->bytes[i]));
   return json_pack("{s:I, s:o*}", "first", (json_int_t)s->first, "ip_bytes", b);
 }
