@@ -1,6 +1,7 @@
 /* net_config.c -- the transports' tunables, read from C4_* environment variables. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "c4_env.h"
 #include "c4_log.h"
@@ -33,6 +34,25 @@ static void parse_port_range(const char *v, int *lo, int *hi) {
           v);
 }
 
+/* C4_TCP_CONGESTION: a kernel congestion control's name (lower-case letters, digits, '_'; at
+ * most 15 characters, the kernel's TCP_CA_NAME_MAX); anything else is warned about and ignored.
+ * Whether the kernel has it is learned when a socket asks for it (net_comm.c). */
+static void parse_congestion(const char *v, char *out, size_t len) {
+  out[0] = 0;
+  if (!v || !*v) return;
+  size_t n = strlen(v);
+  int ok = n < len;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_';
+  if (!ok) {
+    C4_WARN("C4_TCP_CONGESTION=\"%s\" is not a congestion control's name (a-z, 0-9, _; at most "
+            "%zu characters); data sockets keep the system's",
+            v, len - 1);
+    return;
+  }
+  memcpy(out, v, n + 1);
+}
+
 void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->nsocks = (int)c4_env_long("C4_NSOCKS", DEFAULT_NSOCKS, 1, C4_MAX_NSOCKS);
   cfg->nthreads = (int)c4_env_long("C4_NTHREADS", DEFAULT_NTHREADS, 0, C4_MAX_NSOCKS);
@@ -47,4 +67,5 @@ void c4_transport_config_load(struct c4_transport_config *cfg) {
   cfg->path_weights = (int)c4_env_long("C4_PATH_WEIGHTS", 1, 0, 1);
   cfg->path_probe_ms = (int)c4_env_long("C4_PATH_PROBE_MS", DEFAULT_PATH_PROBE_MS, 0, 10000);
   cfg->notsent_lowat = (int)c4_env_long("C4_NOTSENT_LOWAT", DEFAULT_NOTSENT_LOWAT, 0, 1 << 30);
+  parse_congestion(getenv("C4_TCP_CONGESTION"), cfg->congestion, sizeof cfg->congestion);
 }

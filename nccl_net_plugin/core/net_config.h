@@ -21,10 +21,12 @@ struct c4_transport_config {
   int listen_port_lo;       /* C4_LISTEN_PORTS=LO-HI: listeners take the first free port of the
                              * range (0: the kernel's choice) */
   int listen_port_hi;
-  int path_probe_ms; /* C4_PATH_PROBE_MS: without a plan, how long a connect may spend finding
-                      * distinct paths for its data sockets (0: not at all) */
-  int notsent_lowat; /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
-                      * (multipath comms; 0: the kernel's default) */
+  int path_probe_ms;   /* C4_PATH_PROBE_MS: without a plan, how long a connect may spend finding
+                        * distinct paths for its data sockets (0: not at all) */
+  int notsent_lowat;   /* C4_NOTSENT_LOWAT: unsent bytes a sending data socket may queue
+                        * (multipath comms; 0: the kernel's default) */
+  char congestion[16]; /* C4_TCP_CONGESTION: the sending data sockets' congestion control
+                        * (TCP_CONGESTION; "": the system's, net.ipv4.tcp_congestion_control) */
 };
 
 /* Reads the C4_* tunables (warning on bad values) into cfg. */

@@ -12,6 +12,8 @@ struct c4_transport_stats {
   atomic_ulong rejected_peers;  /* every connection a listener closed before its comm existed */
   atomic_ulong unproven_closed; /* ... of which had not proven they hold the handle (net_admit.h) */
   atomic_ulong failed_comms;
+  atomic_ulong congestion_refused; /* data sockets that kept the system's congestion control
+                                    * because the kernel refused C4_TCP_CONGESTION's */
 };
 extern struct c4_transport_stats c4_transport_stats;
 

@@ -17,6 +17,20 @@
 #include "c4_log.h"
 #include "c4_telemetry.h"
 #include "net_sock.h"
+#include "net_stats.h"
+
+/* C4_TCP_CONGESTION on a sending data socket. A kernel without that congestion control (or one
+ * that does not allow it here) leaves the socket on the system's: counted, and said once. */
+static void set_congestion(int fd, const char *name) {
+  static atomic_int said;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) == 0) return;
+  int err = errno;
+  atomic_fetch_add(&c4_transport_stats.congestion_refused, 1);
+  if (!atomic_exchange(&said, 1))
+    C4_WARN("C4_TCP_CONGESTION=%s: the kernel refused it (%s; net.ipv4.tcp_available_congestion_"
+            "control lists what it has): data sockets keep the system's congestion control",
+            name, strerror(err));
+}
 
 /* A socket's local port in host order, 0 when the kernel does not say: read once here, so the
  * path records the helpers send carry it without a system call each. */
@@ -74,6 +88,8 @@ int c4_comm_create(int is_send, const struct c4_transport_config *cfg, int dev, 
     if (setsockopt(data_fd[i], IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cfg->notsent_lowat,
                    sizeof cfg->notsent_lowat) != 0)
       C4_TRACE("TCP_NOTSENT_LOWAT not taken on data socket %d: %s", i, strerror(errno));
+  for (int i = 0; i < nsocks && rc == 0 && is_send && cfg->congestion[0]; i++)
+    set_congestion(data_fd[i], cfg->congestion);
   if (rc == 0) rc = c4_helpers_start(c);
   if (rc == 0) c4_watch_add(c);
   if (rc != 0) {

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,31 +62,35 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
     p[i] = (unsigned char)((i * 131u) ^ (seed * 7u) ^ (i >> 9));
 }
 
+/* One message of n bytes from tx to rx (tag 5), checked byte for byte, and nothing written past
+ * it into the larger receive buffer. */
+static void message_arrives_intact(size_t n, unsigned seed) {
+  unsigned char *a = malloc(n + 1), *b = malloc(n + 64);
+  fill(a, n, seed);
+  memset(b, 0xee, n + 64);
+  struct c4_request *rr = NULL;
+  ck_assert_int_eq(c4_transport_irecv(rx, b, n + 64, 5, &rr), 0);
+  ck_assert_ptr_nonnull(rr);
+  struct c4_request *sr = post_send(a, n, 5);
+  ck_assert_ptr_nonnull(sr);
+  int src, rrc;
+  size_t got = 999;
+  wait_pair(sr, rr, &src, &rrc, &got);
+  ck_assert_int_eq(src, 0);
+  ck_assert_int_eq(rrc, 0);
+  ck_assert_uint_eq(got, n);
+  ck_assert_msg(memcmp(a, b, n) == 0, "payload of %zu bytes differs", n);
+  ck_assert_int_eq(b[n], 0xee);
+  free(a);
+  free(b);
+}
+
 static void every_size_class(int nsocks, int nthreads) {
   connect_pair(nsocks, nthreads);
   static const size_t sizes[] = {0,     1,      7,       4096,           65535,   65536,
                                  65537, 100000, 1 << 20, (3 << 20) + 11, 16 << 20};
-  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-    size_t n = sizes[i];
-    unsigned char *a = malloc(n + 1), *b = malloc(n + 64);
-    fill(a, n, i);
-    memset(b, 0xee, n + 64);
-    struct c4_request *rr = NULL;
-    ck_assert_int_eq(c4_transport_irecv(rx, b, n + 64, 5, &rr), 0);
-    ck_assert_ptr_nonnull(rr);
-    struct c4_request *sr = post_send(a, n, 5);
-    ck_assert_ptr_nonnull(sr);
-    int src, rrc;
-    size_t got = 999;
-    wait_pair(sr, rr, &src, &rrc, &got);
-    ck_assert_int_eq(src, 0);
-    ck_assert_int_eq(rrc, 0);
-    ck_assert_uint_eq(got, n);
-    ck_assert_msg(memcmp(a, b, n) == 0, "payload of %zu bytes differs", n);
-    ck_assert_int_eq(b[n], 0xee); /* nothing written past the message */
-    free(a);
-    free(b);
-  }
+  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    message_arrives_intact(sizes[i], i);
   c4_transport_close(tx);
   c4_transport_close(rx);
 }
@@ -302,6 +307,56 @@ START_TEST(listeners_take_the_first_free_port_of_c4_listen_ports) {
   ck_assert_int_eq(cfg.listen_port_lo, 29600);
   ck_assert_int_eq(cfg.listen_port_hi, 29600);
   unsetenv("C4_LISTEN_PORTS");
+}
+END_TEST
+
+/* The congestion control data socket i of comm c runs. */
+static const char *congestion_of(const struct c4_comm *c, int i) {
+  static char name[16];
+  socklen_t len = sizeof name - 1;
+  memset(name, 0, sizeof name);
+  ck_assert_int_eq(getsockopt(c->data_fd[i], IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+  return name;
+}
+
+START_TEST(c4_tcp_congestion_is_what_the_sending_data_sockets_run_or_fails_soft) {
+  /* reno is built into every Linux kernel; where it is the system's default, the receiving side
+   * (which C4_TCP_CONGESTION leaves alone) could not tell the setting from no setting */
+  connect_pair(1, 0);
+  int reno_already = strcmp(congestion_of(rx, 0), "reno") == 0;
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+  if (reno_already) return;
+  setenv("C4_TCP_CONGESTION", "reno", 1);
+  connect_pair(2, 0);
+  ck_assert_str_eq(cfg.congestion, "reno");
+  for (int i = 0; i < tx->nsocks; i++)
+    ck_assert_str_eq(congestion_of(tx, i), "reno");
+  ck_assert_str_ne(congestion_of(rx, 0), "reno"); /* receiving data sockets keep the system's */
+  message_arrives_intact(1 << 20, 9);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+
+  /* a name the kernel does not have: the sockets keep the system's, counted, and data flows */
+  unsigned long refused = atomic_load(&c4_transport_stats.congestion_refused);
+  setenv("C4_TCP_CONGESTION", "c4_no_such_cc", 1);
+  connect_pair(2, 0);
+  ck_assert_uint_eq(atomic_load(&c4_transport_stats.congestion_refused) - refused, 2);
+  for (int i = 0; i < tx->nsocks; i++)
+    ck_assert_str_ne(congestion_of(tx, i), "c4_no_such_cc");
+  message_arrives_intact(1 << 20, 9);
+  c4_transport_close(tx);
+  c4_transport_close(rx);
+
+  static const char *bad[] = {"Reno", "cubic ", "a-b", "sixteen_chars_xx"};
+  for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("C4_TCP_CONGESTION", bad[i], 1);
+    c4_transport_config_load(&cfg);
+    ck_assert_msg(cfg.congestion[0] == 0, "\"%s\" taken", bad[i]);
+  }
+  unsetenv("C4_TCP_CONGESTION");
+  c4_transport_config_load(&cfg);
+  ck_assert_str_eq(cfg.congestion, "");
 }
 END_TEST
 
@@ -541,6 +596,7 @@ int main(void) {
   tcase_add_test(tc, every_size_class_arrives_intact_moved_by_the_callers_thread);
   tcase_add_test(tc, thirty_two_requests_in_flight_complete_in_posting_order);
   tcase_add_test(tc, listeners_take_the_first_free_port_of_c4_listen_ports);
+  tcase_add_test(tc, c4_tcp_congestion_is_what_the_sending_data_sockets_run_or_fails_soft);
   tcase_add_test(tc, a_path_going_slow_mid_transfer_gets_less_and_nothing_is_lost);
   tcase_add_test(tc, a_reader_stopped_mid_message_is_seen_and_its_sample_dropped);
   tcase_add_test(tc, a_send_posted_before_its_receive_lands_in_the_receive_buffer);

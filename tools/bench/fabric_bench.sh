@@ -289,7 +289,7 @@ run_condition() { # LABEL DEGRADED_LINK(-)
   done
 }
 
-echo "bench-fabric: 4 hosts, 2 leaves, 2 spines, links ${RATE_MBIT} Mbit/s; ${MSG}B messages, ~${SECS} s a run"
+echo "bench-fabric: 4 hosts, 2 leaves, 2 spines, links ${RATE_MBIT} Mbit/s; ${MSG}B messages, ~${SECS} s a run; TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control) (C4_TCP_CONGESTION: ${C4_TCP_CONGESTION:-unset})"
 run_condition healthy -
 fab degrade l0-s0 "${DEGRADED_MBIT}mbit" >/dev/null || die "degrade l0-s0"
 run_condition degraded l0-s0

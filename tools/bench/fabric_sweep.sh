@@ -68,7 +68,7 @@ once() { # ENV (comma-separated): one ring allreduce, its bus bandwidth in Mbit/
   awk '$1 ~ /^[0-9.]+$/ && NF == 5 && $3 > 0 {printf "%.1f\n", $1 * 1.5 * 8 / $3}' "$WORK/ar0.out"
 }
 
-echo "fabric-sweep: 4 hosts, 2 leaves, 2 spines at ${RATE_MBIT} Mbit/s, ${MSG}B ring allreduce, $n iterations a run; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fabric-sweep: 4 hosts, 2 leaves, 2 spines at ${RATE_MBIT} Mbit/s, ${MSG}B ring allreduce, $n iterations a run; load $(cut -d' ' -f1-3 /proc/loadavg); TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control) (C4_TCP_CONGESTION: ${C4_TCP_CONGESTION:-unset})"
 for cond in $CONDITIONS; do
   if [ "$cond" = degraded ]; then
     fab degrade l0-s0 "$((RATE_MBIT / 4))mbit" >/dev/null || die "degrade l0-s0"
