@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "c4_cli.h"
@@ -211,6 +212,7 @@ static int append_part(char **part, size_t *plen, const char *line, size_t len) 
  * naming a bad line (without --follow: with it, the line is skipped). */
 static int take_line(struct evq *q, const char *text) {
   q->lines++;
+  if (q->lines == 1 && !strncmp(text, "\xef\xbb\xbf", 3)) text += 3; /* a UTF-8 BOM: an editor's */
   size_t tl = strlen(text);
   while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r'))
     tl--;
@@ -232,6 +234,13 @@ static int take_line(struct evq *q, const char *text) {
 
 /* Reads the file line by line (following it with --follow: a line counts once it is whole).
  * Returns 0, or 1 after naming a bad line or an unreadable file. */
+/* Whether the file being followed is now shorter than where reading got to. */
+static int was_truncated(FILE *f) {
+  struct stat st;
+  long at = ftell(f);
+  return at > 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < at;
+}
+
 static int read_events(struct evq *q) {
   FILE *f = strcmp(q->path, "-") ? fopen(q->path, "r") : stdin;
   if (!f) {
@@ -247,14 +256,27 @@ static int read_events(struct evq *q) {
       if (ferror(f)) {
         rc = c4_cli_fail(q->prog, "%s: %s", q->path, strerror(errno));
       }
+      if (!q->follow && !rc && plen) { /* the last line has no newline: whole, or said */
+        json_t *o = json_loadb(part, plen, 0, NULL);
+        if (o)
+          rc = take_line(q, part);
+        else
+          fprintf(stderr, "%s: %s: line %zu is unfinished (no newline, not whole JSON): not read\n",
+                  q->prog, q->path, q->lines + 1);
+        json_decref(o);
+      }
       if (!q->follow || rc) break;
       clearerr(f);
+      if (was_truncated(f)) { /* copytruncate, or `: > FILE`: read it again from its start */
+        fprintf(stderr, "%s: %s was truncated: reading it from its start\n", q->prog, q->path);
+        rewind(f);
+        plen = 0;
+      }
       nap_ms(200);
       continue;
     }
     if (line[len - 1] != '\n') { /* the writer is mid-line: keep it for later */
       if (append_part(&part, &plen, line, (size_t)len) != 0) break;
-      if (!q->follow) break; /* an unfinished last line is not yet an event */
       continue;
     }
     const char *text = line;

@@ -79,6 +79,35 @@ same "--follow stops on SIGTERM" "$?" 0
 FOLLOW=
 same "--follow printed the appended line" "$(tail -1 "$WORK/followed" | grep -o '"path":"s1"')" '"path":"s1"'
 
+# a file emptied while followed (logrotate's copytruncate) is read again from its start
+F=$WORK/rotated.jsonl
+head -1 "$E" >"$F"
+"$C4MON" events "$F" --follow >"$WORK/rotated.out" 2>"$WORK/rotated.err" &
+FOLLOW=$!
+for _ in $(seq 20); do [ "$(wc -l <"$WORK/rotated.out")" = 1 ] && break; sleep 0.1; done
+: >"$F"
+sleep 0.5
+sed -n 2p "$E" >>"$F"
+for _ in $(seq 20); do [ "$(wc -l <"$WORK/rotated.out")" = 2 ] && break; sleep 0.1; done
+kill -TERM "$FOLLOW"
+wait "$FOLLOW"
+FOLLOW=
+same "--follow after a truncation: the line written after it" "$(tail -1 "$WORK/rotated.out" | jq -r .id)" 2
+grep -q "was truncated" "$WORK/rotated.err" || fail "--follow did not say the file was truncated"
+
+# without --follow, a last line without its newline (\$(cat ...) drops it) is still an event,
+# a UTF-8 BOM before the first is an editor's, and a line cut short is said, not taken
+head -3 "$E" >"$WORK/nonl.jsonl"
+printf '%s' "$(cat "$WORK/nonl.jsonl")" >"$WORK/nonl2.jsonl"
+same "a last line without newline" "$("$C4MON" events "$WORK/nonl2.jsonl" --count)" 3
+same "--active with the clearing line last, without newline" \
+  "$("$C4MON" events "$WORK/nonl2.jsonl" --active --kind straggler --count)" 0
+{ printf '\xef\xbb\xbf'; head -3 "$E"; } >"$WORK/bom.jsonl"
+same "a BOM before the first line" "$("$C4MON" events "$WORK/bom.jsonl" --count)" 3
+{ head -2 "$E"; sed -n 3p "$E" | head -c 40; } >"$WORK/cut.jsonl"
+same "a line cut short" "$("$C4MON" events "$WORK/cut.jsonl" --count 2>"$WORK/cut.err")" 2
+grep -q "line 3 is unfinished" "$WORK/cut.err" || fail "a line cut short was not said: $(cat "$WORK/cut.err")"
+
 # --score: marks and a table; the straggler on rank 0 (job k) and the path are not expected
 printf 'slow_on 10500000000\nslow_off 12500000000\nlink_on 11500000000\nlink_off 12500000000\n' >"$WORK/marks"
 cat >"$WORK/expect.json" <<'JSON'
