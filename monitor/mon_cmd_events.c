@@ -458,6 +458,14 @@ static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q
                         "--kind: '%.*s' is not an event kind (straggler, comm_slow, comm_hang, "
                         "noncomm_hang, rank_lost, recovered, job_end, plan, dropped)",
                         (int)strcspn(bad, ","), bad);
+  static const char *const places[] = {"gpu", "host", "nic_tx", "nic_rx", "link", "path", "job"};
+  int known = !q->where;
+  for (size_t i = 0; !known && i < sizeof places / sizeof *places; i++)
+    known = !strcmp(q->where, places[i]);
+  if (!known) /* a misspelt place counted 0 verdicts, which reads as none raised there */
+    return c4_cli_usage(q->prog,
+                        "--where: '%s' is not a place (gpu, host, nic_tx, nic_rx, link, path, job)",
+                        q->where);
   return C4_NONE;
 }
 

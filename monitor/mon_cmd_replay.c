@@ -68,6 +68,9 @@ static int replay(const char *prog, const char *path, const char *out_path, doub
   int rc = c4_mon_replay_file(prog, path, trace_out, speed, &sink, &bad, &c4_mon_stop);
   double secs = (double)(c4_now_ns() - start) / 1e9;
   c4_mon_outputs_tick(0);
+  if (!rc && c4_mon_stop) /* a partial replay's summary would read as the trace's */
+    rc = c4_cli_fail(prog, "%s: interrupted after %llu records: the rest was not replayed", path,
+                     (unsigned long long)(sink.records + sink.heartbeats));
   if (!rc && as_json)
     print_summary(&sink, bad, secs);
   else if (!rc)

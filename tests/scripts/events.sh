@@ -35,6 +35,9 @@ out=$("$C4MON" events "$E" --kind straggler,stragler --count 2>&1)
 same "--kind misspelt: exit" "$?" 2
 case $out in *"'stragler' is not an event kind"*) ;; *) fail "--kind misspelt: said '$out'" ;; esac
 same "--where" "$("$C4MON" events "$E" --where link --count)" 1
+out=$("$C4MON" events "$E" --where nic --count 2>&1)
+same "--where misspelt: exit" "$?" 2
+case $out in *"'nic' is not a place"*) ;; *) fail "--where misspelt: said '$out'" ;; esac
 same "--rank" "$("$C4MON" events "$E" --rank 3 --count)" 1
 same "--host in a link" "$("$C4MON" events "$E" --host n2 --count)" 1
 same "--job" "$("$C4MON" events "$E" --job k --count)" 1

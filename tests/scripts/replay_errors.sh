@@ -137,4 +137,14 @@ done
   fail "--out - did not write the trace to standard output"
 [ -e ./- ] && fail "--out - wrote a file named -"
 echo "ok: --out the trace itself refused, --out - is standard output"
+# a replay stopped by SIGINT says so and exits 1: its counts are not the trace's
+"$BIN/c4mon" replay "$W/link.jsonl" --speed 1 --events /dev/null 2>"$W/int.err" &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 1 ] && grep -q "link.jsonl: interrupted after [0-9]* records" "$W/int.err" ||
+  fail "an interrupted replay exited $rc: $(cat "$W/int.err")"
+echo "ok: an interrupted replay exits 1"
 echo "replay_errors: ok"
