@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
@@ -422,6 +423,21 @@ START_TEST(paths_by_interface_and_by_a_port_map_give_max_over_mean) {
   unlink(map);
   ck_assert_int_eq(c4cap_paths_parse(&p, "/nonexistent/map", err, sizeof err), -ENOENT);
   ck_assert_ptr_nonnull(strstr(err, "/nonexistent/map"));
+  /* a header line, a port out of range (4294967297 wrapped to 1 before), a port glued to its
+   * path, a third word, a port mapped twice: each is named by its line, none taken or skipped */
+  static const char *const bad[] = {"sport path\n1 s0\n", "4294967297 s0\n", "49158s0\n",
+                                    "1 s0 s1\n",          "0 s0\n",          "1 s0\n1 s1\n"};
+  static const char *const line[] = {":1:", ":1:", ":1:", ":1:", ":1:", ":2:"};
+  for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+    fd = open(map, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, bad[i], strlen(bad[i])), (ssize_t)strlen(bad[i]));
+    close(fd);
+    ck_assert_msg(c4cap_paths_parse(&p, map, err, sizeof err) == -EINVAL, "map \"%s\" taken",
+                  bad[i]);
+    ck_assert_msg(strstr(err, line[i]) != NULL, "map \"%s\": %s", bad[i], err);
+  }
+  unlink(map);
   c4cap_agg_free(&a);
 }
 END_TEST

@@ -7,6 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One map line's "SOURCE_PORT PATH": 1 with them filled in, 0 for a blank line, -EINVAL for
+ * anything else (a header line, a port out of range or glued to its path, a third word, a long
+ * name: each was taken or skipped without a word before). */
+static int map_line(char *line, unsigned *port, char *name, size_t len) {
+  char *save = NULL, *words[3];
+  int n = 0;
+  for (char *w = strtok_r(line, " \t\r\n", &save); w && n < 3; w = strtok_r(NULL, " \t\r\n", &save))
+    words[n++] = w;
+  if (n == 0) return 0;
+  if (n != 2 || strspn(words[0], "0123456789") != strlen(words[0]) || strlen(words[0]) > 5 ||
+      strlen(words[1]) >= len)
+    return -EINVAL;
+  *port = (unsigned)strtoul(words[0], NULL, 10);
+  if (*port == 0 || *port > 65535) return -EINVAL;
+  memcpy(name, words[1], strlen(words[1]) + 1);
+  return 1;
+}
+
 static int load_map(struct c4cap_paths *p, const char *file, char *err, size_t errlen) {
   FILE *f = fopen(file, "r");
   if (!f) {
@@ -19,15 +37,22 @@ static int load_map(struct c4cap_paths *p, const char *file, char *err, size_t e
     lineno++;
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
-    unsigned port;
-    char name[sizeof p->map->name], extra;
-    int got = sscanf(line, "%u %47s %c", &port, name, &extra);
-    if (got <= 0) continue; /* blank or comment */
-    if (got != 2 || port == 0 || port > 65535) {
-      snprintf(err, errlen, "%s:%d: expected \"SOURCE_PORT PATH\"", file, lineno);
+    unsigned port = 0;
+    char name[sizeof p->map->name];
+    int got = map_line(line, &port, name, sizeof name);
+    if (got == 0) continue; /* blank or comment */
+    if (got < 0) {
+      snprintf(err, errlen, "%s:%d: expected \"SOURCE_PORT PATH\" (a port 1-65535, a name)", file,
+               lineno);
       rc = -EINVAL;
       break;
     }
+    for (size_t i = 0; i < p->nmap; i++)
+      if (p->map[i].port == port) { /* the second path would count as empty */
+        snprintf(err, errlen, "%s:%d: source port %u is mapped already", file, lineno, port);
+        rc = -EINVAL;
+      }
+    if (rc) break;
     struct c4cap_path_entry *m = realloc(p->map, (p->nmap + 1) * sizeof *m);
     if (!m) {
       snprintf(err, errlen, "out of memory reading %s", file);
