@@ -353,6 +353,16 @@ START_TEST(aggregation_sums_flows_interfaces_and_intervals) {
   ck_assert_uint_eq(v[2]->series.first, 2);
   ck_assert_double_eq_tol(v[2]->first_ts, 1.2, 1e-9);
   free(v);
+  /* an IP length beyond the frame the wire carried (not cut by a snap length) is a wrong
+   * header: malformed, its bytes not counted */
+  uint8_t b[256];
+  uint32_t len;
+  size_t fl = frame(&tcp4, b, &len);
+  b[14 + 2] = 0xEA, b[14 + 3] = 0x60; /* 60000 */
+  uint64_t ip_bytes = a.total.ip_bytes;
+  ck_assert_int_eq(c4cap_agg_add(&a, e0, 102.8, (uint32_t)fl, b, fl), 0);
+  ck_assert_uint_eq(a.malformed, 1);
+  ck_assert_uint_eq(a.total.ip_bytes, ip_bytes);
   c4cap_agg_free(&a);
 }
 END_TEST

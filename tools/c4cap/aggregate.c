@@ -109,6 +109,9 @@ int c4cap_agg_add(struct c4cap_agg *a, int iface, double ts, uint32_t wire_len, 
                   size_t caplen) {
   struct c4cap_pkt p;
   int rc = c4cap_parse(data, caplen, a->ifaces[iface].linktype, &p);
+  /* an IP length beyond the frame the wire carried is a wrong header, not a packet cut short by
+   * the snap length (whose IP length is trusted): 60000 was counted for a 54-byte frame */
+  if (rc == 0 && (uint64_t)p.ip_len + p.ip_off > wire_len) rc = -EBADMSG;
   if (p.ifindex) iface = sub_iface(a, iface, p.ifindex);
   if (iface < 0) return iface;
   if (!a->started) {

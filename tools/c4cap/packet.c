@@ -116,6 +116,7 @@ int c4cap_parse(const uint8_t *data, size_t caplen, int linktype, struct c4cap_p
   size_t off = 0;
   int rc = link_header(data, caplen, linktype, &ethertype, &off, &out->ifindex);
   if (rc) return rc;
+  out->ip_off = (uint32_t)off;
   if (ethertype == ETH_IPV4)
     rc = ipv4(data, caplen, &off, out);
   else if (ethertype == ETH_IPV6)

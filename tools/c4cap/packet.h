@@ -31,6 +31,7 @@ struct c4cap_key {
 struct c4cap_pkt {
   struct c4cap_key key;
   uint32_t ip_len;  /* the IP header's own length: IPv4 total length, IPv6 40 + payload length */
+  uint32_t ip_off;  /* where the IP header starts in the frame (after the link header) */
   uint32_t ifindex; /* SLL2's interface index, set once the link header is read; else 0 */
   uint8_t fragment; /* an IP fragment: counted, but without ports */
 };
