@@ -1269,8 +1269,12 @@ void det_matrix_advance(void) {
 json_t *det_matrix_state(void) {
   json_t *nodes = json_array(), *cells = json_array(), *rows = json_array(), *cols = json_array();
   for (int k = 0; k < m.nnodes; k++) {
-    char name[C4_HOST_MAX + 16];
-    snprintf(name, sizeof name, "%s/%d", m.node[k].host, m.node[k].dev);
+    char name[C4_HOST_MAX + 16]; /* a rank standing for its NIC (no dev) is "HOST/rRANK": the
+                                  * events name it by host, dev -1 and that rank */
+    if (m.node[k].dev <= -2)
+      snprintf(name, sizeof name, "%s/r%d", m.node[k].host, -2 - m.node[k].dev);
+    else
+      snprintf(name, sizeof name, "%s/%d", m.node[k].host, m.node[k].dev);
     json_array_append_new(nodes, json_string(name));
     json_array_append_new(rows, json_real(exp(m.node[k].row)));
     json_array_append_new(cols, json_real(exp(m.node[k].col)));

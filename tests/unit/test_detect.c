@@ -1056,6 +1056,15 @@ START_TEST(a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named) {
   ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "hosts"), 0)), "node3");
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > 2.0 && f < 3.0, "factor %.2f", f);
+  /* without dev, the matrix (and the metrics' labels) name a rank's NIC HOST/rRANK, the event's
+   * host and rank, not a device number of its own making */
+  json_t *st = c4_det_state_json();
+  json_t *nodes = json_object_get(json_object_get(st, "matrix"), "nodes");
+  int named = 0;
+  for (size_t i = 0; i < json_array_size(nodes); i++)
+    named += !strcmp(json_string_value(json_array_get(nodes, i)), "node3/r3");
+  ck_assert_int_eq(named, 1);
+  json_decref(st);
   c4_det_reset();
 }
 END_TEST
