@@ -55,6 +55,16 @@ int c4plan_flows_main(int argc, char **argv) {
                          argv[1], i);
         break;
       }
+      json_t *label = json_object_get(f, "flow_label");
+      json_int_t pv = json_integer_value(port), lv = json_integer_value(label);
+      if ((json_is_integer(port) && (pv < 1 || pv > 65535)) ||
+          (label && !json_is_null(label) && (!json_is_integer(label) || lv < 0 || lv > 0xFFFFF))) {
+        rc =
+            c4_cli_fail(prog, /* what the plugin would refuse the plan for */
+                        "%s: flows[%zu]: src_port must be 1-65535 and flow_label 0-1048575 or null",
+                        argv[1], i);
+        break;
+      }
       if (json_is_integer(port))
         printf("%s %s %s %lld\n", src, dst, path, (long long)json_integer_value(port));
       else
