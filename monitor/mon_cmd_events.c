@@ -469,6 +469,13 @@ static int parse(const struct mon_cmd *cmd, int argc, char **argv, struct evq *q
   return C4_NONE;
 }
 
+/* Whether T has the form of a time reference (nanoseconds, step:N, mark:NAME): one that has not
+ * is bad usage, one that names what no file holds is a failure. */
+static int time_ref_form(const char *t) {
+  if (!strncmp(t, "step:", 5) || !strncmp(t, "mark:", 5)) return t[5] != 0;
+  return *t && strspn(t, "0123456789") == strlen(t);
+}
+
 static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   struct evq q = {
       .prog = c4_mon_cli_prog(cmd), .path = "-", .rank = -1, .until = UINT64_MAX, .shown_run = -1};
@@ -481,6 +488,12 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
     return 0;
   }
   if (q.score) return score(&q);
+  const char *bad_t = since && !time_ref_form(since)   ? since
+                      : until && !time_ref_form(until) ? until
+                                                       : NULL;
+  if (bad_t)
+    return c4_cli_usage(q.prog, "--%s: '%s' is not a time: nanoseconds, step:N or mark:NAME",
+                        bad_t == since ? "since" : "until", bad_t);
   char err[700];
   if (q.steps) { /* read now, so that a wrong file is said instead of labelling all "step 0" */
     if (c4_score_steps_load(q.steps, &q.step_times, err, sizeof err))

@@ -38,6 +38,12 @@ same "--where" "$("$C4MON" events "$E" --where link --count)" 1
 out=$("$C4MON" events "$E" --where nic --count 2>&1)
 same "--where misspelt: exit" "$?" 2
 case $out in *"'nic' is not a place"*) ;; *) fail "--where misspelt: said '$out'" ;; esac
+# a time of the wrong form is bad usage (2); one no file holds is a failure (1)
+out=$("$C4MON" events "$E" --since 5s --count 2>&1)
+same "--since 5s: exit" "$?" 2
+case $out in *"--since: '5s' is not a time"*) ;; *) fail "--since 5s: said '$out'" ;; esac
+"$C4MON" events "$E" --since step:3 --count >/dev/null 2>&1
+same "--since step:3 without --steps: exit" "$?" 1
 same "--rank" "$("$C4MON" events "$E" --rank 3 --count)" 1
 same "--host in a link" "$("$C4MON" events "$E" --host n2 --count)" 1
 same "--job" "$("$C4MON" events "$E" --job k --count)" 1
