@@ -80,10 +80,13 @@ const char *c4_mon_cli_token(void) { return token_given ? token_given : getenv("
 static int read_token_file(const char *prog, const char *path) {
   static char buf[256];
   FILE *f = fopen(path, "r");
-  int ok = f && fgets(buf, sizeof buf, f);
-  int e = errno;
-  if (f) fclose(f);
-  if (!ok) return c4_cli_fail(prog, "--token-file %s: %s", path, f ? "empty" : strerror(e));
+  int e = f ? 0 : errno, ok = 0;
+  if (f) { /* a directory opens, and its read fails */
+    ok = fgets(buf, sizeof buf, f) != NULL;
+    if (!ok && ferror(f)) e = errno;
+    fclose(f);
+  }
+  if (!ok) return c4_cli_fail(prog, "--token-file %s: %s", path, e ? strerror(e) : "empty");
   buf[strcspn(buf, "\r\n")] = 0;
   if (!buf[0]) return c4_cli_fail(prog, "--token-file %s: its first line is empty", path);
   token_given = buf;

@@ -91,6 +91,14 @@ wait "$pid"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z NOTE c4mon: listening for ranks on 127\.0\.0\.1:[1-9][0-9]*$' \
   "$WORK/err" || fail "c4mon serve did not say where it listens: $(cat "$WORK/err")"
 
+# --token-file names why it could not be read: a directory is not "empty"
+expect 1 "--token-file $WORK: Is a directory" "$BIN/c4mon" status --connect 127.0.0.1:1 --token-file "$WORK"
+expect 1 "--token-file $NOFILE: No such file or directory" \
+  "$BIN/c4mon" status --connect 127.0.0.1:1 --token-file "$NOFILE"
+: >"$WORK/empty-token"
+expect 1 "--token-file $WORK/empty-token: empty" \
+  "$BIN/c4mon" status --connect 127.0.0.1:1 --token-file "$WORK/empty-token"
+
 # c4plan assign --trace (the README's form) on docs/topology.md's example fabric: the plan has
 # the trace's flow (it crashed on the first flow of any trace); a directory is no trace
 awk '/^```json/ {f = 1; next} /^```/ {if (f) exit} f' docs/topology.md >"$WORK/topo.json"
