@@ -9,14 +9,15 @@
 #include <unistd.h>
 
 #include "c4_err.h"
-#include "c4_log.h"
 #include "mon_heat.h"
 
 #define MAX_BLOCKS 400
 #define MARGIN 2 /* blocks of margin for the row and column effects */
 
+/* Says why path was not written, as c4's command lines say a failure ("PROG: PATH: reason" on
+ * stderr, whatever C4_DEBUG says): `c4mon matrix` is the one caller. */
 static int fail(const char *path, const char *what) {
-  C4_WARN("c4mon matrix: %s: %s", path, what);
+  fprintf(stderr, "c4mon matrix: %s: %s\n", path, what);
   return C4_ESYS;
 }
 
@@ -138,6 +139,12 @@ static void png_draw(cairo_t *cr, const json_t *state, const struct heat *h,
   }
 }
 
+/* cairo's PNG writer into a FILE, so that a file that cannot be written is said with its reason
+ * (cairo's own file writer says only "write error"). */
+static cairo_status_t png_write(void *f, const unsigned char *data, unsigned int len) {
+  return fwrite(data, 1, len, f) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
 int c4_mon_image_png(const json_t *state, const char *path) {
   struct heat h;
   if (c4_heat_fold(state, MAX_BLOCKS, &h) != 0) return fail(path, "out of memory");
@@ -149,9 +156,22 @@ int c4_mon_image_png(const json_t *state, const char *path) {
   cairo_destroy(cr);
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  ok = ok && cairo_surface_write_to_png(sf, tmp) == CAIRO_STATUS_SUCCESS;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    int e = errno;
+    cairo_surface_destroy(sf);
+    c4_heat_free(&h);
+    return fail(path, strerror(e));
+  }
+  ok = ok && cairo_surface_write_to_png_stream(sf, png_write, f) == CAIRO_STATUS_SUCCESS;
+  int e = ferror(f) ? errno : 0;
+  ok &= fclose(f) == 0;
   cairo_surface_destroy(sf);
   c4_heat_free(&h);
+  if (!ok && e) {
+    unlink(tmp);
+    return fail(path, strerror(e));
+  }
   return place(tmp, path, ok);
 }
 

@@ -113,5 +113,10 @@ expect 1 "c4plan assign: $WORK/adir: Is a directory" \
 expect 1 "c4plan assign: $NOFILE.jsonl: No such file or directory" \
   "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$NOFILE.jsonl" --out "$WORK/plan2.json"
 
+# a picture that cannot be written says why
+"$BIN/c4mon" matrix --trace "$WORK/two.jsonl" --png "$NOFILE.png" >/dev/null 2>"$WORK/err"
+[ $? = 1 ] && grep -q "$NOFILE.png: No such file or directory" "$WORK/err" ||
+  fail "matrix --png to a missing directory: $(cat "$WORK/err")"
+
 [ "$failed" = 0 ] && echo "cli: every tool keeps the convention"
 exit "$failed"
