@@ -20,12 +20,12 @@ static int fail(char *err, size_t n, const char *fmt, ...) {
   return 1;
 }
 
-/* Calls one(r, obj, err) for each non-blank JSON line of path; stops at the first failure, whose
- * reason it prefixes with "FILE:LINE: ". */
+/* Calls one(r, obj, err) for each non-blank JSON line of path (- : standard input); stops at the
+ * first failure, whose reason it prefixes with "FILE:LINE: ". */
 static int each_line(struct tl_run *r, const char *path,
                      int (*one)(struct tl_run *, const json_t *, char *, size_t), char *err,
                      size_t n) {
-  FILE *f = fopen(path, "r");
+  FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
   if (!f) return fail(err, n, "%s: %s", path, strerror(errno));
   char *line = NULL, why[160];
   size_t cap = 0;
@@ -45,7 +45,7 @@ static int each_line(struct tl_run *r, const char *path,
   }
   if (!rc && ferror(f)) rc = fail(err, n, "%s: %s", path, strerror(errno));
   free(line);
-  fclose(f);
+  if (f != stdin) fclose(f);
   return rc;
 }
 

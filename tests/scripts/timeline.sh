@@ -40,6 +40,11 @@ echo '{"v":1,"expect":[{"name":"rank 1 slow","kind":"straggler","where":"gpu","r
 grep -qF "wrote $WORK/t.png" "$WORK/out" || fail "c4mon timeline did not say where: $(cat "$WORK/out")"
 read -r w h < <(png_size "$WORK/t.png")
 [ "$w" = 1280 ] || fail "the picture is $w px wide, not 1280"
+# EVENTS - reads standard input: the same picture
+"$BIN/c4mon" timeline - --steps "$WORK/train.jsonl" --expect "$WORK/expect.json" \
+  --png "$WORK/t-stdin.png" <"$WORK/events.jsonl" >/dev/null 2>"$WORK/err" ||
+  fail "c4mon timeline - (events on standard input): $(cat "$WORK/err")"
+cmp -s "$WORK/t.png" "$WORK/t-stdin.png" || fail "the picture from standard input differs"
 # the same run with four ranks is taller by two rank lanes
 C4_DEBUG=NONE "$BIN/c4train" --local-ranks 4 --steps 6 --layers 1 --width 16 --heads 1 \
   --context 16 --json-out "$WORK/train4.jsonl" >/dev/null 2>&1 || fail "c4train with 4 ranks"
