@@ -16,6 +16,7 @@
 #include "../../tools/c4cap/aggregate.h"
 #include "../../tools/c4cap/packet.h"
 #include "../../tools/c4cap/paths.h"
+#include "../../tools/c4cap/report.h"
 #include "../check_run.h"
 
 /* What a hand-built frame holds. */
@@ -384,6 +385,26 @@ START_TEST(many_flows_grow_the_table_and_cooked_captures_split_by_ifindex) {
   ck_assert_uint_eq(a.ifaces[1].n.packets, 1500);
   ck_assert_uint_eq(a.ifaces[2].n.packets, 1500);
   ck_assert_uint_eq(a.ifaces[any].n.packets, 0);
+  c4cap_agg_free(&a);
+  /* the flows table names each flow's interface whole: one 5-tuple on if1 and if2 of a file are
+   * two rows that say which is which (cut at 10 characters, both read "capture.pc") */
+  ck_assert_int_eq(c4cap_agg_init(&a, 1), 0);
+  int file = c4cap_agg_iface(&a, "capture.pcap", C4CAP_LINK_LINUX_SLL2);
+  for (uint32_t k = 1; k <= 2; k++) {
+    s.ifindex = k;
+    add(&a, file, 1.0, &s);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  struct c4cap_run run = {.source = "test", .top = 2};
+  ck_assert_int_eq(c4cap_report_table(f, &a, NULL, &run), 0);
+  fclose(f);
+  const char *flows = strstr(text, "\nflows:"); /* the interface table above names them too */
+  ck_assert_ptr_nonnull(flows);
+  ck_assert_msg(strstr(flows, "\ncapture.pcap:if1 ") && strstr(flows, "\ncapture.pcap:if2 "), "%s",
+                text);
+  free(text);
   c4cap_agg_free(&a);
 }
 END_TEST

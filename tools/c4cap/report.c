@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *link_name(int linktype) {
   switch (linktype) {
@@ -167,16 +168,22 @@ int c4cap_report_table(FILE *out, const struct c4cap_agg *a, const struct c4cap_
           "IP Mbit/s");
   for (int i = 0; i < a->nifaces; i++) {
     const struct c4cap_iface *f = &a->ifaces[i];
-    fprintf(out, "%-24.24s %10llu %14llu %14llu %12.1f\n", f->name,
-            (unsigned long long)f->n.packets, (unsigned long long)f->n.wire_bytes,
-            (unsigned long long)f->n.ip_bytes, mbps(f->n.ip_bytes, a->t_end));
+    fprintf(out, "%-24s %10llu %14llu %14llu %12.1f\n", f->name, (unsigned long long)f->n.packets,
+            (unsigned long long)f->n.wire_bytes, (unsigned long long)f->n.ip_bytes,
+            mbps(f->n.ip_bytes, a->t_end));
   }
   if (a->started) over_time(out, a);
   size_t n;
   const struct c4cap_flow **v = c4cap_agg_sorted(a, &n);
   if (n && !v) return -ENOMEM;
-  fprintf(out, "\nflows: %zu (%s%d by IP bytes)\n%-10s %-5s %-46s %8s %10s %14s %10s %10s\n", n,
-          (size_t)run->top < n ? "top " : "all, up to ", run->top, "interface", "kind",
+  int w = 10; /* the interface column as wide as its widest name shown: cut at 10, two flows of
+               * one file's interfaces (FILE:if3, FILE:if4) printed as the same row */
+  for (size_t i = 0; i < n && i < (size_t)run->top; i++) {
+    int len = (int)strlen(a->ifaces[v[i]->iface].name);
+    if (len > w) w = len < 64 ? len : 64;
+  }
+  fprintf(out, "\nflows: %zu (%s%d by IP bytes)\n%-*s %-5s %-46s %8s %10s %14s %10s %10s\n", n,
+          (size_t)run->top < n ? "top " : "all, up to ", run->top, w, "interface", "kind",
           "source > destination", "qp", "packets", "IP bytes", "mean Mb/s", "peak Mb/s");
   for (size_t i = 0; i < n && i < (size_t)run->top; i++) {
     const struct c4cap_flow *f = v[i];
@@ -188,9 +195,10 @@ int c4cap_report_table(FILE *out, const struct c4cap_agg *a, const struct c4cap_
     if (f->key.qp != C4CAP_NO_QP) snprintf(qp, sizeof qp, "%u", f->key.qp);
     snprintf(proto, sizeof proto, "%u", f->key.proto);
     const char *kind = proto_name(&f->key);
-    fprintf(out, "%-10.10s %-5s %-46s %8s %10llu %14llu %10.1f %10.1f\n", a->ifaces[f->iface].name,
-            kind ? kind : proto, ends, qp, (unsigned long long)f->n.packets,
-            (unsigned long long)f->n.ip_bytes, mbps(f->n.ip_bytes, f->last_ts - f->first_ts),
+    fprintf(out, "%-*.*s %-5s %-46s %8s %10llu %14llu %10.1f %10.1f\n", w, w,
+            a->ifaces[f->iface].name, kind ? kind : proto, ends, qp,
+            (unsigned long long)f->n.packets, (unsigned long long)f->n.ip_bytes,
+            mbps(f->n.ip_bytes, f->last_ts - f->first_ts),
             mbps(series_peak(&f->series), a->interval));
   }
   free(v);
