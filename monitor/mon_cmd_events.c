@@ -232,8 +232,6 @@ static int take_line(struct evq *q, const char *text) {
   return 0;
 }
 
-/* Reads the file line by line (following it with --follow: a line counts once it is whole).
- * Returns 0, or 1 after naming a bad line or an unreadable file. */
 /* Whether the file being followed is now shorter than where reading got to. */
 static int was_truncated(FILE *f) {
   struct stat st;
@@ -241,6 +239,8 @@ static int was_truncated(FILE *f) {
   return at > 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < at;
 }
 
+/* Reads the file line by line (following it with --follow: a line counts once it is whole).
+ * Returns 0, or 1 after naming a bad line or an unreadable file. */
 static int read_events(struct evq *q) {
   FILE *f = strcmp(q->path, "-") ? fopen(q->path, "r") : stdin;
   if (!f) {
@@ -508,6 +508,7 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   }
   if ((since && c4_score_time_ref(since, q.steps, q.marks, 0, &q.since, err, sizeof err)) ||
       (until && c4_score_time_ref(until, q.steps, q.marks, 1, &q.until, err, sizeof err))) {
+    json_decref(q.step_times);
     return c4_cli_fail(q.prog, "%s", err);
   }
   q.live = json_object();
