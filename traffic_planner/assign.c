@@ -378,6 +378,25 @@ out:
   return rc;
 }
 
+static int have_path(const struct c4_plan_topo *t, int src, int dst) {
+  const struct c4_plan_host *a = &t->hosts[src], *b = &t->hosts[dst];
+  for (int i = 0; i < a->nports; i++)
+    for (int j = 0; j < b->nports; j++) {
+      int from = t->ports[a->port0 + i].leaf, to = t->ports[b->port0 + j].leaf;
+      if (from == to) return 1;
+      for (int s = 0; s < t->nspines; s++)
+        if (t->uplink_gbps[from * t->nspines + s] > 0 && t->uplink_gbps[to * t->nspines + s] > 0)
+          return 1;
+    }
+  return 0;
+}
+
+int c4_plan_unroutable(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n) {
+  for (int i = 0; i < n; i++)
+    if (!have_path(t, flows[i].src, flows[i].dst)) return i;
+  return C4_NONE;
+}
+
 /* splitmix64: small, seedable, and the same on every machine. */
 static uint64_t next_random(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

@@ -33,6 +33,11 @@ int c4_plan_assign(const struct c4_plan_topo *t, const struct c4_plan_flow *flow
 int c4_plan_hash(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,
                  uint64_t seed, struct c4_plan_path *paths);
 
+/* The first of the n flows whose hosts have no path between them (no two of their ports on one
+ * leaf, and no spine joined to both leaves of a pair), or C4_NONE when every flow has one: what
+ * c4_plan_assign's C4_EINVAL names for a user. */
+int c4_plan_unroutable(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n);
+
 /* The most loaded link's load (seconds) under paths, or a C4_E* code when a path is not valid on t
  * (a port out of range, a spine between ports on one leaf, none or one not joined between two
  * leaves). */

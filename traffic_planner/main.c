@@ -1,5 +1,6 @@
 /* main.c -- c4plan's command line: `assign` places a job's flows on the fabric's paths and writes
  * the plan; `probe` (probe.h) finds which spine each source port takes. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -28,7 +29,8 @@ static void usage(FILE *f) {
              "assign: a path for every flow (NIC ports, spine, source port from the probe maps)\n"
              "that keeps the most loaded link as light as it can; prints that load over a lower\n"
              "bound, beside ECMP's random hashing (seeded by --seed), and writes the plan\n"
-             "(docs/plan-format.md) to --out. --topo defaults to $C4_TOPO, then\n"
+             "(docs/plan-format.md) to --out (-: standard output, the report then on\n"
+             "standard error). --topo defaults to $C4_TOPO, then\n"
              "  " C4_PLAN_DEFAULT_TOPO ".\n"
              "  -h, --help   -V, --version\n"
              "exit: 0 ok, 1 failure, 2 bad usage\n");
@@ -77,10 +79,13 @@ static int parse(int argc, char **argv, struct args *a) {
   if (optind < argc) return c4_cli_usage(prog, "unexpected argument '%s'", argv[optind]), -1;
   if (!a->topo) a->topo = getenv("C4_TOPO") ? getenv("C4_TOPO") : C4_PLAN_DEFAULT_TOPO;
   if (!!a->flows == !!a->trace) return c4_cli_usage(prog, "give one of --flows and --trace"), -1;
+  if (a->out && !strcmp(a->out, "-") && a->json)
+    return c4_cli_usage(prog, "--out - and --json both write to standard output"), -1;
   return 0;
 }
 
-/* Prints the result: one JSON object with --json, else lines for people. */
+/* Prints the result: one JSON object with --json, else lines for people, on standard error when
+ * the plan itself went to standard output (--out -). */
 static void report(const struct args *a, int n, double bound, double plan, double hash, double ms) {
   if (a->json) {
     json_t *j =
@@ -93,12 +98,14 @@ static void report(const struct args *a, int n, double bound, double plan, doubl
     json_decref(j);
     return;
   }
-  printf("%d flows, lower bound on the most loaded link: %.6f s\n", n, bound);
-  printf("plan:           max link load %.6f s = %.3f x bound (%.1f ms to plan)\n", plan,
-         bound > 0 ? plan / bound : 1.0, ms);
-  printf("random hashing: max link load %.6f s = %.3f x bound (seed %llu)\n", hash,
-         bound > 0 ? hash / bound : 1.0, a->seed);
-  if (a->out) printf("plan written to %s\n", a->out);
+  int to_stdout = a->out && !strcmp(a->out, "-");
+  FILE *f = to_stdout ? stderr : stdout;
+  fprintf(f, "%d flows, lower bound on the most loaded link: %.6f s\n", n, bound);
+  fprintf(f, "plan:           max link load %.6f s = %.3f x bound (%.1f ms to plan)\n", plan,
+          bound > 0 ? plan / bound : 1.0, ms);
+  fprintf(f, "random hashing: max link load %.6f s = %.3f x bound (seed %llu)\n", hash,
+          bound > 0 ? hash / bound : 1.0, a->seed);
+  if (a->out && !to_stdout) printf("plan written to %s\n", a->out);
 }
 
 /* Reads the topology, the flows (a flows file or a trace) and the probe maps. Returns the number
@@ -121,14 +128,21 @@ static int place_flows(const struct args *a, const struct c4_plan_topo *t,
                        struct c4_plan_path *hashed, double *ms, char *err, size_t errlen) {
   double t0 = now_ms();
   if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a->seed, hashed) < 0) {
-    snprintf(err, errlen, "%s: some flow's hosts have no path between them", a->topo);
+    int f = c4_plan_unroutable(t, flows, n);
+    if (f < 0) {
+      snprintf(err, errlen, "out of memory");
+      return C4_ENOMEM;
+    }
+    snprintf(err, errlen, "%s: no path from %s to %s (no leaf or spine joins their ports)", a->topo,
+             t->hosts[flows[f].src].name, t->hosts[flows[f].dst].name);
     return C4_EINVAL;
   }
   *ms = now_ms() - t0;
   return 0;
 }
 
-/* Writes the plan to --out, when given. Returns 0, or a C4_E* code with what is wrong in err. */
+/* Writes the plan to --out (-: standard output), when given. Returns 0, or a C4_E* code with
+ * what is wrong in err. */
 static int write_plan(const struct args *a, const struct c4_plan_topo *t,
                       const struct c4_plan_flow *flows, int n, const struct c4_plan_path *paths,
                       const struct c4_plan_portmap *ports, char *err, size_t errlen) {
@@ -138,7 +152,15 @@ static int write_plan(const struct args *a, const struct c4_plan_topo *t,
     snprintf(err, errlen, "out of memory");
     return C4_ENOMEM;
   }
-  int rc = c4_plan_write(a->out, plan, err, errlen);
+  int rc = 0;
+  if (!strcmp(a->out, "-")) {
+    if (json_dumpf(plan, stdout, JSON_COMPACT) < 0 || putchar('\n') == EOF || fflush(stdout)) {
+      snprintf(err, errlen, "standard output: cannot write the plan: %s", strerror(errno));
+      rc = C4_ESYS;
+    }
+  } else {
+    rc = c4_plan_write(a->out, plan, err, errlen);
+  }
   json_decref(plan);
   return rc < 0 ? -1 : 0;
 }

@@ -107,6 +107,17 @@ echo '{"v":1,"type":"xfer","rank":0,"peer":1,"host":"h0","peer_host":"h1","dir":
   fail "c4plan assign --trace exited $?: $(cat "$WORK/err")"
 [ "$(jq -c '[.flows[] | [.src, .dst, .bytes]]' "$WORK/plan.json" 2>/dev/null)" = '[["h0","h1",1048576]]' ] ||
   fail "c4plan assign --trace: the plan lacks the trace's flow: $(cat "$WORK/plan.json")"
+# --out - is standard output (the report then on stderr), not a file named "-"
+(bin=$(realpath "$BIN") && cd "$WORK" && "$bin/c4plan" assign --topo topo.json --trace two.jsonl --out - >stdout.json 2>report) ||
+  fail "c4plan assign --out - exited $?: $(cat "$WORK/report")"
+[ ! -e "$WORK/-" ] && [ "$(jq -c . "$WORK/stdout.json")" = "$(jq -c . "$WORK/plan.json")" ] && grep -q "x bound" "$WORK/report" ||
+  fail "c4plan assign --out -: plan $(head -c 200 "$WORK/stdout.json"), report $(cat "$WORK/report")"
+expect 2 "--out - and --json both write to standard output" \
+  "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$WORK/two.jsonl" --out - --json
+# hosts that no spine joins: the error names them
+jq -c '.links |= map(select(.id != "l0-s1" and .id != "l1-s0"))' "$WORK/topo.json" >"$WORK/split.json"
+expect 1 "$WORK/split.json: no path from h0 to h1" \
+  "$BIN/c4plan" assign --topo "$WORK/split.json" --trace "$WORK/two.jsonl"
 mkdir "$WORK/adir"
 expect 1 "c4plan assign: $WORK/adir: Is a directory" \
   "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$WORK/adir" --out "$WORK/plan2.json"
