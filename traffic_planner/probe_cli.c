@@ -202,7 +202,8 @@ static int resolve(const struct c4_plan_topo *t, struct opts *o, int *src, int *
   return 0;
 }
 
-static void print_table(const struct opts *o, json_t *out) {
+/* same_leaf: the ports were not probed (their flow stays inside that leaf). */
+static void print_table(const struct opts *o, json_t *out, const char *same_leaf) {
   printf("c4plan probe: %s -> %s, %s to port %d, TTL %d\n",
          json_string_value(json_object_get(out, "src")),
          json_string_value(json_object_get(out, "dst")),
@@ -214,7 +215,10 @@ static void print_table(const struct opts *o, json_t *out) {
     const char *path = json_string_value(json_object_get(m, "path"));
     const char *hop = json_string_value(json_object_get(m, "hop"));
     printf("%-9d %-6s %s\n", (int)json_integer_value(json_object_get(m, "src_port")),
-           path ? path : "-", hop ? hop : "(no reply)");
+           path ? path : "-",
+           hop         ? hop
+           : same_leaf ? "(not probed: both ends on this leaf)"
+                       : "(no reply)");
   }
   const char *key;
   json_t *v;
@@ -277,6 +281,11 @@ int c4plan_probe_main(int argc, char **argv) {
     goto out;
   }
   if (resolve(t, &o, &src, &dst, &src_port, &dst_port) < 0) goto out;
+  if (src == dst) { /* its traffic to itself never enters the fabric: no path to find */
+    fprintf(stderr, "c4plan probe: --dst %s is the source host %s itself\n", o.dst,
+            t->hosts[src].name);
+    goto out;
+  }
   const struct c4_plan_port *sp = &t->ports[t->hosts[src].port0 + src_port];
   const struct c4_plan_port *dp = &t->ports[t->hosts[dst].port0 + dst_port];
   const char *same_leaf = sp->leaf == dp->leaf ? t->leaf_names[sp->leaf] : NULL;
@@ -294,7 +303,7 @@ int c4plan_probe_main(int argc, char **argv) {
     json_dumpf(out, stdout, JSON_COMPACT);
     printf("\n");
   } else {
-    print_table(&o, out);
+    print_table(&o, out, same_leaf);
   }
   json_t *unmapped = json_object_get(json_object_get(out, "counts"), "unmapped");
   status = answered == nports && !unmapped ? 0 : 1;

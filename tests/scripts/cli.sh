@@ -118,6 +118,13 @@ expect 2 "--out - and --json both write to standard output" \
 jq -c '.links |= map(select(.id != "l0-s1" and .id != "l1-s0"))' "$WORK/topo.json" >"$WORK/split.json"
 expect 1 "$WORK/split.json: no path from h0 to h1" \
   "$BIN/c4plan" assign --topo "$WORK/split.json" --trace "$WORK/two.jsonl"
+# c4plan probe: a host is no path to itself; ports on one leaf are not probed, and say so
+expect 1 "--dst h0 is the source host h0 itself" \
+  "$BIN/c4plan" probe --topo "$WORK/topo.json" --src h0 --dst h0
+jq -c '.hosts[1].ports[0].leaf = "l0"' "$WORK/topo.json" >"$WORK/oneleaf.json"
+"$BIN/c4plan" probe --topo "$WORK/oneleaf.json" --src h0 --dst h1 --sports 49152-49153 >"$WORK/out" 2>&1 &&
+  [ "$(grep -c 'l0 .*(not probed: both ends on this leaf)' "$WORK/out")" = 2 ] ||
+  fail "c4plan probe within one leaf: $(cat "$WORK/out")"
 mkdir "$WORK/adir"
 expect 1 "c4plan assign: $WORK/adir: Is a directory" \
   "$BIN/c4plan" assign --topo "$WORK/topo.json" --trace "$WORK/adir" --out "$WORK/plan2.json"
