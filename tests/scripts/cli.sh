@@ -66,6 +66,10 @@ expect 1 "c4mon matrix: $NOFILE.jsonl: No such file or directory" \
 expect 1 "c4plan assign: $NOFILE.json: No such file or directory" \
   "$BIN/c4plan" assign --topo "$NOFILE.json" --flows "$NOFILE.flows"
 expect 1 "c4cap: $NOFILE.pcap: No such file or directory" "$BIN/c4cap" -r "$NOFILE.pcap"
+# c4cap: one capture file; an interface once (twice, its packets counted twice); --seconds live
+expect 2 "-r given twice" "$BIN/c4cap" -r "$NOFILE.pcap" -r "$NOFILE-2.pcap"
+expect 2 "-i lo given twice" "$BIN/c4cap" -i lo -i lo
+expect 2 "--seconds is for live capture" "$BIN/c4cap" -r "$NOFILE.pcap" --seconds 2
 # without --topo, c4plan assign reads $C4_TOPO (then the fabric's own file), as probe does
 C4_TOPO="$NOFILE-env.json" expect 1 "c4plan assign: $NOFILE-env.json: No such file or directory" \
   "$BIN/c4plan" assign --flows "$NOFILE.flows"

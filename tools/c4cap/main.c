@@ -76,9 +76,14 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     switch (c) {
     case 'i':
       if (o->nifs == MAX_IFS) return c4_cli_usage("c4cap", "at most %d interfaces (-i)", MAX_IFS);
+      for (int i = 0; i < o->nifs; i++) /* captured twice, its packets would count twice */
+        if (!strcmp(o->ifs[i], optarg)) return c4_cli_usage("c4cap", "-i %s given twice", optarg);
       o->ifs[o->nifs++] = optarg;
       break;
-    case 'r': o->file = optarg; break;
+    case 'r':
+      if (o->file) return c4_cli_usage("c4cap", "-r given twice (one capture file at a time)");
+      o->file = optarg;
+      break;
     case 's':
       if (c4_cli_double("c4cap", "--seconds", optarg, 1e-3, 1e9, &o->seconds)) return C4_EXIT_USAGE;
       break;
@@ -99,6 +104,8 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   if (optind != argc) return c4_cli_usage("c4cap", "unexpected argument '%s'", argv[optind]);
   if (!o->file == !o->nifs)
     return c4_cli_usage("c4cap", "give either -r FILE or one or more -i IF");
+  if (o->file && o->seconds > 0)
+    return c4_cli_usage("c4cap", "--seconds is for live capture (-i), not -r FILE");
   return C4_NONE;
 }
 
