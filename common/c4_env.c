@@ -10,6 +10,7 @@
 
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_text.h"
 
 long c4_env_long(const char *name, long def, long min, long max) {
   const char *v = getenv(name);
@@ -59,8 +60,7 @@ void c4_host_name(char *buf, size_t len) {
       snprintf(buf, len, "%.*s%d%s", (int)(r - v), v, c4_env_rank(), r + 2);
     else
       snprintf(buf, len, "%s", v);
-    for (char *c = buf; *c; c++) /* c4mon refuses records whose host holds a control character */
-      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    c4_unctrl(buf); /* c4mon refuses records whose host holds a control character */
     return;
   }
   memset(buf, 0, len);

@@ -12,6 +12,7 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_hash.h"
+#include "c4_text.h"
 #include "c4_trace_bin.h"
 
 /* Field readers: the first failure names its field in err, and later ones keep quiet. */
@@ -541,8 +542,7 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;
-      for (char *c = why; *c; c++) /* a line's bytes quoted back must not drive a terminal */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+      c4_unctrl(why); /* a line's bytes quoted back must not drive a terminal */
       snprintf(err, errlen, "line %lu: %s", r->lineno, why);
       return rc;
     }

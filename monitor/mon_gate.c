@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "c4_log.h"
+#include "c4_text.h"
 
 int mon_gate_first_frame_ok(int type, uint32_t len) {
   return (type == C4_FRAME_HELLO && len == c4_frame_hello_size()) ||
@@ -26,7 +27,7 @@ const char *mon_gate_escape(const char *s, char *out, size_t n) {
   size_t o = 0; /* invariant: o + 4 <= n, room for "..." and the terminator */
   for (; s && *s; s++) {
     unsigned char ch = (unsigned char)*s;
-    int plain = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
+    int plain = ch < 0x80 && !c4_is_control(ch) && ch != '"' && ch != '\\';
     if (o + (plain ? 1 : 4) + 4 > n) {
       memcpy(out + o, "...", 3);
       o += 3;

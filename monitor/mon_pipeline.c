@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "c4_err.h"
+#include "c4_text.h"
 #include "c4_trace_json.h"
 #include "det.h"
 
@@ -56,7 +57,7 @@ static int times_bad(int64_t off, uint64_t a, uint64_t b, uint64_t c) {
  * "ALL CLEAR"), and names no real host. */
 static int host_bad(const char *h) {
   for (size_t i = 0; i < C4_HOST_MAX && h[i]; i++)
-    if ((unsigned char)h[i] < 0x20 || h[i] == 0x7f) return 1;
+    if (c4_is_control((unsigned char)h[i])) return 1;
   return 0;
 }
 
