@@ -140,7 +140,8 @@ static void take_one(struct replay *r, struct c4_record *rec, const struct c4_de
 
 /* Takes rec, first deciding on a record held as far ahead (AHEAD_NS): rec back at the old times
  * says the held one was wrong (dropped, said as a bad line or record); anything else, that the
- * trace moved on (taken). A settled record far ahead of the newest is held in its turn. */
+ * trace moved on (taken). A settled record far ahead of the newest is held in its turn, and so is
+ * the first settled one, which has no newest to be judged against. */
 static void take_in_time(struct replay *r, struct c4_record *rec, const struct c4_det_job *job,
                          unsigned long line) {
   int in_time = settled(rec);
@@ -150,17 +151,18 @@ static void take_in_time(struct replay *r, struct c4_record *rec, const struct c
     if (t + BEHIND_NS < held_t) {
       if (r->said++ < BAD_SAID)
         fprintf(stderr,
-                "%s: %s: %s %lu: its time is %.0f s ahead of the records before and after it "
+                "%s: %s: %s %lu: its time is %.0f s ahead of the records %s it "
                 "(a wrong time field): dropped\n",
                 r->prog, r->path, r->rd.binary ? "record" : "line", r->held_line,
-                (double)(held_t - r->last) / 1e9);
+                (double)(held_t - (r->last ? r->last : t)) / 1e9,
+                r->last ? "before and after" : "after");
       r->rd.bad++;
     } else {
       take_one(r, &r->held, r->held_job, held_t, 1);
     }
     r->held_line = 0;
   }
-  if (__builtin_expect(in_time && r->last && t > r->last + AHEAD_NS && !r->held_line, 0)) {
+  if (__builtin_expect(in_time && (!r->last || t > r->last + AHEAD_NS) && !r->held_line, 0)) {
     r->held = *rec;
     r->held_job = job;
     r->held_line = line;

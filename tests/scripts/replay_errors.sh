@@ -90,7 +90,7 @@ expect "$W/garbage.jsonl" "garbage.jsonl: line 100:" "50 more bad lines or recor
 "$BIN/c4mon" replay "$W/link.jsonl" --events "$W/link.ev" 2>/dev/null || fail "the link trace did not replay"
 grep -q '"kind":"comm_slow"' "$W/link.ev" || fail "the link fault was not found in the trace as written"
 n=$(wc -l <"$W/link.jsonl")
-python3 - "$W/link.jsonl" "$W/ahead.jsonl" "$W/header.jsonl" "$((n / 3))" <<'PY' || fail "could not write the shifted traces"
+python3 - "$W/link.jsonl" "$W/ahead.jsonl" "$W/header.jsonl" "$((n / 3))" "$W/first.jsonl" <<'PY' || fail "could not write the shifted traces"
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 at = int(sys.argv[4])
@@ -99,6 +99,9 @@ for k in ("t_post", "t_first", "t_done", "t_arrive"):
     if r.get(k):
         r[k] += 3600 * 10**9
 open(sys.argv[2], "w").write("\n".join(lines[:at] + [json.dumps(r)] + lines[at:]) + "\n")
+first = json.loads(lines[0])
+first["t"] += 3600 * 10**9
+open(sys.argv[5], "w").write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
 hdr = {"v": 1, "type": "header", "host": "h0000", "pid": 1, "rank": 0, "mono_ns": 4 * 10**18}
 open(sys.argv[3], "w").write("\n".join([json.dumps(hdr)] + lines) + "\n")
 PY
@@ -110,6 +113,14 @@ grep -q "behind the newest" "$W/ahead.err" && fail "one line ahead made the rest
 cmp -s <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/link.ev") \
   <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/ahead.ev") ||
   fail "one line ahead changed the verdicts: $(cat "$W/ahead.ev")"
+# the same for the first line (a communicator's), with no newest time to judge it by
+"$BIN/c4mon" replay "$W/first.jsonl" --events "$W/first.ev" 2>"$W/first.err" ||
+  fail "a trace whose first line is an hour ahead did not replay: $(cat "$W/first.err")"
+grep -q "first.jsonl: line 1: its time is 3600 s ahead of the records after it" "$W/first.err" ||
+  fail "the first line an hour ahead was not named: $(cat "$W/first.err")"
+cmp -s <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/link.ev") \
+  <(jq -c '[.kind, .where, .ranks, .hosts]' "$W/first.ev") ||
+  fail "a first line ahead changed the verdicts: $(cat "$W/first.ev")"
 "$BIN/c4mon" replay "$W/header.jsonl" --events /dev/null 2>"$W/header.err" || fail "the header trace did not replay"
 grep -q "behind the newest" "$W/header.err" && fail "a header line's time made records late: $(cat "$W/header.err")"
 echo "ok: one line far ahead named and dropped, detection as without it"
