@@ -749,17 +749,24 @@ START_TEST(a_stopped_process_is_a_noncomm_hang_before_it_is_lost) {
 END_TEST
 
 /* Transfers between NICs host/dev, as their receivers record them: 6 hosts x 1 NIC, each sending 1
- * MiB to the next two hosts and the previous one every 20 ms at 10 GB/s times rate(src, dst). */
-static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, uint64_t t)) {
+ * MiB to the next two hosts and the previous one every 20 ms at 10 GB/s times rate(src, dst), the
+ * transfers keep() refuses left out (NULL: none). */
+static void run_xfers_but(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, uint64_t t),
+                          int (*keep)(int src, int dst, uint64_t t)) {
   static uint64_t seq;
   for (uint64_t t = t0; t < t1; t += 20 * MS)
     for (int s = 0; s < 6; s++)
       for (int k = 0; k < 3; k++) {
         int d = (s + (k == 2 ? 5 : k + 1)) % 6;
+        if (keep && !keep(s, d, t)) continue;
         double jitter = 1 + 0.03 * ((double)((seq * 31 + (uint64_t)s * 7) % 21) / 10.0 - 1);
         uint64_t ns = (uint64_t)(1048576 / (10.0 * rate(s, d, t)) * jitter);
         received((uint64_t)(s * 8 + d), s, d, seq++, 1048576, t, t + 5000, t + 5000 + ns);
       }
+}
+
+static void run_xfers(uint64_t t0, uint64_t t1, double (*rate)(int src, int dst, uint64_t t)) {
+  run_xfers_but(t0, t1, rate, NULL);
 }
 
 static double all_fine(int s, int d, uint64_t t) {
@@ -884,6 +891,44 @@ static void the_link_1_to_2(double (*rate)(int src, int dst, uint64_t t), uint64
 }
 
 START_TEST(one_slow_link_is_its_cell) { the_link_1_to_2(link_1_to_2_at_30, 16000 * MS, 2.8, 3.9); }
+END_TEST
+
+/* node1 sends to node2 only in the first 300 ms of every 2 s (a link a job uses for one collective
+ * every few seconds), while the other links carry transfers every 20 ms. */
+static int link_1_to_2_now_and_then(int s, int d, uint64_t t) {
+  return !(s == 1 && d == 2) || t % (2000 * MS) < 300 * MS;
+}
+static double link_1_to_2_at_30_from_20s(int s, int d, uint64_t t) {
+  return s == 1 && d == 2 && t >= 20000 * MS ? 0.3 : 1;
+}
+
+/* Its cell is read in two evaluations of four; the ones between, with no transfer on it, say
+ * nothing and do not break its streak: the link at 30% from 20 s is named, before its baseline
+ * learns it.
+ * Counted as misses, they broke every streak, and the link was never named. */
+START_TEST(a_slow_link_used_now_and_then_is_named) {
+  setup(NULL);
+  run_xfers_but(1000 * MS, 40000 * MS, link_1_to_2_at_30_from_20s, link_1_to_2_now_and_then);
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 2.8 && f < 3.9, "factor %.3f", f);
+  uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
+  ck_assert_msg(at > 20000 * MS && at < 28000 * MS, "flagged at %.2f s", (double)at / 1e9);
+  c4_det_reset();
+}
+END_TEST
+
+/* The same traffic, healthy: the link's few readings raise nothing. */
+START_TEST(a_healthy_link_used_now_and_then_raises_nothing) {
+  setup(NULL);
+  run_xfers_but(1000 * MS, 60000 * MS, all_fine, link_1_to_2_now_and_then);
+  ck_assert_int_eq(count("comm_slow"), 0);
+  c4_det_reset();
+}
 END_TEST
 
 /* A link 1.14x slow sums its evidence over some 8 evaluations: its samples wait meanwhile, as a
@@ -1478,6 +1523,8 @@ int main(void) {
   tcase_add_test(tc, a_link_slow_from_its_first_transfer_is_named);
   tcase_add_test(tc, a_slow_route_that_a_later_phase_opens_is_its_own_usual);
   tcase_add_test(tc, one_slow_link_is_its_cell);
+  tcase_add_test(tc, a_slow_link_used_now_and_then_is_named);
+  tcase_add_test(tc, a_healthy_link_used_now_and_then_raises_nothing);
   tcase_add_test(tc, a_healthy_matrix_and_one_slow_transfer_raise_nothing);
   tcase_add_test(tc, an_uneven_but_steady_all_to_all_raises_nothing);
   tcase_add_test(tc, processes_are_told_apart_by_their_whole_host_and_pid);
