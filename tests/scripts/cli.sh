@@ -51,6 +51,13 @@ expect 2 "'--bogus'" "$BIN/c4train" --bogus
 expect 2 "--layers" "$BIN/c4train" --layers many
 expect 2 "'frob'" "$BIN/c4perf" --mode frob
 expect 2 "'1X'" "$BIN/c4perf" -b 1X
+expect 2 "--min-bytes must be at least 1" "$BIN/c4perf" --spawn 2 -b 0 -e 1K
+# a size past the plugin's largest message is refused before anything is sent (it spun for a
+# minute on refused isends); buffers that cannot be had are said
+"$BIN/c4perf" --spawn 2 -b 1025M -e 1025M >/dev/null 2>"$WORK/err"
+[ $? = 2 ] && grep -q "above the plugin's largest message (1073741824)" "$WORK/err" ||
+  fail "c4perf -e 1025M: $(cat "$WORK/err")"
+expect 1 "cannot allocate buffers of 107374182400 bytes" "$BIN/c4perf" --spawn 2 --mode allreduce -b 100G -e 100G
 expect 2 "RANK" env RANK=abc WORLD_SIZE=2 "$BIN/c4perf"
 expect 2 "'--bogus'" "$BIN/c4scen" gen --bogus
 for tool in c4mon c4plan c4scen; do

@@ -223,6 +223,7 @@ static int take_option(int c, const char *v, struct perf_opts *o, struct perf_ra
 /* The sizes, once every option is in (--mode may follow them): the sweep's ends in order, and an
  * allreduce at least one float. Returns -1 when they do, else 2 (said in one line). */
 static int check_sizes(struct perf_opts *o) {
+  if (o->min_bytes == 0) return c4_cli_usage("c4perf", "--min-bytes must be at least 1");
   if (o->min_bytes > o->max_bytes)
     return c4_cli_usage("c4perf", "--min-bytes %zu is above --max-bytes %zu", o->min_bytes,
                         o->max_bytes);
@@ -289,6 +290,13 @@ static int open_plugin(struct perf_ctx *p, const struct perf_ranks *r, const cha
     return C4_EXIT_USAGE;
   }
   c4_netapi_properties(&p->api, o->dev, props);
+  /* bw and lat send each size whole: past the plugin's largest message every isend is refused */
+  if (o->mode != MODE_ALLREDUCE && props->maxP2pBytes && o->max_bytes > props->maxP2pBytes) {
+    c4_netapi_close(&p->api);
+    report_error(o, r->rank, mode, "--max-bytes %zu is above the plugin's largest message (%zu)",
+                 o->max_bytes, (size_t)props->maxP2pBytes);
+    return C4_EXIT_USAGE;
+  }
   if (r->rank == 0 && !o->json) {
     printf("# c4perf %s: %s, %d ranks, plugin %s (ncclNet v%d), device %d = %s, %d Mbps\n",
            C4_VERSION, mode, r->world, p->api.name, p->api.version, o->dev, props->name,

@@ -43,6 +43,10 @@ int perf_iters_for(const struct perf_opts *o, size_t bytes);
  * largest. */
 size_t perf_next_size(const struct perf_opts *o, size_t size);
 
+/* Says on stderr that this rank could not allocate the sweep's buffers (--max-bytes bytes each)
+ * and returns 1, the runs' failure. */
+int perf_no_memory(const struct perf_ctx *p);
+
 /* Waits for a request, yielding the CPU between tests like NCCL's proxy. Returns 0 or 1. */
 int perf_wait(struct c4_netapi *api, void *req, int *size);
 

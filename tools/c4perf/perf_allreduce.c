@@ -1,7 +1,9 @@
 /* perf_allreduce.c -- c4perf's allreduce: the host ring of c4_hostcoll over the plugin, timed
  * per size and reported as nccl-tests does (algbw = bytes / time, busbw = algbw * 2(n-1)/n). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "c4_clock.h"
 #include "c4_hostcoll.h"
@@ -89,10 +91,10 @@ int perf_allreduce(struct perf_ctx *p) {
   size_t maxcount = o->max_bytes / sizeof(float);
   float *buf = malloc((maxcount ? maxcount : 1) * sizeof(float));
   double *all = malloc(sizeof(double) * 2 * (size_t)W);
-  int failed = !buf || !all;
+  int failed = !buf || !all ? perf_no_memory(p) : 0;
   FILE *tl = NULL;
   if (o->timeline && r == 0 && !(tl = fopen(o->timeline, "we"))) {
-    C4_WARN("c4perf: --timeline %s: cannot write it", o->timeline);
+    fprintf(stderr, "c4perf: --timeline %s: %s\n", o->timeline, strerror(errno));
     failed = 1;
   }
   for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {

@@ -17,6 +17,12 @@ int perf_iters_for(const struct perf_opts *o, size_t bytes) {
   return n < 20 ? 20 : n > 2000 ? 2000 : (int)n;
 }
 
+int perf_no_memory(const struct perf_ctx *p) {
+  fprintf(stderr, "c4perf: rank %d: cannot allocate buffers of %zu bytes (--max-bytes)\n",
+          p->bs.rank, p->o->max_bytes);
+  return 1;
+}
+
 int perf_wait(struct c4_netapi *api, void *req, int *size) {
   int done = 0, sz = 0;
   uint64_t since = c4_now_ns();
@@ -147,7 +153,7 @@ int perf_p2p_bw(struct perf_ctx *p) {
   void *comm = r == 0 ? scomm : rcomm;
   char *buf = malloc(o->max_bytes ? o->max_bytes : 1);
   double *rep = malloc(sizeof(double) * 2 * (size_t)W);
-  int failed = !buf || !rep;
+  int failed = !buf || !rep ? perf_no_memory(p) : 0;
   if (!failed && active && c4_netapi_reg_mr(&p->api, comm, buf, o->max_bytes, &mh) != ncclSuccess)
     failed = 1;
   for (size_t size = o->min_bytes; size && !failed; size = perf_next_size(o, size)) {
@@ -240,7 +246,7 @@ int perf_p2p_lat(struct perf_ctx *p) {
   double *rep = malloc(sizeof(double) * (size_t)W);
   int maxiters = o->iters > 0 ? o->iters : 2000;
   double *rtt = malloc(sizeof(double) * (size_t)maxiters);
-  int failed = !pp.sbuf || !pp.rbuf || !rep || !rtt;
+  int failed = !pp.sbuf || !pp.rbuf || !rep || !rtt ? perf_no_memory(p) : 0;
   if (!failed && active &&
       (c4_netapi_reg_mr(&p->api, pp.scomm, pp.sbuf, o->max_bytes, &pp.smh) != ncclSuccess ||
        c4_netapi_reg_mr(&p->api, pp.rcomm, pp.rbuf, o->max_bytes, &pp.rmh) != ncclSuccess))
