@@ -19,13 +19,14 @@ void docs_print_step(FILE *jf, int text, int step, double loss, const struct doc
       json_array_append_new(rc, json_real(rep[i].compute_s * 1e3));
       json_array_append_new(rp, json_real(rank_pred[i] * 1e3));
     }
-    json_t *o =
-        json_pack("{s:s, s:i, s:s, s:f, s:I, s:f, s:f, s:I, s:f, s:f, s:o, s:o, s:o, s:o}", "event",
-                  "step", "step", step, "assign", train_assign_policy_name(r->policy), "loss", loss,
-                  "tokens", (json_int_t)r->tokens, "tokens_per_s", r->tokens / r->secs, "step_ms",
-                  r->secs * 1e3, "t_start_ns", (json_int_t)r->t_start_ns, "compute_ms",
-                  r->compute * 1e3, "predicted_ms", predicted * 1e3, "rank_tokens", rt,
-                  "rank_sumsq", rs, "rank_compute_ms", rc, "rank_predicted_ms", rp);
+    json_t *o = json_pack(
+        "{s:s, s:i, s:s, s:f, s:I, s:f, s:f, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o}", "event",
+        "step", "step", step, "assign", train_assign_policy_name(r->policy), "loss", loss, "tokens",
+        (json_int_t)r->tokens, "tokens_per_s", r->tokens / r->secs, "step_ms", r->secs * 1e3,
+        "t_start_ns", (json_int_t)r->t_start_ns, "t_ns",
+        (json_int_t)(r->t_start_ns + (uint64_t)(r->secs * 1e9)), "compute_ms", r->compute * 1e3,
+        "predicted_ms", predicted * 1e3, "rank_tokens", rt, "rank_sumsq", rs, "rank_compute_ms", rc,
+        "rank_predicted_ms", rp);
     if (o) json_dumpf(o, jf, JSON_COMPACT);
     fputc('\n', jf);
     json_decref(o);

@@ -175,6 +175,12 @@ for bad in "$WORK/no-such.jsonl" "$WORK" "$E"; do
   same "--steps $bad: exit" "$?" 1
   case $out in *"--steps $bad"*) ;; *) fail "--steps $bad: said '$out'" ;; esac
 done
+# c4train's step log in document mode (--max-context) is a --steps file too: its step lines
+# carry t_start_ns and t_ns, as the fixed-window ones do
+"$BUILD/bin/c4train" --layers 1 --width 32 --heads 2 --max-context 128 --micro-batch 1 --steps 2 \
+  --json-out "$WORK/docs.steps" >/dev/null 2>&1 || fail "c4train --max-context did not run"
+"$C4MON" events "$E" --steps "$WORK/docs.steps" --text >/dev/null 2>"$WORK/err" ||
+  fail "--steps of a document-mode step log: $(cat "$WORK/err")"
 
 [ "$failed" = 0 ] && echo "events: ok"
 exit "$failed"
