@@ -21,10 +21,12 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
   d->bucket_floats = bucket_bytes / sizeof(float) ? bucket_bytes / sizeof(float) : 1;
   int rc = c4_bootstrap_init(&d->bs, r->rank, r->world, r->master, r->port);
   if (rc) {
-    snprintf(err, errlen, "rendezvous of %d ranks at %s:%d failed (error %d; see the log above)",
-             r->world, r->master, r->port, rc);
+    snprintf(err, errlen, "rendezvous of %d ranks at %s:%d failed (%s; see the log above)",
+             r->world, r->master, r->port,
+             rc == C4_EINVAL ? "an address that does not resolve, or a bad rank or port"
+                             : "no peer answered");
     c4_bootstrap_close(&d->bs);
-    return C4_EREMOTE;
+    return rc == C4_EINVAL ? C4_EINVAL : C4_EREMOTE; /* a typo is no lost peer */
   }
   d->step_timeout_ms = (int)c4_env_long("C4_COLL_TIMEOUT_MS", 60000, 100, 3600000);
   if (use_nccl) {

@@ -35,7 +35,9 @@ struct dp {
  * the program, else libnccl-net-c4.so on the library path) and connects the ring on device 0.
  * GPU (use_nccl): loads libnccl.so.2 and builds a communicator on the current GPU (the kernels
  * chose it: c4k_cuda_select_device). bucket_bytes
- * is the allreduce bucket size. Returns 0, or a C4_E* code with err naming what failed. */
+ * is the allreduce bucket size. Returns 0, or a C4_E* code with err naming what failed:
+ * C4_ENOTFOUND the plugin did not load, C4_EINVAL the rendezvous address or ranks are wrong,
+ * another a peer that did not answer. */
 int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int use_nccl,
             size_t bucket_bytes, char *err, size_t errlen);
 

@@ -109,9 +109,12 @@ int train_open_compute(const struct train_opts *o, const struct c4_ranks *r, int
   /* --pp: the stages' links and sums go through the plugin's host API on either device, staged
    * through host memory (NCCL is not opened) */
   int cuda = strcmp(o->device, "cuda") == 0, pipe = o->pp > 1;
-  if (dp_init(dp, r, o->plugin, cuda && !pipe, o->bucket_bytes, err, errlen)) {
+  int rc = dp_init(dp, r, o->plugin, cuda && !pipe, o->bucket_bytes, err, errlen);
+  if (rc) {
     fprintf(stderr, "c4train: rank %d: %s\n", rank, err);
-    return C4TRAIN_EXIT_PEER_LOST;
+    /* a plugin that does not load or an address that does not resolve will not work on a
+     * restart either: exit 1, not the lost peer's 75 that tells a launcher to restart */
+    return rc == C4_ENOTFOUND || rc == C4_EINVAL ? 1 : C4TRAIN_EXIT_PEER_LOST;
   }
   if (pipe && dp_stage_through_host(dp, *ops)) {
     fprintf(stderr, "c4train: rank %d: out of memory for a host bucket of %zu bytes\n", rank,

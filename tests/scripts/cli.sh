@@ -51,6 +51,10 @@ expect 2 "'--bogus'" "$BIN/c4train" --bogus
 expect 2 "--layers" "$BIN/c4train" --layers many
 expect 2 "'frob'" "$BIN/c4perf" --mode frob
 expect 2 "'1X'" "$BIN/c4perf" -b 1X
+# a configuration no restart mends is exit 1, not the lost peer's 75 that asks a launcher for one
+expect 1 "net plugin /etc/passwd" "$BIN/c4train" --plugin /etc/passwd --steps 1
+expect 1 "an address that does not resolve" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=no-such-host.invalid \
+  MASTER_PORT=29540 "$BIN/c4train" --steps 1
 expect 2 "--min-bytes must be at least 1" "$BIN/c4perf" --spawn 2 -b 0 -e 1K
 # a size past the plugin's largest message is refused before anything is sent (it spun for a
 # minute on refused isends); buffers that cannot be had are said
