@@ -17,8 +17,11 @@ long c4_env_long(const char *name, long def, long min, long max) {
   if (!v || !*v) return def;
   char *end = NULL;
   errno = 0;
-  long x = strtol(v, &end, 0);
-  if (errno || end == v || *end || x < min || x > max) {
+  /* decimal digits only: base 0 read C4_COLL_TIMEOUT_MS=0150 as octal 104 ms, and " 2", "+2" and
+   * "0x3" passed without a word */
+  long x = strtol(v, &end, 10);
+  int digits = (*v >= '0' && *v <= '9') || (*v == '-' && v[1] >= '0' && v[1] <= '9');
+  if (!digits || errno || end == v || *end || x < min || x > max) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s=%s refused: not an integer from %ld to %ld; using %ld", name, v,
              min, max, def);

@@ -510,11 +510,13 @@ static int rank_command(const struct train_opts *o) {
     int rc = check_pp(o, r.world, "a world of");
     if (rc != C4_NONE) return rc;
   }
-  /* a lost peer should end a collective in seconds, not the plugin's default minute */
-  setenv("C4_COLL_TIMEOUT_MS",
-         getenv("C4_COLL_TIMEOUT_MS") ? getenv("C4_COLL_TIMEOUT_MS") : "15000", 1);
-  setenv("C4_BOOTSTRAP_TIMEOUT_MS",
-         getenv("C4_BOOTSTRAP_TIMEOUT_MS") ? getenv("C4_BOOTSTRAP_TIMEOUT_MS") : "30000", 1);
+  /* a lost peer should end a collective in seconds, not the plugin's default minute; a value
+   * refused here falls back to these, not to the plugin's, and is warned about once */
+  char ms[24];
+  snprintf(ms, sizeof ms, "%ld", c4_env_long("C4_COLL_TIMEOUT_MS", 15000, 100, 3600000));
+  setenv("C4_COLL_TIMEOUT_MS", ms, 1);
+  snprintf(ms, sizeof ms, "%ld", c4_env_long("C4_BOOTSTRAP_TIMEOUT_MS", 30000, 100, 3600000));
+  setenv("C4_BOOTSTRAP_TIMEOUT_MS", ms, 1);
   return o->max_context > 0 ? train_docs_run(o, &r) : train_run(o, &r);
 }
 

@@ -93,6 +93,16 @@ expect 1 "c4scen score: $NOFILE.json: No such file or directory" \
 C4_DEBUG=WARN C4_NSOCKS=lots "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/err" ||
   fail "c4perf with C4_NSOCKS=lots failed: $(cat "$WORK/err")"
 grep -q "C4_NSOCKS=lots refused" "$WORK/err" || fail "C4_NSOCKS=lots was not refused aloud"
+# c4train's own defaults stand in for what it refuses, not the plugin's minute
+C4_DEBUG=WARN C4_COLL_TIMEOUT_MS=lots "$BIN/c4train" --steps 1 --layers 1 --width 8 --heads 1 --context 8 \
+  >/dev/null 2>"$WORK/err"
+grep -q "C4_COLL_TIMEOUT_MS=lots refused.*using 15000" "$WORK/err" ||
+  fail "c4train with C4_COLL_TIMEOUT_MS=lots: $(cat "$WORK/err")"
+# decimal only (010 is ten, not octal eight): signs, blanks and hex are refused
+for v in +2 0x3 " 2"; do
+  C4_DEBUG=WARN C4_NSOCKS="$v" "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/err"
+  grep -q "C4_NSOCKS=$v refused" "$WORK/err" || fail "C4_NSOCKS='$v' was not refused: $(cat "$WORK/err")"
+done
 
 # A daemon says where it listens, on a timestamped line.
 C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:0 >/dev/null 2>"$WORK/err" &
