@@ -38,6 +38,7 @@ static struct {
   atomic_int state; /* read by c4_reporter_await_plan on another thread */
   int fd;
   uint64_t next_try, backoff, since;
+  char said[160]; /* the last reason for a dropped connection said, until one comes up */
   struct c4_record *q;
   size_t q_cap, q_head, q_len;
   struct c4_record *comms; /* every comm record pushed, sent again after each reconnect (a
@@ -75,6 +76,12 @@ int c4_reporter_init(void) {
     rep.host[strlen(rep.host) - 1] = 0;
   }
   snprintf(rep.port, sizeof rep.port, "%s", colon + 1);
+  char *end = NULL;
+  long port = strtol(rep.port, &end, 10);
+  if (rep.port[0] < '0' || rep.port[0] > '9' || *end || port < 1 || port > 65535) {
+    C4_WARN("C4_MONITOR=%s: the port is not a number from 1 to 65535; not streaming to c4mon", mon);
+    return C4_EINVAL;
+  }
   const char *job = getenv("C4_JOB"), *token = getenv("C4_TOKEN");
   snprintf(rep.job, sizeof rep.job, "%s", job ? job : "default");
   snprintf(rep.token, sizeof rep.token, "%s", token ? token : "");
@@ -120,10 +127,16 @@ void c4_reporter_push(const struct c4_record *r) {
   rep.q_len++;
 }
 
+/* Each reason is said once until a connection comes up: a C4_MONITOR that never answers was
+ * silent (the job ran unmonitored without a word), and a refused token said so on every retry,
+ * 32 times in 52 s. */
 static void drop_connection(const char *why, uint64_t now) {
   if (rep.fd >= 0) close(rep.fd);
-  if (rep.state == UP || rep.state == WAIT_WELCOME)
-    C4_WARN("c4mon at %s:%s: %s; reconnecting", rep.host, rep.port, why);
+  if (strcmp(rep.said, why)) {
+    C4_WARN("c4mon at %s:%s: %s; %s", rep.host, rep.port, why,
+            rep.state == UP ? "reconnecting" : "the job runs on; retrying in the background");
+    snprintf(rep.said, sizeof rep.said, "%s", why);
+  }
   atomic_fetch_add(&rep.failures, 1);
   rep.fd = -1;
   rep.state = DOWN;
@@ -145,7 +158,9 @@ static void start_connect(uint64_t now) {
   int rc = rep.fd < 0 ? -1 : connect(rep.fd, res->ai_addr, res->ai_addrlen);
   freeaddrinfo(res);
   if (rc != 0 && errno != EINPROGRESS) {
-    drop_connection("connect failed", now);
+    char why[96];
+    snprintf(why, sizeof why, "cannot connect: %s", strerror(errno));
+    drop_connection(why, now);
     return;
   }
   rep.state = CONNECTING;
@@ -333,7 +348,9 @@ static int step_connect(uint64_t now) {
     int err = 0;
     socklen_t l = sizeof err;
     if (getsockopt(rep.fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0 || err) {
-      drop_connection("connect failed", now);
+      char why[96];
+      snprintf(why, sizeof why, "cannot connect: %s", strerror(err ? err : errno));
+      drop_connection(why, now);
       return 0;
     }
     rep.state = WAIT_CHALLENGE;
@@ -359,6 +376,7 @@ static int on_frame(int type, uint8_t *p, uint32_t len, uint64_t now) {
     atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
     if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
     rep.state = UP;
+    rep.said[0] = 0;
     rep.backoff = BACKOFF_MIN;
     rep.next_hb = rep.next_time = now;
     atomic_fetch_add(&rep.connects, 1);

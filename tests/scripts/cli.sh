@@ -105,16 +105,27 @@ for v in +2 0x3 " 2"; do
 done
 
 # A daemon says where it listens, on a timestamped line.
-C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:0 >/dev/null 2>"$WORK/err" &
+echo right-token >"$WORK/token"
+C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:0 --token-file "$WORK/token" >/dev/null 2>"$WORK/err" &
 pid=$!
 for _ in $(seq 300); do # up to 30 s: an ASan c4mon on a loaded machine starts slowly
   grep -q "listening" "$WORK/err" && break
   sleep 0.1
 done
-kill "$pid"
-wait "$pid"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z NOTE c4mon: listening for ranks on 127\.0\.0\.1:[1-9][0-9]*$' \
   "$WORK/err" || fail "c4mon serve did not say where it listens: $(cat "$WORK/err")"
+port=$(sed -n 's/.*listening for ranks on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$WORK/err")
+# a refused token is said once a rank, not on every retry (it was said 32 times in 52 s)
+C4_DEBUG=WARN C4_MONITOR=127.0.0.1:$port C4_TOKEN=wrong-token "$BIN/c4perf" --spawn 2 --mode lat \
+  -b 8 -e 8 -n 30000 >/dev/null 2>"$WORK/perf-err"
+said=$(grep -c "refused this job" "$WORK/perf-err")
+[ "$said" -ge 1 ] && [ "$said" -le 2 ] || fail "a refused token was said $said times: $(head -5 "$WORK/perf-err")"
+kill "$pid"
+wait "$pid"
+# a C4_MONITOR that nothing answers is said (the job ran unmonitored without a word)
+C4_DEBUG=WARN C4_MONITOR=127.0.0.1:1 "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/perf-err"
+grep -q "c4mon at 127.0.0.1:1: cannot connect: Connection refused" "$WORK/perf-err" ||
+  fail "an unreachable C4_MONITOR was not said: $(cat "$WORK/perf-err")"
 
 # --token-file names why it could not be read: a directory is not "empty"
 expect 1 "--token-file $WORK: Is a directory" "$BIN/c4mon" status --connect 127.0.0.1:1 --token-file "$WORK"
