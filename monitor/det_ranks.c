@@ -145,7 +145,10 @@ void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k
 static void check_silence(struct det_rank *e, void *arg) {
   (void)arg;
   if (e->lost || e->ended || !e->last_hb) return;
-  if (ctx->now - e->last_hb >= ctx->cfg.lost_ns) {
+  /* a rank whose heartbeats come slower than --lost-ms allows gets 2.5 of its own intervals */
+  uint64_t lost =
+      e->hb_interval * 5 / 2 > ctx->cfg.lost_ns ? e->hb_interval * 5 / 2 : ctx->cfg.lost_ns;
+  if (ctx->now - e->last_hb >= lost) {
     char why[120];
     snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(ctx->now - e->last_hb) / 1e9);
     raise_lost(e, why);

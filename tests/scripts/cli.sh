@@ -123,9 +123,13 @@ said=$(grep -c "refused this job" "$WORK/perf-err")
 kill "$pid"
 wait "$pid"
 # a C4_MONITOR that nothing answers is said (the job ran unmonitored without a word)
-C4_DEBUG=WARN C4_MONITOR=127.0.0.1:1 "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/perf-err"
+# (and heartbeats slower than c4mon's lost threshold allows are refused)
+C4_DEBUG=WARN C4_MONITOR=127.0.0.1:1 C4_HEARTBEAT_MS=20000 "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 \
+  >/dev/null 2>"$WORK/perf-err"
 grep -q "c4mon at 127.0.0.1:1: cannot connect: Connection refused" "$WORK/perf-err" ||
   fail "an unreachable C4_MONITOR was not said: $(cat "$WORK/perf-err")"
+grep -q "C4_HEARTBEAT_MS=20000 refused: not an integer from 10 to 4000" "$WORK/perf-err" ||
+  fail "C4_HEARTBEAT_MS=20000 was not refused: $(cat "$WORK/perf-err")"
 
 # --token-file names why it could not be read: a directory is not "empty"
 expect 1 "--token-file $WORK: Is a directory" "$BIN/c4mon" status --connect 127.0.0.1:1 --token-file "$WORK"

@@ -732,6 +732,22 @@ START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
 }
 END_TEST
 
+/* Rank 1 heartbeats every 12 s, slower than --lost-ms (10 s) allows; rank 0 every second. Until
+ * c4mon has two of rank 1's it cannot know its interval and the first gap is a loss (the plugin
+ * keeps C4_HEARTBEAT_MS at 4 s at most for this); once it has, rank 1 gets 2.5 of its own
+ * intervals, and a healthy rank is not paged lost at every heartbeat. */
+START_TEST(a_rank_heartbeating_slower_than_the_lost_threshold_is_judged_by_its_own_interval) {
+  setup(NULL);
+  for (uint64_t t = 1; t <= 120; t++) {
+    hb(0, t * 1000 * MS, 0, 0);
+    if (t % 12 == 0) hb(1, t * 1000 * MS, 0, 0);
+  }
+  ck_assert_int_eq(count("rank_lost"), 1);
+  ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_stopped_process_is_a_noncomm_hang_before_it_is_lost) {
   setup(NULL);
   uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
@@ -1513,6 +1529,8 @@ int main(void) {
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_lost_rank_s_verdict_is_its_process_s);
   tcase_add_test(tc, two_processes_streaming_as_one_rank_are_said);
+  tcase_add_test(tc,
+                 a_rank_heartbeating_slower_than_the_lost_threshold_is_judged_by_its_own_interval);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
   tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
