@@ -119,6 +119,11 @@ static void periodic(void) {
   det_hang_advance();
 }
 
+void c4_det_stalled(uint64_t now) {
+  det_ranks_stalled(now, C4_DET_STALL_NS);
+  det_hang_stalled(now, C4_DET_STALL_NS);
+}
+
 void c4_det_advance(uint64_t now) {
   if (now <= ctx.now) return;
   if (now < periodic_at) {

@@ -46,6 +46,14 @@ void c4_det_prefetch(const struct c4_record *r, int stage);
  * Time never goes back: an earlier now is ignored. */
 void c4_det_advance(uint64_t now);
 
+/* c4mon itself did not run for a while (stopped, swapped out) and its clock is now: the ranks'
+ * heartbeats of that time wait unread in its sockets, so neither their silence nor their jobs'
+ * lack of progress says anything for C4_DET_STALL_NS more; a c4mon stopped 25 s paged every rank
+ * of a healthy job lost, and the job hung. Serve calls
+ * it when its loop, which wakes every 100 ms, went C4_DET_STALL_NS without waking. */
+#define C4_DET_STALL_NS 2000000000ull
+void c4_det_stalled(uint64_t now);
+
 /* When a job whose transfers were reported stuck since its last completed collective would have
  * waited out the hang threshold, 0 when none has: a replayed trace that ends inside a hang (the
  * job was killed during it, or its trace was taken then) is judged up to that time. */

@@ -440,6 +440,11 @@ void det_hang_advance(void) {
   }
 }
 
+void det_hang_stalled(uint64_t now, uint64_t grace_ns) {
+  for (int i = 0; i < njobs; i++)
+    if (jobs[i].next_look < now + grace_ns) jobs[i].next_look = now + grace_ns;
+}
+
 uint64_t c4_det_hang_due(void) {
   uint64_t due = 0;
   for (int i = 0; i < njobs; i++) {

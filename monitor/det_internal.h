@@ -82,6 +82,8 @@ void det_paths_reset(void);
 void det_ranks_init(const struct det_ctx *ctx);
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k);
 void det_ranks_advance(void);
+/* c4_det_stalled's part: no rank is judged silent before now + grace_ns. */
+void det_ranks_stalled(uint64_t now, uint64_t grace_ns);
 json_t *det_ranks_state(void);
 /* Ranks that two live processes streamed as, at once, since the last reset: two jobs under one
  * C4_JOB name (each also said once in c4mon's log). */
@@ -98,6 +100,8 @@ void det_hang_init(const struct det_ctx *ctx);
 void det_hang_take_progress(const struct c4_det_job *job, uint64_t t, uint64_t inside_ns);
 void det_hang_take_xfer(const struct c4_det_job *job, const struct c4_xfer_record *x);
 void det_hang_advance(void);
+/* c4_det_stalled's part: no job is judged hung before now + grace_ns. */
+void det_hang_stalled(uint64_t now, uint64_t grace_ns);
 /* 1 when [from, to] overlaps the job's last hang (from its last progress to the collectives
  * completing again, or now while it holds): a transfer that waited out a hang measures the hang,
  * not its link. */

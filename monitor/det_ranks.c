@@ -20,7 +20,7 @@
 /* Every rank seen, in arrival order (det_index: 2^18 ranks). */
 static struct det_index ranks = {
     .item_size = sizeof(struct det_rank), .nslots = 1 << 19, .probes = 256};
-static uint64_t next_check;
+static uint64_t next_check, quiet_until;
 static uint64_t twins;
 static const struct det_ctx *ctx;
 
@@ -272,13 +272,16 @@ json_t *det_ranks_gone_json(void) {
 }
 
 /* Liveness is checked every 500 ms of detection time: a full scan of 16,384 ranks is cheap at
- * that rate and the lost threshold is seconds. */
+ * that rate and the lost threshold is seconds. Not while c4mon catches up after a stall of its
+ * own (det_ranks_stalled). */
 void det_ranks_advance(void) {
   if (ctx->now < next_check) return;
   next_check = ctx->now + 500000000ull;
-  det_ranks_each(NULL, check_silence, NULL);
+  if (ctx->now >= quiet_until) det_ranks_each(NULL, check_silence, NULL);
   jobs_advance();
 }
+
+void det_ranks_stalled(uint64_t now, uint64_t grace_ns) { quiet_until = now + grace_ns; }
 
 int det_rank_quiet(const struct det_rank *e) {
   uint64_t interval = e->hb_interval ? e->hb_interval : 1000000000ull;
@@ -312,7 +315,7 @@ void det_ranks_init(const struct det_ctx *c) { ctx = c; }
 
 void det_ranks_reset(void) {
   det_index_reset(&ranks);
-  next_check = 0;
+  next_check = quiet_until = 0;
   njobs = 0;
   twins = 0;
 }

@@ -538,9 +538,17 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
             "status\n",
             o->listen);
   struct epoll_event evs[256];
-  uint64_t next_tick = 0, next_plan_check = 0;
+  uint64_t next_tick = 0, next_plan_check = 0, last_woke = c4_now_ns();
   while (!*stop) {
     int n = epoll_wait(mon.efd, evs, 256, 100);
+    uint64_t woke = c4_now_ns();
+    if (woke - last_woke > C4_DET_STALL_NS) { /* before the heartbeats that waited are read */
+      C4_WARN("c4mon: did not run for %.1f s (stopped or starved): no rank is judged lost for "
+              "%.0f s while it catches up",
+              (double)(woke - last_woke) / 1e9, (double)C4_DET_STALL_NS / 1e9);
+      c4_det_stalled(woke);
+    }
+    last_woke = woke;
     for (int i = 0; i < n; i++) {
       if (evs[i].data.fd == mon.lfd)
         accept_all();
