@@ -73,6 +73,10 @@ int c4_ckpt_verify(struct c4_ckpt *c, char *err, size_t errlen);
  * does not fit. */
 int c4_ckpt_step_path(char *buf, size_t buflen, const char *dir, uint64_t step);
 
+/* The step of a file name "step-<digits>.c4ck" into *step: 0, or C4_EINVAL for any other name
+ * (temporary files, signs, blanks included). */
+int c4_ckpt_parse_step_name(const char *name, uint64_t *step);
+
 /* Finds the newest checkpoint in dir that opens and verifies: among the files named as
  * c4_ckpt_step_path names them (temporary files never match), the highest step first, then the
  * next. Returns 0 with its path in buf and its step in *step (step may be NULL); err is then empty,

@@ -452,8 +452,7 @@ static int cmp_candidate(const void *a, const void *b) {
   return strcmp(y->name, x->name);
 }
 
-/* The step of a name "step-<digits>.c4ck", or -1 for any other name (temporary files included). */
-static int parse_step_name(const char *name, uint64_t *step) {
+int c4_ckpt_parse_step_name(const char *name, uint64_t *step) {
   if (strncmp(name, "step-", 5)) return C4_EINVAL;
   const char *p = name + 5;
   uint64_t v = 0;
@@ -479,7 +478,7 @@ static int list_candidates(const char *dir, struct candidate **out, int *n, char
   struct dirent *de;
   while ((de = readdir(d))) {
     uint64_t step;
-    if (parse_step_name(de->d_name, &step)) continue;
+    if (c4_ckpt_parse_step_name(de->d_name, &step)) continue;
     if (cnt == cap) {
       cap = cap ? 2 * cap : 16;
       struct candidate *nv = realloc(v, (size_t)cap * sizeof *v);

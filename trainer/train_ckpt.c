@@ -40,32 +40,25 @@ static json_t *config_json(const struct gpt_config *c) {
                    c->layers, "heads", c->heads, "width", c->width);
 }
 
-/* The step of a checkpoint file name "step-<n>.c4ck", or -1 for any other name. */
-static long step_of(const char *name) {
-  unsigned long s;
-  int used = 0;
-  return sscanf(name, "step-%lu.c4ck%n", &s, &used) == 1 && name[used] == 0 ? (long)s : -1;
-}
-
-/* Keeps the two newest step files (by step, not by distance in steps: with --ckpt-every 2 the
- * one before is step - 2): a damaged newest still leaves one to resume from. */
-static void prune(const char *dir) {
+/* Keeps the step just saved and the newest step file before it (by step, not by distance in
+ * steps: with --ckpt-every 2 the one before is saved - 2), so that a damaged newest still leaves
+ * one to resume from, and removes older ones. Files of later steps (a longer run's, damaged, or
+ * skipped by the resume) are neither counted nor removed: counted, a damaged step-30 beside a
+ * run that resumed from 20 and saved 24 had 20 and 22 removed, leaving one intact file. Names
+ * are read as the resume reads them: a "step-+0000030.c4ck" counts for neither. */
+static void prune(const char *dir, uint64_t saved) {
   DIR *d = opendir(dir);
   if (!d) return;
-  long first = -1, second = -1;
+  uint64_t s, before = 0;
+  int have = 0;
   struct dirent *e;
-  while ((e = readdir(d))) {
-    long s = step_of(e->d_name);
-    if (s > first)
-      second = first, first = s;
-    else if (s > second && s != first)
-      second = s;
-  }
+  while ((e = readdir(d)))
+    if (!c4_ckpt_parse_step_name(e->d_name, &s) && s < saved && (!have || s > before))
+      before = s, have = 1;
   rewinddir(d);
-  while (second >= 0 && (e = readdir(d))) {
-    long s = step_of(e->d_name);
+  while (have && (e = readdir(d))) {
     char path[4096];
-    if (s >= 0 && s < second &&
+    if (!c4_ckpt_parse_step_name(e->d_name, &s) && s < before &&
         (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
       unlink(path);
   }
@@ -105,7 +98,7 @@ int train_ckpt_save(struct gpt *m, float *full, const struct train_opts *o, int 
     snprintf(err, errlen, "%s: directory name too long", o->ckpt_dir);
   json_decref(meta);
   free(host);
-  if (rc == 0) prune(o->ckpt_dir);
+  if (rc == 0) prune(o->ckpt_dir, (uint64_t)step);
   return rc ? -1 : 0;
 }
 

@@ -58,4 +58,13 @@ grep -q "^step\|resumed" "$W/out" && fail "all damaged, yet it trained: $(cat "$
 
 "$C4TRAIN" "${A[@]}" --steps 2 --ckpt-dir /nonexistent/x >/dev/null 2>"$W/err" && fail "--ckpt-dir /nonexistent/x ran"
 grep -q "/nonexistent/x" "$W/err" || fail "/nonexistent/x not named: $(cat "$W/err")"
+# Saving after a fallback keeps two intact checkpoints: a damaged later one (and a name the
+# resume does not read) counts for neither (it had the older intact ones removed, leaving one)
+rm -rf "$W/ck" && cp -r "$W/base" "$W/ck"
+printf 'abc' >"$W/ck/step-00000030.c4ck"
+cp "$W/base/$NEW" "$W/ck/step-+0000040.c4ck"
+"$C4TRAIN" "${A[@]}" --steps 8 --ckpt-every 2 --ckpt-dir "$W/ck" >/dev/null 2>"$W/err" ||
+  fail "a run beside a damaged later checkpoint failed: $(cat "$W/err")"
+[ "$(cd "$W/ck" && ls step-0*.c4ck | paste -sd' ')" = "step-00000006.c4ck step-00000008.c4ck step-00000030.c4ck" ] ||
+  fail "after saving beside a damaged step 30: $(ls "$W/ck")"
 echo "ckpt_damage: ok"
