@@ -294,7 +294,7 @@ struct c4_ckpt *c4_ckpt_open(const char *path, char *err, size_t errlen) {
     return NULL;
   }
   struct stat st;
-  c->fd = open(path, O_RDONLY | O_CLOEXEC);
+  c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO named like one: no wait */
   if (c->fd < 0 || fstat(c->fd, &st)) {
     fail(c, err, errlen, errno == ENOENT ? C4_ENOTFOUND : C4_ESYS, "%s", strerror(errno));
     c4_ckpt_close(c);

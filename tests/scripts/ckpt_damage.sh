@@ -67,4 +67,11 @@ cp "$W/base/$NEW" "$W/ck/step-+0000040.c4ck"
   fail "a run beside a damaged later checkpoint failed: $(cat "$W/err")"
 [ "$(cd "$W/ck" && ls step-0*.c4ck | paste -sd' ')" = "step-00000006.c4ck step-00000008.c4ck step-00000030.c4ck" ] ||
   fail "after saving beside a damaged step 30: $(ls "$W/ck")"
+# a FIFO named like a checkpoint is skipped as not a regular file, not waited on for ever
+rm -rf "$W/ck" && cp -r "$W/base" "$W/ck"
+mkfifo "$W/ck/step-00000030.c4ck"
+out=$(timeout 60 "$C4TRAIN" "${A[@]}" --steps 6 --ckpt-every 100 --ckpt-dir "$W/ck" 2>"$W/err") ||
+  fail "beside a FIFO: exit $?: $(cat "$W/err")"
+grep -q "step-00000030.c4ck: not a regular file" "$W/err" && grep -q "resumed from step 4 " <<<"$out" ||
+  fail "beside a FIFO: $(cat "$W/err") $out"
 echo "ckpt_damage: ok"
