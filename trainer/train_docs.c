@@ -190,9 +190,10 @@ static int docs_end(struct docs_run *s) {
   return 0;
 }
 
-/* Everything docs_open and docs_alloc made. */
-static void docs_close(struct docs_run *s) {
-  train_json_close(s->jf);
+/* Everything docs_open and docs_alloc made. Returns 0, or 1 when the step log could not be
+ * written. */
+static int docs_close(struct docs_run *s) {
+  int rc = train_json_close(s->jf, s->o->json_out);
   free(s->rep);
   free(s->rrep);
   free(s->rec);
@@ -203,6 +204,7 @@ static void docs_close(struct docs_run *s) {
   gpt_free(&s->m);
   dp_close(&s->dp);
   docs_free(&s->d);
+  return rc;
 }
 
 int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
@@ -252,7 +254,8 @@ int train_docs_run(const struct train_opts *o, const struct c4_ranks *r) {
   }
   if (!status && s->first < o->steps) status = docs_end(s);
   if (!status) status = s->ckpt_failed ? 1 : 0;
-  docs_close(s);
+  int closed = docs_close(s);
+  if (!status) status = closed;
   free(s);
   return status;
 }

@@ -633,9 +633,10 @@ static int run_end(struct run *s) {
   return 0;
 }
 
-/* Everything run_open and run_alloc made (each free takes NULL or a zeroed object). */
-static void run_close(struct run *s) {
-  train_json_close(s->jf);
+/* Everything run_open and run_alloc made (each free takes NULL or a zeroed object). Returns 0,
+ * or 1 when the step log could not be written. */
+static int run_close(struct run *s) {
+  int rc = train_json_close(s->jf, s->o->json_out);
   if (s->sub) mon_sub_stop(s->sub);
   free(s->tok);
   free(s->tgt);
@@ -650,6 +651,7 @@ static void run_close(struct run *s) {
   gpt_free(&s->m);
   dp_close(&s->dp);
   text_data_free(&s->data);
+  return rc;
 }
 
 int train_run(const struct train_opts *o, const struct c4_ranks *r) {
@@ -685,7 +687,8 @@ int train_run(const struct train_opts *o, const struct c4_ranks *r) {
     status = run_step(s);
   if (!status && !done_already) status = run_end(s);
   if (!status) status = s->ckpt_failed ? 1 : 0;
-  run_close(s);
+  int closed = run_close(s);
+  if (!status) status = closed;
   free(s);
   return status;
 }

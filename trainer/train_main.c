@@ -1,5 +1,6 @@
 /* train_main.c -- c4train: command line, then one rank (launched by torchrun, srun or mpirun),
  * or --local-ranks N ranks supervised on this machine. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,5 +564,12 @@ int main(int argc, char **argv) {
     int status;
     if (launch_local(&a.lo, &status) < 0) return status;
   }
-  return rank_command(&a.o);
+  rc = rank_command(&a.o);
+  /* the step lines, the report or --json going to a full disk: said, and no success claimed */
+  int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+  if (e && !rc) {
+    fprintf(stderr, "c4train: standard output: %s\n", strerror(e));
+    rc = 1;
+  }
+  return rc;
 }

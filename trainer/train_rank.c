@@ -45,6 +45,10 @@ int train_json_open(const struct train_opts *o, int rank, FILE **jf) {
   return 0;
 }
 
-void train_json_close(FILE *jf) {
-  if (jf && jf != stdout) fclose(jf);
+int train_json_close(FILE *jf, const char *path) {
+  if (!jf || jf == stdout) return 0;
+  int bad = ferror(jf);
+  if (fclose(jf) == 0 && !bad) return 0;
+  fprintf(stderr, "c4train: --json-out %s: %s\n", path, strerror(errno ? errno : EIO));
+  return 1;
 }

@@ -28,7 +28,8 @@ void train_stretch(uint64_t t0, double slow);
  * none (NULL); other ranks none. Returns 0, or 1 when the file cannot be opened (printed). */
 int train_json_open(const struct train_opts *o, int rank, FILE **jf);
 
-/* Closes what train_json_open opened (stdout and NULL stay). */
-void train_json_close(FILE *jf);
+/* Closes what train_json_open opened (stdout and NULL stay). Returns 0, or 1 when a line could
+ * not be written to path (said: a full disk loses the step log, and the run must not exit 0). */
+int train_json_close(FILE *jf, const char *path);
 
 #endif

@@ -51,6 +51,20 @@ expect 2 "'--bogus'" "$BIN/c4train" --bogus
 expect 2 "--layers" "$BIN/c4train" --layers many
 expect 2 "'frob'" "$BIN/c4perf" --mode frob
 expect 2 "'1X'" "$BIN/c4perf" -b 1X
+# output that cannot be written (a full disk) is exit 1, said, never a silent success
+for cmd in "c4train --steps 2 --layers 1 --width 8 --heads 1 --context 8 --eval-windows 0" \
+  "c4perf --spawn 2 -e 64 --json"; do
+  $BIN/$cmd >/dev/full 2>"$WORK/err"
+  [ $? = 1 ] && grep -q "standard output: " "$WORK/err" ||
+    fail "$cmd >/dev/full: $(cat "$WORK/err")"
+done
+"$BIN/c4train" --steps 2 --layers 1 --width 8 --heads 1 --context 8 --eval-windows 0 \
+  --json-out /dev/full >/dev/null 2>"$WORK/err"
+[ $? = 1 ] && grep -q -- "--json-out /dev/full: No space left on device" "$WORK/err" ||
+  fail "c4train --json-out /dev/full: $(cat "$WORK/err")"
+"$BIN/c4perf" --spawn 2 --mode allreduce -e 64 --timeline /dev/full >/dev/null 2>"$WORK/err"
+[ $? = 1 ] && grep -q -- "--timeline /dev/full: a write failed" "$WORK/err" ||
+  fail "c4perf --timeline /dev/full: $(cat "$WORK/err")"
 # a configuration no restart mends is exit 1, not the lost peer's 75 that asks a launcher for one
 expect 1 "net plugin /etc/passwd" "$BIN/c4train" --plugin /etc/passwd --steps 1
 expect 1 "an address that does not resolve" env RANK=0 WORLD_SIZE=2 MASTER_ADDR=no-such-host.invalid \

@@ -396,5 +396,11 @@ int main(int argc, char **argv) {
                         "--mode %s needs 2 ranks (--spawn 2, --world 2, or a "
                         "launcher's variables)",
                         o.mode == MODE_BW ? "bw" : "lat");
-  return run(&o, &r, r.spawn_n > 0);
+  rc = run(&o, &r, r.spawn_n > 0);
+  int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0; /* the table or --json lost */
+  if (e && !rc) {
+    fprintf(stderr, "c4perf: standard output: %s\n", strerror(e));
+    rc = 1;
+  }
+  return rc;
 }
