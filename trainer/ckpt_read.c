@@ -503,6 +503,21 @@ static int list_candidates(const char *dir, struct candidate **out, int *n, char
   return 0;
 }
 
+/* 1 with why filled when c's metadata "step" is missing or not the step its name says: the step
+ * is the data position and the learning-rate schedule, and a file copied or renamed to a later
+ * name resumed at that name's step with the older weights, without a word. */
+static int step_disagrees(struct c4_ckpt *c, const char *path, uint64_t named, char *why,
+                          size_t whylen) {
+  json_t *s = json_object_get(c4_ckpt_meta(c), "step");
+  if (json_is_integer(s) && json_integer_value(s) >= 0 && (uint64_t)json_integer_value(s) == named)
+    return 0;
+  char was[32] = "none";
+  if (json_is_integer(s)) snprintf(was, sizeof was, "%lld", (long long)json_integer_value(s));
+  snprintf(why, whylen, "%s: its metadata's step (%s) is not its name's (%llu): renamed or copied?",
+           path, was, (unsigned long long)named);
+  return 1;
+}
+
 int c4_ckpt_latest(const char *dir, char *buf, size_t buflen, uint64_t *step, char *err,
                    size_t errlen) {
   struct candidate *v = NULL;
@@ -518,7 +533,8 @@ int c4_ckpt_latest(const char *dir, char *buf, size_t buflen, uint64_t *step, ch
     }
     sprintf(path, "%s/%s", dir, v[i].name);
     struct c4_ckpt *c = c4_ckpt_open(path, why, sizeof why);
-    if (c && c4_ckpt_verify(c, why, sizeof why) == 0) {
+    if (c && c4_ckpt_verify(c, why, sizeof why) == 0 &&
+        !step_disagrees(c, path, v[i].step, why, sizeof why)) {
       if (strlen(path) >= buflen) {
         rc = C4_EINVAL;
         if (err && errlen)

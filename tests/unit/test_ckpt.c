@@ -74,9 +74,13 @@ static int count_files(void) {
 
 /* A small checkpoint: two tensors and a meta object. */
 static float small_a[6] = {1, -2, 3.5f, 0, -0.0f, 1e-40f}, small_b[2] = {7, 8};
+/* A small checkpoint at path whose metadata's step is its name's (3 for another name). */
 static void save_small(const char *path) {
   struct c4_ckpt_tensor t[2] = {{"h.0.ln1.w", 2, {2, 3}, small_a}, {"adam.m.wte", 1, {2}, small_b}};
-  json_t *meta = json_pack("{s:i, s:i}", "step", 3, "world_size", 4);
+  uint64_t step = 3;
+  const char *name = strrchr(path, '/');
+  if (name && c4_ckpt_parse_step_name(name + 1, &step)) step = 3;
+  json_t *meta = json_pack("{s:I, s:i}", "step", (json_int_t)step, "world_size", 4);
   ck_assert_int_eq(c4_ckpt_save(path, meta, t, 2, err, sizeof err), 0);
   json_decref(meta);
 }
@@ -447,6 +451,25 @@ START_TEST(an_existing_checkpoint_is_replaced_whole) {
 }
 END_TEST
 
+/* A checkpoint copied to a later step's name resumed at that step with the older weights: its
+ * metadata's step must be its name's, else it is skipped as damaged. */
+START_TEST(latest_skips_a_checkpoint_whose_metadata_step_is_not_its_names) {
+  char p[512], got[512];
+  uint64_t step = 0;
+  ck_assert_int_eq(c4_ckpt_step_path(p, sizeof p, dir, 20), 0);
+  save_small(p);
+  struct c4_ckpt_tensor t = {"w", 1, {2}, small_b};
+  json_t *meta = json_pack("{s:i}", "step", 20);
+  ck_assert_int_eq(c4_ckpt_step_path(p, sizeof p, dir, 50), 0);
+  ck_assert_int_eq(c4_ckpt_save(p, meta, &t, 1, err, sizeof err), 0);
+  json_decref(meta);
+  ck_assert_int_eq(c4_ckpt_latest(dir, got, sizeof got, &step, err, sizeof err), 0);
+  ck_assert_uint_eq(step, 20);
+  ck_assert_msg(strstr(err, "step-00000050.c4ck: its metadata's step (20) is not its name's (50)"),
+                "%s", err);
+}
+END_TEST
+
 START_TEST(latest_picks_the_newest_intact_checkpoint_and_ignores_temporary_files) {
   char p[512], got[512];
   uint64_t step = 0;
@@ -498,6 +521,7 @@ int main(void) {
   tcase_add_test(tc, a_save_that_fails_leaves_the_old_checkpoint_and_no_temporary_file);
   tcase_add_test(tc, an_existing_checkpoint_is_replaced_whole);
   tcase_add_test(tc, latest_picks_the_newest_intact_checkpoint_and_ignores_temporary_files);
+  tcase_add_test(tc, latest_skips_a_checkpoint_whose_metadata_step_is_not_its_names);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
