@@ -95,14 +95,16 @@ static void raise_lost(struct det_rank *e, const char *why) {
 void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k) {
   struct det_rank *e = det_rank_get(job, k->rank, k->host, k->pid, 1);
   if (!e) return;
-  int other = e->pid != k->pid || strcmp(e->host, k->host);
+  int other = e->pid != k->pid || strcmp(e->host, k->host), was_lost = e->lost;
   if (e->lost && other)
     e->lost = 0; /* another process has its number: the lost one's verdict stands (key_of) */
   /* Two processes alive as one rank of one job: two jobs under one C4_JOB name. Their heartbeats
    * interleave as one rank's, so neither can be found hung or lost (a fresh user's two 2-rank jobs
    * named alike: one's rank stopped for 14 s raised nothing). Said, since c4mon cannot part them.
    */
-  if (other && k->event == C4_RANK_HB && !e->ended && e->last_hb &&
+  /* A process taking a lost one's number is its replacement (a job restarted on the survivors
+   * renumbers them), not a twin: that was said for every restart after a kill. */
+  if (other && k->event == C4_RANK_HB && !e->ended && !was_lost && e->last_hb &&
       k->t < e->last_hb + ctx->cfg.lost_ns && !e->twin) {
     e->twin = 1;
     twins++;

@@ -1435,6 +1435,19 @@ START_TEST(two_processes_streaming_as_one_rank_are_said) {
   ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 0);
   json_decref(st);
   c4_det_reset();
+  setup(NULL); /* a lost process's number taken by its replacement (a restart on the survivors) */
+  hb(0, 100 * MS, 0, 0);
+  struct c4_record lost = {.kind = C4_REC_RANK};
+  lost.rank = (struct c4_rank_record){.rank = 0, .pid = 100, .event = C4_RANK_LOST, .t = 150 * MS};
+  strcpy(lost.rank.host, "node0");
+  take(&lost);
+  ck_assert_int_eq(count("rank_lost"), 1);
+  twin.rank.t = 300 * MS;
+  take(&twin);
+  st = c4_det_state_json();
+  ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 0);
+  json_decref(st);
+  c4_det_reset();
 }
 END_TEST
 
