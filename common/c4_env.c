@@ -57,12 +57,20 @@ int c4_env_rank(void) {
 void c4_host_name(char *buf, size_t len) {
   const char *v = getenv("C4_HOSTNAME");
   if (v && *v) {
-    /* "%r" stands for the launcher rank, so one setting names every rank of a local job */
-    const char *r = strstr(v, "%r");
-    if (r)
-      snprintf(buf, len, "%.*s%d%s", (int)(r - v), v, c4_env_rank(), r + 2);
-    else
-      snprintf(buf, len, "%s", v);
+    /* each "%r" stands for the launcher rank, so one setting names every rank of a local job */
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", c4_env_rank());
+    size_t n = 0;
+    for (const char *p = v; *p && n + 1 < len; p++) {
+      const char *put = p[0] == '%' && p[1] == 'r' ? rank : NULL;
+      for (; put && *put && n + 1 < len; put++)
+        buf[n++] = *put;
+      if (put)
+        p++;
+      else
+        buf[n++] = *p;
+    }
+    buf[n] = 0;
     c4_unctrl(buf); /* c4mon refuses records whose host holds a control character */
     return;
   }

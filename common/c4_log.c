@@ -17,9 +17,19 @@ static atomic_int stderr_level = -1;
 
 static const char *program; /* set once, before any thread starts */
 
-void c4_log_set_logger(c4_logger_fn fn) { atomic_store(&nccl_logger, fn); }
+static int stderr_threshold(void);
 
-void c4_log_set_program(const char *name) { program = name; }
+/* Each also reads C4_DEBUG now, so that a misspelt level is said at start even when every line
+ * goes to NCCL's logger. */
+void c4_log_set_logger(c4_logger_fn fn) {
+  atomic_store(&nccl_logger, fn);
+  stderr_threshold();
+}
+
+void c4_log_set_program(const char *name) {
+  program = name;
+  stderr_threshold();
+}
 
 int c4_log_to_nccl(void) { return atomic_load(&nccl_logger) != NULL; }
 
@@ -44,7 +54,10 @@ static int stderr_threshold(void) {
   if (v && strcasecmp(v, "INFO") == 0) lvl = C4_LOG_INFO;
   if (v && strcasecmp(v, "TRACE") == 0) lvl = C4_LOG_TRACE;
   if (v && strcasecmp(v, "NONE") == 0) lvl = C4_LOG_NONE;
-  atomic_store(&stderr_level, lvl);
+  /* a misspelt level (C4_DEBUG=INF0) is said, once, not quietly taken as WARN */
+  int unknown = v && *v && lvl == C4_LOG_WARN && strcasecmp(v, "WARN");
+  if (atomic_exchange(&stderr_level, lvl) < 0 && unknown)
+    fprintf(stderr, "c4: C4_DEBUG=%s refused: not NONE, WARN, INFO or TRACE; using WARN\n", v);
   return lvl;
 }
 

@@ -83,7 +83,11 @@ int c4_reporter_init(void) {
     return C4_EINVAL;
   }
   const char *job = getenv("C4_JOB"), *token = getenv("C4_TOKEN");
-  snprintf(rep.job, sizeof rep.job, "%s", job ? job : "default");
+  if (!job || !*job) job = "default";
+  if (strlen(job) >= sizeof rep.job) /* two jobs alike up to there would merge in c4mon */
+    C4_WARN("C4_JOB is longer than %zu bytes: c4mon sees only its first %zu", sizeof rep.job - 1,
+            sizeof rep.job - 1);
+  snprintf(rep.job, sizeof rep.job, "%s", job);
   snprintf(rep.token, sizeof rep.token, "%s", token ? token : "");
   if (!token)
     C4_WARN("C4_TOKEN is unset: c4mon will accept this job only if it has no token either");

@@ -107,6 +107,9 @@ expect 1 "c4scen score: $NOFILE.json: No such file or directory" \
 C4_DEBUG=WARN C4_NSOCKS=lots "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/err" ||
   fail "c4perf with C4_NSOCKS=lots failed: $(cat "$WORK/err")"
 grep -q "C4_NSOCKS=lots refused" "$WORK/err" || fail "C4_NSOCKS=lots was not refused aloud"
+# a misspelt C4_DEBUG is said, not quietly taken as WARN
+C4_DEBUG=INF0 "$BIN/c4mon" events --now >/dev/null 2>"$WORK/err"
+grep -q "C4_DEBUG=INF0 refused" "$WORK/err" || fail "C4_DEBUG=INF0 was not refused: $(cat "$WORK/err")"
 # c4train's own defaults stand in for what it refuses, not the plugin's minute
 C4_DEBUG=WARN C4_COLL_TIMEOUT_MS=lots "$BIN/c4train" --steps 1 --layers 1 --width 8 --heads 1 --context 8 \
   >/dev/null 2>"$WORK/err"

@@ -225,6 +225,9 @@ START_TEST(c4_hostname_overrides_the_host_name_with_the_rank_in_it) {
   setenv("C4_HOSTNAME", "evil\033[2J\033[Hnode-%r\n\x7f", 1);
   c4_host_name(h, sizeof h);
   ck_assert_str_eq(h, "evil?[2J?[Hnode-3??");
+  setenv("C4_HOSTNAME", "r%r-of-%r%", 1); /* every %r, and a lone % kept */
+  c4_host_name(h, sizeof h);
+  ck_assert_str_eq(h, "r3-of-3%");
   setenv("C4_HOSTNAME", "fixed", 1);
   c4_host_name(h, sizeof h);
   ck_assert_str_eq(h, "fixed");
