@@ -54,6 +54,7 @@ struct conn {
   size_t out_len, out_off;
 };
 
+#define RATE_SECONDS 10
 static struct {
   const struct mon_opts *o;
   int lfd, efd;
@@ -63,6 +64,10 @@ static struct {
   struct mon_sink sink;
   int connected, sending, closed_since_trim;
   struct c4_record *batch; /* one RECORDS frame, checked whole before any record is taken */
+  /* records taken by the second over the last RATE_SECONDS, for a rate that is now's: the
+   * lifetime average said 449/s with no rank connected */
+  uint64_t rate_t[RATE_SECONDS + 1], rate_n[RATE_SECONDS + 1];
+  int rate_at;
 } mon;
 
 /* What a connection's handlers return when they closed it, or when it now only sends (a status
@@ -164,7 +169,12 @@ static void take_rank_event(struct conn *c, int event, uint64_t t, int64_t offse
 }
 
 static json_t *status_json(void) {
-  double secs = (double)(c4_now_ns() - mon.t_start) / 1e9;
+  uint64_t now = c4_now_ns();
+  double secs = (double)(now - mon.t_start) / 1e9;
+  int oldest = (mon.rate_at + 1) % (RATE_SECONDS + 1); /* the ring's oldest second */
+  if (!mon.rate_t[oldest]) oldest = 1;                 /* not full yet: its first */
+  double span = (double)(now - (mon.rate_t[oldest] ? mon.rate_t[oldest] : mon.t_start)) / 1e9;
+  uint64_t since = mon.rate_t[oldest] ? mon.rate_n[oldest] : 0;
   json_t *ranks = json_array();
   for (int fd = 0; fd < mon.nconn_max; fd++) {
     struct conn *c = mon.conn[fd];
@@ -183,8 +193,8 @@ static json_t *status_json(void) {
                    C4_VERSION, "ranks_connected", mon.connected, "accepted",
                    (json_int_t)mon.accepted, "rejected", (json_int_t)mon.rejected, "bad_frames",
                    (json_int_t)mon.bad_frames, "records", (json_int_t)mon.sink.records,
-                   "records_per_s", secs > 0 ? (double)mon.sink.records / secs : 0.0, "lost",
-                   (json_int_t)mon.lost, "clean_exits", (json_int_t)mon.clean_exits,
+                   "records_per_s", span > 0 ? (double)(mon.sink.records - since) / span : 0.0,
+                   "lost", (json_int_t)mon.lost, "clean_exits", (json_int_t)mon.clean_exits,
                    "status_refused", (json_int_t)mon.status_refused, "uptime_s", secs, "ranks",
                    ranks, "windows", c4_mon_windows_json());
 }
@@ -566,6 +576,11 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
     }
     if (now >= next_tick) { /* detection's clock, and the caller's periodic work */
       c4_det_advance(now);
+      if (now >= mon.rate_t[mon.rate_at] + 1000000000ull) { /* one sample a second */
+        mon.rate_at = (mon.rate_at + 1) % (RATE_SECONDS + 1);
+        mon.rate_t[mon.rate_at] = now;
+        mon.rate_n[mon.rate_at] = mon.sink.records;
+      }
       if (mon_pathplan_pending()) push_avoid(now);
       if (o->tick) o->tick(o->tick_arg);
       next_tick = now + 100000000ull;
