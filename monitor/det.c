@@ -119,6 +119,10 @@ static void periodic(void) {
   det_hang_advance();
 }
 
+void c4_det_close_all(void) {
+  det_book_clear_all("c4mon stopped: nothing watches it any more", ctx.now);
+}
+
 void c4_det_stalled(uint64_t now) {
   det_ranks_stalled(now, C4_DET_STALL_NS);
   det_hang_stalled(now, C4_DET_STALL_NS);

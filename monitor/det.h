@@ -79,6 +79,11 @@ uint64_t c4_det_hang_due_at_end(void);
  */
 json_t *c4_det_state_json(void);
 
+/* c4mon serve is stopping: every active verdict is closed with that reason, so that an events
+ * file never holds a verdict open that nothing watches (a restarted c4mon raises it afresh if
+ * the fault is still there). */
+void c4_det_close_all(void);
+
 /* Forgets everything (end of replay, tests). */
 void c4_det_reset(void);
 

@@ -155,6 +155,11 @@ void det_book_clear_job(const char *job, const char *keep_kind, const char *why,
   }
 }
 
+void det_book_clear_all(const char *why, uint64_t now) {
+  while (book.nactive)
+    clear_at(book.nactive - 1, why, now);
+}
+
 void det_book_each(const char *kind, void (*fn)(const json_t *event, void *arg), void *arg) {
   for (int i = 0; i < book.nactive; i++)
     if (!strcmp(json_string_value(json_object_get(book.active[i].event, "kind")), kind))

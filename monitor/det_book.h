@@ -43,6 +43,9 @@ int det_book_take_id(void);
  * now, saying why. */
 void det_book_clear_job(const char *job, const char *keep_kind, const char *why, uint64_t now);
 
+/* Clears every active verdict, saying why. */
+void det_book_clear_all(const char *why, uint64_t now);
+
 /* A verdict that persists: key's factor, confidence and cost as they are now, in the book's copy
  * (the state document shows it); no event. Nothing when key is not active. */
 void det_book_update(const char *key, double factor, double confidence, double cost);

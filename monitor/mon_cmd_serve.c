@@ -22,6 +22,7 @@ static int serve(const char *prog, struct mon_opts *o, const char *out, struct m
   int rc = C4_EXIT_FAIL;
   if (c4_det_init(&d->det) == 0 && c4_mon_outputs_start(&d->out) == 0) {
     rc = c4_mon_serve(o, &c4_mon_stop) ? C4_EXIT_FAIL : C4_EXIT_OK;
+    c4_det_close_all(); /* before the outputs stop: the closing events are written */
     c4_mon_outputs_stop(2000);
   }
   c4_det_reset();

@@ -772,6 +772,20 @@ START_TEST(a_stall_of_c4mon_itself_pages_no_rank_lost) {
 }
 END_TEST
 
+/* c4mon serve stopping closes what it no longer watches: a stopped c4mon left verdicts open in
+ * its events file for good, and a restarted one raised them again under new ids. */
+START_TEST(closing_all_leaves_no_verdict_open) {
+  three_ranks_then_rank1_lost();
+  ck_assert_int_eq(count("rank_lost"), 1);
+  c4_det_close_all();
+  ck_assert_int_eq(count("recovered"), 1);
+  json_t *st = c4_det_state_json();
+  ck_assert_int_eq(json_array_size(json_object_get(st, "verdicts")), 0);
+  json_decref(st);
+  c4_det_reset();
+}
+END_TEST
+
 START_TEST(a_stopped_process_is_a_noncomm_hang_before_it_is_lost) {
   setup(NULL);
   uint64_t t = run_colls(4, 0, 50, 10 * MS, healthy);
@@ -1569,6 +1583,7 @@ int main(void) {
   tcase_add_test(tc,
                  a_rank_heartbeating_slower_than_the_lost_threshold_is_judged_by_its_own_interval);
   tcase_add_test(tc, a_stall_of_c4mon_itself_pages_no_rank_lost);
+  tcase_add_test(tc, closing_all_leaves_no_verdict_open);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
   tcase_add_test(tc, a_slow_sending_nic_is_its_row_and_clears_when_restored);
   tcase_add_test(tc, a_far_out_link_clears_within_a_few_seconds_of_its_restore);
