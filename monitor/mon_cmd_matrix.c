@@ -24,8 +24,9 @@ static json_t *state_of_trace(const char *prog, const char *path, struct mon_det
 /* Detection's state of the c4mon at addr, or NULL (reported). */
 static json_t *state_of_server(const char *prog, const char *addr) {
   char *doc = NULL;
-  if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0) {
-    c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, addr);
+  int rc = c4_mon_query_status(addr, c4_mon_cli_token(), &doc);
+  if (rc != 0) {
+    c4_cli_fail(prog, "%s: %s", addr, c4_mon_query_why(rc));
     return NULL;
   }
   json_t *st = json_loads(doc, 0, NULL);

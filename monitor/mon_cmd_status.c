@@ -67,8 +67,8 @@ static void print_verdicts(json_t *verdicts) {
 
 static int print_status(const char *prog, const char *addr, int as_json) {
   char *doc = NULL;
-  if (c4_mon_query_status(addr, c4_mon_cli_token(), &doc) != 0)
-    return c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, addr);
+  int rc = c4_mon_query_status(addr, c4_mon_cli_token(), &doc);
+  if (rc != 0) return c4_cli_fail(prog, "%s: %s", addr, c4_mon_query_why(rc));
   if (as_json) {
     printf("%s\n", doc);
     free(doc);

@@ -34,8 +34,9 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
   if (!connect_to) return c4_cli_usage(prog, "--connect ADDR:PORT is required");
   if (c4_cli_addr(prog, "--connect", connect_to, 0) != 0) return C4_EXIT_USAGE;
   c4_mon_cli_signals();
-  if (c4_mon_tty_run(connect_to, c4_mon_cli_token(), interval, once, color) == 0) return C4_EXIT_OK;
-  return c4_cli_fail(prog, "%s: " C4_MON_NO_ANSWER, connect_to);
+  rc = c4_mon_tty_run(connect_to, c4_mon_cli_token(), interval, once, color);
+  if (rc == 0) return C4_EXIT_OK;
+  return c4_cli_fail(prog, "%s: %s", connect_to, c4_mon_query_why(rc));
 }
 
 const struct mon_cmd c4_mon_cmd_top = {

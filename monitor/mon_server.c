@@ -605,6 +605,18 @@ static int recv_frame(int fd, int *type, uint8_t **body, uint32_t *len) {
   return 0;
 }
 
+const char *c4_mon_query_why(int rc) {
+  switch (rc) {
+  case C4_ENOTFOUND: return "nothing answers there (is c4mon serve running, on this --listen?)";
+  case C4_EPROTO:
+    return "what answers there is not c4mon's rank port (its --metrics or --subscribe port?)";
+  case C4_EREMOTE:
+    return "c4mon refused the request: a wrong token (--token-file, C4_TOKEN), or too many "
+           "status requests at once";
+  default: return "no answer from c4mon";
+  }
+}
+
 int c4_mon_query_status(const char *addr, const char *token, char **out) {
   *out = NULL;
   struct sockaddr_storage sa;
@@ -617,7 +629,7 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
     close(fd);
     return C4_ESYS;
   }
-  int rc = connect(fd, (struct sockaddr *)&sa, salen) == 0 ? 0 : C4_EREMOTE;
+  int rc = connect(fd, (struct sockaddr *)&sa, salen) == 0 ? 0 : C4_ENOTFOUND;
   /* c4mon sends its CHALLENGE first; the STATUS proves the token over its nonce */
   int type;
   uint8_t *body = NULL;

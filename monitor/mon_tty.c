@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "c4_err.h"
 #include "mon_evq.h"
 #include "mon_heat.h"
 #include "mon_server.h"
@@ -171,16 +172,17 @@ int c4_mon_tty_run(const char *addr, const char *token, double interval_s, int o
       hgt = ws.ws_row;
     }
     char *doc = NULL;
-    json_t *st = c4_mon_query_status(addr, token, &doc) == 0 ? json_loads(doc, 0, NULL) : NULL;
+    int rc = c4_mon_query_status(addr, token, &doc);
+    json_t *st = rc == 0 ? json_loads(doc, 0, NULL) : NULL;
     free(doc);
     if (!once) fputs("\033[H\033[2J", stdout);
     if (st)
       c4_mon_tty_render(stdout, st, w, hgt - 1, color);
     else if (!once)
-      printf("c4mon top: %s: " C4_MON_NO_ANSWER " (retrying)\n", addr);
+      printf("c4mon top: %s: %s (retrying)\n", addr, c4_mon_query_why(rc));
     json_decref(st);
     fflush(stdout);
-    if (once) return st ? 0 : 1;
+    if (once) return st ? 0 : rc ? rc : C4_EPROTO;
     struct timespec ts = {(time_t)interval_s,
                           (long)((interval_s - (double)(time_t)interval_s) * 1e9)};
     nanosleep(&ts, NULL);

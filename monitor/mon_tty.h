@@ -12,8 +12,8 @@
 void c4_mon_tty_render(FILE *out, const json_t *status, int width, int height, int color);
 
 /* Polls the c4mon at addr every interval_s and redraws until SIGINT/SIGTERM; with once, one frame
- * without clearing the screen (1 when c4mon did not answer). color: 1, 0, or -1 (when stdout is a
- * terminal). */
+ * without clearing the screen (c4_mon_query_status's code when c4mon did not answer, for
+ * c4_mon_query_why). color: 1, 0, or -1 (when stdout is a terminal). */
 int c4_mon_tty_run(const char *addr, const char *token, double interval_s, int once, int color);
 
 #endif

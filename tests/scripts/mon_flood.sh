@@ -27,12 +27,15 @@ export C4_TOKEN; C4_TOKEN=$(head -1 "$WORK/token")
 up 127.0.0.1:$P || fail "c4mon did not come up: $(cat "$WORK/serve.err")"
 grep -q "no job token" "$WORK/serve.err" && fail "warned about a missing token it has"
 C4_TOKEN=wrong "$BIN/c4mon" status --connect 127.0.0.1:$P >/dev/null 2>&1 && fail "status answered a wrong token"
-# a refused token is not told apart from a c4mon that is down, so every client says both
+# every client tells a refused token from nothing listening
 for cmd in "status" "top --once" "matrix --png $WORK/m.png"; do
   # shellcheck disable=SC2086 # the command's words
   out=$(C4_TOKEN=wrong "$BIN/c4mon" $cmd --connect 127.0.0.1:$P 2>&1) && fail "$cmd answered a wrong token"
-  grep -q "or it refused the token" <<<"$out" || fail "$cmd with a wrong token said: $out"
+  grep -q "c4mon refused the request: a wrong token" <<<"$out" || fail "$cmd with a wrong token said: $out"
   grep -q "retrying" <<<"$out" && fail "$cmd --once said it retries: $out"
+  # shellcheck disable=SC2086
+  out=$("$BIN/c4mon" $cmd --connect 127.0.0.1:1 2>&1) && fail "$cmd answered from port 1"
+  grep -q "nothing answers there" <<<"$out" || fail "$cmd to a closed port said: $out"
 done
 out=$(C4_DEBUG=NONE "$BIN/c4-mon-flood" 127.0.0.1:$P "$C4_TOKEN" 2000 $MON) || fail "c4-mon-flood: $out"
 echo "$out"
