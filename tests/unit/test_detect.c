@@ -928,12 +928,8 @@ START_TEST(a_nic_slow_both_ways_is_one_verdict) {
 }
 END_TEST
 
-/* run_xfers from 1 s to end at rate: the one verdict, a link from node1 to node2, at a factor in
- * (lo, hi). */
-static void the_link_1_to_2(double (*rate)(int src, int dst, uint64_t t), uint64_t end, double lo,
-                            double hi) {
-  setup(NULL);
-  run_xfers(1000 * MS, end, rate);
+/* The one verdict raised: a link from node1 to node2 at a factor in (lo, hi). */
+static json_t *only_the_link_1_to_2(double lo, double hi) {
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
   json_t *link = json_object_get(e, "link");
@@ -941,6 +937,15 @@ static void the_link_1_to_2(double (*rate)(int src, int dst, uint64_t t), uint64
   ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
   double f = json_real_value(json_object_get(e, "factor"));
   ck_assert_msg(f > lo && f < hi, "factor %.3f", f);
+  return e;
+}
+
+/* run_xfers from 1 s to end at rate: only_the_link_1_to_2(lo, hi). */
+static void the_link_1_to_2(double (*rate)(int src, int dst, uint64_t t), uint64_t end, double lo,
+                            double hi) {
+  setup(NULL);
+  run_xfers(1000 * MS, end, rate);
+  only_the_link_1_to_2(lo, hi);
   c4_det_reset();
 }
 
@@ -958,18 +963,11 @@ static double link_1_to_2_at_30_from_20s(int s, int d, uint64_t t) {
 
 /* Its cell is read in two evaluations of four; the ones between, with no transfer on it, say
  * nothing and do not break its streak: the link at 30% from 20 s is named, before its baseline
- * learns it.
- * Counted as misses, they broke every streak, and the link was never named. */
+ * learns it. Counted as misses, they broke every streak, and the link was never named. */
 START_TEST(a_slow_link_used_now_and_then_is_named) {
   setup(NULL);
   run_xfers_but(1000 * MS, 40000 * MS, link_1_to_2_at_30_from_20s, link_1_to_2_now_and_then);
-  json_t *e = only_comm_slow();
-  ck_assert_str_eq(json_string_value(json_object_get(e, "where")), "link");
-  json_t *link = json_object_get(e, "link");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node1");
-  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node2");
-  double f = json_real_value(json_object_get(e, "factor"));
-  ck_assert_msg(f > 2.8 && f < 3.9, "factor %.3f", f);
+  json_t *e = only_the_link_1_to_2(2.8, 3.9);
   uint64_t at = (uint64_t)json_integer_value(json_object_get(e, "t"));
   ck_assert_msg(at > 20000 * MS && at < 28000 * MS, "flagged at %.2f s", (double)at / 1e9);
   c4_det_reset();
@@ -1424,6 +1422,18 @@ START_TEST(a_lost_rank_s_verdict_is_its_process_s) {
 }
 END_TEST
 
+/* twin (another process as rank 0) streams at 300 ms: the twin ranks c4mon then counts, and a
+ * reset. */
+static int twins_after(struct c4_record *twin) {
+  twin->rank.t = 300 * MS;
+  take(twin);
+  json_t *st = c4_det_state_json();
+  int n = (int)json_integer_value(json_object_get(st, "twin_ranks"));
+  json_decref(st);
+  c4_det_reset();
+  return n;
+}
+
 /* Two live processes streaming as one rank of one job (two jobs under one C4_JOB name) are said
  * once and counted: their heartbeats interleave as one rank's, and a hang of either is missed. */
 START_TEST(two_processes_streaming_as_one_rank_are_said) {
@@ -1443,12 +1453,7 @@ START_TEST(two_processes_streaming_as_one_rank_are_said) {
   setup(NULL); /* one process after another under one rank (a restart after a goodbye): none */
   hb(0, 100 * MS, 0, 0);
   end_streams(1, 0, 200 * MS);
-  twin.rank.t = 300 * MS;
-  take(&twin);
-  st = c4_det_state_json();
-  ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 0);
-  json_decref(st);
-  c4_det_reset();
+  ck_assert_int_eq(twins_after(&twin), 0);
   setup(NULL); /* a lost process's number taken by its replacement (a restart on the survivors) */
   hb(0, 100 * MS, 0, 0);
   struct c4_record lost = {.kind = C4_REC_RANK};
@@ -1456,12 +1461,7 @@ START_TEST(two_processes_streaming_as_one_rank_are_said) {
   strcpy(lost.rank.host, "node0");
   take(&lost);
   ck_assert_int_eq(count("rank_lost"), 1);
-  twin.rank.t = 300 * MS;
-  take(&twin);
-  st = c4_det_state_json();
-  ck_assert_int_eq(json_integer_value(json_object_get(st, "twin_ranks")), 0);
-  json_decref(st);
-  c4_det_reset();
+  ck_assert_int_eq(twins_after(&twin), 0);
 }
 END_TEST
 
