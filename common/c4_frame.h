@@ -13,7 +13,7 @@
 #define C4_FRAME_NONCE 16
 #define C4_FRAME_MAC 32
 /* The longest heartbeat interval a rank may use (C4_HEARTBEAT_MS): c4mon's default --lost-ms,
- * 10 s, over the 2.5 intervals it waits once it has learned a rank's interval. */
+ * 10 s, over 2.5, so that a healthy rank is never silent that long. */
 #define C4_HEARTBEAT_MAX_MS 4000
 #define C4_FRAME_NAME 64
 

@@ -91,9 +91,9 @@ int c4_reporter_init(void) {
   snprintf(rep.token, sizeof rep.token, "%s", token ? token : "");
   if (!token)
     C4_WARN("C4_TOKEN is unset: c4mon will accept this job only if it has no token either");
-  /* at most 4 s: c4mon learns the interval only from the heartbeats themselves, and until it
-   * has two it counts a rank silent for its --lost-ms (10 s by default) as lost; at 20 s every
-   * healthy rank was paged lost once (C4_HEARTBEAT_MAX_MS in c4_frame.h) */
+  /* at most 4 s: c4mon counts a rank silent for its --lost-ms (10 s by default) as lost, and at
+   * 20 s every healthy rank was paged lost, then recovered, at every heartbeat
+   * (C4_HEARTBEAT_MAX_MS in c4_frame.h) */
   rep.hb_ns = (uint64_t)c4_env_long("C4_HEARTBEAT_MS", 1000, 10, C4_HEARTBEAT_MAX_MS) * 1000000ull;
   rep.q_cap = (size_t)c4_env_long("C4_REPORT_QUEUE", 65536, 16, 1 << 24);
   rep.q = calloc(rep.q_cap, sizeof *rep.q);

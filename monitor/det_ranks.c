@@ -115,7 +115,10 @@ void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k
   snprintf(e->host, sizeof e->host, "%s", k->host);
   e->pid = k->pid;
   if (k->event == C4_RANK_HB) {
-    if (e->last_hb && k->t > e->last_hb) {
+    /* a new process learns its own interval, and the gap of a loss is no interval: learned, it
+     * stretched the quiet test (det_rank_quiet) of a replacement or a returning rank */
+    if (other) e->hb_interval = 0;
+    if (e->last_hb && k->t > e->last_hb && !other && !was_lost) {
       uint64_t gap = k->t - e->last_hb;
       e->hb_interval = e->hb_interval ? (e->hb_interval * 3 + gap) / 4 : gap;
     }
@@ -147,10 +150,7 @@ void det_ranks_take(const struct c4_det_job *job, const struct c4_rank_record *k
 static void check_silence(struct det_rank *e, void *arg) {
   (void)arg;
   if (e->lost || e->ended || !e->last_hb) return;
-  /* a rank whose heartbeats come slower than --lost-ms allows gets 2.5 of its own intervals */
-  uint64_t lost =
-      e->hb_interval * 5 / 2 > ctx->cfg.lost_ns ? e->hb_interval * 5 / 2 : ctx->cfg.lost_ns;
-  if (ctx->now - e->last_hb >= lost) {
+  if (ctx->now - e->last_hb >= ctx->cfg.lost_ns) {
     char why[120];
     snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(ctx->now - e->last_hb) / 1e9);
     raise_lost(e, why);

@@ -732,18 +732,29 @@ START_TEST(a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank) {
 }
 END_TEST
 
-/* Rank 1 heartbeats every 12 s, slower than --lost-ms (10 s) allows; rank 0 every second. Until
- * c4mon has two of rank 1's it cannot know its interval and the first gap is a loss (the plugin
- * keeps C4_HEARTBEAT_MS at 4 s at most for this); once it has, rank 1 gets 2.5 of its own
- * intervals, and a healthy rank is not paged lost at every heartbeat. */
-START_TEST(a_rank_heartbeating_slower_than_the_lost_threshold_is_judged_by_its_own_interval) {
+/* Rank 1 lost at 5.5 s, its replacement (another pid) streaming from 120 s and dying at 122 s:
+ * lost again 10 s after its last heartbeat, whatever the gap between the two. */
+START_TEST(a_replacement_that_dies_early_is_lost_at_the_usual_threshold) {
   setup(NULL);
-  for (uint64_t t = 1; t <= 120; t++) {
+  for (uint64_t t = 1; t <= 130; t++) {
     hb(0, t * 1000 * MS, 0, 0);
-    if (t % 12 == 0) hb(1, t * 1000 * MS, 0, 0);
+    if (t <= 5) hb(1, t * 1000 * MS, 0, 0);
   }
   ck_assert_int_eq(count("rank_lost"), 1);
-  ck_assert_int_eq(count("recovered"), 1);
+  struct c4_record r = {.kind = C4_REC_RANK};
+  r.rank = (struct c4_rank_record){.rank = 1, .pid = 777, .event = C4_RANK_HB};
+  strcpy(r.rank.host, "node1");
+  for (uint64_t t = 1200; t <= 1220; t++) { /* 120 s to 122 s, every 100 ms */
+    r.rank.t = t * 100 * MS;
+    take(&r);
+    if (t % 10 == 0) hb(0, t * 100 * MS + 1, 0, 0);
+  }
+  for (uint64_t t = 123; t <= 131; t++)
+    hb(0, t * 1000 * MS + 2, 0, 0);
+  ck_assert_int_eq(count("rank_lost"), 1); /* not yet: 10 s after 122 s is 132 s */
+  for (uint64_t t = 132; t <= 135; t++)
+    hb(0, t * 1000 * MS + 2, 0, 0);
+  ck_assert_int_eq(count("rank_lost"), 2);
   c4_det_reset();
 }
 END_TEST
@@ -1580,8 +1591,7 @@ int main(void) {
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
   tcase_add_test(tc, a_lost_rank_s_verdict_is_its_process_s);
   tcase_add_test(tc, two_processes_streaming_as_one_rank_are_said);
-  tcase_add_test(tc,
-                 a_rank_heartbeating_slower_than_the_lost_threshold_is_judged_by_its_own_interval);
+  tcase_add_test(tc, a_replacement_that_dies_early_is_lost_at_the_usual_threshold);
   tcase_add_test(tc, a_stall_of_c4mon_itself_pages_no_rank_lost);
   tcase_add_test(tc, closing_all_leaves_no_verdict_open);
   tcase_add_test(tc, a_stopped_process_is_a_noncomm_hang_before_it_is_lost);
