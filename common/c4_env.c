@@ -34,6 +34,11 @@ long c4_env_long(const char *name, long def, long min, long max) {
   return x;
 }
 
+const char *c4_env_job(void) {
+  const char *job = getenv("C4_JOB");
+  return job && *job ? job : "default";
+}
+
 const char *c4_env_first(const char *const *names) {
   for (; *names; names++) {
     const char *v = getenv(*names);

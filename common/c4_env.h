@@ -11,6 +11,10 @@
  * (the command-line tools) reads its variables with c4_ranks.h or checks them itself. */
 long c4_env_long(const char *name, long def, long min, long max);
 
+/* The job's name: C4_JOB, or "default" when it is unset or empty (every reader of it alike: the
+ * reporter, the trace, c4train's subscription). */
+const char *c4_env_job(void);
+
 /* Returns the first set variable of `names` (NULL-terminated), or NULL. */
 const char *c4_env_first(const char *const *names);
 

@@ -82,8 +82,7 @@ int c4_reporter_init(void) {
     C4_WARN("C4_MONITOR=%s: the port is not a number from 1 to 65535; not streaming to c4mon", mon);
     return C4_EINVAL;
   }
-  const char *job = getenv("C4_JOB"), *token = getenv("C4_TOKEN");
-  if (!job || !*job) job = "default";
+  const char *job = c4_env_job(), *token = getenv("C4_TOKEN");
   if (strlen(job) >= sizeof rep.job) /* two jobs alike up to there would merge in c4mon */
     C4_WARN("C4_JOB is longer than %zu bytes: c4mon sees only its first %zu", sizeof rep.job - 1,
             sizeof rep.job - 1);

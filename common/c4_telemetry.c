@@ -224,8 +224,7 @@ int c4_telemetry_start(void) {
   tel.started = 1;
   tel.streaming = c4_reporter_init() == 1;
   if (path && *path) {
-    const char *job = getenv("C4_JOB");
-    snprintf(trace_job, sizeof trace_job, "%s", job && *job ? job : "default");
+    snprintf(trace_job, sizeof trace_job, "%s", c4_env_job());
     tel.out = fopen(path, "ae"); /* append; close on exec */
     if (!tel.out)
       C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "c4_clock.h"
+#include "c4_env.h"
 #include "c4_err.h"
 #include "c4_frame.h"
 
@@ -125,10 +126,9 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
     /* a job of its own to c4mon too: its start, end and stragglers are not the job's (the
      * suffix kept within the name the plugin sends, which it cuts) */
     static const char suffix[] = "-layout-probe";
-    const char *job = getenv("C4_JOB");
     char probe_job[C4_FRAME_NAME];
     snprintf(probe_job, sizeof probe_job, "%.*s%s", (int)(sizeof probe_job - sizeof suffix),
-             job ? job : "default", suffix);
+             c4_env_job(), suffix);
     setenv("C4_JOB", probe_job, 1);
     dup2(fds[1], 1);
     close(fds[0]);

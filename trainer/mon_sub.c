@@ -1,6 +1,7 @@
 /* mon_sub.c -- the subscription reader: poll with short timeouts so stop is prompt, JSON lines
  * parsed with jansson, a straggler verdict remembered by id until its `recovered` clears it. */
 #include "mon_sub.h"
+#include "c4_env.h"
 #include "c4_err.h"
 #include "c4_frame.h"
 
@@ -179,8 +180,7 @@ struct mon_sub *mon_sub_start(const char *addr_port, int my_rank, mon_sub_event_
   if (!s) return NULL;
   memcpy(s->host, addr_port, (size_t)(colon - addr_port));
   strcpy(s->port, colon + 1);
-  const char *job = getenv("C4_JOB");
-  snprintf(s->job, sizeof s->job, "%s", job ? job : "default");
+  snprintf(s->job, sizeof s->job, "%s", c4_env_job());
   s->my_rank = my_rank;
   s->on_event = on_event;
   s->arg = arg;

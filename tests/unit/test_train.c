@@ -205,6 +205,19 @@ START_TEST(ranks_come_from_torchrun_slurm_open_mpi_or_pmi) {
 }
 END_TEST
 
+/* The job's name is read alike everywhere: unset or empty is "default" (the reporter sent
+ * "default" for an empty C4_JOB while c4train's subscription followed job "" and heard nothing). */
+START_TEST(an_unset_or_empty_c4_job_is_default) {
+  unsetenv("C4_JOB");
+  ck_assert_str_eq(c4_env_job(), "default");
+  setenv("C4_JOB", "", 1);
+  ck_assert_str_eq(c4_env_job(), "default");
+  setenv("C4_JOB", "train7", 1);
+  ck_assert_str_eq(c4_env_job(), "train7");
+  unsetenv("C4_JOB");
+}
+END_TEST
+
 /* C4_HOSTNAME names the host every c4 record carries; %r is the rank, so a local job's ranks can
  * stand for separate hosts. */
 START_TEST(c4_hostname_overrides_the_host_name_with_the_rank_in_it) {
@@ -1006,6 +1019,7 @@ int main(void) {
   tcase_add_test(model, ranks_come_from_torchrun_slurm_open_mpi_or_pmi);
   tcase_add_test(model, samples_depend_only_on_seed_step_and_index);
   tcase_add_test(model, c4_hostname_overrides_the_host_name_with_the_rank_in_it);
+  tcase_add_test(model, an_unset_or_empty_c4_job_is_default);
   tcase_add_test(model, c4mon_verdicts_reach_the_trainer_through_the_subscription_port);
   suite_add_tcase(s, model);
   TCase *prog = tcase_create("program");
