@@ -378,16 +378,29 @@ out:
   return rc;
 }
 
+/* Whether spine s has links to both leaves. */
+static int joins(const struct c4_plan_topo *t, int from, int to, int s) {
+  return t->uplink_gbps[from * t->nspines + s] > 0 && t->uplink_gbps[to * t->nspines + s] > 0;
+}
+
+/* Whether a flow can go from leaf `from` to leaf `to`: one leaf, or a spine joining both. */
+static int leaves_joined(const struct c4_plan_topo *t, int from, int to) {
+  for (int s = 0; from != to && s < t->nspines; s++)
+    if (joins(t, from, to, s)) return 1;
+  return from == to;
+}
+
+/* Whether port i of host a reaches port j of host b. */
+static int ports_joined(const struct c4_plan_topo *t, const struct c4_plan_host *a, int i,
+                        const struct c4_plan_host *b, int j) {
+  return leaves_joined(t, t->ports[a->port0 + i].leaf, t->ports[b->port0 + j].leaf);
+}
+
 static int have_path(const struct c4_plan_topo *t, int src, int dst) {
   const struct c4_plan_host *a = &t->hosts[src], *b = &t->hosts[dst];
   for (int i = 0; i < a->nports; i++)
-    for (int j = 0; j < b->nports; j++) {
-      int from = t->ports[a->port0 + i].leaf, to = t->ports[b->port0 + j].leaf;
-      if (from == to) return 1;
-      for (int s = 0; s < t->nspines; s++)
-        if (t->uplink_gbps[from * t->nspines + s] > 0 && t->uplink_gbps[to * t->nspines + s] > 0)
-          return 1;
-    }
+    for (int j = 0; j < b->nports; j++)
+      if (ports_joined(t, a, i, b, j)) return 1;
   return 0;
 }
 
@@ -413,16 +426,26 @@ int c4_plan_hash(const struct c4_plan_topo *t, const struct c4_plan_flow *flows,
   for (int i = 0; i < n; i++) {
     const struct c4_plan_host *a = &t->hosts[flows[i].src], *b = &t->hosts[flows[i].dst];
     struct c4_plan_path *p = &paths[i];
-    p->src_port = (int)(next_random(&seed) % (uint64_t)a->nports);
-    p->dst_port = (int)(next_random(&seed) % (uint64_t)b->nports);
-    int from = t->ports[a->port0 + p->src_port].leaf, to = t->ports[b->port0 + p->dst_port].leaf;
-    int k = 0;
-    for (int s = 0; from != to && s < S; s++)
-      if (t->uplink_gbps[from * S + s] > 0 && t->uplink_gbps[to * S + s] > 0) spines[k++] = s;
-    if (from != to && !k) {
+    /* a random pair of ports among those that reach each other (a random pair of all could
+     * have none: c4plan assign then failed on a routable fabric, one seed in two) */
+    int pairs = 0;
+    for (int x = 0; x < a->nports * b->nports; x++)
+      pairs += ports_joined(t, a, x / b->nports, b, x % b->nports);
+    if (!pairs) {
       free(spines);
       return C4_EINVAL;
     }
+    int pick = (int)(next_random(&seed) % (uint64_t)pairs);
+    for (int x = 0; x < a->nports * b->nports; x++)
+      if (ports_joined(t, a, x / b->nports, b, x % b->nports) && pick-- == 0) {
+        p->src_port = x / b->nports;
+        p->dst_port = x % b->nports;
+        break;
+      }
+    int from = t->ports[a->port0 + p->src_port].leaf, to = t->ports[b->port0 + p->dst_port].leaf;
+    int k = 0;
+    for (int s = 0; from != to && s < S; s++)
+      if (joins(t, from, to, s)) spines[k++] = s;
     p->spine = from == to ? -1 : spines[next_random(&seed) % (uint64_t)k];
   }
   free(spines);
@@ -436,9 +459,7 @@ static int valid_path(const struct c4_plan_topo *t, const struct c4_plan_flow *f
     return 0;
   int from = t->ports[a->port0 + p->src_port].leaf, to = t->ports[b->port0 + p->dst_port].leaf;
   if (from == to) return p->spine == -1;
-  return p->spine >= 0 && p->spine < t->nspines &&
-         t->uplink_gbps[from * t->nspines + p->spine] > 0 &&
-         t->uplink_gbps[to * t->nspines + p->spine] > 0;
+  return p->spine >= 0 && p->spine < t->nspines && joins(t, from, to, p->spine);
 }
 
 double c4_plan_max_load(const struct c4_plan_topo *t, const struct c4_plan_flow *flows, int n,

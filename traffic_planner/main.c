@@ -127,11 +127,13 @@ static int place_flows(const struct args *a, const struct c4_plan_topo *t,
                        const struct c4_plan_flow *flows, int n, struct c4_plan_path *paths,
                        struct c4_plan_path *hashed, double *ms, char *err, size_t errlen) {
   double t0 = now_ms();
-  if (c4_plan_assign(t, flows, n, paths) < 0 || c4_plan_hash(t, flows, n, a->seed, hashed) < 0) {
+  int rc = c4_plan_assign(t, flows, n, paths);
+  if (rc == 0) rc = c4_plan_hash(t, flows, n, a->seed, hashed);
+  if (rc < 0) {
     int f = c4_plan_unroutable(t, flows, n);
-    if (f < 0) {
-      snprintf(err, errlen, "out of memory");
-      return C4_ENOMEM;
+    if (rc == C4_ENOMEM || f < 0) {
+      snprintf(err, errlen, rc == C4_ENOMEM ? "out of memory" : "%s: no plan found", a->topo);
+      return rc;
     }
     snprintf(err, errlen, "%s: no path from %s to %s (no leaf or spine joins their ports)", a->topo,
              t->hosts[flows[f].src].name, t->hosts[flows[f].dst].name);

@@ -175,6 +175,15 @@ expect 2 "--out - and --json both write to standard output" \
 jq -c '.links |= map(select(.id != "l0-s1" and .id != "l1-s0"))' "$WORK/topo.json" >"$WORK/split.json"
 expect 1 "$WORK/split.json: no path from h0 to h1" \
   "$BIN/c4plan" assign --topo "$WORK/split.json" --trace "$WORK/two.jsonl"
+# a host with a port on each leaf reaches the other host through the leaf they share: random
+# hashing picks among the pairs of ports that reach each other, whatever the seed (it picked any
+# pair, and half the seeds failed as "out of memory")
+jq -c '.hosts[0].ports += [{"port":1,"ifname":"eth1","addr":"198.18.1.3","leaf":"l1","gbps":1}]' \
+  "$WORK/split.json" >"$WORK/twoports.json"
+for seed in 1 2 3 4 5 6; do
+  "$BIN/c4plan" assign --topo "$WORK/twoports.json" --trace "$WORK/two.jsonl" --seed $seed \
+    >/dev/null 2>"$WORK/err" || fail "c4plan assign --seed $seed on two ports: $(cat "$WORK/err")"
+done
 # c4plan probe: a host is no path to itself; ports on one leaf are not probed, and say so
 expect 1 "--dst h0 is the source host h0 itself" \
   "$BIN/c4plan" probe --topo "$WORK/topo.json" --src h0 --dst h0
