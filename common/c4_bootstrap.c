@@ -152,7 +152,7 @@ static int resolve(const char *addr, int port, struct sockaddr_storage *out, soc
   int e = getaddrinfo(addr, svc, &hints, &res);
   if (e) {
     C4_WARN("bootstrap: cannot resolve %s: %s", addr, gai_strerror(e));
-    return C4_EINVAL;
+    return e == EAI_AGAIN ? C4_EREMOTE : C4_EINVAL; /* a DNS server down may come back */
   }
   memcpy(out, res->ai_addr, res->ai_addrlen);
   *len = res->ai_addrlen;

@@ -162,10 +162,11 @@ static void start_connect(uint64_t now) {
   if (rep.fd >= 0) setsockopt(rep.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (rep.fd >= 0) c4_rxtime_enable(rep.fd); /* a TIME answer's arrival, not the next tick */
   int rc = rep.fd < 0 ? -1 : connect(rep.fd, res->ai_addr, res->ai_addrlen);
+  int e = errno; /* before freeaddrinfo can change it */
   freeaddrinfo(res);
-  if (rc != 0 && errno != EINPROGRESS) {
+  if (rc != 0 && e != EINPROGRESS) {
     char why[96];
-    snprintf(why, sizeof why, "cannot connect: %s", strerror(errno));
+    snprintf(why, sizeof why, "cannot connect: %s", strerror(e));
     drop_connection(why, now);
     return;
   }

@@ -487,7 +487,6 @@ static int sighting(const char *key, uint64_t window_start, float excess, int st
   if (!c) return 0;
   c->seen = 1;
   c->miss = 0;
-  c->quiet = 0;
   c->calm = 0;
   c->level = excess + 1;
   if (!c->streak++) c->first_seen = window_start, c->evidence = 0;
@@ -1253,7 +1252,9 @@ static void evaluate(uint64_t w) {
   learn(hot_cell);
   for (int i = 0; i < m.ncand;) { /* what was not seen this time */
     struct cand *c = &m.cand[i];
-    if (!c->seen && !cand_read(c) && c->quiet < QUIET_MAX) {
+    int read = c->seen || cand_read(c);
+    if (read) c->quiet = 0; /* QUIET_MAX counts unread evaluations in a row */
+    if (!read && c->quiet < QUIET_MAX) {
       c->quiet++;
       i++;
       continue;

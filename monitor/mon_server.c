@@ -24,6 +24,7 @@
 #include "c4_frame.h"
 #include "c4_log.h"
 #include "c4_rxtime.h"
+#include "c4_text.h"
 #include "det.h"
 #include "mon_addr.h"
 #include "mon_events.h"
@@ -317,9 +318,14 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     close_conn(c, NULL, 1);
     return CONN_CLOSED;
   }
-  int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token) &&
-           (!mon.o->job || !strcmp(mon.o->job, c->hello.job)) &&
-           (c->job = c4_det_job(c->hello.job)) != NULL;        /* named once, here */
+  int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token);
+  if (ok) { /* once proven: a job or host name the rank chose never reaches a terminal raw (top,
+             * events --text, timeline print them) */
+    c4_unctrl(c->hello.job);
+    c4_unctrl(c->hello.host);
+  }
+  ok = ok && (!mon.o->job || !strcmp(mon.o->job, c->hello.job)) &&
+       (c->job = c4_det_job(c->hello.job)) != NULL;            /* named once, here */
   uint8_t status[2] = {ok ? 0 : 1, ok && mon.o->plan ? 1 : 0}; /* 1: a PLAN follows */
   send_frame(c->fd, C4_FRAME_WELCOME, status, sizeof status);
   if (!ok) {
@@ -594,8 +600,10 @@ int c4_mon_serve(const struct mon_opts *o, volatile int *stop) {
 static int recv_frame(int fd, int *type, uint8_t **body, uint32_t *len) {
   uint8_t hdr[C4_FRAME_HDR];
   *body = NULL;
-  if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != sizeof hdr ||
-      c4_frame_get_header(hdr, type, len) != 0 || !(*body = malloc(*len + 1)))
+  ssize_t k = recv(fd, hdr, sizeof hdr, MSG_WAITALL);
+  if (k == 0) return C4_EREMOTE; /* closed before a frame */
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return C4_ESYS; /* nothing in 5 s */
+  if (k != sizeof hdr || c4_frame_get_header(hdr, type, len) != 0 || !(*body = malloc(*len + 1)))
     return C4_EPROTO;
   if (*len && recv(fd, *body, *len, MSG_WAITALL) != (ssize_t)*len) {
     free(*body);
@@ -613,6 +621,9 @@ const char *c4_mon_query_why(int rc) {
   case C4_EREMOTE:
     return "c4mon refused the request: a wrong token (--token-file, C4_TOKEN), or too many "
            "status requests at once";
+  case C4_ESYS:
+    return "no answer within 5 s: c4mon busy or stopped, or not its rank port (its --metrics or "
+           "--subscribe port?)";
   default: return "no answer from c4mon";
   }
 }
@@ -636,9 +647,10 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
   uint32_t len;
   uint8_t nonce[C4_FRAME_NONCE], msg[C4_FRAME_HDR + C4_FRAME_MAC];
   uint64_t t_server;
-  if (!rc && (recv_frame(fd, &type, &body, &len) != 0 || type != C4_FRAME_CHALLENGE ||
+  int got = rc ? 0 : recv_frame(fd, &type, &body, &len);
+  if (!rc && (got != 0 || type != C4_FRAME_CHALLENGE ||
               c4_frame_get_challenge(body, len, nonce, &t_server) != 0))
-    rc = C4_EPROTO;
+    rc = got == C4_ESYS ? C4_ESYS : C4_EPROTO;
   free(body);
   c4_frame_put_header(msg, C4_FRAME_STATUS, C4_FRAME_MAC);
   if (!rc) c4_frame_put_status(msg + C4_FRAME_HDR, nonce, token ? token : "");
@@ -647,8 +659,9 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
   char *doc = NULL;
   size_t have = 0;
   for (int frames = 0; !rc; frames++) {
-    if (frames > 1024 || recv_frame(fd, &type, &body, &len) != 0) {
-      rc = frames ? C4_EPROTO : C4_EREMOTE; /* closed at once: refused */
+    int fr = frames > 1024 ? C4_EPROTO : recv_frame(fd, &type, &body, &len);
+    if (fr != 0) { /* closed at once: refused; silent 5 s: busy or stopped */
+      rc = fr == C4_ESYS ? C4_ESYS : fr == C4_EREMOTE && !frames ? C4_EREMOTE : C4_EPROTO;
       break;
     }
     if (type != C4_FRAME_STATUS_REPLY) {

@@ -305,6 +305,7 @@ struct c4_ckpt *c4_ckpt_open(const char *path, char *err, size_t errlen) {
     c4_ckpt_close(c);
     return NULL;
   }
+  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK); /* only the open was not to wait */
   c->size = (uint64_t)st.st_size;
   return open_common(c, err, errlen);
 }

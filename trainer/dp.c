@@ -23,8 +23,9 @@ int dp_init(struct dp *d, const struct c4_ranks *r, const char *plugin_path, int
   if (rc) {
     snprintf(err, errlen, "rendezvous of %d ranks at %s:%d failed (%s; see the log above)",
              r->world, r->master, r->port,
-             rc == C4_EINVAL ? "an address that does not resolve, or a bad rank or port"
-                             : "no peer answered");
+             rc == C4_EINVAL    ? "an address that does not resolve, or a bad rank or port"
+             : rc == C4_EREMOTE ? "no peer answered"
+                                : c4_strerror(rc));
     c4_bootstrap_close(&d->bs);
     return rc == C4_EINVAL ? C4_EINVAL : C4_EREMOTE; /* a typo is no lost peer */
   }

@@ -48,7 +48,11 @@ int train_json_open(const struct train_opts *o, int rank, FILE **jf) {
 int train_json_close(FILE *jf, const char *path) {
   if (!jf || jf == stdout) return 0;
   int bad = ferror(jf);
+  errno = 0;
   if (fclose(jf) == 0 && !bad) return 0;
-  fprintf(stderr, "c4train: --json-out %s: %s\n", path, strerror(errno ? errno : EIO));
+  if (errno) /* else a write failed earlier, its reason gone with it */
+    fprintf(stderr, "c4train: --json-out %s: %s\n", path, strerror(errno));
+  else
+    fprintf(stderr, "c4train: --json-out %s: a write failed (a full disk?)\n", path);
   return 1;
 }

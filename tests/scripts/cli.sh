@@ -60,7 +60,7 @@ for cmd in "c4train --steps 2 --layers 1 --width 8 --heads 1 --context 8 --eval-
 done
 "$BIN/c4train" --steps 2 --layers 1 --width 8 --heads 1 --context 8 --eval-windows 0 \
   --json-out /dev/full >/dev/null 2>"$WORK/err"
-[ $? = 1 ] && grep -q -- "--json-out /dev/full: No space left on device" "$WORK/err" ||
+[ $? = 1 ] && grep -q -- "--json-out /dev/full: " "$WORK/err" ||
   fail "c4train --json-out /dev/full: $(cat "$WORK/err")"
 "$BIN/c4perf" --spawn 2 --mode allreduce -e 64 --timeline /dev/full >/dev/null 2>"$WORK/err"
 [ $? = 1 ] && grep -q -- "--timeline /dev/full: a write failed" "$WORK/err" ||
@@ -75,7 +75,11 @@ expect 2 "--min-bytes must be at least 1" "$BIN/c4perf" --spawn 2 -b 0 -e 1K
 "$BIN/c4perf" --spawn 2 -b 1025M -e 1025M >/dev/null 2>"$WORK/err"
 [ $? = 2 ] && grep -q "above the plugin's largest message (1073741824)" "$WORK/err" ||
   fail "c4perf -e 1025M: $(cat "$WORK/err")"
-expect 1 "cannot allocate buffers of 107374182400 bytes" "$BIN/c4perf" --spawn 2 --mode allreduce -b 100G -e 100G
+# (4 TB, which no machine gives, and ASan too returns NULL for; a limit on the address space
+# would stop ASan's own start)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1" \
+  expect 1 "cannot allocate buffers of 4294967296000 bytes" \
+  "$BIN/c4perf" --spawn 2 --mode allreduce -b 4000G -e 4000G
 expect 2 "RANK" env RANK=abc WORLD_SIZE=2 "$BIN/c4perf"
 expect 2 "'--bogus'" "$BIN/c4scen" gen --bogus
 for tool in c4mon c4plan c4scen; do
@@ -134,7 +138,7 @@ grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z NOTE c4mon: listening for ranks 
 port=$(sed -n 's/.*listening for ranks on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$WORK/err")
 # a refused token is said once a rank, not on every retry (it was said 32 times in 52 s)
 C4_DEBUG=WARN C4_MONITOR=127.0.0.1:$port C4_TOKEN=wrong-token "$BIN/c4perf" --spawn 2 --mode lat \
-  -b 8 -e 8 -n 30000 >/dev/null 2>"$WORK/perf-err"
+  -b 8 -e 8 -n 100000 >/dev/null 2>"$WORK/perf-err" # seconds: retries every 0.1 s, doubling
 said=$(grep -c "refused this job" "$WORK/perf-err")
 [ "$said" -ge 1 ] && [ "$said" -le 2 ] || fail "a refused token was said $said times: $(head -5 "$WORK/perf-err")"
 kill "$pid"

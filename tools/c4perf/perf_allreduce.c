@@ -110,7 +110,8 @@ int perf_allreduce(struct perf_ctx *p) {
     if (r == 0 && !failed) report_size(p, count, iters, worst);
   }
   c4_hostcoll_ring_close(&ring);
-  if (tl && (ferror(tl) | fclose(tl))) { /* a full disk loses the timeline: no success claimed */
+  int tl_bad = tl && ferror(tl);
+  if (tl && (fclose(tl) != 0 || tl_bad)) { /* a full disk loses the timeline: no success claimed */
     fprintf(stderr, "c4perf: --timeline %s: a write failed (a full disk?)\n", o->timeline);
     failed = 1;
   }
