@@ -76,7 +76,7 @@ void c4_host_name(char *buf, size_t len) {
         buf[n++] = *p;
     }
     buf[n] = 0;
-    c4_unctrl(buf); /* c4mon refuses records whose host holds a control character */
+    c4_text_clean(buf); /* c4mon refuses records whose host is not clean text */
     return;
   }
   memset(buf, 0, len);

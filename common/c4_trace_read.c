@@ -542,7 +542,7 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;
-      c4_unctrl(why); /* a line's bytes quoted back must not drive a terminal */
+      c4_text_clean(why); /* a line's bytes quoted back must not drive a terminal */
       snprintf(err, errlen, "line %lu: %s", r->lineno, why);
       return rc;
     }

@@ -5,7 +5,6 @@
 #include "c4_cli.h"
 #include "mon_cli.h"
 #include "mon_evq.h"
-#include "mon_gate.h"
 #include "mon_server.h"
 
 static void print_ranks(json_t *ranks) {
@@ -35,8 +34,6 @@ static void print_ended(json_t *ranks) {
     if (!lost && !json_is_true(json_object_get(r, "ended"))) continue;
     const char *job = json_string_value(json_object_get(r, "job"));
     if (!job) continue;
-    char safe[4 * 64 + 8]; /* a job name is the ranks' to choose: never raw to a terminal */
-    job = mon_gate_escape(job, safe, sizeof safe);
     if (!(c = json_object_get(jobs, job)))
       json_object_set_new(jobs, job, c = json_pack("[i,i]", 0, 0));
     json_array_set_new(c, lost, json_integer(json_integer_value(json_array_get(c, lost)) + 1));
@@ -54,12 +51,12 @@ static void print_verdicts(json_t *verdicts) {
   json_t *r;
   printf("%zu verdict(s) active\n", json_array_size(verdicts));
   json_array_foreach(verdicts, i, r) {
-    char place[400], job[4 * 64 + 8];
+    char place[400];
     c4_mon_evq_place(r, place, sizeof place);
     printf("  #%lld %-12s %s, job %s  factor %.2f  %s\n",
            (long long)json_integer_value(json_object_get(r, "id")),
            json_string_value(json_object_get(r, "kind")), place,
-           mon_gate_escape(json_string_value(json_object_get(r, "job")), job, sizeof job),
+           json_string_value(json_object_get(r, "job")),
            json_number_value(json_object_get(r, "factor")),
            json_string_value(json_object_get(r, "detail")));
   }

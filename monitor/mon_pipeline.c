@@ -52,12 +52,16 @@ static int times_bad(int64_t off, uint64_t a, uint64_t b, uint64_t c) {
   return c4_mon_time_ok(a, off) || c4_mon_time_ok(b, off) || c4_mon_time_ok(c, off);
 }
 
-/* Whether a host name holds a control character: it would reach an operator's terminal raw
- * through events --text, status and top (an escape sequence that clears the screen and prints
- * "ALL CLEAR"), and names no real host. */
+/* Whether a host name holds a control character or is not UTF-8: it would reach an operator's
+ * terminal raw through events --text, status and top (an escape sequence that clears the screen
+ * and prints "ALL CLEAR"), or make the JSON writer refuse the verdict it is in, and names no real
+ * host. ASCII, the common case, is read here; the rest from its first byte past ASCII on. */
 static int host_bad(const char *h) {
-  for (size_t i = 0; i < C4_HOST_MAX && h[i]; i++)
-    if (c4_is_control((unsigned char)h[i])) return 1;
+  for (size_t i = 0; i < C4_HOST_MAX && h[i]; i++) {
+    unsigned char c = (unsigned char)h[i];
+    if (c >= 0x80) return !c4_text_ok(h + i);
+    if (c4_is_control(c)) return 1;
+  }
   return 0;
 }
 
@@ -109,7 +113,7 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
   default: *why = "unknown record kind"; return C4_EPROTO;
   }
   if (!t_bad && !n_bad && hosts_bad(r)) {
-    *why = "a host name with a control character";
+    *why = "a host name with a control character or a byte that is not UTF-8";
     return C4_EPROTO;
   }
   if (t_bad)

@@ -180,15 +180,13 @@ static json_t *status_json(void) {
   for (int fd = 0; fd < mon.nconn_max; fd++) {
     struct conn *c = mon.conn[fd];
     if (!c || c->state != UP) continue;
-    char job[4 * C4_FRAME_NAME + 8], host[4 * C4_FRAME_NAME + 8]; /* status and top print these */
     json_array_append_new(
-        ranks, json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "job",
-                         mon_gate_escape(c->hello.job, job, sizeof job), "rank", c->hello.rank,
-                         "host", mon_gate_escape(c->hello.host, host, sizeof host), "pid",
-                         (json_int_t)c->hello.pid, "records", (json_int_t)c->records, "dropped",
-                         (json_int_t)c->hb.dropped, "entered", (json_int_t)c->hb.entered, "done",
-                         (json_int_t)c->hb.done, "clock_offset_ns", (json_int_t)c->hb.offset,
-                         "clock_rtt_ns", (json_int_t)c->hb.rtt));
+        ranks,
+        json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "job", c->hello.job, "rank",
+                  c->hello.rank, "host", c->hello.host, "pid", (json_int_t)c->hello.pid, "records",
+                  (json_int_t)c->records, "dropped", (json_int_t)c->hb.dropped, "entered",
+                  (json_int_t)c->hb.entered, "done", (json_int_t)c->hb.done, "clock_offset_ns",
+                  (json_int_t)c->hb.offset, "clock_rtt_ns", (json_int_t)c->hb.rtt));
   }
   return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:o, s:o}", "c4mon",
                    C4_VERSION, "ranks_connected", mon.connected, "accepted",
@@ -319,10 +317,10 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     return CONN_CLOSED;
   }
   int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token);
-  if (ok) { /* once proven: a job or host name the rank chose never reaches a terminal raw (top,
-             * events --text, timeline print them) */
-    c4_unctrl(c->hello.job);
-    c4_unctrl(c->hello.host);
+  if (ok) { /* once proven: a job or host name the rank chose never reaches a terminal raw (status,
+             * top, events --text and timeline print them), nor jansson as bytes it refuses */
+    c4_text_clean(c->hello.job);
+    c4_text_clean(c->hello.host);
   }
   ok = ok && (!mon.o->job || !strcmp(mon.o->job, c->hello.job)) &&
        (c->job = c4_det_job(c->hello.job)) != NULL;            /* named once, here */

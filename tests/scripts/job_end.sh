@@ -54,6 +54,19 @@ for _ in $(seq 40); do
 done
 grep -q '^job two?lines: 2 rank(s) ended' "$WORK/status.txt" && ! grep -q '^lines' "$WORK/status.txt" ||
   fail "a job name with a newline in status: $(cat "$WORK/status.txt")"
+# nor bytes that are not UTF-8, nor C1's CSI: each is a '?', and the job's end is still an event
+# (jansson refuses a string that is not UTF-8: the event was lost, and the job left no trace)
+C4_MONITOR=$ranks C4_TOKEN=t C4_JOB=$'j\xff-\xc2\x9b[2J' C4_HEARTBEAT_MS=100 \
+  "$BIN/c4perf" --spawn 2 -b 64 -e 64 -n 2 >/dev/null 2>"$WORK/perf.err" || fail "c4perf: $(cat "$WORK/perf.err")"
+for _ in $(seq 40); do
+  [ "$(jq -c 'select(.kind == "job_end" and .job == "j?-??[2J")' "$WORK/events" | wc -l)" = 1 ] && break
+  sleep 0.1
+done
+jq -e -s '[.[] | select(.kind == "job_end" and .job == "j?-??[2J")] | length == 1' "$WORK/events" \
+  >/dev/null || fail "no job_end of a job named with bytes not UTF-8: $(cat "$WORK/events")"
+C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" 2>&1
+grep -qF 'job j?-??[2J: 2 rank(s) ended' "$WORK/status.txt" ||
+  fail "status of a job named with bytes not UTF-8: $(cat -A "$WORK/status.txt")"
 sleep 1.2 # a publish (once a second) since the job's records came
 curl -sf "$metrics" >"$WORK/before" || fail "no answer at $metrics"
 grep -q 'job="lifejob"' "$WORK/before" || fail "no series of lifejob while it is remembered"

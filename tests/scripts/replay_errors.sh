@@ -132,6 +132,11 @@ sed 's/"host":"h0001"/"host":"h0001\\u001b[2J\\u001b[H"/' "$W/link.jsonl" >"$W/e
 grep -q "esc.jsonl: line [0-9]*: a host name with a control character" "$W/esc.err" ||
   fail "a host with an escape sequence was not named: $(head -3 "$W/esc.err")"
 grep -q '\\u001b' "$W/esc.ev" && fail "an escape sequence reached the events: $(cat "$W/esc.ev")"
+# so is one with C1's CSI (U+009B, ESC [ to some terminals)
+sed 's/"host":"h0001"/"host":"h0001\\u009b2J"/' "$W/link.jsonl" >"$W/csi.jsonl"
+"$BIN/c4mon" replay "$W/csi.jsonl" --events "$W/csi.ev" 2>"$W/csi.err"
+grep -q "csi.jsonl: line [0-9]*: a host name with a control character" "$W/csi.err" ||
+  fail "a host with C1's CSI was not named: $(head -3 "$W/csi.err")"
 echo "ok: a host name with a control character is a bad line"
 
 # --out the trace itself would empty it before it is read: refused, the trace intact
