@@ -22,6 +22,13 @@ int c4_cli_usage(const char *prog, const char *fmt, ...) {
   return C4_EXIT_USAGE;
 }
 
+int c4_cli_exit(const char *prog, int rc) {
+  int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+  if (!e || rc != C4_EXIT_OK) return rc;
+  fprintf(stderr, "%s: standard output: %s\n", prog, strerror(e));
+  return C4_EXIT_FAIL;
+}
+
 int c4_cli_fail(const char *prog, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

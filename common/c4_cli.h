@@ -22,6 +22,11 @@ int c4_cli_usage(const char *prog, const char *fmt, ...) __attribute__((format(p
  * needs a value or the option that takes none. Returns C4_EXIT_USAGE. */
 int c4_cli_bad_option(const char *prog, char **argv, int c);
 
+/* What a tool's main returns: rc, or C4_EXIT_FAIL when rc is C4_EXIT_OK but what it wrote on
+ * standard output was lost (a full disk, a broken file system), said as "PROG: standard output:
+ * REASON". A table or --json that never arrived is no success. */
+int c4_cli_exit(const char *prog, int rc);
+
 /* Prints one failure line, "PROG: MESSAGE", on stderr. Returns C4_EXIT_FAIL. */
 int c4_cli_fail(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -27,7 +27,7 @@ static void usage(FILE *f) {
              "exit: 0 ok, 1 failure, 2 bad usage\n");
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   c4_log_set_program("c4mon");
   if (argc < 2) return c4_cli_usage("c4mon", "a COMMAND is required");
   const char *name = argv[1];
@@ -44,3 +44,6 @@ int main(int argc, char **argv) {
   if (name[0] == '-') return c4_cli_usage("c4mon", "unknown option '%s' before the COMMAND", name);
   return c4_cli_usage("c4mon", "unknown command '%s'", name);
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4mon", tool_main(argc, argv)); }

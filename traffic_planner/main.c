@@ -217,7 +217,7 @@ out:
   return rc;
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   if (argc < 2) return c4_cli_usage("c4plan", "a COMMAND (assign, probe or flows) is required");
   const char *cmd = argv[1];
   if (!strcmp(cmd, "assign")) return assign_main(argc - 1, argv + 1);
@@ -234,3 +234,6 @@ int main(int argc, char **argv) {
   if (cmd[0] == '-') return c4_cli_usage("c4plan", "unknown option '%s' before the COMMAND", cmd);
   return c4_cli_usage("c4plan", "unknown command '%s'", cmd);
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4plan", tool_main(argc, argv)); }

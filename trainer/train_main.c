@@ -521,7 +521,7 @@ static int rank_command(const struct train_opts *o) {
   return o->max_context > 0 ? train_docs_run(o, &r) : train_run(o, &r);
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   struct cli a = {
       .o = {.cfg = {.vocab = 256, .context = 64, .layers = 2, .heads = 4, .width = 64},
             .micro_batch = 4,
@@ -564,12 +564,8 @@ int main(int argc, char **argv) {
     int status;
     if (launch_local(&a.lo, &status) < 0) return status;
   }
-  rc = rank_command(&a.o);
-  /* the step lines, the report or --json going to a full disk: said, and no success claimed */
-  int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
-  if (e && !rc) {
-    fprintf(stderr, "c4train: standard output: %s\n", strerror(e));
-    rc = 1;
-  }
-  return rc;
+  return rank_command(&a.o); /* the step lines, the report or --json: c4_cli_exit checks */
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4train", tool_main(argc, argv)); }

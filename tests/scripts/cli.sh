@@ -53,7 +53,8 @@ expect 2 "'frob'" "$BIN/c4perf" --mode frob
 expect 2 "'1X'" "$BIN/c4perf" -b 1X
 # output that cannot be written (a full disk) is exit 1, said, never a silent success
 for cmd in "c4train --steps 2 --layers 1 --width 8 --heads 1 --context 8 --eval-windows 0" \
-  "c4perf --spawn 2 -e 64 --json"; do
+  "c4perf --spawn 2 -e 64 --json" "c4mon --help" "c4plan --version" "c4scen --help" "c4cap --help" \
+  "c4plan flows --help"; do
   $BIN/$cmd >/dev/full 2>"$WORK/err"
   [ $? = 1 ] && grep -q "standard output: " "$WORK/err" ||
     fail "$cmd >/dev/full: $(cat "$WORK/err")"

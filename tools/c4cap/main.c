@@ -141,7 +141,7 @@ static int report(const struct opts *o, struct c4cap_agg *agg, const struct c4ca
   return rc;
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   struct opts o;
   int rc = parse_opts(argc, argv, &o);
   if (rc >= 0) return rc;
@@ -164,3 +164,6 @@ int main(int argc, char **argv) {
   c4cap_paths_free(&paths);
   return rc ? C4_EXIT_FAIL : C4_EXIT_OK;
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4cap", tool_main(argc, argv)); }

@@ -369,7 +369,7 @@ static int run(struct perf_opts *o, const struct perf_ranks *r, int spawned) {
   return failed ? C4_EXIT_FAIL : C4_EXIT_OK;
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   struct perf_opts o = {.mode = MODE_BW,
                         .min_bytes = 8,
                         .max_bytes = 64 << 20,
@@ -396,11 +396,8 @@ int main(int argc, char **argv) {
                         "--mode %s needs 2 ranks (--spawn 2, --world 2, or a "
                         "launcher's variables)",
                         o.mode == MODE_BW ? "bw" : "lat");
-  rc = run(&o, &r, r.spawn_n > 0);
-  int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0; /* the table or --json lost */
-  if (e && !rc) {
-    fprintf(stderr, "c4perf: standard output: %s\n", strerror(e));
-    rc = 1;
-  }
-  return rc;
+  return run(&o, &r, r.spawn_n > 0);
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4perf", tool_main(argc, argv)); }

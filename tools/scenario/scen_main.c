@@ -17,7 +17,7 @@ static void usage(FILE *f) {
              "exit: 0 ok, 1 failure (unreadable input, a write failed), 2 bad usage\n");
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   if (argc < 2) return c4_cli_usage("c4scen", "a COMMAND (gen or score) is required");
   if (!strcmp(argv[1], "gen")) return c4_scen_gen_main(argc - 1, argv + 1);
   if (!strcmp(argv[1], "score")) return c4_scen_score_main(argc - 1, argv + 1);
@@ -33,3 +33,6 @@ int main(int argc, char **argv) {
     return c4_cli_usage("c4scen", "unknown option '%s' before the COMMAND", argv[1]);
   return c4_cli_usage("c4scen", "unknown command '%s' (gen or score)", argv[1]);
 }
+
+/* Every exit says when standard output was lost (c4_cli_exit). */
+int main(int argc, char **argv) { return c4_cli_exit("c4scen", tool_main(argc, argv)); }
