@@ -30,16 +30,18 @@ int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe
   return n;
 }
 
-/* argv without the flags a probe must not inherit (and their values). */
+/* argv without the flags a probe must not inherit (and their values): a probe neither keeps
+ * checkpoints nor probes, and c4train refuses the options of those modes outside them. */
 static int probe_argv(int argc, char **argv, char **out) {
-  static const char *drop[] = {"--layout", "--ckpt-dir", "--json-out", "--monitor"};
+  static const char *drop[] = {"--layout",     "--ckpt-dir",    "--json-out",   "--monitor",
+                               "--ckpt-every", "--probe-steps", "--ckpt-strict"};
   int n = 0;
   for (int i = 1; i < argc; i++) {
     int skip = 0;
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) {
       size_t len = strlen(drop[k]);
       if (strncmp(argv[i], drop[k], len) == 0 && argv[i][len] == '=') skip = 1;
-      if (strcmp(argv[i], drop[k]) == 0) skip = 2;
+      if (strcmp(argv[i], drop[k]) == 0) skip = strcmp(drop[k], "--ckpt-strict") ? 2 : 1;
     }
     if (skip == 2) i++; /* its value follows */
     if (!skip) out[n++] = argv[i];

@@ -209,6 +209,7 @@ struct cli {
   struct train_opts o;
   struct launch_opts lo;
   int stats, synth_docs, layout_auto_on, probe_steps;
+  int assign_given, ckpt_every_given; /* options of one mode only: refused outside it */
   const char *synth;
   int argc; /* the command line, for the layout probes */
   char **argv;
@@ -293,7 +294,10 @@ static int parse_run_opt(int c, char *v, struct cli *a, int *bad) {
     *bad |= parse_double("--straggler-wait", v, 0, 3600, &o->straggler_wait_s);
     break;
   case O_CKPT: o->ckpt_dir = v; break;
-  case O_CKPT_EVERY: *bad |= parse_int("--ckpt-every", v, 1, 1 << 30, &o->ckpt_every); break;
+  case O_CKPT_EVERY:
+    a->ckpt_every_given = 1;
+    *bad |= parse_int("--ckpt-every", v, 1, 1 << 30, &o->ckpt_every);
+    break;
   case O_CKPT_STRICT: o->ckpt_strict = 1; break;
   case O_MONITOR:
     o->monitor_sub = a->lo.monitor_sub = v;
@@ -318,6 +322,7 @@ static int parse_docs_opt(int c, const char *v, struct cli *a, int *bad) {
   switch (c) {
   case O_MAXCTX: *bad |= parse_int("--max-context", v, 1, 65536, &o->max_context); break;
   case O_ASSIGN:
+    a->assign_given = 1;
     o->assign = train_assign_policy(v);
     if (o->assign < 0)
       *bad = c4_cli_usage("c4train",
@@ -400,9 +405,17 @@ static int check_args(const struct cli *a) {
   if (o->cfg.width % o->cfg.heads)
     return c4_cli_usage("c4train", "--width %d is not a multiple of --heads %d", o->cfg.width,
                         o->cfg.heads);
-  if ((a->stats || a->synth) && o->max_context < 1)
+  if ((a->stats || a->synth || a->assign_given) && o->max_context < 1)
     return c4_cli_usage("c4train", "%s needs --max-context",
-                        a->stats ? "--data-stats" : "--synth-corpus");
+                        a->stats   ? "--data-stats"
+                        : a->synth ? "--synth-corpus"
+                                   : "--assign");
+  /* an option of another mode would be ignored: the run the user meant is not the one made */
+  if ((a->ckpt_every_given || o->ckpt_strict) && !o->ckpt_dir)
+    return c4_cli_usage("c4train", "%s needs --ckpt-dir",
+                        a->ckpt_every_given ? "--ckpt-every" : "--ckpt-strict");
+  if (a->probe_steps && !a->layout_auto_on)
+    return c4_cli_usage("c4train", "--probe-steps needs --layout auto");
   return a->lo.ranks > 0 ? check_local_ranks(a) : C4_NONE;
 }
 

@@ -49,6 +49,11 @@ expect 2 "'frob'" "$BIN/c4plan" frob
 expect 2 "'--bogus'" "$BIN/c4cap" --bogus
 expect 2 "'--bogus'" "$BIN/c4train" --bogus
 expect 2 "--layers" "$BIN/c4train" --layers many
+# an option of a mode not asked for would be ignored: refused, naming what it needs
+expect 2 "--assign needs --max-context" "$BIN/c4train" --assign tokens
+expect 2 "--ckpt-every needs --ckpt-dir" "$BIN/c4train" --ckpt-every 5
+expect 2 "--ckpt-strict needs --ckpt-dir" "$BIN/c4train" --ckpt-strict
+expect 2 "--probe-steps needs --layout auto" "$BIN/c4train" --probe-steps 8
 expect 2 "'frob'" "$BIN/c4perf" --mode frob
 expect 2 "'1X'" "$BIN/c4perf" -b 1X
 # output that cannot be written (a full disk) is exit 1, said, never a silent success
