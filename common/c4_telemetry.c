@@ -1,5 +1,6 @@
 /* c4_telemetry.c -- the process-wide record ring and the C4_TRACE JSON-lines writer thread. */
 #include "c4_telemetry.h"
+#include "c4_thread.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -234,7 +235,7 @@ int c4_telemetry_start(void) {
     write_clock_line("header");
     fflush(tel.out);
   }
-  if ((tel.out || tel.streaming) && pthread_create(&tel.thread, NULL, writer_main, NULL) != 0) {
+  if ((tel.out || tel.streaming) && c4_thread_start(&tel.thread, NULL, writer_main, NULL) != 0) {
     C4_WARN("cannot start the telemetry thread; no trace and no streaming");
     if (tel.out) fclose(tel.out);
     tel.out = NULL;

@@ -4,6 +4,7 @@
  * ncclGroupEnd: only then has NCCL put their work on the stream. */
 #include "preload_track.h"
 #include "c4_env.h"
+#include "c4_thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -140,12 +141,16 @@ static void *poller(void *arg) {
   return NULL;
 }
 
+/* Set when the poller could not start: calls are then recorded with an unknown completion, not
+ * parked for a thread that will never read them. */
+static atomic_int no_poller;
+
 static void start_poller(void) {
   pthread_t t;
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &a, poller, NULL);
+  if (c4_thread_start(&t, &a, poller, NULL) != 0) atomic_store(&no_poller, 1);
   pthread_attr_destroy(&a);
 }
 
@@ -158,7 +163,7 @@ static void track(const struct c4_coll_record *rec, cudaStream_t stream) {
     return;
   }
   pthread_once(&poller_once, start_poller);
-  for (int i = 0; i < PENDING; i++) {
+  for (int i = 0; i < PENDING && !atomic_load_explicit(&no_poller, memory_order_relaxed); i++) {
     int idle = 0;
     if (atomic_compare_exchange_strong(&pend[i].busy, &idle, 1)) {
       pend[i].ev = ev;
@@ -167,7 +172,7 @@ static void track(const struct c4_coll_record *rec, cudaStream_t stream) {
       return;
     }
   }
-  atomic_fetch_add(&lost, 1); /* more than PENDING calls in flight */
+  atomic_fetch_add(&lost, 1); /* more than PENDING calls in flight, or no poller */
   c4_cuda_event_free(ev);
   emit(rec);
 }

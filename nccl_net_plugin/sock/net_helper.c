@@ -23,6 +23,7 @@
 #include "c4_clock.h"
 #include "c4_err.h"
 #include "c4_log.h"
+#include "c4_thread.h"
 #include "net_comm.h"
 #include "net_path_report.h"
 #include "net_paths.h"
@@ -488,8 +489,9 @@ int c4_helpers_start(struct c4_comm *c) {
     struct c4_helper *h = &c->helpers[i];
     h->comm = c;
     h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (h->efd < 0 || pthread_create(&h->thread, NULL, helper_main, h) != 0) {
-      C4_WARN("cannot start helper thread %d of %d: %s", i, n, strerror(errno));
+    int rc = h->efd < 0 ? errno : c4_thread_start(&h->thread, NULL, helper_main, h);
+    if (rc != 0) {
+      C4_WARN("cannot start helper thread %d of %d: %s", i, n, strerror(rc));
       if (h->efd >= 0) close(h->efd);
       c->nhelpers = i;
       c4_helpers_stop(c);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,27 @@ START_TEST(a_directory_as_trace_path_costs_the_trace_not_the_job) {
 }
 END_TEST
 
+/* A program that blocks a signal to collect it with sigtimedwait gets it, also when c4's writer
+ * thread started before the program blocked it: a signal sent to the process goes to a thread that
+ * does not block it, and c4's thread did not block it, so the signal's default action killed the
+ * job. */
+START_TEST(c4s_thread_takes_none_of_the_programs_signals) {
+  use_trace_file();
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  ck_assert_int_eq(c4_telemetry_start(), 0); /* the writer thread starts, then the program blocks */
+  ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &usr1, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
+    struct timespec two_s = {2, 0};
+    ck_assert_int_eq(sigtimedwait(&usr1, NULL, &two_s), SIGUSR1);
+  }
+  c4_telemetry_flush_and_stop();
+  unlink(path);
+}
+END_TEST
+
 START_TEST(stopping_a_writer_that_never_started_is_harmless) {
   unsetenv("C4_TRACE");
   unsetenv("C4_MONITOR");
@@ -403,6 +425,7 @@ int main(void) {
   tcase_add_test(tc, a_forked_child_that_exits_writes_nothing_into_the_parents_trace);
   tcase_add_test(tc, a_forked_child_traces_on_its_own_without_the_parents_records);
   tcase_add_test(tc, a_c4mon_never_reached_is_not_waited_for_at_exit);
+  tcase_add_test(tc, c4s_thread_takes_none_of_the_programs_signals);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
