@@ -19,6 +19,7 @@
 #include "c4_err.h"
 #include "c4_frame.h"
 #include "c4_log.h"
+#include "c4_owned_fd.h"
 #include "c4_rxtime.h"
 
 enum { DOWN, CONNECTING, WAIT_CHALLENGE, WAIT_WELCOME, UP };
@@ -37,6 +38,7 @@ static struct {
   uint64_t hb_ns;
   atomic_int state; /* read by c4_reporter_await_plan on another thread */
   int fd;
+  struct c4_owned_fd own; /* fd, while it is still c4's: the program may close or replace it */
   uint64_t next_try, backoff, since;
   char said[160]; /* the last reason for a dropped connection said, until one comes up */
   struct c4_record *q;
@@ -137,9 +139,10 @@ void c4_reporter_push(const struct c4_record *r) {
  * silent (the job ran unmonitored without a word), and a refused token said so on every retry,
  * 32 times in 52 s. */
 static void drop_connection(const char *why, uint64_t now) {
-  if (rep.fd >= 0) close(rep.fd);
+  if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd);
   if (strcmp(rep.said, why)) {
-    C4_WARN("c4mon at %s:%s: %s; %s", rep.host, rep.port, why,
+    int v6 = strchr(rep.host, ':') != NULL;
+    C4_WARN("c4mon at %s%s%s:%s: %s; %s", v6 ? "[" : "", rep.host, v6 ? "]" : "", rep.port, why,
             rep.state == UP ? "reconnecting" : "the job runs on; retrying in the background");
     snprintf(rep.said, sizeof rep.said, "%s", why);
   }
@@ -159,6 +162,10 @@ static void start_connect(uint64_t now) {
   }
   rep.fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
+  if (rep.fd >= 0 && c4_owned_take(&rep.own, rep.fd) != 0) {
+    close(rep.fd);
+    rep.fd = -1;
+  }
   if (rep.fd >= 0) setsockopt(rep.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (rep.fd >= 0) c4_rxtime_enable(rep.fd); /* a TIME answer's arrival, not the next tick */
   int rc = rep.fd < 0 ? -1 : connect(rep.fd, res->ai_addr, res->ai_addrlen);
@@ -411,7 +418,12 @@ static void send_queued(uint64_t now) {
 }
 
 void c4_reporter_tick(uint64_t now) {
-  if (!rep.on || !step_connect(now)) return;
+  if (!rep.on) return;
+  if (rep.fd >= 0 && !c4_owned_still(&rep.own)) { /* its number names the program's file now */
+    rep.fd = -1;
+    drop_connection("the program closed or replaced c4's socket", now);
+  }
+  if (!step_connect(now)) return;
   int type, rc;
   uint8_t *p;
   uint32_t len;
@@ -435,7 +447,7 @@ void c4_reporter_finish(int timeout_ms) {
     c4_reporter_tick(c4_now_ns());
     usleep(1000);
   }
-  if (rep.state == UP && !rep.out_len) {
+  if (rep.state == UP && !rep.out_len && c4_owned_still(&rep.own)) {
     queue_frame(C4_FRAME_BYE, NULL, 0);
     flush_out();
   }
@@ -443,10 +455,34 @@ void c4_reporter_finish(int timeout_ms) {
   rep.plan = NULL;
   atomic_fetch_add(&rep.dropped, rep.q_len); /* what could not be delivered */
   rep.q_len = 0;
-  if (rep.fd >= 0) close(rep.fd);
+  if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd);
   rep.fd = -1;
   rep.state = DOWN;
   rep.on = 0;
+}
+
+void c4_reporter_forget_parent(void) {
+  if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd); /* the child's copy only */
+  rep.fd = -1;
+  rep.state = DOWN;
+  rep.on = 0; /* c4_reporter_init starts it again, in the child's name */
+  free(rep.q);
+  free(rep.comms);
+  free(rep.plan);
+  rep.q = rep.comms = NULL;
+  rep.plan = NULL;
+  rep.q_cap = rep.q_head = rep.q_len = rep.ncomms = rep.comms_cap = rep.announce = 0;
+  rep.out_len = rep.out_off = rep.in_len = 0;
+  rep.plan_total = rep.plan_have = 0;
+  atomic_store(&rep.plan_due, 0);
+  rep.next_try = 0;
+  rep.said[0] = 0;
+  atomic_store(&rep.sent, 0);
+  atomic_store(&rep.dropped, 0);
+  atomic_store(&rep.connects, 0);
+  atomic_store(&rep.failures, 0);
+  atomic_store(&rep.offset, 0);
+  atomic_store(&rep.rtt, 0);
 }
 
 void c4_reporter_stats(struct c4_reporter_stats *s) {

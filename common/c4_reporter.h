@@ -24,6 +24,13 @@ void c4_reporter_tick(uint64_t now);
  * process tried and never reached is not waited for. */
 void c4_reporter_finish(int timeout_ms);
 
+/* In a forked child (from a fork handler): the connection, the queued records and the
+ * communicators are the parent's. The child closes its copy of the socket (the parent's
+ * connection stays up) and forgets the rest, so that c4_reporter_init starts it afresh under its
+ * own pid; a child that went on with the parent's connection mixed its frames into the parent's
+ * stream, and c4mon dropped both as bad frames. */
+void c4_reporter_forget_parent(void);
+
 /* Where the heartbeat's "entered" and "done" collective counts come from (profiler or shim). */
 void c4_reporter_set_progress(void (*fn)(uint64_t *entered, uint64_t *done));
 

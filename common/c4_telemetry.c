@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +15,7 @@
 #include "c4_clock.h"
 #include "c4_env.h"
 #include "c4_err.h"
+#include "c4_lines.h"
 #include "c4_log.h"
 #include "c4_reporter.h"
 #include "c4_ring.h"
@@ -36,15 +36,17 @@ static struct {
   int stopping;
   pthread_t thread;
   pthread_cond_t wake;
-  FILE *out;
-  int streaming; /* C4_MONITOR is set: records also go to the reporter */
-  int running;   /* the telemetry thread was started */
-  int exit_hook; /* atexit(c4_telemetry_flush_and_stop) done; survives fork */
+  struct c4_lines out; /* the C4_TRACE file */
+  int trace_said;      /* a failure of the trace said once */
+  int streaming;       /* C4_MONITOR is set: records also go to the reporter */
+  int running;         /* the telemetry thread was started */
+  int exit_hook;       /* atexit(c4_telemetry_flush_and_stop) done; survives fork */
   _Atomic(void (*)(void)) periodic[4];
 
   pthread_once_t timing_once;
   atomic_int timing; /* C4_TIMING: -1 not read yet, else 0 or 1 */
 } tel = {.ring_once = PTHREAD_ONCE_INIT,
+         .out = {.f = {.fd = -1}},
          .lock = PTHREAD_MUTEX_INITIALIZER,
          .wake = PTHREAD_COND_INITIALIZER,
          .timing_once = PTHREAD_ONCE_INIT,
@@ -58,11 +60,9 @@ static void after_fork_parent(void) { pthread_mutex_unlock(&tel.lock); }
  * records in flight are the parent's. The child forgets them (so its exit neither joins a thread
  * it does not have nor writes a summary into the parent's trace) and may start its own. */
 static void after_fork_child(void) {
-  if (tel.out) {
-    __fpurge(tel.out); /* the parent writes these lines; the child must not write them again */
-    fclose(tel.out);
-    tel.out = NULL;
-  }
+  c4_lines_forget(&tel.out); /* the parent writes its lines; the child must not write them again */
+  tel.trace_said = 0;
+  c4_reporter_forget_parent();
   tel.started = tel.stopping = tel.running = tel.streaming = 0;
   if (tel.ring_ok) c4_ring_clear(&tel.ring);
   atomic_store(&tel.emitted, 0);
@@ -127,10 +127,23 @@ void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *writt
  * replay of the file keeps the job's name. */
 static char trace_job[64]; /* read once as the thread starts: getenv is not for other threads */
 
+/* Says once why the trace stopped or lost lines: a write failed (a full disk), or the program
+ * closed or replaced its descriptor (the file is then left alone, and the trace ends). */
+static void trace_failed(int rc) {
+  if (!rc || tel.trace_said) return;
+  tel.trace_said = 1;
+  if (rc == C4_EREMOTE)
+    C4_WARN("C4_TRACE: the program closed or replaced the trace's descriptor; the trace ends "
+            "here, and its file is left alone");
+  else
+    C4_WARN("C4_TRACE: %s; lines were lost",
+            rc == C4_ESYS ? strerror(errno) : "out of memory for the lines to write");
+}
+
 static void write_json_line(json_t *j) {
   if (!j) return;
   json_object_set_new(j, "job", json_string(trace_job)); /* not UTF-8: no field (NULL is refused) */
-  if (json_dumpf(j, tel.out, JSON_COMPACT) == 0) fputc('\n', tel.out);
+  trace_failed(c4_lines_put(&tel.out, j));
   json_decref(j);
 }
 
@@ -159,14 +172,14 @@ static size_t drain(void) {
   size_t n = 0;
   while (ring && n <= ring->mask && c4_ring_pop(ring, &r)) {
     if (tel.streaming) c4_reporter_push(&r);
-    json_t *j = tel.out ? c4_record_json(&r) : NULL;
+    json_t *j = c4_lines_open_now(&tel.out) ? c4_record_json(&r) : NULL;
     if (j) {
       write_json_line(j);
       atomic_fetch_add(&tel.written, 1);
     }
     n++;
   }
-  if (n && tel.out) fflush(tel.out);
+  if (n) trace_failed(c4_lines_flush(&tel.out));
   return n;
 }
 
@@ -226,22 +239,21 @@ int c4_telemetry_start(void) {
   tel.streaming = c4_reporter_init() == 1;
   if (path && *path) {
     snprintf(trace_job, sizeof trace_job, "%s", c4_env_job());
-    tel.out = fopen(path, "ae"); /* append; close on exec */
-    if (!tel.out)
+    if (c4_lines_open(&tel.out, path) != 0)
       C4_WARN("C4_TRACE=%s: cannot open for appending: %s; timing goes on without a trace", path,
               strerror(errno));
   }
-  if (tel.out) {
+  int tracing = c4_lines_open_now(&tel.out);
+  if (tracing) {
     write_clock_line("header");
-    fflush(tel.out);
+    trace_failed(c4_lines_flush(&tel.out));
   }
-  if ((tel.out || tel.streaming) && c4_thread_start(&tel.thread, NULL, writer_main, NULL) != 0) {
+  if ((tracing || tel.streaming) && c4_thread_start(&tel.thread, NULL, writer_main, NULL) != 0) {
     C4_WARN("cannot start the telemetry thread; no trace and no streaming");
-    if (tel.out) fclose(tel.out);
-    tel.out = NULL;
-    tel.streaming = 0;
+    c4_lines_close(&tel.out);
+    tracing = tel.streaming = 0;
   }
-  tel.running = tel.out || tel.streaming;
+  tel.running = tracing || tel.streaming;
   int hook = tel.running && !tel.exit_hook;
   if (hook) tel.exit_hook = 1;
   pthread_mutex_unlock(&tel.lock);
@@ -263,9 +275,9 @@ void c4_telemetry_flush_and_stop(void) {
   run_periodic();
   drain();
   if (tel.streaming) c4_reporter_finish(1000);
-  if (tel.out) {
+  if (c4_lines_open_now(&tel.out)) {
     write_clock_line("summary");
-    fclose(tel.out);
-    tel.out = NULL;
+    trace_failed(c4_lines_flush(&tel.out));
   }
+  c4_lines_close(&tel.out);
 }

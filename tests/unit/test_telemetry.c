@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -410,6 +414,195 @@ START_TEST(a_c4mon_never_reached_is_not_waited_for_at_exit) {
 }
 END_TEST
 
+/* The descriptor of this process whose /proc link reads target, or -1. */
+static int fd_of(const char *target) {
+  int found = -1;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char link[300], to[256];
+    snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(link, to, sizeof to - 1);
+    if (n <= 0) continue;
+    to[n] = 0;
+    if (!strcmp(to, target)) found = atoi(e->d_name);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* The program closes every descriptor it did not open while c4 traces, and opens its own file,
+ * which takes the trace's number: c4's lines do not go into it, nor does c4 close it. */
+START_TEST(a_descriptor_the_program_took_over_gets_no_trace_lines_and_stays_open) {
+  use_trace_file();
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  int fd = fd_of(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  char mine[] = "/tmp/c4-test-program-XXXXXX";
+  int own = mkstemp(mine); /* the lowest free number: the trace's */
+  ck_assert_int_eq(own, fd);
+  for (uint64_t i = 0; i < 50; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  c4_telemetry_flush_and_stop();
+  struct stat st;
+  ck_assert_int_eq(fstat(own, &st), 0); /* still open: c4 did not close the program's file */
+  ck_assert_int_eq(st.st_size, 0);
+  close(own);
+  unlink(mine);
+  unlink(path);
+}
+END_TEST
+
+/* A listening socket standing for c4mon (it accepts, and says nothing), and C4_MONITOR naming it.
+ */
+static int fake_c4mon(void) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(l, 8), 0);
+  ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+  setenv("C4_MONITOR", addr, 1);
+  setenv("C4_TOKEN", "t", 1);
+  setenv("C4_DEBUG", "NONE", 1);
+  return l;
+}
+
+/* An accepted connection within 3 s, or -1. */
+static int accept_within_3s(int l) {
+  struct timeval tv = {3, 0};
+  setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return accept(l, NULL, NULL);
+}
+
+/* The program dup2s its own socket over c4's connection to c4mon: c4 reads none of the
+ * program's bytes from it, writes none into it and does not close it; it connects again. */
+START_TEST(a_socket_the_program_put_over_c4s_is_left_to_the_program) {
+  int l = fake_c4mon();
+  ck_assert_int_eq(c4_reporter_init(), 1);
+  int c1 = -1;
+  for (int i = 0; i < 300 && c1 < 0; i++) { /* the connect, started by a tick */
+    c4_reporter_tick(c4_now_ns());
+    struct timeval tv = {0, 10000};
+    setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    c1 = accept(l, NULL, NULL);
+  }
+  ck_assert_int_ge(c1, 0);
+  int mine = -1; /* c4's socket: the one whose peer is the listener's port */
+  struct sockaddr_in peer, lname;
+  socklen_t pl = sizeof peer, ll = sizeof lname;
+  getsockname(l, (struct sockaddr *)&lname, &ll);
+  for (int fd = 3; fd < 1024; fd++)
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && peer.sin_port == lname.sin_port &&
+        fd != c1) {
+      mine = fd;
+      break;
+    }
+  ck_assert_int_ge(mine, 0);
+  int sp[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+  ck_assert_int_eq(dup2(sp[0], mine), mine); /* the program's socket, at c4's number */
+  ck_assert_int_eq(write(sp[1], "program", 7), 7);
+  struct c4_xfer_record x = record(1);
+  struct c4_record r = {.kind = C4_REC_XFER, .xfer = x};
+  c4_reporter_push(&r);
+  for (int i = 0; i < 50; i++) {
+    c4_reporter_tick(c4_now_ns());
+    usleep(2000);
+  }
+  char got[16];
+  ck_assert_int_eq(recv(mine, got, sizeof got, MSG_DONTWAIT), 7);   /* its bytes still there */
+  ck_assert_int_eq(recv(sp[1], got, sizeof got, MSG_DONTWAIT), -1); /* nothing of c4's came */
+  ck_assert_int_eq(errno, EAGAIN);
+  int c2 = accept_within_3s(l); /* c4 connects again on a socket of its own */
+  for (int i = 0; i < 300 && c2 < 0; i++) {
+    c4_reporter_tick(c4_now_ns());
+    c2 = accept_within_3s(l);
+  }
+  ck_assert_int_ge(c2, 0);
+  c4_reporter_finish(0);
+  ck_assert_int_ge(fcntl(mine, F_GETFD), 0); /* and never closed the program's socket */
+  close(mine);
+  close(sp[0]);
+  close(sp[1]);
+  close(c1);
+  close(c2);
+  close(l);
+  unsetenv("C4_MONITOR");
+}
+END_TEST
+
+/* A forked child that streams connects to c4mon on its own; it does not go on with the
+ * parent's connection (whose frames and the child's mixed, and c4mon dropped both). */
+START_TEST(a_forked_child_streams_on_a_connection_of_its_own) {
+  int l = fake_c4mon();
+  ck_assert_int_eq(c4_telemetry_start(), 0); /* the writer thread connects */
+  int c1 = accept_within_3s(l);
+  ck_assert_int_ge(c1, 0);
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    c4_telemetry_start();
+    struct c4_xfer_record x = record(7);
+    c4_telemetry_emit_xfer(&x);
+    usleep(300000); /* time to connect: the parent's listener accepts it */
+    _exit(0);
+  }
+  int c2 = accept_within_3s(l);
+  ck_assert_int_eq(wait_child(child), 0);
+  ck_assert_msg(c2 >= 0, "the child did not connect on its own");
+  close(c2);
+  close(c1);
+  c4_telemetry_flush_and_stop();
+  close(l);
+  unsetenv("C4_MONITOR");
+}
+END_TEST
+
+/* Three processes given one C4_TRACE (a launcher that exported it to every rank): lines of the
+ * three interleave, but none is torn (through stdio's 4 KiB buffer, 2,053 of 55,961 were). */
+START_TEST(processes_sharing_one_trace_file_write_whole_lines) {
+  use_trace_file();
+  pid_t kids[3];
+  for (int k = 0; k < 3; k++) {
+    kids[k] = fork();
+    ck_assert_int_ge(kids[k], 0);
+    if (kids[k] == 0) {
+      c4_telemetry_start();
+      for (uint64_t i = 0; i < 30000; i++) {
+        struct c4_xfer_record r = record(i);
+        c4_telemetry_emit_xfer(&r);
+        if (i % 4096 == 0) usleep(2000); /* the ring drains: records are written, not dropped */
+      }
+      exit(0);
+    }
+  }
+  for (int k = 0; k < 3; k++)
+    ck_assert_int_eq(wait_child(kids[k]), 0);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char *line = NULL;
+  size_t cap = 0;
+  long lines = 0, bad = 0;
+  while (getline(&line, &cap, f) > 0) {
+    json_t *j = json_loads(line, 0, NULL);
+    bad += !j;
+    lines++;
+    json_decref(j);
+  }
+  free(line);
+  fclose(f);
+  ck_assert_int_gt(lines, 3 * 10000);
+  ck_assert_msg(bad == 0, "%ld of %ld lines torn", bad, lines);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("telemetry");
   TCase *tc = tcase_create("trace");
@@ -426,6 +619,10 @@ int main(void) {
   tcase_add_test(tc, a_forked_child_traces_on_its_own_without_the_parents_records);
   tcase_add_test(tc, a_c4mon_never_reached_is_not_waited_for_at_exit);
   tcase_add_test(tc, c4s_thread_takes_none_of_the_programs_signals);
+  tcase_add_test(tc, a_descriptor_the_program_took_over_gets_no_trace_lines_and_stays_open);
+  tcase_add_test(tc, a_socket_the_program_put_over_c4s_is_left_to_the_program);
+  tcase_add_test(tc, a_forked_child_streams_on_a_connection_of_its_own);
+  tcase_add_test(tc, processes_sharing_one_trace_file_write_whole_lines);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }

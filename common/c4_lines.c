@@ -1,0 +1,84 @@
+/* c4_lines.c -- whole JSON lines appended to the C4_TRACE file (c4_lines.h). */
+#include "c4_lines.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "c4_err.h"
+
+#define FLUSH_AT (256u << 10)
+
+int c4_lines_open(struct c4_lines *l, const char *path) {
+  *l = (struct c4_lines){.f = {.fd = -1}};
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return C4_ESYS;
+  if (c4_owned_take(&l->f, fd) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return C4_ESYS;
+  }
+  return 0;
+}
+
+/* Room for n more bytes. Returns 0 or C4_ENOMEM. */
+static int room(struct c4_lines *l, size_t n) {
+  if (l->len + n <= l->cap) return 0;
+  size_t cap = l->cap ? l->cap : 64u << 10;
+  while (cap < l->len + n)
+    cap *= 2;
+  char *grown = realloc(l->buf, cap);
+  if (!grown) return C4_ENOMEM;
+  l->buf = grown;
+  l->cap = cap;
+  return 0;
+}
+
+int c4_lines_put(struct c4_lines *l, const json_t *j) {
+  if (!c4_lines_open_now(l)) return 0;
+  size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
+  if (!n) return 0;
+  if (room(l, n + 1) != 0) { /* no memory for it: what is gathered goes out, and this line */
+    int rc = c4_lines_flush(l);
+    if (rc != 0 || room(l, n + 1) != 0) return rc ? rc : C4_ENOMEM;
+  }
+  json_dumpb(j, l->buf + l->len, n, JSON_COMPACT);
+  l->buf[l->len + n] = '\n';
+  l->len += n + 1;
+  return l->len >= FLUSH_AT ? c4_lines_flush(l) : 0;
+}
+
+int c4_lines_flush(struct c4_lines *l) {
+  if (!l->len || !c4_lines_open_now(l)) {
+    l->len = 0;
+    return l->taken ? C4_EREMOTE : 0;
+  }
+  size_t len = l->len;
+  l->len = 0; /* written or dropped: never kept to grow without bound */
+  if (!c4_owned_still(&l->f)) {
+    l->taken = 1;
+    return C4_EREMOTE;
+  }
+  for (size_t off = 0; off < len;) {
+    ssize_t k = write(l->f.fd, l->buf + off, len - off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return C4_ESYS;
+    off += (size_t)k;
+  }
+  return 0;
+}
+
+void c4_lines_close(struct c4_lines *l) {
+  c4_lines_flush(l);
+  if (!l->taken) c4_owned_close(&l->f);
+  free(l->buf);
+  *l = (struct c4_lines){.f = {.fd = -1}};
+}
+
+void c4_lines_forget(struct c4_lines *l) {
+  if (!l->taken) c4_owned_close(&l->f);
+  free(l->buf);
+  *l = (struct c4_lines){.f = {.fd = -1}};
+}
