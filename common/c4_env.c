@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,8 @@ long c4_env_long(const char *name, long def, long min, long max) {
   long x = strtol(v, &end, 10);
   int digits = (*v >= '0' && *v <= '9') || (*v == '-' && v[1] >= '0' && v[1] <= '9');
   if (!digits || errno || end == v || *end || x < min || x > max) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s=%s refused: not an integer from %ld to %ld; using %ld", name, v,
-             min, max, def);
-    C4_WARN("%s", msg);
-    /* Inside NCCL the warning goes to NCCL's log, which jobs often keep quiet: a setting that is
-     * not applied must still be seen, so the job's stderr gets it too. */
-    if (c4_log_to_nccl()) fprintf(stderr, "c4: %s\n", msg);
+    C4_WARN_SETTING("%s=%s refused: not an integer from %ld to %ld; using %ld", name, v, min, max,
+                    def);
     return def;
   }
   return x;
@@ -39,6 +35,13 @@ const char *c4_env_job(void) {
   return job && *job ? job : "default";
 }
 
+const char *c4_env_token(char *buf, size_t n) {
+  const char *v = getenv("C4_TOKEN");
+  if (!v) return NULL;
+  snprintf(buf, n, "%.*s", (int)strcspn(v, "\r\n"), v);
+  return buf;
+}
+
 const char *c4_env_first(const char *const *names) {
   for (; *names; names++) {
     const char *v = getenv(*names);
@@ -47,16 +50,23 @@ const char *c4_env_first(const char *const *names) {
   return NULL;
 }
 
+/* The first launcher variable that holds a rank (decimal digits). One that holds something else
+ * is said once and passed over: RANK=abc was read as no rank, and C4_HOSTNAME=node-%r named the
+ * host node--1, without a word. */
 int c4_env_rank(void) {
-  static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
-                                      NULL};
-  const char *v = c4_env_first(names);
-  if (!v) return C4_NONE;
-  char *end = NULL;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || *end || x < 0 || x > INT_MAX) return C4_NONE;
-  return (int)x;
+  static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"};
+  static atomic_int said;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *v = getenv(names[i]);
+    if (!v || !*v) continue;
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && !errno && !*end && x <= INT_MAX) return (int)x;
+    if (!atomic_exchange(&said, 1))
+      C4_WARN_SETTING("%s=\"%s\" is not a rank (decimal digits): passed over", names[i], v);
+  }
+  return C4_NONE;
 }
 
 void c4_host_name(char *buf, size_t len) {

@@ -15,6 +15,11 @@ long c4_env_long(const char *name, long def, long min, long max);
  * reporter, the trace, c4train's subscription). */
 const char *c4_env_job(void);
 
+/* C4_TOKEN's first line (up to a '\r' or '\n'), in buf; NULL when it is unset. A token written
+ * to a file with Windows line ends and passed as C4_TOKEN=$(cat FILE) kept its '\r', while
+ * --token-file takes the first line: the ranks were refused, and status worked. */
+const char *c4_env_token(char *buf, size_t n);
+
 /* Returns the first set variable of `names` (NULL-terminated), or NULL. */
 const char *c4_env_first(const char *const *names);
 

@@ -91,6 +91,16 @@ void c4_log(int level, const char *file, int line, const char *fmt, ...) {
   fprintf(stderr, "%s%s %s%s%s\n", when, tag, named ? "" : program, named ? "" : ": ", msg);
 }
 
+void c4_log_setting(const char *file, int line, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c4_log(C4_LOG_WARN, file, line, "%s", msg);
+  if (c4_log_to_nccl() && stderr_threshold() >= C4_LOG_WARN) fprintf(stderr, "c4: %s\n", msg);
+}
+
 const char *c4_strerror(int code) {
   switch (code) {
   case C4_OK: return "ok";

@@ -26,9 +26,17 @@ void c4_log_set_program(const char *name);
 void c4_log(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A setting refused or not applied (a C4_* or NCCL_* variable): logged as a warning and, inside
+ * NCCL, said on stderr too (unless C4_DEBUG=NONE). NCCL's log is often kept quiet, and a job
+ * whose C4_LISTEN_PORTS or C4_PLAN was ignored ran otherwise than its operator meant with no word
+ * where one looks. */
+void c4_log_setting(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #define C4_NOTE(...) c4_log(C4_LOG_NOTE, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_WARN(...) c4_log(C4_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_INFO(...) c4_log(C4_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
 #define C4_TRACE(...) c4_log(C4_LOG_TRACE, __FILE__, __LINE__, __VA_ARGS__)
+#define C4_WARN_SETTING(...) c4_log_setting(__FILE__, __LINE__, __VA_ARGS__)
 
 #endif

@@ -68,7 +68,7 @@ int c4_reporter_init(void) {
   const char *colon = strrchr(mon, ':');
   if (!colon || colon == mon || (size_t)(colon - mon) >= sizeof rep.host || !colon[1] ||
       strlen(colon + 1) >= sizeof rep.port) {
-    C4_WARN("C4_MONITOR=%s is not host:port; not streaming to c4mon", mon);
+    C4_WARN_SETTING("C4_MONITOR=%s is not host:port; not streaming to c4mon", mon);
     return C4_EINVAL;
   }
   memcpy(rep.host, mon, (size_t)(colon - mon));
@@ -81,22 +81,24 @@ int c4_reporter_init(void) {
   char *end = NULL;
   long port = strtol(rep.port, &end, 10);
   if (rep.port[0] < '0' || rep.port[0] > '9' || *end || port < 1 || port > 65535) {
-    C4_WARN("C4_MONITOR=%s: the port is not a number from 1 to 65535; not streaming to c4mon", mon);
+    C4_WARN_SETTING(
+        "C4_MONITOR=%s: the port is not a number from 1 to 65535; not streaming to c4mon", mon);
     return C4_EINVAL;
   }
-  const char *job = c4_env_job(), *token = getenv("C4_TOKEN");
+  char first_line[sizeof rep.token];
+  const char *job = c4_env_job(), *token = c4_env_token(first_line, sizeof first_line);
   if (strlen(job) >= sizeof rep.job) /* two jobs alike up to there would merge in c4mon */
-    C4_WARN("C4_JOB is longer than %zu bytes: c4mon sees only its first %zu", sizeof rep.job - 1,
-            sizeof rep.job - 1);
+    C4_WARN_SETTING("C4_JOB is longer than %zu bytes: c4mon sees only its first %zu",
+                    sizeof rep.job - 1, sizeof rep.job - 1);
   snprintf(rep.job, sizeof rep.job, "%s", job);
   snprintf(rep.token, sizeof rep.token, "%s", token ? token : "");
   if (!token)
-    C4_WARN("C4_TOKEN is unset: c4mon will accept this job only if it has no token either");
+    C4_WARN_SETTING("C4_TOKEN is unset: c4mon will accept this job only if it has no token either");
   /* at most 4 s: c4mon counts a rank silent for its --lost-ms (10 s by default) as lost, and at
    * 20 s every healthy rank was paged lost, then recovered, at every heartbeat
    * (C4_HEARTBEAT_MAX_MS in c4_frame.h) */
   rep.hb_ns = (uint64_t)c4_env_long("C4_HEARTBEAT_MS", 1000, 10, C4_HEARTBEAT_MAX_MS) * 1000000ull;
-  rep.q_cap = (size_t)c4_env_long("C4_REPORT_QUEUE", 65536, 16, 1 << 24);
+  rep.q_cap = (size_t)c4_env_long("C4_REPORT_QUEUE", 65536, 16, 1 << 20); /* 224 MiB at most */
   rep.q = calloc(rep.q_cap, sizeof *rep.q);
   if (!rep.q) return C4_ENOMEM;
   rep.backoff = BACKOFF_MIN;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "c4_cli.h"
+#include "c4_env.h"
 #include "c4_err.h"
 
 volatile int c4_mon_stop;
@@ -74,7 +75,10 @@ static int detect_option(const struct mon_cmd *cmd, int c, struct mon_detect_opt
 
 static const char *token_given;
 
-const char *c4_mon_cli_token(void) { return token_given ? token_given : getenv("C4_TOKEN"); }
+const char *c4_mon_cli_token(void) {
+  static char env_token[256];
+  return token_given ? token_given : c4_env_token(env_token, sizeof env_token);
+}
 
 /* Reads the token from the first line of path. Returns 0, or C4_EXIT_FAIL with a message. */
 static int read_token_file(const char *prog, const char *path) {

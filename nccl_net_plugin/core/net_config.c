@@ -16,22 +16,34 @@
 #define DEFAULT_PATH_PROBE_MS 200 /* bounds a connect's delay where routers do not answer */
 #define DEFAULT_NOTSENT_LOWAT 0   /* off: on loopback it cost 15% of a single comm's rate */
 
+/* A port of 1 to 5 decimal digits at *p, moved past; -1 where there is none. sscanf's %d took
+ * C4_LISTEN_PORTS=4294967297 as port 1, against what the docs promise (never truncated). */
+static long port_at(const char **p) {
+  long x = 0;
+  int digits = 0;
+  for (; **p >= '0' && **p <= '9' && digits < 6; (*p)++, digits++)
+    x = x * 10 + (**p - '0');
+  return digits && digits <= 5 ? x : -1;
+}
+
 /* C4_LISTEN_PORTS: "LO-HI" or "PORT", 1..65535; anything else is warned about and ignored. */
 static void parse_port_range(const char *v, int *lo, int *hi) {
   *lo = *hi = 0;
   if (!v || !*v) return;
-  int a = 0, b = 0, n = 0;
-  if ((sscanf(v, "%d-%d%n", &a, &b, &n) == 2 && v[n] == 0) ||
-      (sscanf(v, "%d%n", &a, &n) == 1 && v[n] == 0 && (b = a))) {
-    if (a >= 1 && b >= a && b <= 65535) {
-      *lo = a;
-      *hi = b;
-      return;
-    }
+  const char *p = v;
+  long a = port_at(&p), b = a;
+  if (*p == '-') {
+    p++;
+    b = port_at(&p);
   }
-  C4_WARN("C4_LISTEN_PORTS=\"%s\" is not PORT or LO-HI within 1-65535; listeners take ports the "
-          "kernel picks",
-          v);
+  if (!*p && a >= 1 && b >= a && b <= 65535) {
+    *lo = (int)a;
+    *hi = (int)b;
+    return;
+  }
+  C4_WARN_SETTING("C4_LISTEN_PORTS=\"%s\" is not PORT or LO-HI within 1-65535; listeners take "
+                  "ports the kernel picks",
+                  v);
 }
 
 /* C4_TCP_CONGESTION: a kernel congestion control's name (lower-case letters, digits, '_'; at
@@ -45,9 +57,10 @@ static void parse_congestion(const char *v, char *out, size_t len) {
   for (size_t i = 0; ok && i < n; i++)
     ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_';
   if (!ok) {
-    C4_WARN("C4_TCP_CONGESTION=\"%s\" is not a congestion control's name (a-z, 0-9, _; at most "
-            "%zu characters); data sockets keep the system's",
-            v, len - 1);
+    C4_WARN_SETTING(
+        "C4_TCP_CONGESTION=\"%s\" is not a congestion control's name (a-z, 0-9, _; at most "
+        "%zu characters); data sockets keep the system's",
+        v, len - 1);
     return;
   }
   memcpy(out, v, n + 1);

@@ -278,7 +278,7 @@ void c4_fault_load(void) {
   static struct c4_fault_spec parsed; /* too big for a helper's stack; loaded once */
   c4_fault_parse(spec, &parsed);
   for (int i = 0; i < parsed.nerr; i++)
-    C4_WARN("%s; clause ignored", parsed.err[i]);
+    C4_WARN_SETTING("%s; clause ignored", parsed.err[i]);
   int self = c4_env_rank();
   faults.t0 = c4_now_ns();
   for (int i = 0; i < parsed.n; i++) {

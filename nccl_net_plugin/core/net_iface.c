@@ -196,7 +196,8 @@ static int family_from_env(void) {
   if (!v) return AF_UNSPEC;
   if (strcmp(v, "AF_INET") == 0) return AF_INET;
   if (strcmp(v, "AF_INET6") == 0) return AF_INET6;
-  C4_WARN("NCCL_SOCKET_FAMILY=\"%s\" is neither AF_INET nor AF_INET6; using either family", v);
+  C4_WARN_SETTING("NCCL_SOCKET_FAMILY=\"%s\" is neither AF_INET nor AF_INET6; using either family",
+                  v);
   return AF_UNSPEC;
 }
 
@@ -207,7 +208,8 @@ static const char *list_from_env(const char **var) {
     const char *v = getenv(vars[i]);
     if (!v || !*v) continue;
     if (strlen(v) == 1) { /* NCCL ignores such a value; so does c4, but says so */
-      C4_WARN("%s=\"%s\" is ignored: a list must be at least 2 characters long", vars[i], v);
+      C4_WARN_SETTING("%s=\"%s\" is ignored: a list must be at least 2 characters long", vars[i],
+                      v);
       continue;
     }
     *var = vars[i];
@@ -238,9 +240,10 @@ int c4_iface_discover(struct c4_iface *out, int max, int *n) {
   if (list) {
     *n = find(all, list, family, out, max);
     if (*n == 0)
-      C4_WARN("%s=\"%s\" matches no interface that is up and has an %s address; c4 offers no "
-              "device",
-              var, list, family_name(family));
+      C4_WARN_SETTING(
+          "%s=\"%s\" matches no interface that is up and has an %s address; c4 offers no "
+          "device",
+          var, list, family_name(family));
     else
       C4_INFO("%s=\"%s\" selects %d interface(s)", var, list, *n);
   } else {

@@ -242,7 +242,8 @@ static void check_file(const char *path) {
     p = read_plan(path, err, sizeof err);
   if (!p) {
     atomic_fetch_add(&c4_netplan_stats.bad_plans, 1);
-    C4_WARN("C4_PLAN=%s: %s; ignoring the plan, data sockets use ephemeral ports", path, err);
+    C4_WARN_SETTING("C4_PLAN=%s: %s; ignoring the plan, data sockets use ephemeral ports", path,
+                    err);
   } else {
     atomic_fetch_add(&c4_netplan_stats.loads, 1);
     C4_INFO("C4_PLAN=%s: read %d host pairs", path, p->npairs);

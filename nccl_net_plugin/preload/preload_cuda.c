@@ -23,8 +23,11 @@ static struct {
 static void cuda_load(void) {
   const char *names[] = {getenv("C4_CUDART"), "libcudart.so.13", "libcudart.so.12", "libcudart.so"};
   void *dl = NULL;
-  for (unsigned i = 0; i < sizeof names / sizeof *names && !dl; i++)
+  for (unsigned i = 0; i < sizeof names / sizeof *names && !dl; i++) {
     if (names[i] && *names[i]) dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (i == 0 && names[0] && *names[0] && !dl) /* not the one asked for: said, not passed over */
+      C4_WARN_SETTING("C4_CUDART=%s: %s; looking for the usual CUDA runtime", names[0], dlerror());
+  }
   if (!dl) {
     C4_INFO("shim: no CUDA runtime found; collective completion times will be unknown");
     return;

@@ -27,9 +27,10 @@ static void set_congestion(int fd, const char *name) {
   int err = errno;
   atomic_fetch_add(&c4_transport_stats.congestion_refused, 1);
   if (!atomic_exchange(&said, 1))
-    C4_WARN("C4_TCP_CONGESTION=%s: the kernel refused it (%s; net.ipv4.tcp_available_congestion_"
-            "control lists what it has): data sockets keep the system's congestion control",
-            name, strerror(err));
+    C4_WARN_SETTING(
+        "C4_TCP_CONGESTION=%s: the kernel refused it (%s; net.ipv4.tcp_available_congestion_"
+        "control lists what it has): data sockets keep the system's congestion control",
+        name, strerror(err));
 }
 
 /* A socket's local port in host order, 0 when the kernel does not say: read once here, so the

@@ -26,7 +26,7 @@ int c4_wrap_setup(void) {
     rc = C4_ENOMEM;
   }
   if (rc != 0) {
-    C4_WARN("C4_WRAP: %s; c4 goes on with its own socket transport", err);
+    C4_WARN_SETTING("C4_WRAP: %s; c4 goes on with its own socket transport", err);
     return 0;
   }
   const struct c4_transport_config *cfg = c4_wrap_config_load();

@@ -118,6 +118,7 @@ static void setup(void) {
   setenv("C4_HOSTNAME", HOST, 1);
   snprintf(plan_path, sizeof plan_path, "/tmp/c4-test-plan-%d.json", (int)getpid());
   setenv("C4_PLAN", plan_path, 1);
+  setenv("C4_DEBUG", "WARN", 1); /* the suite's NONE would silence what a setting says on stderr */
   c4_log_set_logger(capture);
   logged[0] = 0;
   c4_netplan_reset();
@@ -338,13 +339,26 @@ START_TEST(a_pushed_avoid_moves_a_connected_comm_off_the_path_until_its_own_meas
 }
 END_TEST
 
+/* A bad plan is said on stderr too, not only in NCCL's log, which jobs keep quiet. */
 START_TEST(a_bad_plan_is_logged_once_and_the_connection_uses_ephemeral_ports) {
   int p0 = free_port();
   char text[256];
   snprintf(text, sizeof text,
            "{\"v\":2,\"flows\":[{\"src\":\"%s\",\"dst\":\"%s\",\"src_port\":%d}]}", HOST, HOST, p0);
   write_plan(text);
+  char err_path[] = "/tmp/c4-test-stderr-XXXXXX";
+  int err_fd = mkstemp(err_path), saved = dup(2);
+  ck_assert_int_ge(err_fd, 0);
+  dup2(err_fd, 2);
   connect_pair(2);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char said[2048] = "";
+  ck_assert_int_ge(pread(err_fd, said, sizeof said - 1, 0), 0);
+  close(err_fd);
+  unlink(err_path);
+  ck_assert_msg(strstr(said, "c4: C4_PLAN=") != NULL, "not on stderr: \"%s\"", said);
   ck_assert_int_ne(data_port(0), p0);
   send_one_and_close();
   usleep(1100 * 1000);

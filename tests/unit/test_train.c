@@ -205,6 +205,31 @@ START_TEST(ranks_come_from_torchrun_slurm_open_mpi_or_pmi) {
 }
 END_TEST
 
+/* A launcher variable that holds no rank is passed over, to the next one that does (RANK=abc
+ * was read as no rank at all), and a token's line end is not part of it. */
+START_TEST(a_rank_variable_that_is_no_number_is_passed_over) {
+  clear_rank_env();
+  setenv("RANK", "abc", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  ck_assert_int_eq(c4_env_rank(), 3);
+  static const char *bad[] = {" 2", "+2", "2 ", "1e3", "0x3", "-1", "99999999999"};
+  for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("RANK", bad[i], 1);
+    ck_assert_msg(c4_env_rank() == 3, "RANK=\"%s\" taken", bad[i]);
+  }
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  ck_assert_int_eq(c4_env_rank(), -1);
+  setenv("RANK", "7", 1);
+  ck_assert_int_eq(c4_env_rank(), 7);
+  clear_rank_env();
+  char buf[64];
+  setenv("C4_TOKEN", "crlf-token\r\n", 1);
+  ck_assert_str_eq(c4_env_token(buf, sizeof buf), "crlf-token");
+  unsetenv("C4_TOKEN");
+  ck_assert_ptr_null(c4_env_token(buf, sizeof buf));
+}
+END_TEST
+
 /* The job's name is read alike everywhere: unset or empty is "default" (the reporter sent
  * "default" for an empty C4_JOB while c4train's subscription followed job "" and heard nothing). */
 START_TEST(an_unset_or_empty_c4_job_is_default) {
@@ -1018,6 +1043,7 @@ int main(void) {
   tcase_add_test(model, model_gradients_match_finite_differences);
   tcase_add_test(model, micro_batches_add_up_to_the_whole_batch);
   tcase_add_test(model, ranks_come_from_torchrun_slurm_open_mpi_or_pmi);
+  tcase_add_test(model, a_rank_variable_that_is_no_number_is_passed_over);
   tcase_add_test(model, samples_depend_only_on_seed_step_and_index);
   tcase_add_test(model, c4_hostname_overrides_the_host_name_with_the_rank_in_it);
   tcase_add_test(model, an_unset_or_empty_c4_job_is_default);

@@ -296,7 +296,9 @@ START_TEST(listeners_take_the_first_free_port_of_c4_listen_ports) {
   c4_transport_close_listen(a);
   c4_transport_close_listen(b);
   c4_transport_close_listen(c);
-  static const char *bad[] = {"x", "0", "5-4", "70000", "10-70000", "1-2-3", "12 "};
+  static const char *bad[] = {"x",     "0",      "5-4",        "70000",      "10-70000",
+                              "1-2-3", "12 ",    "4294967297", "4294973300", "+80",
+                              " 80",   "80-+90", "000080",     "-"};
   for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
     setenv("C4_LISTEN_PORTS", bad[i], 1);
     c4_transport_config_load(&cfg);
