@@ -455,6 +455,13 @@ void c4_reporter_finish(int timeout_ms) {
   }
   free(rep.plan);
   rep.plan = NULL;
+  /* a job shorter than a connect's timeout, its c4mon behind a firewall that drops packets,
+   * ended without a word: nothing had failed yet, so nothing had been said */
+  if (!atomic_load(&rep.connects) && rep.q_len + atomic_load(&rep.dropped) > 0)
+    C4_WARN_SETTING("c4mon at %s%s%s:%s was never reached: this process's %llu records were not "
+                    "delivered",
+                    strchr(rep.host, ':') ? "[" : "", rep.host, strchr(rep.host, ':') ? "]" : "",
+                    rep.port, (unsigned long long)(rep.q_len + atomic_load(&rep.dropped)));
   atomic_fetch_add(&rep.dropped, rep.q_len); /* what could not be delivered */
   rep.q_len = 0;
   if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd);

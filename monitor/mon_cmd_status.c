@@ -53,11 +53,13 @@ static void print_verdicts(json_t *verdicts) {
   json_array_foreach(verdicts, i, r) {
     char place[400];
     c4_mon_evq_place(r, place, sizeof place);
-    printf("  #%lld %-12s %s, job %s  factor %.2f  %s\n",
+    char factor[32] = ""; /* a hang or a lost rank has none */
+    double f = json_number_value(json_object_get(r, "factor"));
+    if (f > 0) snprintf(factor, sizeof factor, "  factor %.2f", f);
+    printf("  #%lld %-12s %s, job %s%s  %s\n",
            (long long)json_integer_value(json_object_get(r, "id")),
            json_string_value(json_object_get(r, "kind")), place,
-           json_string_value(json_object_get(r, "job")),
-           json_number_value(json_object_get(r, "factor")),
+           json_string_value(json_object_get(r, "job")), factor,
            json_string_value(json_object_get(r, "detail")));
   }
 }

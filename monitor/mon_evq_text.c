@@ -51,6 +51,8 @@ void c4_mon_evq_place(const json_t *ev, char *buf, size_t n) {
   } else if (!strcmp(where, "gpu") && ranks[0]) {
     snprintf(buf, n, "rank%s %s (%s)", strchr(ranks, ',') ? "s" : "", ranks,
              hosts[0] ? hosts : "host unknown");
+  } else if (!strcmp(where, "job")) { /* a job's end: the hosts whose ranks said goodbye */
+    snprintf(buf, n, "on host%s %s", strchr(hosts, ',') ? "s" : "", hosts[0] ? hosts : "unknown");
   } else {
     snprintf(buf, n, "%s %s", where[0] ? where : "place", hosts[0] ? hosts : "unknown");
   }

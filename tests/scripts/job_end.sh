@@ -36,6 +36,9 @@ done
 jq -e -s '[.[] | select(.kind == "job_end" and .job == "lifejob")] | length == 1 and
   (.[0].ranks | sort) == [0, 1] and (.[0].wall | test("^[0-9-]+T[0-9:.]+Z$"))' "$WORK/events" \
   >/dev/null || fail "no job_end of lifejob naming ranks 0 and 1: $(cat "$WORK/events")"
+# said as where its ranks were, not as a place named "job"
+"$BIN/c4mon" events "$WORK/events" --text | grep -q "job_end  *on hosts [^ ]*,[^ ]*, ranks [01],[01], job lifejob" ||
+  fail "job_end in text: $("$BIN/c4mon" events "$WORK/events" --text)"
 C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" --json >"$WORK/status" || fail "status"
 jq -e '[.detect.verdicts[] | select(.job == "lifejob")] | length == 0' "$WORK/status" >/dev/null ||
   fail "verdicts of the ended job in status: $(jq -c .detect.verdicts "$WORK/status")"
@@ -54,6 +57,13 @@ for _ in $(seq 40); do
 done
 grep -q '^job two?lines: 2 rank(s) ended' "$WORK/status.txt" && ! grep -q '^lines' "$WORK/status.txt" ||
   fail "a job name with a newline in status: $(cat "$WORK/status.txt")"
+sleep 1.2 # a publish (once a second) since the job's records came
+curl -sf "$metrics" >"$WORK/before" || fail "no answer at $metrics"
+grep -q 'job="lifejob"' "$WORK/before" || fail "no series of lifejob while it is remembered"
+sleep 4.5 # past --forget-ms (3 s from job_end), its 0.5 s pass and a publish
+curl -sf "$metrics" >"$WORK/after" || fail "no answer at $metrics"
+! grep 'job="lifejob"' "$WORK/after" || fail "series of lifejob stayed past --forget-ms"
+grep -q '^c4_records_total ' "$WORK/after" || fail "c4mon's own series went too"
 # nor bytes that are not UTF-8, nor C1's CSI: each is a '?', and the job's end is still an event
 # (jansson refuses a string that is not UTF-8: the event was lost, and the job left no trace)
 C4_MONITOR=$ranks C4_TOKEN=t C4_JOB=$'j\xff-\xc2\x9b[2J' C4_HEARTBEAT_MS=100 \
@@ -67,11 +77,4 @@ jq -e -s '[.[] | select(.kind == "job_end" and .job == "j?-??[2J")] | length == 
 C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" 2>&1
 grep -qF 'job j?-??[2J: 2 rank(s) ended' "$WORK/status.txt" ||
   fail "status of a job named with bytes not UTF-8: $(cat -A "$WORK/status.txt")"
-sleep 1.2 # a publish (once a second) since the job's records came
-curl -sf "$metrics" >"$WORK/before" || fail "no answer at $metrics"
-grep -q 'job="lifejob"' "$WORK/before" || fail "no series of lifejob while it is remembered"
-sleep 4.5 # past --forget-ms (3 s from job_end), its 0.5 s pass and a publish
-curl -sf "$metrics" >"$WORK/after" || fail "no answer at $metrics"
-! grep 'job="lifejob"' "$WORK/after" || fail "series of lifejob stayed past --forget-ms"
-grep -q '^c4_records_total ' "$WORK/after" || fail "c4mon's own series went too"
 echo "job_end: the ended job's verdicts closed and its series left /metrics after --forget-ms"
