@@ -321,7 +321,7 @@ export C4_PC
 #The shim's tests: test doubles for what needs a GPU, and a driver against the real libnccl.so.
 REAL_NCCL_DIR ?= /usr/local/cuda/lib64
 SHIM_TESTS := $(BUILD)/tests/libc4-test-double-nccl.so $(BUILD)/tests/libc4-test-double-cudart.so \
-              $(BUILD)/tests/fake_nccl_driver \
+              $(BUILD)/tests/fake_nccl_driver $(BUILD)/tests/fake_nccl_threads \
               $(if $(wildcard $(REAL_NCCL_DIR)/libnccl.so),$(BUILD)/tests/real_nccl_driver)
 
 $(BUILD)/obj/tests/doubles/%.o: CFLAGS += -fvisibility=default
@@ -329,7 +329,7 @@ $(BUILD)/tests/libc4-test-double-%.so: $(BUILD)/obj/tests/doubles/fake_%.o $(LIB
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/fake_nccl_driver: $(BUILD)/obj/tests/preload/fake_nccl_driver.o $(BUILD)/tests/libc4-test-double-nccl.so
+$(BUILD)/tests/fake_nccl_%: $(BUILD)/obj/tests/preload/fake_nccl_%.o $(BUILD)/tests/libc4-test-double-nccl.so
 	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/tests -lc4-test-double-nccl -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
 
 $(BUILD)/tests/real_nccl_driver: $(BUILD)/obj/tests/preload/real_nccl_driver.o

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,12 +49,23 @@ static void progress(uint64_t *e, uint64_t *d) {
   *d = atomic_load(&completed);
 }
 
+/* A thread's calls inside a group, waiting for its outermost ncclGroupEnd. Allocated at the
+ * thread's first call inside a group and freed when it exits (group_key's destructor): static
+ * TLS is carved out of every thread's stack in the process, and 45 KB of it there made threads
+ * with small stacks (Python's threading.stack_size(32768)) fail to start. */
+struct group {
+  int n;
+  struct {
+    struct c4_coll_record rec;
+    cudaStream_t stream;
+  } calls[GROUP_MAX];
+};
+
 static __thread int group_depth;
-static __thread int group_n;
-static __thread struct {
-  struct c4_coll_record rec;
-  cudaStream_t stream;
-} group_calls[GROUP_MAX];
+static __thread struct group *group;
+static pthread_once_t group_once = PTHREAD_ONCE_INIT;
+static pthread_key_t group_key;
+static int group_key_ok;
 
 uint64_t c4_shim_hash(const void *p, size_t n, uint64_t seed) {
   uint64_t h = c4_fnv1a(C4_FNV_OFFSET ^ seed, p, n);
@@ -177,6 +189,42 @@ static void track(const struct c4_coll_record *rec, cudaStream_t stream) {
   emit(rec);
 }
 
+static void group_free(void *g) {
+  free(g);
+  group = NULL; /* an NCCL call from a later destructor of this thread makes a new one */
+}
+
+static void group_key_make(void) { group_key_ok = pthread_key_create(&group_key, group_free) == 0; }
+
+/* This thread's group, made on first use; NULL when it cannot be (no memory, or no key to free
+ * it at the thread's exit: it is then not made at all, rather than leaked per thread). */
+static struct group *group_get(void) {
+  if (group) return group;
+  pthread_once(&group_once, group_key_make);
+  struct group *g = group_key_ok ? malloc(sizeof *g) : NULL;
+  if (g && pthread_setspecific(group_key, g) != 0) {
+    free(g);
+    g = NULL;
+  }
+  if (g) g->n = 0;
+  group = g;
+  return g;
+}
+
+/* Keeps a call made inside a group for the outermost ncclGroupEnd. Without room (more than
+ * GROUP_MAX calls, or no group) it is recorded now, its completion unknown, and counted: an
+ * event recorded now would complete before NCCL has put the call's work on the stream. */
+static void park(const struct c4_coll_record *rec, cudaStream_t stream) {
+  struct group *g = group_get();
+  if (!g || g->n >= GROUP_MAX) {
+    atomic_fetch_add(&lost, 1);
+    emit(rec);
+    return;
+  }
+  g->calls[g->n].rec = *rec;
+  g->calls[g->n++].stream = stream;
+}
+
 static void copy_name(char *dst, const char *src) {
   size_t n = strnlen(src, C4_NAME_MAX - 1);
   memcpy(dst, src, n);
@@ -205,26 +253,24 @@ void c4_shim_call(ncclComm_t comm, const char *func, int is_p2p, size_t count, n
     emit(&rec); /* NCCL refused it: nothing will run */
     return;
   }
-  if (group_depth > 0 && group_n < GROUP_MAX) {
-    group_calls[group_n].rec = rec;
-    group_calls[group_n++].stream = stream;
-    return;
-  }
-  if (group_depth > 0) atomic_fetch_add(&lost, 1);
-  track(&rec, stream);
+  if (group_depth > 0)
+    park(&rec, stream);
+  else
+    track(&rec, stream);
 }
 
 void c4_shim_group_start(void) { group_depth++; }
 
 void c4_shim_group_end(ncclResult_t rc) {
   if (group_depth > 0) group_depth--;
-  if (group_depth > 0) return;
-  for (int i = 0; i < group_n; i++) {
-    group_calls[i].rec.t_enqueued = c4_now_ns();
+  struct group *g = group;
+  if (group_depth > 0 || !g) return;
+  for (int i = 0; i < g->n; i++) {
+    g->calls[i].rec.t_enqueued = c4_now_ns();
     if (rc == ncclSuccess || rc == ncclInProgress)
-      track(&group_calls[i].rec, group_calls[i].stream);
+      track(&g->calls[i].rec, g->calls[i].stream);
     else
-      emit(&group_calls[i].rec);
+      emit(&g->calls[i].rec);
   }
-  group_n = 0;
+  g->n = 0;
 }

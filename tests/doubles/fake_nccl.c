@@ -10,7 +10,7 @@ struct ncclComm {
   int nranks, rank;
 };
 
-static int group_depth;
+static _Thread_local int group_depth; /* per thread, as NCCL's group state is */
 
 /* Not the exported name: inside this library a call to ncclCommInitRank would reach the shim. */
 static ncclResult_t make_comm(ncclComm_t *comm, int nranks, int rank) {

@@ -124,12 +124,45 @@ START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
 }
 END_TEST
 
+/* The shim's TLS is carved out of every thread's stack: threads with small stacks must still
+ * start, and group calls made by several threads at once must each wait for their own thread's
+ * outermost ncclGroupEnd. */
+START_TEST(small_stack_threads_start_and_group_calls_from_several_threads_are_recorded) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", cmd[2048];
+  close(mkstemp(trace));
+  snprintf(cmd, sizeof cmd,
+           "C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so C4_FAKE_CUDA_DELAY_MS=20 "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_threads",
+           trace, build, build, build);
+  const char *out = run(cmd);
+  for (int i = 0; i < 4; i++) {
+    char line[32];
+    snprintf(line, sizeof line, "thread %d 0\n", i);
+    ck_assert_ptr_nonnull(strstr(out, line));
+  }
+  /* not "create 22" (EINVAL): a 32 KB stack holds the process's static TLS */
+  ck_assert_ptr_nonnull(strstr(out, "create 0\ncreate 0\ncreate 0\ncreate 0\n"));
+  json_t *colls = lines_of(trace, "coll");
+  for (int rank = 0; rank < 4; rank++)
+    for (long seq = 0; seq < 20; seq++) { /* per rank: Send, Recv, Send, ... in call order */
+      json_t *c = call(colls, seq % 2 ? "Recv" : "Send", seq, rank);
+      ck_assert_msg(c != NULL, "rank %d seq %ld missing", rank, seq);
+      ck_assert_int_eq(T(c, "root"), seq % 2 ? (rank + 3) % 4 : (rank + 1) % 4);
+      ck_assert_int_ge(T(c, "t_done") - T(c, "t_enqueued"), 15000000); /* after the group end */
+    }
+  json_decref(colls);
+  unlink(trace);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("preload");
   TCase *tc = tcase_create("shim");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, every_call_and_return_code_reaches_the_real_nccl_unchanged);
   tcase_add_test(tc, collectives_are_recorded_with_arrival_and_cuda_event_completion);
+  tcase_add_test(tc, small_stack_threads_start_and_group_calls_from_several_threads_are_recorded);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
