@@ -1,13 +1,15 @@
 /* preload_api.c -- the LD_PRELOAD shim's exported NCCL entry points. Each one stamps the arrival,
  * calls the real NCCL function (found with dlsym(RTLD_NEXT), else in an already loaded
  * libnccl.so.2) and returns its result unchanged; collectives and p2p calls are then handed to
- * preload_track.c, which learns their completion from a CUDA event. */
+ * preload_track.c, which learns their completion from a CUDA event. With C4_TIMING=0 each one
+ * only calls the real function. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "c4_clock.h"
 #include "c4_log.h"
+#include "c4_telemetry.h"
 #include "preload_track.h"
 
 #define C4_EXPORT __attribute__((visibility("default")))
@@ -35,6 +37,12 @@ static void *real(const char *name) {
     atomic_store(&real_##name, fn);                                                                \
   }
 
+/* With C4_TIMING=0 the call goes straight to NCCL: no clock read, no record, no thread. */
+#define UNTIMED(...)                                                                               \
+  do {                                                                                             \
+    if (!c4_telemetry_enabled()) return fn(__VA_ARGS__);                                           \
+  } while (0)
+
 /* The same id on every rank of a communicator: a hash of the unique id they all share. */
 static uint64_t id_of(const ncclUniqueId *uid) { return c4_shim_hash(uid, sizeof *uid, 0); }
 
@@ -44,6 +52,7 @@ static void learn(ncclComm_t comm, uint64_t id, int rank, int nranks) {
 
 C4_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   REAL(ncclCommInitRank, ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int));
+  UNTIMED(comm, nranks, id, rank);
   ncclResult_t rc = fn(comm, nranks, id, rank);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
@@ -53,6 +62,7 @@ C4_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
                                               int rank, ncclConfig_t *config) {
   REAL(ncclCommInitRankConfig,
        ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *));
+  UNTIMED(comm, nranks, id, rank, config);
   ncclResult_t rc = fn(comm, nranks, id, rank, config);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
@@ -60,6 +70,7 @@ C4_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
 
 C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   REAL(ncclCommInitAll, ncclResult_t(*)(ncclComm_t *, int, const int *));
+  UNTIMED(comms, ndev, devlist);
   ncclResult_t rc = fn(comms, ndev, devlist);
   if (rc == ncclSuccess) {
     uint64_t t = c4_now_ns(); /* one communicator, all ranks in this process */
@@ -73,6 +84,7 @@ C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *d
 C4_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                      ncclConfig_t *config) {
   REAL(ncclCommSplit, ncclResult_t(*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *));
+  UNTIMED(comm, color, key, newcomm, config);
   ncclResult_t rc = fn(comm, color, key, newcomm, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && *newcomm) {
     /* every member of the new communicator has the same parent and color */
@@ -93,18 +105,21 @@ C4_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 
 C4_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL(ncclCommDestroy, ncclResult_t(*)(ncclComm_t));
+  UNTIMED(comm);
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
 C4_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   REAL(ncclCommAbort, ncclResult_t(*)(ncclComm_t));
+  UNTIMED(comm);
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
 C4_EXPORT ncclResult_t ncclGroupStart(void) {
   REAL(ncclGroupStart, ncclResult_t(*)(void));
+  UNTIMED();
   ncclResult_t rc = fn();
   if (rc == ncclSuccess) c4_shim_group_start();
   return rc;
@@ -112,6 +127,7 @@ C4_EXPORT ncclResult_t ncclGroupStart(void) {
 
 C4_EXPORT ncclResult_t ncclGroupEnd(void) {
   REAL(ncclGroupEnd, ncclResult_t(*)(void));
+  UNTIMED();
   ncclResult_t rc = fn();
   c4_shim_group_end(rc);
   return rc;
@@ -123,6 +139,7 @@ C4_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclD
                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclAllReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                       ncclComm_t, cudaStream_t));
+  UNTIMED(s, r, count, t, op, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "AllReduce", 0, count, t, -1, stream, t0, rc);
@@ -133,6 +150,7 @@ C4_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclData
                                   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
                                    ncclComm_t, cudaStream_t));
+  UNTIMED(s, r, count, t, op, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, root, comm, stream);
   c4_shim_call(comm, "Reduce", 0, count, t, root, stream, t0, rc);
@@ -142,6 +160,7 @@ C4_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclData
 C4_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                                  cudaStream_t stream) {
   REAL(ncclBcast, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  UNTIMED(b, count, t, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(b, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -152,6 +171,7 @@ C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclD
                                      int root, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclBroadcast, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
                                       cudaStream_t));
+  UNTIMED(s, r, count, t, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -164,6 +184,7 @@ C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclD
                              ncclComm_t comm, cudaStream_t stream) {                               \
     REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,           \
                                cudaStream_t));                                                     \
+    UNTIMED(s, r, count, t, comm, stream);                                                         \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, comm, stream);                                            \
     c4_shim_call(comm, label, 0, count, t, -1, stream, t0, rc);                                    \
@@ -177,6 +198,7 @@ C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, n
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclReduceScatter, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                           ncclComm_t, cudaStream_t));
+  UNTIMED(s, r, count, t, op, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "ReduceScatter", 0, count, t, -1, stream, t0, rc);
@@ -188,6 +210,7 @@ C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, n
                              ncclComm_t comm, cudaStream_t stream) {                               \
     REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,      \
                                cudaStream_t));                                                     \
+    UNTIMED(s, r, count, t, root, comm, stream);                                                   \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, root, comm, stream);                                      \
     c4_shim_call(comm, label, 0, count, t, root, stream, t0, rc);                                  \
@@ -201,6 +224,7 @@ C4_EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, i
                                 ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclSend,
        ncclResult_t(*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  UNTIMED(s, count, t, peer, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, count, t, peer, comm, stream);
   c4_shim_call(comm, "Send", 1, count, t, peer, stream, t0, rc);
@@ -210,6 +234,7 @@ C4_EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, i
 C4_EXPORT ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
                                 cudaStream_t stream) {
   REAL(ncclRecv, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
+  UNTIMED(r, count, t, peer, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(r, count, t, peer, comm, stream);
   c4_shim_call(comm, "Recv", 1, count, t, peer, stream, t0, rc);

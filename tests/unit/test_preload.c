@@ -124,6 +124,56 @@ START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
 }
 END_TEST
 
+static long file_size(const char *path) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* C4_TIMING=0: every call reaches NCCL and returns as it does without the shim, and nothing is
+ * recorded (no trace written at all); a value that is not 0 or 1 is refused aloud, and the shim
+ * then times as by default, as the net plugin does. */
+START_TEST(timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", err[] = "/tmp/c4-shim-err-XXXXXX", cmd[2048];
+  close(mkstemp(trace));
+  close(mkstemp(err));
+  const char *env = "C4_DEBUG=WARN C4_FAKE_CUDA_DELAY_MS=1";
+  snprintf(cmd, sizeof cmd,
+           "%s C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so "
+           "%s/tests/fake_nccl_driver",
+           env, trace, build, build);
+  char bare[8192];
+  snprintf(bare, sizeof bare, "%s", run(cmd)); /* no shim */
+  snprintf(cmd, sizeof cmd,
+           "%s C4_TIMING=0 C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver 2>%s",
+           env, trace, build, build, build, err);
+  ck_assert_str_eq(run(cmd), bare);
+  ck_assert_int_eq(file_size(trace), 0);
+  ck_assert_int_eq(file_size(err), 0);
+
+  snprintf(cmd, sizeof cmd,
+           "%s C4_TIMING=off C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver 2>%s",
+           env, trace, build, build, build, err);
+  ck_assert_str_eq(run(cmd), bare);
+  char line[512] = "";
+  FILE *f = fopen(err, "r");
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(line, "C4_TIMING=off refused"));
+  json_t *colls = lines_of(trace, "coll");
+  ck_assert_ptr_nonnull(call(colls, "AllReduce", 0, 2)); /* timed, as by default */
+  json_decref(colls);
+  unlink(trace);
+  unlink(err);
+}
+END_TEST
+
 /* The shim's TLS is carved out of every thread's stack: threads with small stacks must still
  * start, and group calls made by several threads at once must each wait for their own thread's
  * outermost ncclGroupEnd. */
@@ -162,6 +212,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, every_call_and_return_code_reaches_the_real_nccl_unchanged);
   tcase_add_test(tc, collectives_are_recorded_with_arrival_and_cuda_event_completion);
+  tcase_add_test(tc, timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud);
   tcase_add_test(tc, small_stack_threads_start_and_group_calls_from_several_threads_are_recorded);
   suite_add_tcase(s, tc);
   return c4_check_run(s);

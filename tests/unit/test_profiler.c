@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,52 @@ START_TEST(a_connection_reported_under_a_proxy_step_becomes_one_link_record) {
 }
 END_TEST
 
+/* NCCL's logger: the last message. */
+static char logged[1024];
+static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt,
+                   ...) {
+  (void)level, (void)flags, (void)file, (void)line;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(logged, sizeof logged, fmt, ap);
+  va_end(ap);
+}
+
+START_TEST(timing_off_asks_nccl_for_no_events_and_records_nothing) {
+  setenv("C4_TIMING", "0", 1);
+  const ncclProfiler_v5_t *p = load("ncclProfiler_v5");
+  void *ctx = (void *)1, *coll = (void *)1;
+  int mask = -1;
+  ck_assert_int_eq(p->init(&ctx, 0x99, &mask, "c", 1, 2, 0, NULL), ncclSuccess);
+  ck_assert_int_eq(mask, 0);
+  ncclProfilerEventDescr_v5_t d;
+  coll_descr(&d, 1);
+  ck_assert_int_eq(p->startEvent(ctx, &coll, &d), ncclSuccess); /* NCCL may still call */
+  ck_assert_ptr_null(coll);
+  ck_assert_int_eq(p->stopEvent(coll), ncclSuccess);
+  ck_assert_int_eq(p->finalize(ctx), ncclSuccess);
+  usleep(50000);
+  FILE *f = fopen(path, "r");
+  ck_assert_int_eq(fgetc(f), EOF); /* not even a header: no telemetry thread ran */
+  fclose(f);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(a_bad_timing_value_is_refused_aloud_and_timing_stays_on) {
+  setenv("C4_TIMING", "2", 1);
+  const ncclProfiler_v5_t *p = load("ncclProfiler_v5");
+  void *ctx = NULL;
+  int mask = 0;
+  ck_assert_int_eq(p->init(&ctx, 0x98, &mask, "c", 1, 2, 0, logger), ncclSuccess);
+  ck_assert_ptr_nonnull(strstr(logged, "C4_TIMING=2 refused"));
+  ck_assert_int_eq(mask, ncclProfileColl | ncclProfileP2p | ncclProfileProxyOp |
+                             ncclProfileKernelCh | ncclProfileProxyStep | ncclProfileNetPlugin);
+  p->finalize(ctx);
+  unlink(path);
+}
+END_TEST
+
 /* NCCL's profiler callback, recorded. */
 static int calls, starts;
 static int64_t seen_id;
@@ -323,6 +370,8 @@ int main(void) {
   tcase_add_test(tc, events_c4_does_not_use_get_no_handle_and_stopping_null_is_harmless);
   tcase_add_test(tc, a_connection_reported_under_a_proxy_step_becomes_one_link_record);
   tcase_add_test(tc, the_net_plugin_names_each_connection_to_the_profiler_once);
+  tcase_add_test(tc, timing_off_asks_nccl_for_no_events_and_records_nothing);
+  tcase_add_test(tc, a_bad_timing_value_is_refused_aloud_and_timing_stays_on);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
