@@ -68,6 +68,20 @@ C4_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
   return rc;
 }
 
+/* NCCL >= 2.23. Every rank passes the same nId unique ids in the same order, so their hash is the
+ * communicator's id (with one id, the id ncclCommInitRank would give). An NCCL without the
+ * function gets ncclInternalError from REAL, as for any function it lacks. */
+C4_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nId,
+                                                ncclUniqueId *ids, ncclConfig_t *config) {
+  REAL(ncclCommInitRankScalable,
+       ncclResult_t(*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *));
+  UNTIMED(comm, nranks, rank, nId, ids, config);
+  ncclResult_t rc = fn(comm, nranks, rank, nId, ids, config);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && ids && nId > 0)
+    learn(*comm, c4_shim_hash(ids, (size_t)nId * sizeof *ids, 0), rank, nranks);
+  return rc;
+}
+
 C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   REAL(ncclCommInitAll, ncclResult_t(*)(ncclComm_t *, int, const int *));
   UNTIMED(comms, ndev, devlist);

@@ -26,6 +26,12 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   return make_comm(comm, nranks, rank);
 }
 
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nId,
+                                      ncclUniqueId *ids, ncclConfig_t *config) {
+  (void)config;
+  return ids && nId > 0 ? make_comm(comm, nranks, rank) : ncclInvalidArgument;
+}
+
 ncclResult_t ncclCommCount(ncclComm_t comm, int *n) {
   *n = comm->nranks;
   return ncclSuccess;

@@ -7,6 +7,8 @@
 #include "preload_abi.h"
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nId,
+                                      ncclUniqueId *ids, ncclConfig_t *config);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                            ncclConfig_t *config);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
@@ -22,7 +24,9 @@ ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclCom
 int main(void) {
   ncclUniqueId id;
   memset(&id, 7, sizeof id);
-  ncclComm_t comm, sub;
+  ncclUniqueId ids[3];
+  memset(ids, 9, sizeof ids);
+  ncclComm_t comm, sub, wide[2];
   printf("init %d\n", ncclCommInitRank(&comm, 4, id, 2));
   printf("init-bad %d\n", ncclCommInitRank(&sub, 0, id, 0));
   for (int i = 0; i < 3; i++)
@@ -34,8 +38,13 @@ int main(void) {
   printf("groupend %d\n", ncclGroupEnd());
   printf("split %d\n", ncclCommSplit(comm, 1, 0, &sub, NULL));
   printf("allreduce-sub %d\n", ncclAllReduce(NULL, NULL, 8, 9, 0, sub, NULL));
+  for (int r = 0; r < 2; r++) { /* two ranks of one communicator, as two processes would be */
+    printf("init-scalable %d\n", ncclCommInitRankScalable(&wide[r], 8, 5 + r, 3, ids, NULL));
+    printf("allreduce-scalable %d\n", ncclAllReduce(NULL, NULL, 16, 7, 0, wide[r], NULL));
+  }
   fflush(stdout);
   usleep(300000); /* let the shim's poller see the (fake) CUDA events complete */
-  printf("destroy %d\n", ncclCommDestroy(sub) | ncclCommDestroy(comm));
+  printf("destroy %d\n", ncclCommDestroy(wide[0]) | ncclCommDestroy(wide[1]) |
+                             ncclCommDestroy(sub) | ncclCommDestroy(comm));
   return 0;
 }

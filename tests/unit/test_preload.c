@@ -3,6 +3,7 @@
  * the NCCL and CUDA test doubles (tests/doubles: this machine has no GPU), communicators and
  * collectives are recorded with arrival and CUDA-event completion, group calls included. */
 #include <check.h>
+#include <dlfcn.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "../check_run.h"
+#include "preload_abi.h"
 
 static char build[512];
 
@@ -91,8 +93,8 @@ START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
   ck_assert_ptr_nonnull(strstr(out, "groupend 0\n"));
 
   json_t *comms = lines_of(trace, "comm"), *colls = lines_of(trace, "coll");
-  ck_assert_int_eq(json_array_size(comms),
-                   2); /* the communicator and its split; not the failed init */
+  /* the communicator, its split and two ranks of a scalable one; not the failed init */
+  ck_assert_int_eq(json_array_size(comms), 4);
   json_t *c0 = json_array_get(comms, 0);
   ck_assert_int_eq(T(c0, "nranks"), 4);
   ck_assert_int_eq(T(c0, "rank"), 2);
@@ -121,6 +123,61 @@ START_TEST(collectives_are_recorded_with_arrival_and_cuda_event_completion) {
   json_decref(comms);
   json_decref(colls);
   unlink(trace);
+}
+END_TEST
+
+/* ncclCommInitRankScalable (NCCL >= 2.23) is seen like ncclCommInitRank: its communicator and
+ * collectives are recorded, under one id on every rank (from the unique ids they all pass). */
+START_TEST(init_rank_scalable_communicators_are_recorded) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", cmd[2048];
+  close(mkstemp(trace));
+  snprintf(cmd, sizeof cmd,
+           "C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so C4_FAKE_CUDA_DELAY_MS=20 "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver",
+           trace, build, build, build);
+  ck_assert_ptr_nonnull(strstr(run(cmd), "init-scalable 0\nallreduce-scalable 0\n"));
+  json_t *comms = lines_of(trace, "comm"), *colls = lines_of(trace, "coll"), *c;
+  const char *id[2] = {NULL, NULL};
+  size_t i;
+  json_array_foreach(comms, i, c) {
+    long r = T(c, "rank");
+    if (T(c, "nranks") == 8 && (r == 5 || r == 6))
+      id[r - 5] = json_string_value(json_object_get(c, "comm"));
+  }
+  ck_assert_ptr_nonnull(id[0]);
+  ck_assert_ptr_nonnull(id[1]);
+  ck_assert_str_eq(id[0], id[1]);
+  for (int r = 5; r <= 6; r++) {
+    json_t *a = call(colls, "AllReduce", 0, r);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "comm")), id[0]);
+    ck_assert_int_eq(T(a, "bytes"), 64);
+    ck_assert_int_ge(T(a, "t_done") - T(a, "t_enqueued"), 15000000);
+  }
+  json_decref(comms);
+  json_decref(colls);
+  unlink(trace);
+}
+END_TEST
+
+/* An NCCL older than 2.23 (here: none at all) has no ncclCommInitRankScalable: the shim's
+ * answers with an error, as for any function NCCL lacks, and touches nothing. */
+START_TEST(init_rank_scalable_without_it_in_nccl_is_an_error_not_a_crash) {
+  setup_paths();
+  char lib[600];
+  snprintf(lib, sizeof lib, "%s/lib/libc4-preload.so", build);
+  void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(dl != NULL, "%s", dlerror());
+  ncclResult_t (*init)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *) =
+      (ncclResult_t(*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *))dlsym(
+          dl, "ncclCommInitRankScalable");
+  ck_assert_ptr_nonnull(init);
+  ncclComm_t comm = NULL;
+  ncclUniqueId id = {{0}};
+  for (int i = 0; i < 2; i++) /* the second call looks again, and fails alike */
+    ck_assert_int_eq(init(&comm, 1, 0, 1, &id, NULL), ncclInternalError);
+  ck_assert_ptr_null(comm);
 }
 END_TEST
 
@@ -212,6 +269,8 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, every_call_and_return_code_reaches_the_real_nccl_unchanged);
   tcase_add_test(tc, collectives_are_recorded_with_arrival_and_cuda_event_completion);
+  tcase_add_test(tc, init_rank_scalable_communicators_are_recorded);
+  tcase_add_test(tc, init_rank_scalable_without_it_in_nccl_is_an_error_not_a_crash);
   tcase_add_test(tc, timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud);
   tcase_add_test(tc, small_stack_threads_start_and_group_calls_from_several_threads_are_recorded);
   suite_add_tcase(s, tc);
