@@ -18,6 +18,12 @@ struct c4_ring *c4_telemetry_ring(void);
  * is warned about and taken as 1); afterwards one relaxed atomic load. */
 bool c4_telemetry_enabled(void);
 
+/* The function (void (*)(void)) the LD_PRELOAD shim exports for the profiler plugin to find with
+ * dlsym(RTLD_DEFAULT, ...) when NCCL loads the profiler into a process the shim is preloaded
+ * into: each has a pipeline of its own, and both would report every collective. The shim then
+ * stands down (prof_plugin_api.c says why that one). */
+#define C4_SHIM_STAND_DOWN "c4_preload_stand_down"
+
 /* Records one record. Never blocks or allocates: a full ring drops the record and counts it. */
 void c4_telemetry_emit(const struct c4_record *r);
 

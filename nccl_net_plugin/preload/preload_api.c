@@ -1,8 +1,9 @@
 /* preload_api.c -- the LD_PRELOAD shim's exported NCCL entry points. Each one stamps the arrival,
  * calls the real NCCL function (found with dlsym(RTLD_NEXT), else in an already loaded
  * libnccl.so.2) and returns its result unchanged; collectives and p2p calls are then handed to
- * preload_track.c, which learns their completion from a CUDA event. With C4_TIMING=0 each one
- * only calls the real function. */
+ * preload_track.c, which learns their completion from a CUDA event. With C4_TIMING=0, or once
+ * c4's profiler plugin records the process's collectives, each one only calls the real function.
+ */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -43,16 +44,26 @@ static void *real(const char *name) {
     if (!c4_telemetry_enabled()) return fn(__VA_ARGS__);                                           \
   } while (0)
 
+/* The same, and also once the profiler plugin records this process's collectives. */
+#define UNTRACKED(...)                                                                             \
+  do {                                                                                             \
+    if (!c4_shim_active()) return fn(__VA_ARGS__);                                                 \
+  } while (0)
+
 /* The same id on every rank of a communicator: a hash of the unique id they all share. */
 static uint64_t id_of(const ncclUniqueId *uid) { return c4_shim_hash(uid, sizeof *uid, 0); }
 
+/* Asks again after the real call: NCCL loads the profiler plugin inside the first init. */
 static void learn(ncclComm_t comm, uint64_t id, int rank, int nranks) {
-  if (comm) c4_shim_comm_add(comm, id, rank, nranks);
+  if (comm && c4_shim_active()) c4_shim_comm_add(comm, id, rank, nranks);
 }
+
+/* The profiler plugin calls this (C4_SHIM_STAND_DOWN) when NCCL loads it into this process. */
+C4_EXPORT void c4_preload_stand_down(void) { c4_shim_stand_down(); }
 
 C4_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   REAL(ncclCommInitRank, ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int));
-  UNTIMED(comm, nranks, id, rank);
+  UNTRACKED(comm, nranks, id, rank);
   ncclResult_t rc = fn(comm, nranks, id, rank);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
@@ -62,7 +73,7 @@ C4_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
                                               int rank, ncclConfig_t *config) {
   REAL(ncclCommInitRankConfig,
        ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *));
-  UNTIMED(comm, nranks, id, rank, config);
+  UNTRACKED(comm, nranks, id, rank, config);
   ncclResult_t rc = fn(comm, nranks, id, rank, config);
   if (rc == ncclSuccess || rc == ncclInProgress) learn(*comm, id_of(&id), rank, nranks);
   return rc;
@@ -75,7 +86,7 @@ C4_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
                                                 ncclUniqueId *ids, ncclConfig_t *config) {
   REAL(ncclCommInitRankScalable,
        ncclResult_t(*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *));
-  UNTIMED(comm, nranks, rank, nId, ids, config);
+  UNTRACKED(comm, nranks, rank, nId, ids, config);
   ncclResult_t rc = fn(comm, nranks, rank, nId, ids, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && ids && nId > 0)
     learn(*comm, c4_shim_hash(ids, (size_t)nId * sizeof *ids, 0), rank, nranks);
@@ -84,7 +95,7 @@ C4_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 
 C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   REAL(ncclCommInitAll, ncclResult_t(*)(ncclComm_t *, int, const int *));
-  UNTIMED(comms, ndev, devlist);
+  UNTRACKED(comms, ndev, devlist);
   ncclResult_t rc = fn(comms, ndev, devlist);
   if (rc == ncclSuccess) {
     uint64_t t = c4_now_ns(); /* one communicator, all ranks in this process */
@@ -98,7 +109,7 @@ C4_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *d
 C4_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                      ncclConfig_t *config) {
   REAL(ncclCommSplit, ncclResult_t(*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *));
-  UNTIMED(comm, color, key, newcomm, config);
+  UNTRACKED(comm, color, key, newcomm, config);
   ncclResult_t rc = fn(comm, color, key, newcomm, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && *newcomm) {
     /* every member of the new communicator has the same parent and color */
@@ -119,18 +130,20 @@ C4_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 
 C4_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   REAL(ncclCommDestroy, ncclResult_t(*)(ncclComm_t));
-  UNTIMED(comm);
+  UNTRACKED(comm);
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
 C4_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   REAL(ncclCommAbort, ncclResult_t(*)(ncclComm_t));
-  UNTIMED(comm);
+  UNTRACKED(comm);
   c4_shim_comm_remove(comm);
   return fn(comm);
 }
 
+/* Groups are followed after the shim stands down too: a group begun before ends, and the calls
+ * it holds are recorded. */
 C4_EXPORT ncclResult_t ncclGroupStart(void) {
   REAL(ncclGroupStart, ncclResult_t(*)(void));
   UNTIMED();
@@ -153,7 +166,7 @@ C4_EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclD
                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclAllReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                       ncclComm_t, cudaStream_t));
-  UNTIMED(s, r, count, t, op, comm, stream);
+  UNTRACKED(s, r, count, t, op, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "AllReduce", 0, count, t, -1, stream, t0, rc);
@@ -164,7 +177,7 @@ C4_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclData
                                   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclReduce, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
                                    ncclComm_t, cudaStream_t));
-  UNTIMED(s, r, count, t, op, root, comm, stream);
+  UNTRACKED(s, r, count, t, op, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, root, comm, stream);
   c4_shim_call(comm, "Reduce", 0, count, t, root, stream, t0, rc);
@@ -174,7 +187,7 @@ C4_EXPORT ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclData
 C4_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                                  cudaStream_t stream) {
   REAL(ncclBcast, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
-  UNTIMED(b, count, t, root, comm, stream);
+  UNTRACKED(b, count, t, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(b, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -185,7 +198,7 @@ C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclD
                                      int root, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclBroadcast, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
                                       cudaStream_t));
-  UNTIMED(s, r, count, t, root, comm, stream);
+  UNTRACKED(s, r, count, t, root, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, root, comm, stream);
   c4_shim_call(comm, "Broadcast", 0, count, t, root, stream, t0, rc);
@@ -198,7 +211,7 @@ C4_EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclD
                              ncclComm_t comm, cudaStream_t stream) {                               \
     REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,           \
                                cudaStream_t));                                                     \
-    UNTIMED(s, r, count, t, comm, stream);                                                         \
+    UNTRACKED(s, r, count, t, comm, stream);                                                       \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, comm, stream);                                            \
     c4_shim_call(comm, label, 0, count, t, -1, stream, t0, rc);                                    \
@@ -212,7 +225,7 @@ C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, n
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclReduceScatter, ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                           ncclComm_t, cudaStream_t));
-  UNTIMED(s, r, count, t, op, comm, stream);
+  UNTRACKED(s, r, count, t, op, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, r, count, t, op, comm, stream);
   c4_shim_call(comm, "ReduceScatter", 0, count, t, -1, stream, t0, rc);
@@ -224,7 +237,7 @@ C4_EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, n
                              ncclComm_t comm, cudaStream_t stream) {                               \
     REAL(api, ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,      \
                                cudaStream_t));                                                     \
-    UNTIMED(s, r, count, t, root, comm, stream);                                                   \
+    UNTRACKED(s, r, count, t, root, comm, stream);                                                 \
     uint64_t t0 = c4_now_ns();                                                                     \
     ncclResult_t rc = fn(s, r, count, t, root, comm, stream);                                      \
     c4_shim_call(comm, label, 0, count, t, root, stream, t0, rc);                                  \
@@ -238,7 +251,7 @@ C4_EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, i
                                 ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclSend,
        ncclResult_t(*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
-  UNTIMED(s, count, t, peer, comm, stream);
+  UNTRACKED(s, count, t, peer, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(s, count, t, peer, comm, stream);
   c4_shim_call(comm, "Send", 1, count, t, peer, stream, t0, rc);
@@ -248,7 +261,7 @@ C4_EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, i
 C4_EXPORT ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
                                 cudaStream_t stream) {
   REAL(ncclRecv, ncclResult_t(*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t));
-  UNTIMED(r, count, t, peer, comm, stream);
+  UNTRACKED(r, count, t, peer, comm, stream);
   uint64_t t0 = c4_now_ns();
   ncclResult_t rc = fn(r, count, t, peer, comm, stream);
   c4_shim_call(comm, "Recv", 1, count, t, peer, stream, t0, rc);

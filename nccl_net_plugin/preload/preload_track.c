@@ -15,6 +15,7 @@
 
 #include "c4_clock.h"
 #include "c4_hash.h"
+#include "c4_log.h"
 #include "c4_record.h"
 #include "c4_reporter.h"
 #include "c4_telemetry.h"
@@ -43,6 +44,18 @@ static struct pending pend[PENDING];
 static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
 static atomic_ulong lost;                   /* calls whose completion could not be tracked */
 static _Atomic uint64_t entered, completed; /* for the heartbeat */
+
+static atomic_int stood_down; /* the profiler plugin records this process's collectives */
+
+bool c4_shim_active(void) {
+  return c4_telemetry_enabled() && !atomic_load_explicit(&stood_down, memory_order_relaxed);
+}
+
+void c4_shim_stand_down(void) {
+  if (!atomic_exchange(&stood_down, 1))
+    C4_WARN("shim: the c4 profiler plugin records this process's collectives; the LD_PRELOAD "
+            "shim stands down and passes every call straight to NCCL");
+}
 
 static void progress(uint64_t *e, uint64_t *d) {
   *e = atomic_load(&entered);

@@ -3,9 +3,18 @@
 #ifndef C4_PRELOAD_TRACK_H
 #define C4_PRELOAD_TRACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "preload_abi.h"
+
+/* False when the shim passes calls straight to NCCL: C4_TIMING=0, or the profiler plugin has
+ * taken over (c4_shim_stand_down). */
+bool c4_shim_active(void);
+
+/* The profiler plugin records this process's collectives: says so once, and from now on the shim
+ * takes no new call. Calls it took already are recorded as usual. */
+void c4_shim_stand_down(void);
 
 /* A communicator was created: id (the same on every rank), rank and size. */
 void c4_shim_comm_add(ncclComm_t comm, uint64_t id, int rank, int nranks);

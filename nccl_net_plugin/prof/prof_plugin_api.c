@@ -1,6 +1,7 @@
 /* prof_plugin_api.c -- the exported NCCL profiler plugin tables (v5, v4): thin shims that turn
  * NCCL's event descriptors into c4_prof_event and call prof_core. The same library is the net
  * plugin, so NCCL finds these symbols there, or through libnccl-profiler-c4.so. */
+#include <dlfcn.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +16,18 @@
 /* The heartbeat's counts: collectives entered and completed in this process. */
 static void progress(uint64_t *entered, uint64_t *done) { c4_prof_counters(entered, done, NULL); }
 
+/* With the LD_PRELOAD shim in the process too, every collective would be reported twice, on two
+ * connections. The profiler keeps reporting and the shim stands down, because the profiler sees
+ * more: NCCL's own communicator id (the one the net plugin's transfers and link records carry),
+ * the algorithm, protocol and channels, each network operation and kernel channel, the
+ * connections each rank pair uses; and every call, however the program reaches NCCL (dlopen +
+ * dlsym, a static link). All the shim has on top are calls NCCL refuses before enqueuing them.
+ * The shim, preloaded, is in the global scope, where dlsym(RTLD_DEFAULT) finds it. */
+static void stand_the_shim_down(void) {
+  void (*stand_down)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, C4_SHIM_STAND_DOWN);
+  if (stand_down) stand_down();
+}
+
 static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const char *name,
                                 int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
   if (logfn) c4_log_set_logger((c4_logger_fn)logfn);
@@ -23,6 +36,7 @@ static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const 
     if (mask) *mask = 0;
     return ncclSuccess;
   }
+  stand_the_shim_down();
   c4_telemetry_add_periodic(c4_prof_scan);
   c4_reporter_set_progress(progress);
   c4_telemetry_start();

@@ -231,6 +231,48 @@ START_TEST(timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud
 }
 END_TEST
 
+/* The shim and the profiler plugin in one process (NCCL loads the profiler inside the first
+ * communicator's init): the profiler reports every collective, the shim none, and one warning
+ * line says so. */
+START_TEST(with_the_profiler_plugin_active_the_shim_stands_down_with_one_warning) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", err[] = "/tmp/c4-shim-err-XXXXXX", cmd[4096];
+  close(mkstemp(trace));
+  close(mkstemp(err));
+  snprintf(cmd, sizeof cmd,
+           "C4_DEBUG=WARN C4_PROF_SETTLE_MS=5 C4_TRACE=%s "
+           "C4_CUDART=%s/tests/libc4-test-double-cudart.so "
+           "C4_FAKE_NCCL_PROFILER=%s/lib/libnccl-profiler-c4.so "
+           "LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver 2>%s",
+           trace, build, build, build, build, err);
+  ck_assert_ptr_nonnull(strstr(run(cmd), "destroy 0\n"));
+  json_t *comms = lines_of(trace, "comm"), *colls = lines_of(trace, "coll"), *c;
+  size_t i;
+  ck_assert_int_eq(json_array_size(comms), 4); /* each once, from the profiler */
+  json_array_foreach(comms, i, c) {
+    ck_assert_str_eq(json_string_value(json_object_get(c, "name")), "fake");
+  }
+  int allreduce = 0;
+  json_array_foreach(colls, i, c) {
+    ck_assert_str_eq(json_string_value(json_object_get(c, "func")), "AllReduce"); /* no p2p */
+    ck_assert_int_eq(T(c, "nops"), 1); /* NCCL's ProxyOp: the profiler's record */
+    allreduce++;
+  }
+  ck_assert_int_eq(allreduce, 6); /* the 13-element one NCCL refused never reached its profiler */
+  FILE *f = fopen(err, "r");
+  char line[512];
+  int warnings = 0;
+  while (fgets(line, sizeof line, f))
+    warnings += strstr(line, "shim stands down") != NULL;
+  fclose(f);
+  ck_assert_int_eq(warnings, 1);
+  json_decref(comms);
+  json_decref(colls);
+  unlink(trace);
+  unlink(err);
+}
+END_TEST
+
 /* The shim's TLS is carved out of every thread's stack: threads with small stacks must still
  * start, and group calls made by several threads at once must each wait for their own thread's
  * outermost ncclGroupEnd. */
@@ -272,6 +314,7 @@ int main(void) {
   tcase_add_test(tc, init_rank_scalable_communicators_are_recorded);
   tcase_add_test(tc, init_rank_scalable_without_it_in_nccl_is_an_error_not_a_crash);
   tcase_add_test(tc, timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud);
+  tcase_add_test(tc, with_the_profiler_plugin_active_the_shim_stands_down_with_one_warning);
   tcase_add_test(tc, small_stack_threads_start_and_group_calls_from_several_threads_are_recorded);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
