@@ -1,7 +1,11 @@
 /* fake_cudart.c -- TEST DOUBLE of the four CUDA runtime event calls the LD_PRELOAD shim uses,
  * because this machine has no GPU: an event completes C4_FAKE_CUDA_DELAY_MS (default 20) after it
- * was recorded, whatever the stream. Loaded by the shim through C4_CUDART in tests only. */
+ * was recorded, whatever the stream. With C4_FAKE_CUDA_QUERIES=FILE the number of
+ * cudaEventQuery calls (how often the shim looked) is written to FILE at exit. Loaded by the
+ * shim through C4_CUDART in tests only. */
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "c4_clock.h"
@@ -23,7 +27,18 @@ int cudaEventRecord(void *ev, void *stream) {
   return 0;
 }
 
+static atomic_ulong queries;
+
+__attribute__((destructor)) static void write_queries(void) {
+  const char *path = getenv("C4_FAKE_CUDA_QUERIES");
+  FILE *f = path ? fopen(path, "w") : NULL;
+  if (!f) return;
+  fprintf(f, "%lu\n", atomic_load(&queries));
+  fclose(f);
+}
+
 int cudaEventQuery(void *ev) {
+  atomic_fetch_add(&queries, 1);
   return c4_now_ns() >= ((struct fake_event *)ev)->ready_at ? 0 : 600;
 }
 

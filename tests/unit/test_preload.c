@@ -273,6 +273,39 @@ START_TEST(with_the_profiler_plugin_active_the_shim_stands_down_with_one_warning
 }
 END_TEST
 
+/* While the GPU is busy and nothing completes, the shim's poller backs off from 100 us to 1 ms:
+ * each of the driver's 8 calls, done 60 ms after its event is recorded, is looked at about 60
+ * times (every 100 us: some 600), and its completion is still seen within a few ms. */
+START_TEST(the_event_poller_backs_off_while_nothing_completes) {
+  setup_paths();
+  char trace[] = "/tmp/c4-shim-XXXXXX", queries[] = "/tmp/c4-shim-q-XXXXXX", cmd[4096];
+  close(mkstemp(trace));
+  close(mkstemp(queries));
+  snprintf(cmd, sizeof cmd,
+           "C4_TRACE=%s C4_CUDART=%s/tests/libc4-test-double-cudart.so C4_FAKE_CUDA_DELAY_MS=60 "
+           "C4_FAKE_CUDA_QUERIES=%s LD_PRELOAD=%s/lib/libc4-preload.so %s/tests/fake_nccl_driver",
+           trace, build, queries, build, build);
+  run(cmd);
+  FILE *f = fopen(queries, "r");
+  unsigned long n = 0;
+  ck_assert_int_eq(fscanf(f, "%lu", &n), 1);
+  fclose(f);
+  json_t *colls = lines_of(trace, "coll"), *c;
+  size_t i, timed = 0;
+  json_array_foreach(colls, i, c) {
+    if (json_is_null(json_object_get(c, "t_done"))) continue; /* the call NCCL refused */
+    timed++;
+    ck_assert_int_ge(T(c, "t_done") - T(c, "t_enqueued"), 60000000);
+    ck_assert_int_lt(T(c, "t_done") - T(c, "t_enqueued"), 75000000);
+  }
+  ck_assert_int_eq(timed, 8);
+  ck_assert_msg(n < timed * 120, "%lu queries for %zu events", n, timed);
+  json_decref(colls);
+  unlink(trace);
+  unlink(queries);
+}
+END_TEST
+
 /* The shim's TLS is carved out of every thread's stack: threads with small stacks must still
  * start, and group calls made by several threads at once must each wait for their own thread's
  * outermost ncclGroupEnd. */
@@ -315,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, init_rank_scalable_without_it_in_nccl_is_an_error_not_a_crash);
   tcase_add_test(tc, timing_off_passes_every_call_through_and_a_bad_value_is_refused_aloud);
   tcase_add_test(tc, with_the_profiler_plugin_active_the_shim_stands_down_with_one_warning);
+  tcase_add_test(tc, the_event_poller_backs_off_while_nothing_completes);
   tcase_add_test(tc, small_stack_threads_start_and_group_calls_from_several_threads_are_recorded);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
