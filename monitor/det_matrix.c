@@ -94,6 +94,10 @@ struct node {
   int nrow, ncol;
   float row_margin, col_margin;
   int row_slow; /* this evaluation found its row slow: a slow column too is the same NIC */
+  /* the job whose transfers placed it last: one c4mon serves several jobs, and a verdict at this
+   * NIC is that job's (named by the newest record of any job, one slow link's verdict went back
+   * and forth between two jobs, raised and cleared 16 times in 90 s) */
+  const struct c4_det_job *job;
 };
 
 /* One size class of a cell over the window's two half-windows. */
@@ -325,7 +329,7 @@ static int dev_named(const struct node *nd) { return nd->dev >= 0 ? nd->dev : -1
  * bytes arrive at the link's pace. Sends speak for a connection no receive has been seen on (a
  * sender-side tracer). Returns the cell, -1 when the record cannot be placed, -2 when its
  * connection's receives speak for it. */
-static int cell_of_xfer(const struct c4_xfer_record *x) {
+static int cell_of_xfer(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   int recv = x->dir == C4_DIR_RECV;
   size_t k = conn_slot(x->conn_id);
   if (m.by_conn[k].cell) {
@@ -339,6 +343,7 @@ static int cell_of_xfer(const struct c4_xfer_record *x) {
   if (c < 0) return C4_NONE;
   learn_rank(src, from->rank);
   learn_rank(dst, to->rank);
+  m.node[src].job = m.node[dst].job = job;
   if (m.nconns < CONN_CACHE / 2) { /* past that, the NICs are looked up every time */
     if ((size_t)(m.nconns + 1) * 2 > m.conn_cap) {
       if (grow_by_conn() != 0) return c;
@@ -411,7 +416,7 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
   }
   if (det_hang_spans_stall(job, x->t_posted, x->t_done)) return; /* it measured the hang */
   if (alloc() != 0) return;
-  int c = cell_of_xfer(x);
+  int c = cell_of_xfer(job, x);
   if (c == -2) return;
   if (c < 0) {
     m.dropped++;
@@ -570,9 +575,15 @@ static uint64_t cand_first_seen(const char *key) {
   return c ? c->first_seen : 0;
 }
 
-static void raise_cand(const char *key, struct det_finding *f) {
+/* The name of the job whose transfers placed node k (else the newest transfer's job's). */
+static const char *job_at(int k) {
+  const struct c4_det_job *job = m.node[k].job ? m.node[k].job : m.job;
+  return job ? job->name : ""; /* a node placed before any transfer named a job */
+}
+
+static void raise_cand(const char *job, const char *key, struct det_finding *f) {
   f->first_seen = cand_first_seen(key);
-  f->job = m.job->name;
+  f->job = job;
   det_book_raise(key, f, ctx->now);
   struct cand *c = cand_get(key);
   if (c) c->raised = 1;
@@ -704,7 +715,13 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
                             hot[p] * 2 < live[p] || one_nics_elsewhere(&ends[p], path, p)))
       continue;
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/path/%s", m.job->name, det_plan_path_name(p));
+    const char *job = m.job->name; /* the job of the path's first cell */
+    for (int i = 0; i < m.ncells; i++)
+      if (path[i] == p) {
+        job = job_at(m.cell[i].src);
+        break;
+      }
+    snprintf(key, sizeof key, "comm_slow/%s/path/%s", job, det_plan_path_name(p));
     for (int i = 0; i < m.ncells; i++)
       if (path[i] == p) hot_cell[i] = 2; /* explained */
     int due = sighting(key, wstart, margin[p] > 0 ? maxv[p] / margin[p] - 1 : 1, STREAK);
@@ -721,7 +738,7 @@ static void find_paths(uint64_t wstart, char *hot_cell, int one_cell) {
     f.cost = cost_of(on_path, &(struct path_arg){path, p});
     snprintf(f.detail, sizeof f.detail, "%d of %d cells on path %s hot (up to %.2fx)", hot[p],
              cells[p], det_plan_path_name(p), exp(maxv[p]));
-    raise_cand(key, &f);
+    raise_cand(job, key, &f);
   }
 out:
   free(cells);
@@ -762,7 +779,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
       continue;
     }
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", m.job->name, by_src ? "nic_tx" : "nic_rx",
+    snprintf(key, sizeof key, "comm_slow/%s/%s/%s/%d", job_at(k), by_src ? "nic_tx" : "nic_rx",
              nd->host, nd->dev);
     int due = sighting(key, wstart, eff / margin - 1, STREAK);
     cand_on(key, by_src ? ON_ROW : ON_COL, k);
@@ -781,7 +798,7 @@ static void find_nics(uint64_t wstart, char *hot_cell, int by_src) {
     f.cost = cost_of(at_nic, &(struct nic_arg){k, by_src});
     snprintf(f.detail, sizeof f.detail, "%s effect %.2fx over %d %s", by_src ? "row" : "column",
              exp(eff), total, by_src ? "destinations" : "sources");
-    raise_cand(key, &f);
+    raise_cand(job_at(k), key, &f);
   }
 }
 
@@ -837,7 +854,7 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     if (!x->off_path || (!both && !one_way)) continue;
     struct node *nd = &m.node[k];
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", m.job->name, nd->host, nd->dev);
+    snprintf(key, sizeof key, "comm_slow/%s/nic/%s/%d", job_at(k), nd->host, nd->dev);
     if (!both && !cand_raised(key)) continue;
     float out = x->dev[0] / (float)x->cells[0], in = x->dev[1] / (float)x->cells[1];
     float eff = out > in ? out : in, margin = nd->row_margin > 0 ? nd->row_margin : nd->col_margin;
@@ -859,7 +876,7 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
     snprintf(f.detail, sizeof f.detail,
              "slow both ways: sends at %.2fx, receives at %.2fx its usual time per byte", exp(out),
              exp(in));
-    raise_cand(key, &f);
+    raise_cand(job_at(k), key, &f);
   }
   free(w);
 }
@@ -868,14 +885,15 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
  * The cells at the NICs of a host with a straggler verdict standing are explained by it. */
 static void straggler_explains(const json_t *ev, void *arg) {
   char *hot_cell = arg;
-  if (strcmp(json_string_value(json_object_get(ev, "job")), m.job->name)) return;
+  const char *job = json_string_value(json_object_get(ev, "job"));
   size_t h;
   json_t *host;
   json_array_foreach(json_object_get(ev, "hosts"), h, host) {
     const char *name = json_string_value(host);
     for (int i = 0; i < m.ncells; i++) {
       const struct cell *c = &m.cell[i];
-      if (c->n && (!strcmp(m.node[c->src].host, name) || !strcmp(m.node[c->dst].host, name)))
+      if (c->n && !strcmp(job_at(c->src), job) &&
+          (!strcmp(m.node[c->src].host, name) || !strcmp(m.node[c->dst].host, name)))
         hot_cell[i] = 3;
     }
   }
@@ -889,7 +907,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
       continue;
     struct node *s = &m.node[c->src], *d = &m.node[c->dst];
     char key[320];
-    snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", m.job->name, s->host, s->dev,
+    snprintf(key, sizeof key, "comm_slow/%s/link/%s/%d/%s/%d", job_at(c->src), s->host, s->dev,
              d->host, d->dev);
     /* A host pair the plan spreads over several paths: its cell cannot tell a slow link from a
      * slow path, its data sockets' rates can (det_paths.c, a 4 s window): they get SPLIT_WAIT
@@ -914,7 +932,7 @@ static void find_links(uint64_t wstart, char *hot_cell) {
     snprintf(f.detail, sizeof f.detail,
              "cell %.2fx its usual (%.2fx beyond its row and column), %d transfers", exp(dev_of(c)),
              exp(c->resid), c->n);
-    raise_cand(key, &f);
+    raise_cand(job_at(c->src), key, &f);
   }
 }
 
@@ -1291,6 +1309,7 @@ void det_matrix_advance(void) {
 
 json_t *det_matrix_state(void) {
   json_t *nodes = json_array(), *cells = json_array(), *rows = json_array(), *cols = json_array();
+  json_t *jobs = json_array(); /* each node's job: the series of a link or a NIC are its job's */
   for (int k = 0; k < m.nnodes; k++) {
     char name[C4_HOST_MAX + 16]; /* a rank standing for its NIC (no dev) is "HOST/rRANK": the
                                   * events name it by host, dev -1 and that rank */
@@ -1299,6 +1318,7 @@ json_t *det_matrix_state(void) {
     else
       snprintf(name, sizeof name, "%s/%d", m.node[k].host, m.node[k].dev);
     json_array_append_new(nodes, json_string(name));
+    json_array_append_new(jobs, json_string(job_at(k)));
     json_array_append_new(rows, json_real(exp(m.node[k].row)));
     json_array_append_new(cols, json_real(exp(m.node[k].col)));
   }
@@ -1308,9 +1328,9 @@ json_t *det_matrix_state(void) {
       json_array_append_new(
           cells, json_pack("[i, i, f, i]", c->src, c->dst, exp(own_v(i) - m.overall), c->n));
   }
-  return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job ? m.job->name : "", "nodes",
-                   nodes, "cells", cells, "rows", rows, "cols", cols, "t", (json_int_t)m.eval_t,
-                   "dropped", (json_int_t)m.dropped);
+  return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:I}", "job", m.job ? m.job->name : "",
+                   "nodes", nodes, "node_jobs", jobs, "cells", cells, "rows", rows, "cols", cols,
+                   "t", (json_int_t)m.eval_t, "dropped", (json_int_t)m.dropped);
 }
 
 void det_matrix_each_slow_nic(void (*fn)(const char *host, void *arg), void *arg) {

@@ -283,10 +283,21 @@ static void put_job_series(struct render *r, const char *name, const char *job) 
   fputs("\",", r->f);
 }
 
-static void matrix_series(struct render *r, const json_t *m) {
-  const json_t *nodes = json_object_get(m, "nodes"), *cells = json_object_get(m, "cells");
-  const char *job = json_string_value(json_object_get(m, "job"));
+/* The job of the matrix's node i: its own (one c4mon, several jobs, one fabric), else the
+ * matrix's; NULL when that job is forgotten (gone), whose series leave with its ranks'. */
+static const char *node_job(const json_t *m, size_t i, const json_t *gone) {
+  const char *job = json_string_value(json_array_get(json_object_get(m, "node_jobs"), i));
+  if (!job) job = json_string_value(json_object_get(m, "job"));
   if (!job) job = "";
+  size_t k;
+  const json_t *g;
+  json_array_foreach(gone, k,
+                     g) if (json_is_string(g) && !strcmp(json_string_value(g), job)) return NULL;
+  return job;
+}
+
+static void matrix_series(struct render *r, const json_t *m, const json_t *gone) {
+  const json_t *nodes = json_object_get(m, "nodes"), *cells = json_object_get(m, "cells");
   static const struct {
     const char *name, *help;
   } link[] = {{"c4_link_slowdown",
@@ -300,7 +311,8 @@ static void matrix_series(struct render *r, const json_t *m) {
       const char *src = node_name(nodes, json_array_get(c, 0)),
                  *dst = node_name(nodes, json_array_get(c, 1));
       const json_t *v = json_array_get(c, 2 + k);
-      if (!src || !dst || !json_is_number(v)) continue;
+      const char *job = node_job(m, (size_t)json_integer_value(json_array_get(c, 0)), gone);
+      if (!src || !dst || !job || !json_is_number(v)) continue;
       if (!admit(r)) continue;
       put_job_series(r, link[k].name, job);
       fputs("src=\"", r->f);
@@ -323,7 +335,8 @@ static void matrix_series(struct render *r, const json_t *m) {
     const json_t *v;
     json_array_foreach(json_object_get(m, nic[k].key), i, v) {
       const char *name = json_string_value(json_array_get(nodes, i));
-      if (!name || !json_is_number(v)) continue;
+      const char *job = node_job(m, i, gone);
+      if (!name || !job || !json_is_number(v)) continue;
       if (!admit(r)) continue;
       put_job_series(r, nic[k].name, job);
       fputs("nic=\"", r->f);
@@ -347,7 +360,7 @@ static char *render(const json_t *state, const json_t *status, size_t *len) {
   event_series(&r, ranks, json_object_get(state, "gone"));
   verdict_series(&r, json_object_get(state, "verdicts"), ranks);
   rank_series(&r, json_object_get(state, "ranks"), json_object_get(state, "t"));
-  matrix_series(&r, json_object_get(state, "matrix"));
+  matrix_series(&r, json_object_get(state, "matrix"), json_object_get(state, "gone"));
   if (r.left_out)
     fprintf(r.f, "# c4mon: %ld series left out (at most %d per scrape)\n", r.left_out, MAX_SERIES);
   int bad = ferror(r.f);
