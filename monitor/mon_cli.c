@@ -14,14 +14,14 @@
 
 volatile int c4_mon_stop;
 
-static void on_signal(int sig) {
-  (void)sig;
-  c4_mon_stop = 1;
-}
+static void on_signal(int sig) { c4_mon_stop = sig; }
 
+/* SIGHUP too: a c4mon serve started with & from a shell whose terminal went away died at once,
+ * said nothing, and left every active verdict open in its events file for good. */
 void c4_mon_cli_signals(void) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
   signal(SIGPIPE, SIG_IGN);
 }
 

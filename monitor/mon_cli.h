@@ -25,7 +25,8 @@ extern const struct mon_cmd c4_mon_cmd_serve, c4_mon_cmd_record, c4_mon_cmd_repl
 /* Set by SIGINT and SIGTERM; long-running subcommands stop when it becomes nonzero. */
 extern volatile int c4_mon_stop;
 
-/* Installs the handlers that set c4_mon_stop, and ignores SIGPIPE. */
+/* Installs the handlers that set c4_mon_stop to the signal's number (SIGINT, SIGTERM, SIGHUP), and
+ * ignores SIGPIPE. */
 void c4_mon_cli_signals(void);
 
 /* "c4mon NAME", the program name in a subcommand's messages. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "c4_cli.h"
+#include "c4_log.h"
 #include "mon_cli.h"
 #include "mon_events.h"
 #include "mon_server.h"
@@ -22,6 +23,10 @@ static int serve(const char *prog, struct mon_opts *o, const char *out, struct m
   int rc = C4_EXIT_FAIL;
   if (c4_det_init(&d->det) == 0 && c4_mon_outputs_start(&d->out) == 0) {
     rc = c4_mon_serve(o, &c4_mon_stop) ? C4_EXIT_FAIL : C4_EXIT_OK;
+    if (c4_mon_stop)
+      C4_NOTE("c4mon: stopping on SIG%s: active verdicts are cleared (nothing watches them any "
+              "more)",
+              sigabbrev_np(c4_mon_stop) ? sigabbrev_np(c4_mon_stop) : "NAL");
     c4_det_close_all(); /* before the outputs stop: the closing events are written */
     c4_mon_outputs_stop(2000);
   }
@@ -80,7 +85,7 @@ const struct mon_cmd c4_mon_cmd_serve = {
         "stragglers, slow NICs, links and paths, hangs and lost ranks, and reports each verdict\n"
         "as a JSON line (docs/events.md), on standard output unless --events. With --plan, each\n"
         "rank is pushed its host's flows of the plan (again when the file changes). Stops on\n"
-        "SIGINT or SIGTERM.\n"
+        "SIGINT, SIGTERM or SIGHUP.\n"
         "  --listen ADDR:PORT    where ranks connect (port 0: any free one, printed at start)\n"
         "  --token-file FILE     the job token ranks must prove: FILE's first line (default:\n"
         "                        $C4_TOKEN; --token T also works, visible in ps); without\n"

@@ -77,4 +77,12 @@ jq -e -s '[.[] | select(.kind == "job_end" and .job == "j?-??[2J")] | length == 
 C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" 2>&1
 grep -qF 'job j?-??[2J: 2 rank(s) ended' "$WORK/status.txt" ||
   fail "status of a job named with bytes not UTF-8: $(cat -A "$WORK/status.txt")"
+# a hang-up (the terminal of a shell that started it with & went away) stops c4mon as SIGTERM
+# does, said, its verdicts cleared; it used to die at once without a word
+kill -HUP "$mon"
+wait "$mon"
+rc=$?
+mon=
+[ "$rc" = 0 ] && grep -q "stopping on SIGHUP" "$WORK/mon.err" ||
+  fail "SIGHUP: exit $rc, $(tail -2 "$WORK/mon.err")"
 echo "job_end: the ended job's verdicts closed and its series left /metrics after --forget-ms"
