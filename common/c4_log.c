@@ -61,15 +61,11 @@ static int stderr_threshold(void) {
   return lvl;
 }
 
-void c4_log(int level, const char *file, int line, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+/* msg to NCCL's logger (flags added to the NET subsystem's), or to stderr at C4_DEBUG's level. */
+static void put(int level, unsigned long flags, const char *file, int line, const char *msg) {
   c4_logger_fn fn = atomic_load(&nccl_logger);
   if (fn) {
-    fn(level, C4_NCCL_SUBSYS_NET, file, line, "c4: %s", msg);
+    fn(level, C4_NCCL_SUBSYS_NET | flags, file, line, "c4: %s", msg);
     return;
   }
   (void)file; /* source places are for NCCL's log; people reading stderr get none */
@@ -91,14 +87,24 @@ void c4_log(int level, const char *file, int line, const char *fmt, ...) {
   fprintf(stderr, "%s%s %s%s%s\n", when, tag, named ? "" : program, named ? "" : ": ", msg);
 }
 
+void c4_log(int level, const char *file, int line, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  put(level, 0, file, line, msg);
+}
+
 void c4_log_setting(const char *file, int line, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  c4_log(C4_LOG_WARN, file, line, "%s", msg);
-  if (c4_log_to_nccl() && stderr_threshold() >= C4_LOG_WARN) fprintf(stderr, "c4: %s\n", msg);
+  int mirror = c4_log_to_nccl() && stderr_threshold() >= C4_LOG_WARN;
+  if (mirror) fprintf(stderr, "c4: %s\n", msg);
+  put(C4_LOG_WARN, mirror ? C4_LOG_ON_STDERR : 0, file, line, msg);
 }
 
 const char *c4_strerror(int code) {

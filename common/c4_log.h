@@ -26,6 +26,11 @@ void c4_log_set_program(const char *name);
 void c4_log(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A flag bit of the logger's flags, past NCCL's subsystems: the message was said on stderr too
+ * (C4_WARN_SETTING). A logger of c4's own that writes to stderr (c4perf's, c4train's) leaves it
+ * out; NCCL's logger sees a NET message. */
+#define C4_LOG_ON_STDERR (1ul << 40)
+
 /* A setting refused or not applied (a C4_* or NCCL_* variable): logged as a warning and, inside
  * NCCL, said on stderr too (unless C4_DEBUG=NONE). NCCL's log is often kept quiet, and a job
  * whose C4_LISTEN_PORTS or C4_PLAN was ignored ran otherwise than its operator meant with no word

@@ -22,9 +22,9 @@
  * which a user's message does not carry (docs/cli.md). */
 static void quiet_logger(int level, unsigned long flags, const char *file, int line,
                          const char *fmt, ...) {
-  (void)flags;
   (void)file;
   (void)line;
+  if (flags & C4_LOG_ON_STDERR) return; /* the plugin said it on stderr already */
   const char *dbg = getenv("C4_DEBUG"); /* stands in for NCCL_DEBUG: WARN unless told otherwise */
   int max = dbg && !strcasecmp(dbg, "NONE") ? 0 : dbg && !strcasecmp(dbg, "INFO") ? 3 : 2;
   if (level > max) return;

@@ -357,7 +357,9 @@ static int step_connect(uint64_t now) {
     if (rep.state == DOWN) return 0;
   }
   if (rep.state != UP && now - rep.since > HANDSHAKE_NS) {
-    drop_connection("no handshake within 5 s", now);
+    drop_connection("no handshake within 5 s (is it c4mon's rank port, and not its --metrics or "
+                    "--subscribe port?)",
+                    now);
     return 0;
   }
   if (rep.state == CONNECTING) {
@@ -392,6 +394,9 @@ static int on_frame(int type, uint8_t *p, uint32_t len, uint64_t now) {
     atomic_store(&rep.plan_due, p[1] & 1); /* before UP: see c4_reporter_await_plan */
     if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
     rep.state = UP;
+    if (rep.said[0]) /* what was said last stands until it is taken back */
+      C4_NOTE("c4mon at %s%s%s:%s: connected, streaming again", strchr(rep.host, ':') ? "[" : "",
+              rep.host, strchr(rep.host, ':') ? "]" : "", rep.port);
     rep.said[0] = 0;
     rep.backoff = BACKOFF_MIN;
     rep.next_hb = rep.next_time = now;
@@ -432,7 +437,10 @@ void c4_reporter_tick(uint64_t now) {
   while ((rc = read_frame(&type, &p, &len)) == 1)
     if (on_frame(type, p, len, now) != 0) return;
   if (rc < 0) {
-    drop_connection("connection lost", now);
+    drop_connection(rep.state == UP ? "connection lost"
+                                    : "the far end closed before c4mon's handshake (is it c4mon's "
+                                      "rank port, and not its --metrics or --subscribe port?)",
+                    now);
     return;
   }
   send_queued(now);
