@@ -67,6 +67,6 @@ void mon_gate_refused(uint64_t now, const char *what, const char *job, const cha
   lines++;
   char j[4 * C4_FRAME_NAME + 8], h[4 * C4_FRAME_NAME + 8];
   C4_WARN("c4mon: refused %s%s%s%s%s%s: %s", what, job ? " of job \"" : "",
-          job ? mon_gate_escape(job, j, sizeof j) : "", job ? "\"" : "", host ? " from " : "",
+          job ? mon_gate_escape(job, j, sizeof j) : "", job ? "\"" : "", host ? " on host " : "",
           host ? mon_gate_escape(host, h, sizeof h) : "", why);
 }

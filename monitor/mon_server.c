@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -289,14 +290,31 @@ static int start_status(struct conn *c) {
   return CONN_CLOSED;
 }
 
+/* what, with the address the connection comes from ("a STATUS request at 10.0.0.7:40112"): a
+ * refusal names the sender by its address, not only by the host name it claims. */
+static const char *at_peer(int fd, const char *what, char *buf, size_t n) {
+  struct sockaddr_storage a;
+  socklen_t len = sizeof a;
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (getpeername(fd, (struct sockaddr *)&a, &len) != 0 ||
+      getnameinfo((struct sockaddr *)&a, len, host, sizeof host, port, sizeof port,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    snprintf(buf, n, "%s", what);
+  else
+    snprintf(buf, n, strchr(host, ':') ? "%s at [%s]:%s" : "%s at %s:%s", what, host, port);
+  return buf;
+}
+
 /* The first frame of a connection that has not proven the token: a HELLO (checked) or a STATUS
  * (checked and rate-limited). Returns 0 to go on, -1 when the connection was closed or only
  * sends from now on. */
 static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t len) {
   uint64_t now = c4_now_ns();
+  char who[160];
   if (type == C4_FRAME_STATUS) {
     if (!c4_frame_status_verify(p, len, c->nonce, mon.o->token)) {
-      mon_gate_refused(now, "a STATUS request", NULL, NULL, "wrong token");
+      mon_gate_refused(now, at_peer(c->fd, "a STATUS request", who, sizeof who), NULL, NULL,
+                       "wrong token");
       close_conn(c, NULL, 1);
       return CONN_CLOSED;
     }
@@ -312,11 +330,12 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
     return start_status(c);
   }
   if (c4_frame_get_hello(p, len, &c->hello) != 0) {
-    mon_gate_refused(now, "a connection", NULL, NULL, "its HELLO is malformed");
+    mon_gate_refused(now, at_peer(c->fd, "a connection", who, sizeof who), NULL, NULL,
+                     "its HELLO is malformed");
     close_conn(c, NULL, 1);
     return CONN_CLOSED;
   }
-  int ok = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token);
+  int proven = c4_frame_hello_verify(&c->hello, c->nonce, mon.o->token), ok = proven;
   if (ok) { /* once proven: a job or host name the rank chose never reaches a terminal raw (status,
              * top, events --text and timeline print them), nor jansson as bytes it refuses */
     c4_text_clean(c->hello.job);
@@ -329,8 +348,11 @@ static int on_first_frame(struct conn *c, int type, const uint8_t *p, uint32_t l
   if (!ok) {
     char what[64];
     snprintf(what, sizeof what, "rank %d (pid %u)", c->hello.rank, c->hello.pid);
-    mon_gate_refused(now, what, c->hello.job, c->hello.host,
-                     "wrong token or job (or too many jobs known already)");
+    mon_gate_refused(now, at_peer(c->fd, what, who, sizeof who), c->hello.job, c->hello.host,
+                     !proven ? "wrong token (its C4_TOKEN is not c4mon's)"
+                     : mon.o->job && strcmp(mon.o->job, c->hello.job)
+                         ? "not the job c4mon serves (--job)"
+                         : "too many jobs known already");
     close_conn(c, NULL, 1);
     return CONN_CLOSED;
   }

@@ -20,13 +20,16 @@ up() { # waits until the c4mon at $1 answers its status (token in C4_TOKEN)
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/token"
 echo >>"$WORK/token"
 P=$(port)
-"$BIN/c4mon" serve --listen 127.0.0.1:$P --token-file "$WORK/token" --events /dev/null \
+C4_DEBUG=WARN "$BIN/c4mon" serve --listen 127.0.0.1:$P --token-file "$WORK/token" --events /dev/null \
   2>"$WORK/serve.err" &
 MON=$!
 export C4_TOKEN; C4_TOKEN=$(head -1 "$WORK/token")
 up 127.0.0.1:$P || fail "c4mon did not come up: $(cat "$WORK/serve.err")"
 grep -q "no job token" "$WORK/serve.err" && fail "warned about a missing token it has"
 C4_TOKEN=wrong "$BIN/c4mon" status --connect 127.0.0.1:$P >/dev/null 2>&1 && fail "status answered a wrong token"
+# the refusal names the sender by its address, not only by what it claims
+grep -q "refused a STATUS request at 127.0.0.1:[0-9]*: wrong token" "$WORK/serve.err" ||
+  fail "the refusal does not name the sender's address: $(grep refused "$WORK/serve.err")"
 # every client tells a refused token from nothing listening
 for cmd in "status" "top --once" "matrix --png $WORK/m.png"; do
   # shellcheck disable=SC2086 # the command's words
