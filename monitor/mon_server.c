@@ -635,12 +635,15 @@ static int recv_frame(int fd, int *type, uint8_t **body, uint32_t *len) {
 
 const char *c4_mon_query_why(int rc) {
   switch (rc) {
+  case C4_EINVAL: return "its host name does not resolve";
   case C4_ENOTFOUND: return "nothing answers there (is c4mon serve running, on this --listen?)";
   case C4_EPROTO:
     return "what answers there is not c4mon's rank port (its --metrics or --subscribe port?)";
   case C4_EREMOTE:
     return "c4mon refused the request: a wrong token (--token-file, C4_TOKEN), or too many "
            "status requests at once";
+  case C4_EUSAGE:
+    return "c4mon refused the request: no token was given (--token-file, or C4_TOKEN)";
   case C4_ESYS:
     return "no answer within 5 s: c4mon busy or stopped, or not its rank port (its --metrics or "
            "--subscribe port?)";
@@ -707,6 +710,7 @@ int c4_mon_query_status(const char *addr, const char *token, char **out) {
   }
   close(fd);
   if (!rc && !doc) rc = C4_EPROTO;
+  if (rc == C4_EREMOTE && (!token || !*token)) rc = C4_EUSAGE; /* none to prove */
   *out = doc;
   return rc;
 }

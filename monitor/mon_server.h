@@ -43,7 +43,8 @@ json_t *c4_mon_server_status(void);
  * challenge; the JSON document is written to out (a malloc'd string the caller frees). Returns 0,
  * C4_ENOTFOUND when nothing accepted the connection, C4_ESYS when nothing came for 5 s,
  * C4_EPROTO when what came was not c4mon's, C4_EREMOTE when c4mon closed without answering
- * (wrong token, or its STATUS rate was used up), or another negative C4_E* code. */
+ * (wrong token, or its STATUS rate was used up), C4_EUSAGE when it did so to a request that had
+ * no token to prove, C4_EINVAL when addr does not resolve, or another negative C4_E* code. */
 int c4_mon_query_status(const char *addr, const char *token, char **out);
 
 /* What a client says when c4_mon_query_status failed with rc: nothing listening, something

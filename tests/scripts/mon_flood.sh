@@ -27,6 +27,8 @@ export C4_TOKEN; C4_TOKEN=$(head -1 "$WORK/token")
 up 127.0.0.1:$P || fail "c4mon did not come up: $(cat "$WORK/serve.err")"
 grep -q "no job token" "$WORK/serve.err" && fail "warned about a missing token it has"
 C4_TOKEN=wrong "$BIN/c4mon" status --connect 127.0.0.1:$P >/dev/null 2>&1 && fail "status answered a wrong token"
+out=$(env -u C4_TOKEN "$BIN/c4mon" status --connect 127.0.0.1:$P 2>&1) && fail "status answered no token"
+grep -q "no token was given" <<<"$out" || fail "status without a token said: $out"
 # the refusal names the sender by its address, not only by what it claims
 grep -q "refused a STATUS request at 127.0.0.1:[0-9]*: wrong token" "$WORK/serve.err" ||
   fail "the refusal does not name the sender's address: $(grep refused "$WORK/serve.err")"
