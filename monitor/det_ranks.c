@@ -193,8 +193,12 @@ static void tally(struct det_rank *e, void *arg) {
   } else if (e->ended) {
     l->clean++;
     if (json_array_size(l->ranks) < 64) { /* the event stays one readable line */
-      json_array_append_new(l->ranks, json_integer(e->rank));
-      json_array_append_new(l->hosts, json_string(e->host));
+      size_t at = 0; /* in rank order, each host beside its rank: "ranks 1,0,3,2" read as noise */
+      while (at < json_array_size(l->ranks) &&
+             json_integer_value(json_array_get(l->ranks, at)) < e->rank)
+        at++;
+      json_array_insert_new(l->ranks, at, json_integer(e->rank));
+      json_array_insert_new(l->hosts, at, json_string(e->host));
     }
   } else {
     l->alive++;
