@@ -48,6 +48,12 @@
  * (a link that slow is worth a look) is named, and stays named while it stays so. */
 #define YOUNG_FACTOR 3.0
 #define MAX_CANDS 4096
+/* Cells a matrix needs for a median cell, the common level the others read against. With two (a
+ * 2-rank job: one link each way) the median was the slow way itself, or the healthy way read
+ * against it: a 4x slow link read 16x, and after a fault that lasted, the healthy way, whose
+ * baseline had learned the fault upside down, was named 699x until the job ended. Below this,
+ * each cell reads against its size class alone and its own baseline. */
+#define MEDIAN_CELLS 3
 
 struct acc {
   int8_t cls; /* log2 of bytes; -1 unused */
@@ -1040,7 +1046,9 @@ static int judged_cells(void) {
     m.ev.ls[live] = c->src;
     m.ev.ld[live++] = c->dst;
   }
-  m.dev_overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
+  /* with fewer cells, the median deviation is one cell's: a 2-rank job's slow link moved it,
+   * and its healthy way read the fault's slowdown with the sign turned */
+  m.dev_overall = live >= MEDIAN_CELLS ? det_lower_median(m.ev.scratch, live, m.ev.pick) : 0;
   if (live) m.any_baseline = 1;
   return live + young_cells(live);
 }
@@ -1146,6 +1154,7 @@ static void class_medians(int nws, float ref[64]) {
 static void median_cell_against_the_rest(int live) {
   m.median_cell = -1;
   m.median_moved = 0;
+  if (live < MEDIAN_CELLS) return;
   float above = INFINITY;
   int equal = 0;
   for (int j = 0; j < live; j++) { /* the live values, in the order the median left them */
@@ -1194,6 +1203,15 @@ static void cell_values(const float ref[64]) {
   }
   m.overall = det_lower_median(m.ev.scratch, live, m.ev.pick);
   median_cell_against_the_rest(live);
+  if (live < MEDIAN_CELLS) { /* no median cell: what the cells read apart from ref is kept */
+    for (int i = 0; i < m.ncells; i++)
+      if (m.cell[i].n) {
+        m.cell[i].v -= m.overall;
+        m.cell[i].v_all -= m.overall;
+      }
+    m.overall = 0;
+    m.median_cell = -1;
+  }
 }
 
 /* The row and column effects of the live judged cells by median polish (three sweeps each way),
