@@ -65,6 +65,11 @@ static int one_step(struct tl_run *r, const json_t *o, char *why, size_t n) {
   const char *ev = json_string_value(json_object_get(o, "event"));
   if (ev && !strcmp(ev, "start") && !r->world)
     r->world = (int)json_integer_value(json_object_get(o, "ranks"));
+  const char *job = json_string_value(json_object_get(o, "job"));
+  if (ev && !strcmp(ev, "start") && job && !r->job_of_steps) {
+    snprintf(r->job, sizeof r->job, "%s", job);
+    r->job_of_steps = 1;
+  }
   if (!ev || strcmp(ev, "step")) return 0;
   const json_t *step = json_object_get(o, "step"), *t0 = json_object_get(o, "t_start_ns"),
                *t1 = json_object_get(o, "t_ns"), *tps = json_object_get(o, "tokens_per_s"),
@@ -125,6 +130,7 @@ static int one_event(struct tl_run *r, const json_t *o, char *why, size_t n) {
   const json_t *t = json_object_get(o, "t"), *id = json_object_get(o, "id");
   if (!kind) return fail(why, n, "\"kind\" is missing or not a string");
   const char *job = json_string_value(json_object_get(o, "job"));
+  if (r->job_of_steps && job && strcmp(job, r->job)) return 0; /* another job's (one c4mon) */
   if (job && !r->job[0]) snprintf(r->job, sizeof r->job, "%s", job);
   int verdict = 0;
   for (size_t k = 0; k < sizeof verdicts / sizeof verdicts[0]; k++)

@@ -32,7 +32,8 @@ struct tl_run {
   int world; /* the ranks of the job, from c4train's start line (0: none) */
   struct tl_span *spans;
   size_t nspans;
-  char job[64]; /* the events' job, "" when none */
+  char job[64];     /* the events' job, "" when none */
+  int job_of_steps; /* job is the step log's (its start line): other jobs' events are left out */
 };
 
 /* Each reader returns 0, or 1 with "FILE:LINE: reason" or "FILE: reason" in err. */

@@ -163,6 +163,34 @@ START_TEST(a_runs_json_is_read_into_lanes_and_spans_and_bad_lines_are_named) {
 }
 END_TEST
 
+/* One c4mon, two jobs: a step log whose start line names its job draws that job's verdicts only
+ * (every job's were drawn, under the first event's job name as the title). */
+START_TEST(a_step_log_that_names_its_job_draws_that_jobs_verdicts_only) {
+  char steps[] = "/tmp/c4-tl-steps-XXXXXX", events[] = "/tmp/c4-tl-events-XXXXXX", err[300];
+  close(mkstemp(steps));
+  close(mkstemp(events));
+  write_file(steps, "{\"event\":\"start\",\"job\":\"mine\",\"ranks\":2}\n"
+                    "{\"event\":\"step\",\"step\":1,\"tokens_per_s\":10,\"t_start_ns\":100,"
+                    "\"t_ns\":200}\n");
+  write_file(events, "{\"v\":1,\"id\":1,\"kind\":\"straggler\",\"t\":150,\"job\":\"other\","
+                     "\"where\":\"gpu\",\"ranks\":[0],\"factor\":1.5}\n"
+                     "{\"v\":1,\"id\":2,\"kind\":\"straggler\",\"t\":160,\"job\":\"mine\","
+                     "\"where\":\"gpu\",\"ranks\":[1],\"factor\":2}\n"
+                     "{\"v\":1,\"id\":3,\"kind\":\"recovered\",\"t\":170,\"job\":\"other\","
+                     "\"clears\":1}\n");
+  struct tl_run r = {0};
+  ck_assert_int_eq(tl_read_steps(&r, steps, err, sizeof err), 0);
+  ck_assert_int_eq(tl_read_events(&r, events, err, sizeof err), 0);
+  ck_assert_str_eq(r.job, "mine");
+  ck_assert_uint_eq(r.nspans, 1);
+  ck_assert_int_eq(r.spans[0].id, 2);
+  ck_assert_uint_eq(r.spans[0].off, 0); /* the other job's recovered closes nothing of this one */
+  tl_run_free(&r);
+  unlink(steps);
+  unlink(events);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("timeline");
   TCase *tc = tcase_create("core");
@@ -171,6 +199,7 @@ int main(void) {
   tcase_add_test(tc, a_time_falls_on_the_step_axis_where_its_step_ran);
   tcase_add_test(tc, a_lanes_running_median_drops_a_one_step_spike_and_keeps_a_level_change);
   tcase_add_test(tc, a_runs_json_is_read_into_lanes_and_spans_and_bad_lines_are_named);
+  tcase_add_test(tc, a_step_log_that_names_its_job_draws_that_jobs_verdicts_only);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
 }
