@@ -86,6 +86,12 @@ static int print_status(const char *prog, const char *addr, int as_json) {
          (long long)json_integer_value(json_object_get(j, "bad_frames")),
          (long long)json_integer_value(json_object_get(j, "lost")),
          json_real_value(json_object_get(j, "uptime_s")));
+  json_int_t twins =
+      json_integer_value(json_object_get(json_object_get(j, "detect"), "twin_ranks"));
+  if (twins > 0) /* said in c4mon's log once; an operator reading status should see it too */
+    printf("warning: %lld rank number(s) streamed by two processes at once: two jobs under one "
+           "C4_JOB? Their hangs and lost ranks cannot be told apart (c4mon's log names them)\n",
+           (long long)twins);
   print_ranks(json_object_get(j, "ranks"));
   print_ended(json_object_get(json_object_get(j, "detect"), "ranks"));
   print_verdicts(json_object_get(json_object_get(j, "detect"), "verdicts"));

@@ -77,6 +77,17 @@ jq -e -s '[.[] | select(.kind == "job_end" and .job == "j?-??[2J")] | length == 
 C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" 2>&1
 grep -qF 'job j?-??[2J: 2 rank(s) ended' "$WORK/status.txt" ||
   fail "status of a job named with bytes not UTF-8: $(cat -A "$WORK/status.txt")"
+# two jobs under one C4_JOB: c4mon cannot part them, and status says so, not only its log
+twins=()
+for _ in 1 2; do
+  C4_MONITOR=$ranks C4_TOKEN=t C4_JOB=twinjob C4_HEARTBEAT_MS=50 \
+    "$BIN/c4perf" --spawn 2 -b 1M -e 1M -n 400 >/dev/null 2>&1 &
+  twins+=($!)
+done
+wait "${twins[@]}"
+C4_TOKEN=t "$BIN/c4mon" status --connect "$ranks" >"$WORK/status.txt" 2>&1
+grep -q "^warning: [0-9]* rank number(s) streamed by two processes at once" "$WORK/status.txt" ||
+  fail "status says nothing of two jobs under one name: $(head -3 "$WORK/status.txt")"
 # a hang-up (the terminal of a shell that started it with & went away) stops c4mon as SIGTERM
 # does, said, its verdicts cleared; it used to die at once without a word
 kill -HUP "$mon"
