@@ -75,8 +75,9 @@ static int put_verdicts(FILE *out, const json_t *st, const json_t *det, int widt
   return lines;
 }
 
-/* The ranks, worst first (lost, then slowest, then longest without a heartbeat); NULL when out
- * of memory. The caller frees it. */
+/* The ranks, worst first (lost, then slowest, then longest without a heartbeat), the ranks of
+ * jobs that ended last (their heartbeats stopped with the job: kept for the forget period, they
+ * led the list with stale values); NULL when out of memory. The caller frees it. */
 static struct rank_row *worst_ranks(const json_t *ranks, double now) {
   struct rank_row *rows = calloc(json_array_size(ranks) + 1, sizeof *rows);
   if (!rows) return NULL;
@@ -84,8 +85,10 @@ static struct rank_row *worst_ranks(const json_t *ranks, double now) {
   json_t *v;
   json_array_foreach(ranks, i, v) {
     rows[i].r = v;
-    rows[i].score = (json_is_true(json_object_get(v, "lost")) ? 1e9 : 0) + num(v, "slowdown") +
-                    (now - num(v, "last_hb_ns")) / 1e10;
+    rows[i].score = json_is_true(json_object_get(v, "ended"))
+                        ? -1e9
+                        : (json_is_true(json_object_get(v, "lost")) ? 1e9 : 0) +
+                              num(v, "slowdown") + (now - num(v, "last_hb_ns")) / 1e10;
   }
   qsort(rows, json_array_size(ranks), sizeof *rows, worst_first);
   return rows;
@@ -97,16 +100,18 @@ static void put_rank_line(FILE *out, const struct rank_row *rows, size_t nr, int
   int cut = nr > (size_t)body && y == body - 1;
   if ((size_t)y < nr && !cut) {
     const json_t *r = rows[y].r;
-    fprintf(out, "%-6lld %-14.14s %8.2f %9.0f %7.1fs %5s",
+    fprintf(out, "%-10.10s %-6lld %-14.14s %8.2f %9.0f %7.1fs %5s", str(r, "job"),
             (long long)json_integer_value(json_object_get(r, "rank")), str(r, "host"),
             num(r, "slowdown"), num(r, "entered"), (now - num(r, "last_hb_ns")) / 1e9,
-            json_is_true(json_object_get(r, "lost")) ? "LOST" : "");
+            json_is_true(json_object_get(r, "lost"))    ? "LOST"
+            : json_is_true(json_object_get(r, "ended")) ? "ended"
+                                                        : "");
   } else if (cut) {
     char more[64];
     snprintf(more, sizeof more, "(%zu more ranks)", nr - (size_t)body + 1);
-    fprintf(out, "%-56s", more);
+    fprintf(out, "%-67s", more);
   } else {
-    fprintf(out, "%-56s", "");
+    fprintf(out, "%-67s", "");
   }
 }
 
@@ -140,9 +145,10 @@ void c4_mon_tty_render(FILE *out, const json_t *st, int width, int height, int c
     return;
   }
   fprintf(out,
-          "%-6s %-14s %8s %9s %8s %5s   matrix %d NICs%s (src down, dst across; last col: row "
-          "effect)\n",
-          "rank", "host", "slowdown", "entered", "hb age", "", h.n, h.per > 1 ? ", in blocks" : "");
+          "%-10s %-6s %-14s %8s %9s %8s %5s   matrix %d NICs%s (src down, dst across, in the "
+          "matrix's order: c4mon matrix names them; last col: row effect)\n",
+          "job", "rank", "host", "slowdown", "entered", "hb age", "", h.n,
+          h.per > 1 ? ", in blocks" : "");
   int body = height - lines - 2;
   for (int y = 0; y < body; y++) {
     put_rank_line(out, rows, nr, y, body, now);

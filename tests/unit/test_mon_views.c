@@ -20,7 +20,9 @@ static json_t *state(void) {
       "{\"t\":5000000000,\"ranks\":[{\"job\":\"j\",\"rank\":0,\"host\":\"n\\\"0\",\"slowdown\":1.0,"
       "\"last_hb_ns\":4000000000,\"entered\":7,\"done\":7,\"lost\":false},"
       "{\"job\":\"j\",\"rank\":1,\"host\":\"n1\",\"slowdown\":2.5,\"last_hb_ns\":4900000000,"
-      "\"entered\":7,\"done\":6,\"lost\":false}],"
+      "\"entered\":7,\"done\":6,\"lost\":false},"
+      "{\"job\":\"old\",\"rank\":3,\"host\":\"n3\",\"slowdown\":1.8,\"last_hb_ns\":100,"
+      "\"entered\":5,\"done\":5,\"lost\":false,\"ended\":true}],"
       "\"matrix\":{\"nodes\":[\"n0/0\",\"n1/0\",\"n2/0\",\"n<3>&/0\"],"
       "\"cells\":[[0,1,2.6,9],[0,2,2.4,9],[1,2,1.0,9],[2,3,1.0,9],[3,0,1.05,9]],"
       "\"rows\":[2.5,1,1,1],\"cols\":[1,1,1,1],\"t\":5000000000},"
@@ -88,8 +90,11 @@ START_TEST(top_renders_verdicts_worst_ranks_first_and_the_heat_map_in_characters
   c4_mon_tty_render(f, status, 120, 20, 0);
   fclose(f);
   ck_assert_msg(strstr(buf, "comm_slow    NIC n0/0 (sending side), job j"), "no place:\n%s", buf);
-  char *r1 = strstr(buf, "\n1 "), *r0 = strstr(buf, "\n0 ");
+  char *r1 = strstr(buf, "\nj          1 "), *r0 = strstr(buf, "\nj          0 "),
+       *ended = strstr(buf, "\nold        3 ");
   ck_assert_msg(r1 && r0 && r1 < r0, "the slower rank is not first:\n%s", buf);
+  /* an ended job's rank, its heartbeats long stopped, comes after the running ones, said ended */
+  ck_assert_msg(ended && ended > r0 && strstr(ended, "ended"), "the ended rank:\n%s", buf);
   ck_assert_msg(strstr(buf, " @@"), "the hot row is not drawn hot:\n%s", buf);
   int nl = 0;
   for (char *p = buf; *p; p++)
