@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c4_cli.h"
 #include "c4_err.h"
 #include "c4_score.h"
 
@@ -233,8 +234,9 @@ int c4_score_expect_load(const char *path, const char *steps, const char *marks,
   memset(t, 0, sizeof *t);
   json_error_t je;
   json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (!doc) {
-    if (je.line < 1) return fail(err, n, "%s: %s", path, je.text);
+  if (!doc) { /* "PATH: No such file or directory", not jansson's "unable to open PATH: ..." */
+    char why[300];
+    if (je.line < 1) return fail(err, n, "%s: %s", path, c4_cli_json_why(&je, why, sizeof why));
     return fail(err, n, "%s:%d: %s", path, je.line, je.text);
   }
   if (!json_is_object(doc)) {

@@ -42,8 +42,9 @@ case $out in *"'nic' is not a place"*) ;; *) fail "--where misspelt: said '$out'
 out=$("$C4MON" events "$E" --since 5s --count 2>&1)
 same "--since 5s: exit" "$?" 2
 case $out in *"--since: '5s' is not a time"*) ;; *) fail "--since 5s: said '$out'" ;; esac
-"$C4MON" events "$E" --since step:3 --count >/dev/null 2>&1
-same "--since step:3 without --steps: exit" "$?" 1
+out=$("$C4MON" events "$E" --since step:3 --count 2>&1)
+same "--since step:3 without --steps: exit" "$?" 2 # a usage error, as a missing value is
+case $out in *"--since step:3 needs the trainer's lines (--steps FILE)"*) ;; *) fail "--since step:3: said '$out'" ;; esac
 same "--rank" "$("$C4MON" events "$E" --rank 3 --count)" 1
 same "--host in a link" "$("$C4MON" events "$E" --host n2 --count)" 1
 same "--job" "$("$C4MON" events "$E" --job k --count)" 1
