@@ -77,8 +77,10 @@ void c4_lines_close(struct c4_lines *l) {
   *l = (struct c4_lines){.f = {.fd = -1}};
 }
 
+/* The buffer is dropped, not freed: the parent's writer thread may have been inside realloc when
+ * the fork came (it takes no lock the fork waits for), and a free of what it was replacing would
+ * free it twice. One buffer a fork, at most 256 KiB more, is what that costs. */
 void c4_lines_forget(struct c4_lines *l) {
   if (!l->taken) c4_owned_close(&l->f);
-  free(l->buf);
   *l = (struct c4_lines){.f = {.fd = -1}};
 }

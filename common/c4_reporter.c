@@ -39,6 +39,7 @@ static struct {
   atomic_int state; /* read by c4_reporter_await_plan on another thread */
   int fd;
   struct c4_owned_fd own; /* fd, while it is still c4's: the program may close or replace it */
+  int reached;            /* a connect to c4mon's address went through, once at least */
   uint64_t next_try, backoff, since;
   char said[160]; /* the last reason for a dropped connection said, until one comes up */
   struct c4_record *q;
@@ -372,6 +373,7 @@ static int step_connect(uint64_t now) {
       return 0;
     }
     rep.state = WAIT_CHALLENGE;
+    rep.reached = 1; /* a refusal after this is said as one, not as "never reached" */
   }
   return 1;
 }
@@ -465,7 +467,7 @@ void c4_reporter_finish(int timeout_ms) {
   rep.plan = NULL;
   /* a job shorter than a connect's timeout, its c4mon behind a firewall that drops packets,
    * ended without a word: nothing had failed yet, so nothing had been said */
-  if (!atomic_load(&rep.connects) && rep.q_len + atomic_load(&rep.dropped) > 0)
+  if (!atomic_load(&rep.connects) && !rep.reached && rep.q_len + atomic_load(&rep.dropped) > 0)
     C4_WARN_SETTING("c4mon at %s%s%s:%s was never reached: this process's %llu records were not "
                     "delivered",
                     strchr(rep.host, ':') ? "[" : "", rep.host, strchr(rep.host, ':') ? "]" : "",
@@ -483,9 +485,8 @@ void c4_reporter_forget_parent(void) {
   rep.fd = -1;
   rep.state = DOWN;
   rep.on = 0; /* c4_reporter_init starts it again, in the child's name */
-  free(rep.q);
-  free(rep.comms);
-  free(rep.plan);
+  /* dropped, not freed: the parent's telemetry thread may have been between a realloc or a free
+   * and its pointer's store when the fork came (a free here would be a double free) */
   rep.q = rep.comms = NULL;
   rep.plan = NULL;
   rep.q_cap = rep.q_head = rep.q_len = rep.ncomms = rep.comms_cap = rep.announce = 0;
@@ -493,6 +494,7 @@ void c4_reporter_forget_parent(void) {
   rep.plan_total = rep.plan_have = 0;
   atomic_store(&rep.plan_due, 0);
   rep.next_try = 0;
+  rep.reached = 0;
   rep.said[0] = 0;
   atomic_store(&rep.sent, 0);
   atomic_store(&rep.dropped, 0);

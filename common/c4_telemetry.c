@@ -134,11 +134,12 @@ static void trace_failed(int rc) {
   if (!rc || tel.trace_said) return;
   tel.trace_said = 1;
   if (rc == C4_EREMOTE)
-    C4_WARN("C4_TRACE: the program closed or replaced the trace's descriptor; the trace ends "
-            "here, and its file is left alone");
+    C4_WARN_SETTING("C4_TRACE: the program closed or replaced the trace's descriptor; the trace "
+                    "ends "
+                    "here, and its file is left alone");
   else
-    C4_WARN("C4_TRACE: %s; lines were lost",
-            rc == C4_ESYS ? strerror(errno) : "out of memory for the lines to write");
+    C4_WARN_SETTING("C4_TRACE: %s; lines were lost",
+                    rc == C4_ESYS ? strerror(errno) : "out of memory for the lines to write");
 }
 
 static void write_json_line(json_t *j) {

@@ -145,9 +145,20 @@ void c4_det_advance(uint64_t now) {
   periodic();
 }
 
+/* Whether every NIC of the matrix belongs to a forgotten job (one c4mon, several jobs: a job
+ * still running keeps the matrix it shares; /metrics leaves out the forgotten jobs' NICs). */
+static int matrix_all_gone(const json_t *matrix) {
+  const json_t *jobs = json_object_get(matrix, "node_jobs"), *j;
+  size_t i;
+  if (!json_array_size(jobs))
+    return det_ranks_job_gone(json_string_value(json_object_get(matrix, "job")));
+  json_array_foreach(jobs, i, j) if (!det_ranks_job_gone(json_string_value(j))) return 0;
+  return 1;
+}
+
 json_t *c4_det_state_json(void) {
   json_t *matrix = det_matrix_state();
-  if (det_ranks_job_gone(json_string_value(json_object_get(matrix, "job")))) { /* forgotten */
+  if (matrix_all_gone(matrix)) { /* forgotten */
     json_decref(matrix);
     matrix = json_pack("{s:[], s:[], s:[], s:[], s:I}", "nodes", "cells", "rows", "cols", "t",
                        (json_int_t)0);

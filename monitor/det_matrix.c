@@ -1209,6 +1209,7 @@ static void cell_values(const float ref[64]) {
         m.cell[i].v -= m.overall;
         m.cell[i].v_all -= m.overall;
       }
+    m.weight *= exp(-m.overall); /* each cell's exp(v), as shifted */
     m.overall = 0;
     m.median_cell = -1;
   }

@@ -192,13 +192,18 @@ static void tally(struct det_rank *e, void *arg) {
     l->lost++;
   } else if (e->ended) {
     l->clean++;
-    if (json_array_size(l->ranks) < 64) { /* the event stays one readable line */
-      size_t at = 0; /* in rank order, each host beside its rank: "ranks 1,0,3,2" read as noise */
-      while (at < json_array_size(l->ranks) &&
-             json_integer_value(json_array_get(l->ranks, at)) < e->rank)
-        at++;
+    /* in rank order, each host beside its rank ("ranks 1,0,3,2" read as noise); the lowest 64,
+     * so that the event stays one readable line */
+    size_t at = 0, n = json_array_size(l->ranks);
+    while (at < n && json_integer_value(json_array_get(l->ranks, at)) < e->rank)
+      at++;
+    if (at < 64) {
       json_array_insert_new(l->ranks, at, json_integer(e->rank));
       json_array_insert_new(l->hosts, at, json_string(e->host));
+      if (n + 1 > 64) {
+        json_array_remove(l->ranks, 64);
+        json_array_remove(l->hosts, 64);
+      }
     }
   } else {
     l->alive++;

@@ -16,12 +16,20 @@ volatile int c4_mon_stop;
 
 static void on_signal(int sig) { c4_mon_stop = sig; }
 
+/* Catches sig unless the process was started with it ignored: nohup ignores SIGHUP, and a
+ * shell script's & ignores SIGINT, for the very purpose of not being stopped by them. */
+static void catch_unless_ignored(int sig) {
+  struct sigaction was;
+  if (sigaction(sig, NULL, &was) == 0 && was.sa_handler == SIG_IGN) return;
+  signal(sig, on_signal);
+}
+
 /* SIGHUP too: a c4mon serve started with & from a shell whose terminal went away died at once,
  * said nothing, and left every active verdict open in its events file for good. */
 void c4_mon_cli_signals(void) {
-  signal(SIGINT, on_signal);
+  catch_unless_ignored(SIGINT);
   signal(SIGTERM, on_signal);
-  signal(SIGHUP, on_signal);
+  catch_unless_ignored(SIGHUP);
   signal(SIGPIPE, SIG_IGN);
 }
 

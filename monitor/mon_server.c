@@ -643,7 +643,8 @@ const char *c4_mon_query_why(int rc) {
     return "c4mon refused the request: a wrong token (--token-file, C4_TOKEN), or too many "
            "status requests at once";
   case C4_EUSAGE:
-    return "c4mon refused the request: no token was given (--token-file, or C4_TOKEN)";
+    return "c4mon refused the request: no token was given (--token-file, or C4_TOKEN), or too "
+           "many status requests at once";
   case C4_ESYS:
     return "no answer within 5 s: c4mon busy or stopped, or not its rank port (its --metrics or "
            "--subscribe port?)";

@@ -36,12 +36,12 @@ static ncclResult_t init_common(void **context, uint64_t comm, int *mask, const 
     if (mask) *mask = 0;
     return ncclSuccess;
   }
-  stand_the_shim_down();
   c4_telemetry_add_periodic(c4_prof_scan);
   c4_reporter_set_progress(progress);
   c4_telemetry_start();
   struct c4_prof_ctx *ctx = NULL;
   if (c4_prof_init(&ctx, comm, name, nnodes, nranks, rank) != 0) return ncclSystemError;
+  stand_the_shim_down(); /* only now: a profiler NCCL drops leaves the shim recording */
   *context = ctx;
   if (mask) *mask = C4_PROF_MASK; /* only what c4 uses (prof_core.h says why) */
   return ncclSuccess;

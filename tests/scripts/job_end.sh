@@ -96,4 +96,12 @@ rc=$?
 mon=
 [ "$rc" = 0 ] && grep -q "stopping on SIGHUP" "$WORK/mon.err" ||
   fail "SIGHUP: exit $rc, $(tail -2 "$WORK/mon.err")"
+# started with SIGHUP ignored (nohup), it keeps running through one
+(trap '' HUP && exec "$BIN/c4mon" serve --listen 127.0.0.1:0 --token t --events /dev/null) \
+  2>"$WORK/nohup.err" &
+mon=$!
+sleep 0.5
+kill -HUP "$mon"
+sleep 0.3
+kill -0 "$mon" 2>/dev/null || fail "a c4mon started with SIGHUP ignored stopped on one"
 echo "job_end: the ended job's verdicts closed and its series left /metrics after --forget-ms"

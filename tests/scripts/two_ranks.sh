@@ -19,7 +19,7 @@ for seed in 1 2 3; do
     fail "replay: $(cat "$W/err")"
   jq -e -s '[.[] | select(.kind != "recovered")] as $v | ($v | length) == 1
     and $v[0].where == "link" and $v[0].link == ["h0000", "h0001"]
-    and ($v[0].factor > 3.2 and $v[0].factor < 4.8)
+    and ($v[0].factor > 3.2 and $v[0].factor < 4.8) and $v[0].cost < 1
     and ([.[] | select(.kind == "recovered")] | length) == 1' "$W/$seed.ev" >/dev/null ||
     fail "seed $seed: $(jq -c '[.kind, .where, .link, .factor, .t]' "$W/$seed.ev")"
 done
