@@ -480,13 +480,21 @@ void c4_reporter_finish(int timeout_ms) {
   rep.on = 0;
 }
 
+/* What a forked child dropped of the parent's (c4_reporter_forget_parent); volatile: stores no
+ * compiler may leave out. */
+static void *volatile left_at_fork[3];
+
 void c4_reporter_forget_parent(void) {
   if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd); /* the child's copy only */
   rep.fd = -1;
   rep.state = DOWN;
   rep.on = 0; /* c4_reporter_init starts it again, in the child's name */
   /* dropped, not freed: the parent's telemetry thread may have been between a realloc or a free
-   * and its pointer's store when the fork came (a free here would be a double free) */
+   * and its pointer's store when the fork came (a free here would be a double free); kept
+   * reachable, so that a leak checker does not fail the child's exit over them */
+  left_at_fork[0] = rep.q;
+  left_at_fork[1] = rep.comms;
+  left_at_fork[2] = rep.plan;
   rep.q = rep.comms = NULL;
   rep.plan = NULL;
   rep.q_cap = rep.q_head = rep.q_len = rep.ncomms = rep.comms_cap = rep.announce = 0;

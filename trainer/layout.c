@@ -38,12 +38,10 @@ static int probe_argv(int argc, char **argv, char **out) {
   int n = 0;
   for (int i = 1; i < argc; i++) {
     int skip = 0;
-    /* by its name up to '=', or any prefix of it: getopt_long took an unambiguous one
-     * (--ckpt-e 3), and kept, it would be refused in every probe */
-    size_t name = strcspn(argv[i], "="), len = strlen(argv[i]);
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) {
-      if (name < 3 || strncmp(argv[i], "--", 2) || strncmp(drop[k], argv[i], name)) continue;
-      skip = name < len || !strcmp(drop[k], "--ckpt-strict") ? 1 : 2;
+      size_t len = strlen(drop[k]);
+      if (strncmp(argv[i], drop[k], len) == 0 && argv[i][len] == '=') skip = 1;
+      if (strcmp(argv[i], drop[k]) == 0) skip = strcmp(drop[k], "--ckpt-strict") ? 2 : 1;
     }
     if (skip == 2) i++; /* its value follows */
     if (!skip) out[n++] = argv[i];
