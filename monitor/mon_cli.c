@@ -16,20 +16,16 @@ volatile int c4_mon_stop;
 
 static void on_signal(int sig) { c4_mon_stop = sig; }
 
-/* Catches sig unless the process was started with it ignored: nohup ignores SIGHUP, and a
- * shell script's & ignores SIGINT, for the very purpose of not being stopped by them. */
-static void catch_unless_ignored(int sig) {
-  struct sigaction was;
-  if (sigaction(sig, NULL, &was) == 0 && was.sa_handler == SIG_IGN) return;
-  signal(sig, on_signal);
-}
-
 /* SIGHUP too: a c4mon serve started with & from a shell whose terminal went away died at once,
- * said nothing, and left every active verdict open in its events file for good. */
+ * said nothing, and left every active verdict open in its events file for good. Unless it was
+ * started with SIGHUP ignored: nohup ignores it for the very purpose of not being stopped by it.
+ * SIGINT is caught whatever it inherited: a script's & ignores it for its background jobs, and a
+ * kill -INT meant for c4mon then did nothing. */
 void c4_mon_cli_signals(void) {
-  catch_unless_ignored(SIGINT);
+  signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  catch_unless_ignored(SIGHUP);
+  struct sigaction hup;
+  if (sigaction(SIGHUP, NULL, &hup) != 0 || hup.sa_handler != SIG_IGN) signal(SIGHUP, on_signal);
   signal(SIGPIPE, SIG_IGN);
 }
 
