@@ -35,6 +35,7 @@ enum { DOWN, CONNECTING, WAIT_CHALLENGE, WAIT_WELCOME, UP };
 static struct {
   int on;
   char host[256], port[16], job[C4_FRAME_NAME], token[256];
+  char where[280]; /* host:port as messages name it ([v6]:port), made once */
   uint64_t hb_ns;
   atomic_int state; /* read by c4_reporter_await_plan on another thread */
   int fd;
@@ -79,6 +80,8 @@ int c4_reporter_init(void) {
     rep.host[strlen(rep.host) - 1] = 0;
   }
   snprintf(rep.port, sizeof rep.port, "%s", colon + 1);
+  snprintf(rep.where, sizeof rep.where, strchr(rep.host, ':') ? "[%s]:%s" : "%s:%s", rep.host,
+           rep.port);
   char *end = NULL;
   long port = strtol(rep.port, &end, 10);
   if (rep.port[0] < '0' || rep.port[0] > '9' || *end || port < 1 || port > 65535) {
@@ -144,8 +147,7 @@ void c4_reporter_push(const struct c4_record *r) {
 static void drop_connection(const char *why, uint64_t now) {
   if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd);
   if (strcmp(rep.said, why)) {
-    int v6 = strchr(rep.host, ':') != NULL;
-    C4_WARN("c4mon at %s%s%s:%s: %s; %s", v6 ? "[" : "", rep.host, v6 ? "]" : "", rep.port, why,
+    C4_WARN("c4mon at %s: %s; %s", rep.where, why,
             rep.state == UP ? "reconnecting" : "the job runs on; retrying in the background");
     snprintf(rep.said, sizeof rep.said, "%s", why);
   }
@@ -397,8 +399,7 @@ static int on_frame(int type, uint8_t *p, uint32_t len, uint64_t now) {
     if (atomic_load(&rep.connects) > 0) rep.announce = 0; /* a new c4mon: tell it again */
     rep.state = UP;
     if (rep.said[0]) /* what was said last stands until it is taken back */
-      C4_NOTE("c4mon at %s%s%s:%s: connected, streaming again", strchr(rep.host, ':') ? "[" : "",
-              rep.host, strchr(rep.host, ':') ? "]" : "", rep.port);
+      C4_NOTE("c4mon at %s: connected, streaming again", rep.where);
     rep.said[0] = 0;
     rep.backoff = BACKOFF_MIN;
     rep.next_hb = rep.next_time = now;
@@ -468,10 +469,9 @@ void c4_reporter_finish(int timeout_ms) {
   /* a job shorter than a connect's timeout, its c4mon behind a firewall that drops packets,
    * ended without a word: nothing had failed yet, so nothing had been said */
   if (!atomic_load(&rep.connects) && !rep.reached && rep.q_len + atomic_load(&rep.dropped) > 0)
-    C4_WARN_SETTING("c4mon at %s%s%s:%s was never reached: this process's %llu records were not "
+    C4_WARN_SETTING("c4mon at %s was never reached: this process's %llu records were not "
                     "delivered",
-                    strchr(rep.host, ':') ? "[" : "", rep.host, strchr(rep.host, ':') ? "]" : "",
-                    rep.port, (unsigned long long)(rep.q_len + atomic_load(&rep.dropped)));
+                    rep.where, (unsigned long long)(rep.q_len + atomic_load(&rep.dropped)));
   atomic_fetch_add(&rep.dropped, rep.q_len); /* what could not be delivered */
   rep.q_len = 0;
   if (rep.fd >= 0 && c4_owned_still(&rep.own)) close(rep.fd);

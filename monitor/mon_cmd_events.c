@@ -495,18 +495,16 @@ static int run(const struct mon_cmd *cmd, int argc, char **argv) {
     return c4_cli_usage(q.prog, "--%s: '%s' is not a time: nanoseconds, step:N or mark:NAME",
                         bad_t == since ? "since" : "until", bad_t);
   /* a time that names what was not given is a usage error, as a missing value is (docs/cli.md) */
-  const char *needs = since && !strncmp(since, "step:", 5) && !q.steps   ? since
-                      : until && !strncmp(until, "step:", 5) && !q.steps ? until
-                                                                         : NULL;
-  if (needs)
-    return c4_cli_usage(q.prog, "--%s %s needs the trainer's lines (--steps FILE)",
-                        needs == since ? "since" : "until", needs);
-  needs = since && !strncmp(since, "mark:", 5) && !q.marks   ? since
-          : until && !strncmp(until, "mark:", 5) && !q.marks ? until
-                                                             : NULL;
-  if (needs)
-    return c4_cli_usage(q.prog, "--%s %s needs the marks (--marks FILE)",
-                        needs == since ? "since" : "until", needs);
+  const char *flag = NULL, *ref = NULL, *needs = NULL;
+  for (int i = 0; i < 2 && !needs; i++) {
+    flag = i ? "until" : "since";
+    ref = i ? until : since;
+    needs = !ref                                    ? NULL
+            : !strncmp(ref, "step:", 5) && !q.steps ? "the trainer's lines (--steps FILE)"
+            : !strncmp(ref, "mark:", 5) && !q.marks ? "the marks (--marks FILE)"
+                                                    : NULL;
+  }
+  if (needs) return c4_cli_usage(q.prog, "--%s %s needs %s", flag, ref, needs);
   char err[700];
   if (q.steps) { /* read now, so that a wrong file is said instead of labelling all "step 0" */
     if (c4_score_steps_load(q.steps, &q.step_times, err, sizeof err))

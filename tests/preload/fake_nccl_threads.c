@@ -8,22 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "preload_abi.h"
+#include "nccl_calls.h"
 
 #define THREADS 4
 #define ROUNDS 10
 #define STACK 32768
-
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
-ncclResult_t ncclCommDestroy(ncclComm_t comm);
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
-                      cudaStream_t stream);
-ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
-                      cudaStream_t stream);
 
 static ncclComm_t comm[THREADS];
 

@@ -3,21 +3,7 @@
  * expects the same output. */
 #include <stdio.h>
 
-#include "preload_abi.h"
-
-ncclResult_t ncclGetVersion(int *version);
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
-ncclResult_t ncclCommDestroy(ncclComm_t comm);
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root,
-                           ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
-                      cudaStream_t stream);
-ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
-                      cudaStream_t stream);
+#include "nccl_calls.h"
 
 int main(void) {
   int v = 0;
