@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "c4_err.h"
@@ -39,34 +40,57 @@ static int room(struct c4_lines *l, size_t n) {
 int c4_lines_put(struct c4_lines *l, const json_t *j) {
   if (!c4_lines_open_now(l)) return 0;
   size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
-  if (!n) return 0;
+  if (!n) {
+    l->lost++;
+    return 0;
+  }
   if (room(l, n + 1) != 0) { /* no memory for it: what is gathered goes out, and this line */
     int rc = c4_lines_flush(l);
-    if (rc != 0 || room(l, n + 1) != 0) return rc ? rc : C4_ENOMEM;
+    if (rc != 0 || room(l, n + 1) != 0) {
+      l->lost++;
+      return rc ? rc : C4_ENOMEM;
+    }
   }
   json_dumpb(j, l->buf + l->len, n, JSON_COMPACT);
   l->buf[l->len + n] = '\n';
   l->len += n + 1;
+  l->lines++;
   return l->len >= FLUSH_AT ? c4_lines_flush(l) : 0;
 }
 
+/* The whole lines in the first n bytes of the buffer: what a write that stopped after n bytes
+ * put in the file (a compact JSON line has no newline but its last byte). */
+static size_t whole_lines(const struct c4_lines *l, size_t n) {
+  size_t k = 0;
+  for (const char *p = l->buf, *end = l->buf + n; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+    k++;
+  return k;
+}
+
 int c4_lines_flush(struct c4_lines *l) {
-  if (!l->len || !c4_lines_open_now(l)) {
-    l->len = 0;
+  size_t len = l->len, lines = l->lines;
+  l->len = l->lines = 0; /* written or dropped: never kept to grow without bound */
+  if (!len || !c4_lines_open_now(l)) {
+    l->lost += lines;
     return l->taken ? C4_EREMOTE : 0;
   }
-  size_t len = l->len;
-  l->len = 0; /* written or dropped: never kept to grow without bound */
   if (!c4_owned_still(&l->f)) {
     l->taken = 1;
+    l->lost += lines;
     return C4_EREMOTE;
   }
   for (size_t off = 0; off < len;) {
     ssize_t k = write(l->f.fd, l->buf + off, len - off);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return C4_ESYS;
+    if (k <= 0) {
+      size_t whole = whole_lines(l, off);
+      l->written += whole;
+      l->lost += lines - whole;
+      return C4_ESYS;
+    }
     off += (size_t)k;
   }
+  l->written += lines;
   return 0;
 }
 

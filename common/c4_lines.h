@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "c4_owned_fd.h"
 
@@ -15,19 +16,24 @@ struct c4_lines {
   struct c4_owned_fd f;
   char *buf;
   size_t len, cap;
-  int taken; /* the program closed or replaced the descriptor: the file is left alone */
+  size_t lines;     /* lines in buf */
+  uint64_t written; /* lines that reached the file, whole */
+  uint64_t lost;    /* lines that did not: a write failed, no memory, the descriptor taken */
+  int taken;        /* the program closed or replaced the descriptor: the file is left alone */
 };
 
 /* Opens path for appending (created 0644, closed on exec). Returns 0, or C4_ESYS with errno. */
 int c4_lines_open(struct c4_lines *l, const char *path);
 
 /* Appends j as one compact line; writes what is gathered once it passes 256 KiB. Returns 0, or
- * what c4_lines_flush returned. A value jansson cannot write is left out (0). */
+ * what c4_lines_flush returned. A value jansson cannot write is left out (0), and counted lost
+ * as a line there was no memory for is. Nothing is counted when there is no file. */
 int c4_lines_put(struct c4_lines *l, const json_t *j);
 
 /* Writes the lines gathered. Returns 0; C4_ESYS when a write failed (errno says why); C4_EREMOTE
  * when the descriptor is no longer c4's (taken set: every later call does nothing). Lines that
- * could not be written are dropped, so memory stays bounded. */
+ * could not be written are dropped, so memory stays bounded, and counted in lost (a line a write
+ * left torn too); the lines that reached the file whole are counted in written. */
 int c4_lines_flush(struct c4_lines *l);
 
 /* Flushes, closes the file if it is still c4's, and frees the buffer. */

@@ -29,7 +29,8 @@ static struct {
   int ring_ok;
   atomic_uint_fast64_t emitted;
   atomic_uint_fast64_t lost_no_ring;
-  atomic_uint_fast64_t written;
+  atomic_uint_fast64_t written;   /* record lines that reached the trace file */
+  atomic_uint_fast64_t unwritten; /* record lines that did not (a failed write, no memory) */
 
   pthread_mutex_t lock; /* writer start/stop only; never taken on the data path */
   int started;
@@ -68,6 +69,7 @@ static void after_fork_child(void) {
   atomic_store(&tel.emitted, 0);
   atomic_store(&tel.lost_no_ring, 0);
   atomic_store(&tel.written, 0);
+  atomic_store(&tel.unwritten, 0);
   pthread_cond_init(&tel.wake, NULL);
   pthread_mutex_unlock(&tel.lock);
 }
@@ -117,11 +119,13 @@ void c4_telemetry_emit_xfer(const struct c4_xfer_record *x) {
   c4_telemetry_emit(&r);
 }
 
-void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written) {
+void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written,
+                           uint64_t *unwritten) {
   struct c4_ring *ring = c4_telemetry_ring();
   if (emitted) *emitted = atomic_load(&tel.emitted);
   if (dropped) *dropped = atomic_load(&tel.lost_no_ring) + (ring ? c4_ring_dropped(ring) : 0);
   if (written) *written = atomic_load(&tel.written);
+  if (unwritten) *unwritten = atomic_load(&tel.unwritten);
 }
 
 /* Every line names its job (C4_JOB, "default" when unset), as the stream to c4mon does: a
@@ -152,8 +156,8 @@ static void write_json_line(json_t *j) {
 static void write_clock_line(const char *type) {
   char host[C4_HOST_MAX] = "unknown";
   c4_host_name(host, sizeof host);
-  uint64_t emitted, dropped, written;
-  c4_telemetry_counters(&emitted, &dropped, &written);
+  uint64_t emitted, dropped, written, unwritten;
+  c4_telemetry_counters(&emitted, &dropped, &written, &unwritten);
   json_t *j =
       json_pack("{s:i, s:s, s:s, s:I, s:i, s:I, s:I, s:s}", "v", C4_RECORD_VERSION, "type", type,
                 "host", host, "pid", (json_int_t)getpid(), "rank", c4_env_rank(), "wall_ns",
@@ -162,26 +166,36 @@ static void write_clock_line(const char *type) {
     json_object_set_new(j, "emitted", json_integer((json_int_t)emitted));
     json_object_set_new(j, "dropped", json_integer((json_int_t)dropped));
     json_object_set_new(j, "written", json_integer((json_int_t)written));
+    json_object_set_new(j, "unwritten", json_integer((json_int_t)unwritten));
   }
   write_json_line(j);
 }
 
 /* Moves the records in the ring to the sinks in use (the trace file and the c4mon stream), at most
- * one ring's worth, so producers that never stop cannot keep the writer here. Returns how many. */
+ * one ring's worth, so producers that never stop cannot keep the writer here. Returns how many.
+ * A record line counts as written once the file has it, not once it is gathered: a full disk's
+ * lines were counted written. The lines gathered here are records alone (the header went out
+ * before the first drain, the summary comes after the last), so what the trace counted from
+ * here to the flush that ends the drain is theirs. */
 static size_t drain(void) {
   struct c4_ring *ring = c4_telemetry_ring();
   struct c4_record r;
   size_t n = 0;
+  uint64_t written = tel.out.written, lost = tel.out.lost;
   while (ring && n <= ring->mask && c4_ring_pop(ring, &r)) {
     if (tel.streaming) c4_reporter_push(&r);
-    json_t *j = c4_lines_open_now(&tel.out) ? c4_record_json(&r) : NULL;
-    if (j) {
-      write_json_line(j);
-      atomic_fetch_add(&tel.written, 1);
+    if (c4_lines_open_now(&tel.out)) {
+      json_t *j = c4_record_json(&r);
+      if (j)
+        write_json_line(j);
+      else /* no memory for its line */
+        atomic_fetch_add(&tel.unwritten, 1);
     }
     n++;
   }
   if (n) trace_failed(c4_lines_flush(&tel.out));
+  atomic_fetch_add(&tel.written, tel.out.written - written);
+  atomic_fetch_add(&tel.unwritten, tel.out.lost - lost);
   return n;
 }
 
@@ -282,4 +296,9 @@ void c4_telemetry_flush_and_stop(void) {
     trace_failed(c4_lines_flush(&tel.out));
   }
   c4_lines_close(&tel.out);
+  uint64_t written, unwritten;
+  c4_telemetry_counters(NULL, NULL, &written, &unwritten);
+  if (unwritten) /* the summary saying so may itself be among the lines lost */
+    C4_WARN_SETTING("C4_TRACE: %llu of %llu record lines did not reach the file",
+                    (unsigned long long)unwritten, (unsigned long long)(written + unwritten));
 }

@@ -46,7 +46,10 @@ void c4_telemetry_flush_and_stop(void);
  * with C4_ENOMEM). The net plugin uses it to report requests that are stuck. */
 int c4_telemetry_add_periodic(void (*fn)(void));
 
-/* Records emitted, dropped (ring full) and written to the trace so far. */
-void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written);
+/* Records emitted, dropped (ring full), written to the trace (their lines reached the file) and
+ * unwritten (their lines did not: a write failed, or there was no memory for them) so far. Any
+ * pointer may be NULL. */
+void c4_telemetry_counters(uint64_t *emitted, uint64_t *dropped, uint64_t *written,
+                           uint64_t *unwritten);
 
 #endif

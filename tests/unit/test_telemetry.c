@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -152,6 +153,7 @@ START_TEST(every_record_becomes_one_json_line_with_all_its_fields) {
   ck_assert_int_eq(json_integer_value(json_object_get(x, "peer_dev")), 2);
   ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 100);
   ck_assert_int_eq(json_integer_value(json_object_get(s, "dropped")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "unwritten")), 0);
   ck_assert_int_gt(json_integer_value(json_object_get(s, "wall_ns")), 0);
   json_decref(h);
   json_decref(s);
@@ -193,7 +195,7 @@ START_TEST(a_full_ring_drops_records_and_the_summary_says_how_many) {
     c4_telemetry_emit_xfer(&r);
   }
   uint64_t emitted, dropped, written;
-  c4_telemetry_counters(&emitted, &dropped, &written);
+  c4_telemetry_counters(&emitted, &dropped, &written, NULL);
   ck_assert_uint_eq(emitted, 100);
   ck_assert_uint_eq(dropped, 84);
   c4_telemetry_start();
@@ -221,7 +223,7 @@ START_TEST(a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job) {
   c4_telemetry_flush_and_stop();
   c4_telemetry_flush_and_stop(); /* twice is fine */
   uint64_t emitted, written;
-  c4_telemetry_counters(&emitted, NULL, &written);
+  c4_telemetry_counters(&emitted, NULL, &written, NULL);
   ck_assert_uint_eq(emitted, 1);
   ck_assert_uint_eq(written, 0);
 }
@@ -236,7 +238,7 @@ START_TEST(a_bad_ring_size_falls_back_to_the_default) {
     c4_telemetry_emit_xfer(&r);
   }
   uint64_t dropped;
-  c4_telemetry_counters(NULL, &dropped, NULL);
+  c4_telemetry_counters(NULL, &dropped, NULL, NULL);
   ck_assert_uint_eq(dropped, 0); /* 16384 slots, not 1000 */
 }
 END_TEST
@@ -254,7 +256,7 @@ START_TEST(a_directory_as_trace_path_costs_the_trace_not_the_job) {
   c4_telemetry_flush_and_stop();
   c4_telemetry_flush_and_stop();
   uint64_t emitted, dropped, written;
-  c4_telemetry_counters(&emitted, &dropped, &written);
+  c4_telemetry_counters(&emitted, &dropped, &written, NULL);
   ck_assert_uint_eq(emitted, 3);
   ck_assert_uint_eq(dropped, 0);
   ck_assert_uint_eq(written, 0);
@@ -266,6 +268,76 @@ START_TEST(a_directory_as_trace_path_costs_the_trace_not_the_job) {
   closedir(d);
   ck_assert_int_eq(entries, 0);
   rmdir(dir);
+}
+END_TEST
+
+/* Writes that fail (/dev/full: ENOSPC) write no record line: each is counted unwritten, none
+ * written (every one was counted written, as the lines were gathered, not as they reached the
+ * file), and the stop says how many on stderr, where the summary line cannot go. */
+START_TEST(record_lines_a_full_disk_refused_are_counted_unwritten) {
+  setenv("C4_TRACE", "/dev/full", 1);
+  setenv("C4_DEBUG", "WARN", 1);
+  char err_path[] = "/tmp/c4-test-stderr-XXXXXX";
+  int err_fd = mkstemp(err_path);
+  ck_assert_int_ge(err_fd, 0);
+  int saved = dup(2);
+  dup2(err_fd, 2);
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  for (uint64_t i = 0; i < 10; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  c4_telemetry_flush_and_stop();
+  dup2(saved, 2);
+  close(saved);
+  uint64_t emitted, dropped, written, unwritten;
+  c4_telemetry_counters(&emitted, &dropped, &written, &unwritten);
+  ck_assert_uint_eq(emitted, 10);
+  ck_assert_uint_eq(dropped, 0);
+  ck_assert_uint_eq(written, 0);
+  ck_assert_uint_eq(unwritten, 10);
+  char text[1024] = "";
+  ck_assert_int_ge(pread(err_fd, text, sizeof text - 1, 0), 0);
+  close(err_fd);
+  unlink(err_path);
+  ck_assert_msg(strstr(text, "10 of 10 record lines did not reach the file"), "stderr: %s", text);
+}
+END_TEST
+
+/* Lines a write refused (past RLIMIT_FSIZE: EFBIG, as a full disk's ENOSPC) are the summary's
+ * unwritten, not its written, when the file takes lines again by the end. */
+START_TEST(the_summary_counts_refused_record_lines_unwritten) {
+  use_trace_file();
+  signal(SIGXFSZ, SIG_IGN);                  /* the write fails with EFBIG instead */
+  ck_assert_int_eq(c4_telemetry_start(), 0); /* the header is written */
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_gt(st.st_size, 0);
+  struct rlimit was, full;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+  full = (struct rlimit){(rlim_t)st.st_size, was.rlim_max};
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &full), 0);
+  for (uint64_t i = 0; i < 10; i++) {
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  uint64_t written = 0, unwritten = 0;
+  for (int i = 0; i < 500 && written + unwritten < 10; i++) { /* the writer drains every 10 ms */
+    nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    c4_telemetry_counters(NULL, NULL, &written, &unwritten);
+  }
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+  c4_telemetry_flush_and_stop();
+  json_t *h, *s, *x;
+  int xfers;
+  ck_assert_int_eq(read_back(&h, &xfers, &s, &x), 2); /* the header and the summary */
+  ck_assert_int_eq(xfers, 0);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "emitted")), 10);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "written")), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(s, "unwritten")), 10);
+  free_all(h, s, x);
+  unlink(path);
 }
 END_TEST
 
@@ -298,7 +370,7 @@ START_TEST(stopping_a_writer_that_never_started_is_harmless) {
   c4_telemetry_flush_and_stop();
   c4_telemetry_flush_and_stop();
   uint64_t written;
-  c4_telemetry_counters(NULL, NULL, &written);
+  c4_telemetry_counters(NULL, NULL, &written, NULL);
   ck_assert_uint_eq(written, 0);
 }
 END_TEST
@@ -613,6 +685,8 @@ int main(void) {
   tcase_add_test(tc, a_trace_path_that_cannot_be_opened_costs_the_trace_not_the_job);
   tcase_add_test(tc, a_bad_ring_size_falls_back_to_the_default);
   tcase_add_test(tc, a_directory_as_trace_path_costs_the_trace_not_the_job);
+  tcase_add_test(tc, record_lines_a_full_disk_refused_are_counted_unwritten);
+  tcase_add_test(tc, the_summary_counts_refused_record_lines_unwritten);
   tcase_add_test(tc, stopping_a_writer_that_never_started_is_harmless);
   tcase_add_test(tc, timing_is_on_unless_c4_timing_is_0);
   tcase_add_test(tc, c4_timing_0_turns_timing_off_and_is_read_once);

@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
   }
   atomic_store(&stop, 1);
   pthread_join(th, NULL);
-  c4_telemetry_counters(&g.emitted, &g.dropped, NULL);
+  c4_telemetry_counters(&g.emitted, &g.dropped, NULL, NULL);
   g.full_ns = median(full);
   g.push_ns = median(push);
   g.enc_ns = encode_ns();
