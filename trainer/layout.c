@@ -30,25 +30,6 @@ int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe
   return n;
 }
 
-/* argv without the flags a probe must not inherit (and their values): a probe neither keeps
- * checkpoints nor probes, and c4train refuses the options of those modes outside them. */
-static int probe_argv(int argc, char **argv, char **out) {
-  static const char *drop[] = {"--layout",     "--ckpt-dir",    "--json-out",   "--monitor",
-                               "--ckpt-every", "--probe-steps", "--ckpt-strict"};
-  int n = 0;
-  for (int i = 1; i < argc; i++) {
-    int skip = 0;
-    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) {
-      size_t len = strlen(drop[k]);
-      if (strncmp(argv[i], drop[k], len) == 0 && argv[i][len] == '=') skip = 1;
-      if (strcmp(argv[i], drop[k]) == 0) skip = strcmp(drop[k], "--ckpt-strict") ? 2 : 1;
-    }
-    if (skip == 2) i++; /* its value follows */
-    if (!skip) out[n++] = argv[i];
-  }
-  return n;
-}
-
 /* Whether step line j ran with another plan than the step before (its data split or its
  * layers), keeping j's in *plan (a new reference). */
 static int plan_moved(json_t *j, json_t **plan) {
@@ -118,7 +99,8 @@ static void probe(int argc, char **argv, struct layout_probe *p, int steps) {
   }
   int n = 0;
   args[n++] = "c4train";
-  n += probe_argv(argc, argv, args + n);
+  for (int i = 1; i < argc; i++)
+    args[n++] = argv[i];
   const char *extra[] = {"--pp",    pp, "--micro-batch",  b,   "--microbatches", m,
                          "--steps", st, "--eval-windows", "0", "--json"};
   for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++)

@@ -35,13 +35,14 @@ struct layout_probe {
  * and a micro-batch for every replica, documents (o->max_context) alike; returns how many. */
 int layout_candidates(const struct train_opts *o, int ranks, struct layout_probe *out, int max);
 
-/* Probes the candidates in rounds, each probe this program (/proc/self/exe) with argv and the
- * candidate's --pp, --micro-batch and --microbatches after it (they win), --steps, --json, no
- * evaluation, and without argv's --layout, --ckpt-dir, --json-out and --monitor. Round 1 probes
- * every candidate for `steps` steps; after each round, a candidate whose pooled tokens/s is more
- * than LAYOUT_DROP_SE standard errors (its own and the best's, from the spread of their steps)
- * below the best's is dropped, and the rest are probed again with twice the steps, in the
- * opposite order (so that the machine's drift hits them alike), while the next round fits in
+/* Probes the candidates in rounds, each probe this program (/proc/self/exe) with argv (argv[0]
+ * aside: the options the probes get, the caller having left out --layout auto's own and those of
+ * checkpoints, --json-out and c4mon) and the candidate's --pp, --micro-batch and --microbatches
+ * after it (they win), --steps, --json and no evaluation. Round 1 probes every candidate for
+ * `steps` steps; after each round, a candidate whose pooled tokens/s is more than
+ * LAYOUT_DROP_SE standard errors (its own and the best's, from the spread of their steps) below
+ * the best's is dropped, and the rest are probed again with twice the steps, in the opposite
+ * order (so that the machine's drift hits them alike), while the next round fits in
  * LAYOUT_BUDGET of the run at the best's pace. Prints each round and the table on f and sets o's
  * layout to the best. Returns the probes' total wall seconds, or a C4_E* code with err filled when
  * no probe ran. */

@@ -211,8 +211,10 @@ struct cli {
   int stats, synth_docs, layout_auto_on, probe_steps;
   int assign_given, ckpt_every_given; /* options of one mode only: refused outside it */
   const char *synth;
-  int argc; /* the command line, for the layout probes */
-  char **argv;
+  /* the command line the layout probes get: argv[0], then the words of each option they get
+   * (probe_gets), as getopt_long took them */
+  int probe_argc;
+  char **probe_argv;
 };
 
 /* --slow RANK:FACTOR[:FROM_STEP[:TO_STEP]]; nonzero when bad (said). Cut in a copy: the
@@ -341,10 +343,34 @@ static int parse_docs_opt(int c, const char *v, struct cli *a, int *bad) {
   return 1;
 }
 
-/* The options into *a. Returns -1 to go on, or the exit status (--help, --version, bad usage). */
+/* Whether --layout auto's probes get option c: not --layout auto's own options, nor the
+ * checkpoints', --json-out or --monitor (a probe neither keeps checkpoints nor probes, and
+ * c4train refuses the options of those modes outside them). */
+static int probe_gets(int c) {
+  switch (c) {
+  case O_LAYOUT:
+  case O_PROBE_STEPS:
+  case O_CKPT:
+  case O_CKPT_EVERY:
+  case O_CKPT_STRICT:
+  case O_JSON_OUT:
+  case O_MONITOR: return 0;
+  default: return 1;
+  }
+}
+
+/* The options into *a, and the words of those the layout probes get into a->probe_argv (room for
+ * argc): the words getopt_long took for each option, so that an option is known however it was
+ * written (--ckpt-e 3, --probe=8: getopt_long takes a unique prefix), and --json stays --json.
+ * Matching the words by name again let abbreviations through, or took --json for --json-out.
+ * Returns -1 to go on, or the exit status (--help, --version, bad usage). */
 static int parse_args(int argc, char **argv, struct cli *a) {
   int c, bad = 0;
-  while (!bad && (c = getopt_long(argc, argv, ":hV", long_opts, NULL)) != -1) {
+  a->probe_argv[a->probe_argc++] = argv[0];
+  for (int at = optind; !bad && (c = getopt_long(argc, argv, ":hV", long_opts, NULL)) != -1;
+       at = optind) {
+    for (int i = at; i < optind && probe_gets(c); i++)
+      a->probe_argv[a->probe_argc++] = argv[i];
     if (parse_model_opt(c, optarg, &a->o, &bad) || parse_run_opt(c, optarg, a, &bad) ||
         parse_docs_opt(c, optarg, a, &bad))
       continue;
@@ -446,8 +472,9 @@ static int layout_command(struct cli *a) {
   /* a checkpoint the run would refuse is refused now, not after minutes of probing */
   if (a->o.ckpt_dir && train_ckpt_check(&a->o, err, sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
-  if (layout_auto(a->argc, a->argv, &a->o, a->lo.ranks, first_probe_steps(a, &a->o, a->lo.ranks),
-                  a->o.json ? stderr : stdout, err, sizeof err) < 0)
+  if (layout_auto(a->probe_argc, a->probe_argv, &a->o, a->lo.ranks,
+                  first_probe_steps(a, &a->o, a->lo.ranks), a->o.json ? stderr : stdout, err,
+                  sizeof err) < 0)
     return c4_cli_fail("c4train", "%s", err);
   return C4_NONE;
 }
@@ -463,15 +490,15 @@ static int layout_command(struct cli *a) {
 static int relayout_command(void *arg, int ranks, const int *orig) {
   struct cli *a = arg;
   char slow[64], nranks[16];
-  char **argv = calloc((size_t)a->argc + 7, sizeof *argv);
+  char **argv = calloc((size_t)a->probe_argc + 7, sizeof *argv);
   FILE *out = a->o.json ? stderr : stdout;
   if (!argv) {
     fprintf(out, "c4train: out of memory choosing the layout again: keeping --pp %d\n", a->o.pp);
     return a->o.pp;
   }
   int n = 0;
-  for (int i = 0; i < a->argc; i++)
-    argv[n++] = a->argv[i];
+  for (int i = 0; i < a->probe_argc; i++)
+    argv[n++] = a->probe_argv[i];
   snprintf(nranks, sizeof nranks, "%d", ranks);
   argv[n++] = "--local-ranks";
   argv[n++] = nranks;
@@ -534,6 +561,27 @@ static int rank_command(const struct train_opts *o) {
   return o->max_context > 0 ? train_docs_run(o, &r) : train_run(o, &r);
 }
 
+/* The command line parsed and run (a: its defaults, and room for the probes' words). */
+static int run_cli(int argc, char **argv, struct cli *a) {
+  int rc = parse_args(argc, argv, a);
+  if (rc < 0) rc = check_args(a);
+  if (rc >= 0) return rc;
+  if (a->synth || a->stats) return docs_command(&a->o, a->synth, a->synth_docs);
+  if (a->layout_auto_on && (rc = layout_command(a)) >= 0) return rc;
+  if (a->o.max_context > 0) a->o.cfg.context = a->o.max_context;
+  if (a->lo.ranks > 0) {
+    a->lo.restart = a->o.ckpt_dir != NULL;
+    a->lo.multiple = a->o.pp;
+    if (a->layout_auto_on && a->o.ckpt_dir) {
+      a->lo.relayout = relayout_command;
+      a->lo.relayout_arg = a;
+    }
+    int status;
+    if (launch_local(&a->lo, &status) < 0) return status;
+  }
+  return rank_command(&a->o); /* the step lines, the report or --json: c4_cli_exit checks */
+}
+
 static int tool_main(int argc, char **argv) {
   struct cli a = {
       .o = {.cfg = {.vocab = 256, .context = 64, .layers = 2, .heads = 4, .width = 64},
@@ -558,26 +606,12 @@ static int tool_main(int argc, char **argv) {
             .pp = 1},
       .lo = {.ranks = 0, .restart = 1},
       .synth_docs = 4000,
+      .probe_argv = calloc((size_t)argc + 1, sizeof(char *)),
   };
-  int rc = parse_args(argc, argv, &a);
-  if (rc < 0) rc = check_args(&a);
-  if (rc >= 0) return rc;
-  if (a.synth || a.stats) return docs_command(&a.o, a.synth, a.synth_docs);
-  a.argc = argc;
-  a.argv = argv;
-  if (a.layout_auto_on && (rc = layout_command(&a)) >= 0) return rc;
-  if (a.o.max_context > 0) a.o.cfg.context = a.o.max_context;
-  if (a.lo.ranks > 0) {
-    a.lo.restart = a.o.ckpt_dir != NULL;
-    a.lo.multiple = a.o.pp;
-    if (a.layout_auto_on && a.o.ckpt_dir) {
-      a.lo.relayout = relayout_command;
-      a.lo.relayout_arg = &a;
-    }
-    int status;
-    if (launch_local(&a.lo, &status) < 0) return status;
-  }
-  return rank_command(&a.o); /* the step lines, the report or --json: c4_cli_exit checks */
+  if (!a.probe_argv) return c4_cli_fail("c4train", "out of memory for the command line");
+  int rc = run_cli(argc, argv, &a);
+  free(a.probe_argv);
+  return rc;
 }
 
 /* Every exit says when standard output was lost (c4_cli_exit). */

@@ -502,6 +502,28 @@ START_TEST(layout_auto_refuses_a_checkpoint_of_another_batch_before_probing) {
 }
 END_TEST
 
+/* --layout auto's probes get the command line without the options they must not have, however
+ * they were written: abbreviated as getopt_long takes them (--ckpt-e, --ckpt-s, --probe), with
+ * or without '=', while --json, a prefix of --json-out, stays. Matched by their full names only,
+ * the abbreviations reached the probes, which refused them, and no layout ran. */
+START_TEST(layout_auto_probes_get_no_abbreviated_option_of_another_mode) {
+  ck_assert_int_eq(run("abbrev",
+                       SMALL " --steps 4 --local-ranks 2 --layout auto --probe 4 "
+                             "--ckpt-dir=%s/ab --ckpt-e=2 --ckpt-s",
+                       dir),
+                   0);
+  char text[4096];
+  ck_assert_msg(strstr(output_of("abbrev.err", text, sizeof text), "layout auto: --pp"),
+                "no layout chosen: %s", text);
+  json_t *end = events("abbrev", "end"); /* --json: the run's lines on stdout */
+  ck_assert_int_eq(json_array_size(end), 1);
+  json_decref(end);
+  char path[300];
+  snprintf(path, sizeof path, "%s/ab/step-00000004.c4ck", dir);
+  ck_assert_msg(access(path, F_OK) == 0, "no checkpoint %s", path);
+}
+END_TEST
+
 /* Loads tensor name of checkpoint path into a fresh buffer of n floats. */
 static float *load_tensor(const char *path, const char *name, size_t *n) {
   char err[512];
@@ -1055,6 +1077,7 @@ int main(void) {
   tcase_add_test(prog, loss_falls_on_the_default_text);
   tcase_add_test(prog, no_eval_windows_report_no_eval_loss);
   tcase_add_test(prog, layout_auto_refuses_a_checkpoint_of_another_batch_before_probing);
+  tcase_add_test(prog, layout_auto_probes_get_no_abbreviated_option_of_another_mode);
   tcase_add_test(prog, an_uneven_split_trains_the_same_parameters_as_an_even_one);
   tcase_add_test(prog, a_restart_on_fewer_ranks_continues_the_same_loss_curve);
   tcase_add_test(prog, a_killed_rank_is_dropped_and_the_job_goes_on);
