@@ -874,7 +874,7 @@ static void find_nics_both_ways(uint64_t wstart, char *hot_cell) {
                             .ranks = ranks_of_node(k),
                             .hosts = json_pack("[s]", nd->host),
                             .nic_host = nd->host,
-                            .nic_dev = nd->dev,
+                            .nic_dev = dev_named(nd),
                             .factor = exp(eff),
                             .confidence = margin > 0 ? confidence(eff, margin) : 1,
                             .cost = cost_of(at_nic, &(struct nic_arg){k, 1}) +

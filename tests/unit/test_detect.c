@@ -428,9 +428,13 @@ END_TEST
 
 /* x's two ends: ranks self and peer on hosts node<self> and node<peer>, each with pid 100 + its
  * rank unless minimal (a minimal-schema line names none). */
+static int no_dev; /* the transfers' ends give no device (-1): each rank stands for its NIC */
+
 static void ends(struct c4_xfer_record *x, int self, int peer, int minimal) {
-  x->self = (struct c4_identity){.rank = self, .pid = minimal ? 0 : 100 + (uint32_t)self};
-  x->peer = (struct c4_identity){.rank = peer, .pid = minimal ? 0 : 100 + (uint32_t)peer};
+  x->self = (struct c4_identity){
+      .rank = self, .pid = minimal ? 0 : 100 + (uint32_t)self, .dev = no_dev ? -1 : 0};
+  x->peer = (struct c4_identity){
+      .rank = peer, .pid = minimal ? 0 : 100 + (uint32_t)peer, .dev = no_dev ? -1 : 0};
   snprintf(x->self.host, C4_HOST_MAX, "node%d", self);
   snprintf(x->peer.host, C4_HOST_MAX, "node%d", peer);
 }
@@ -934,6 +938,7 @@ START_TEST(a_nic_slow_both_ways_is_one_verdict) {
   run_xfers(1000 * MS, 18000 * MS, node3_at_half_both_ways);
   json_t *e = only_comm_slow();
   ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node3");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(e, "nic"), "dev")), 0);
   ck_assert_int_eq(json_array_size(events), 1);
   c4_det_reset();
 }
@@ -1554,6 +1559,21 @@ START_TEST(a_nic_slow_both_ways_in_a_ring_is_its_nic_not_a_one_pair_path) {
 }
 END_TEST
 
+/* A ring's NIC slow both ways in a trace that gives no devices: the verdict's device is -1, as
+ * docs/events.md says, not the rank the matrix kept the NIC under (it said -4 for rank 2). */
+START_TEST(a_nic_slow_both_ways_without_devices_names_device_minus_one) {
+  setup(NULL);
+  no_dev = 1;
+  run_ring(1000 * MS, 18000 * MS, node2_link_at_quarter);
+  no_dev = 0;
+  json_t *e = only_comm_slow();
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "nic"), "host")), "node2");
+  ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "detail")), "both ways"));
+  ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(e, "nic"), "dev")), -1);
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -1567,6 +1587,7 @@ int main(void) {
   tcase_add_test(tc, a_heavy_stages_run_against_its_peers_is_no_evidence_once_it_has_a_baseline);
   tcase_add_test(tc, a_hang_threshold_counts_from_the_last_rank_going_in);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
+  tcase_add_test(tc, a_nic_slow_both_ways_without_devices_names_device_minus_one);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, cells_without_a_usual_do_not_hide_a_slow_spine);
   tcase_add_test(tc, a_slow_link_or_nic_sharing_a_spine_with_new_cells_is_not_the_spine);
