@@ -432,7 +432,8 @@ void det_matrix_take(const struct c4_det_job *job, const struct c4_xfer_record *
   if (x->t_first_byte)
     add_sample(c, size_class(x->bytes),
                (float)log((double)(x->t_done - x->t_first_byte) / (double)x->bytes), x->t_done);
-  else if (det_xstart_hold(x->nccl_comm, c, x->peer.rank, x->bytes, x->t_posted, x->t_done) != 0)
+  else if (det_xstart_hold(x->nccl_comm, c, x->self.rank, x->peer.rank, x->bytes, x->t_posted,
+                           x->t_done) != 0)
     m.dropped++;
   settle_held(x->t_done);
 }

@@ -8,13 +8,22 @@
  *   latest post often comes after the pair started (another rank arriving late), and a start
  *   taken from it left a transfer's time mostly noise: hand-written 8-rank minimal traces whose
  *   pairs went as both arrived raised nothing for a NIC sending or receiving 2.5x slower or a
- *   link at 3x.
+ *   link at 3x;
+ * - in a call of chained steps (a ring allreduce's 2(N - 1) steps, each posted when the step
+ *   before it arrived, each traced as its own transfer) it is the later of its own post and its
+ *   peer's post of the same step: the peer's post whose place among the peer's posts is this
+ *   one's among its own rank's (every rank posts once a step). The communicator's latest post
+ *   before the completion is there another rank's next step, and the time from it the gap
+ *   between two ranks' completions, noise: healthy hand-written 4- and 8-rank rings of receive
+ *   records raised link verdicts at 1.3-9.75x with it, and the peer's latest post is as often
+ *   its next step's. Its own post alone is no better: under one slow hop every rank steps at
+ *   that hop's pace, and every cell read 3x for one link at 3x.
  * Each communicator is told which from its first DECIDE comparisons: the estimate whose
- * successive times on each cell vary less (pairwise only when steadier by a fifth). Until it is
- * told, the collective's start is used, and a cell then given pairwise starts learns its usual
- * afresh. Records are held HOLD_NS past their completion, so the posts of every rank of that
- * call are in before the estimate is made; a post later than the transfer's completion belongs
- * to a later call and is not used. */
+ * successive times on each cell vary least (pairwise or by step only when steadier than the
+ * collective's by a fifth). Until it is told, the collective's start is used, and a cell then
+ * given another way's starts learns its usual afresh. Records are held HOLD_NS past their
+ * completion, so the posts of every rank of that call are in before the estimate is made; a post
+ * later than the transfer's completion belongs to a later call and is not used. */
 #include "det_xstart.h"
 #include "c4_err.h"
 
@@ -39,25 +48,30 @@
  * hold). */
 #define RECENT 64
 #define DECIDE 64 /* comparisons of the two estimates before a communicator's way is told */
-enum { WAY_UNTOLD = 0, WAY_COLLECTIVE, WAY_PAIRWISE };
+enum { WAY_UNTOLD = 0, WAY_COLLECTIVE, WAY_PAIRWISE, WAY_STEP };
+enum { EST_COLLECTIVE, EST_PAIRWISE, EST_STEP, ESTIMATES }; /* the estimates compared */
 struct comm_posts {
   uint64_t comm;
   uint64_t latest; /* the latest post seen on it; 0: the slot is free */
   int n;
-  int way;           /* WAY_*: which start estimate its transfers follow */
-  int compared;      /* comparisons made towards telling it */
-  float unsteady[2]; /* summed change between a cell's successive times: collective, pairwise */
+  int way;                   /* WAY_*: which start estimate its transfers follow */
+  int compared;              /* comparisons made towards telling it */
+  int with[ESTIMATES];       /* of which each estimate had a value in (peer's posts known) */
+  float unsteady[ESTIMATES]; /* summed change between a cell's successive times, by EST_* */
   uint64_t recent[RECENT];
 };
 
-/* A rank's latest posts on a communicator, ascending (pairwise starts). */
+/* A rank's latest posts on a communicator, ascending (pairwise starts and steps). A chained
+ * step's peer post is found while the transfer is held (HOLD_NS, 50 ms): a ring of 3 ms steps
+ * posts 17 in that time. */
 #define RANK_SLOTS (1 << 16) /* open addressing; a rank not placed within PROBE has none */
-#define RANK_RECENT 8
+#define RANK_RECENT 32
 #define PROBE 64
 struct rank_posts {
   uint64_t comm;
   int32_t rank; /* + 1; 0: the slot is free */
   int32_t n;
+  uint64_t total; /* posts ever kept: recent[0] is post number total - n of the rank's */
   uint64_t recent[RANK_RECENT];
 };
 
@@ -65,8 +79,9 @@ struct held {
   uint64_t comm, bytes, t_post, t_done;
   uint64_t latest_then; /* the communicator's latest post when it was held */
   int cell;
-  int order; /* transfers of the cell with the same post before it */
-  int peer;  /* the rank at its other end, -1: not known */
+  int order;    /* transfers of the cell with the same post before it */
+  int peer;     /* the rank at its other end, -1: not known */
+  int64_t step; /* its post's number among its rank's posts, C4_NONE: not known */
 };
 
 /* A cell's usual log time per byte, per size class and order within a call (a cell can carry
@@ -77,11 +92,11 @@ struct usual {
   float v[USUAL_CLASSES];
   uint64_t last_post; /* the post of the cell's last transfer, and how many shared it */
   uint8_t same_post;
-  uint8_t frozen;     /* a verdict stands on the cell: its usual is not learned */
-  uint8_t pairwise;   /* its usual is of pairwise starts */
-  int16_t last_key;   /* size class + 64 x order of its last transfer with both estimates, -1 */
-  float last[2];      /* that transfer's log time per byte, by either estimate */
-  uint64_t last_done; /* and its completion (its other end's record is the same transfer) */
+  uint8_t frozen;        /* a verdict stands on the cell: its usual is not learned */
+  uint8_t way;           /* WAY_* its usual was learned under (untold: the collective's) */
+  int16_t last_key;      /* size class + 64 x order of its last transfer compared, -1 */
+  float last[ESTIMATES]; /* that transfer's log time per byte, by each estimate (NAN: none) */
+  uint64_t last_done;    /* and its completion (its other end's record is the same transfer) */
 };
 
 static struct {
@@ -135,19 +150,35 @@ static uint64_t latest_by(const uint64_t *recent, int n, uint64_t t) {
   return i ? recent[i - 1] : 0;
 }
 
-/* t into the ascending recent[0..*n) of room cap: kept once, the oldest out when full. */
-static void keep_post(uint64_t *recent, int *n, int cap, uint64_t t) {
+/* t into the ascending recent[0..*n) of room cap: kept once, the oldest out when full. Returns 1
+ * when t is new there. */
+static int keep_post(uint64_t *recent, int *n, int cap, uint64_t t) {
   int i = after(recent, *n, t);
-  if (i > 0 && recent[i - 1] == t) return; /* kept already (a rank posts many) */
+  if (i > 0 && recent[i - 1] == t) return 0; /* kept already (a rank posts many) */
   if (*n == cap) {
-    if (i == 0) return; /* older than every one kept */
+    if (i == 0) return 0; /* older than every one kept */
     memmove(recent, recent + 1, (size_t)(i - 1) * sizeof *recent);
     recent[i - 1] = t;
-    return;
+    return 1;
   }
   memmove(recent + i + 1, recent + i, (size_t)(*n - i) * sizeof *recent);
   recent[i] = t;
   (*n)++;
+  return 1;
+}
+
+/* The number of post t among p's (from 0, in time order), or C4_NONE when t is not kept. */
+static int64_t post_number(const struct rank_posts *p, uint64_t t) {
+  int i = p ? after(p->recent, p->n, t) - 1 : C4_NONE;
+  if (i < 0 || p->recent[i] != t) return C4_NONE;
+  return (int64_t)(p->total - (uint64_t)p->n) + i;
+}
+
+/* p's post number k, 0 when it is not kept (or p is NULL). */
+static uint64_t post_of_number(const struct rank_posts *p, int64_t k) {
+  if (!p || k < 0) return 0;
+  int64_t i = k - (int64_t)(p->total - (uint64_t)p->n);
+  return i >= 0 && i < p->n ? p->recent[i] : 0;
 }
 
 /* The posts of rank on comm: its slot, a free one it takes (make: 1), or NULL. */
@@ -175,7 +206,7 @@ void det_xstart_post(uint64_t comm, int rank, uint64_t t_post) {
   keep_post(c->recent, &c->n, RECENT, t_post);
   struct rank_posts *p = rank_slot(comm, rank, 1);
   if (p)
-    keep_post(p->recent, &p->n, RANK_RECENT, t_post);
+    p->total += (uint64_t)keep_post(p->recent, &p->n, RANK_RECENT, t_post);
   else if (rank >= 0 && rank != INT32_MAX)
     untracked = 1; /* its transfers start as its communicator's do */
   xs.untracked += (uint64_t)untracked;
@@ -191,7 +222,7 @@ static int make_usual(void) {
     xs.usual[c].last_post = 0;
     xs.usual[c].same_post = 0;
     xs.usual[c].frozen = 0;
-    xs.usual[c].pairwise = 0;
+    xs.usual[c].way = WAY_COLLECTIVE;
     xs.usual[c].last_done = 0;
   }
   for (int c = 0; c < 64; c++) {
@@ -213,19 +244,21 @@ static int order_in_call(int cell, uint64_t t_post) {
   return u->same_post < 3 ? u->same_post++ : 3;
 }
 
-int det_xstart_hold(uint64_t comm, int cell, int peer, uint64_t bytes, uint64_t t_post,
+int det_xstart_hold(uint64_t comm, int cell, int rank, int peer, uint64_t bytes, uint64_t t_post,
                     uint64_t t_done) {
   if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return C4_ENOMEM;
   if (cell < 0 || cell >= CELLS || make_usual() != 0) return C4_EINVAL;
   if (xs.tail - xs.head == QUEUE) return C4_EAGAIN;
-  xs.q[xs.tail++ & (QUEUE - 1)] = (struct held){.comm = comm,
-                                                .bytes = bytes,
-                                                .t_post = t_post,
-                                                .t_done = t_done,
-                                                .latest_then = slot(comm)->latest,
-                                                .cell = cell,
-                                                .order = order_in_call(cell, t_post),
-                                                .peer = peer};
+  xs.q[xs.tail++ & (QUEUE - 1)] =
+      (struct held){.comm = comm,
+                    .bytes = bytes,
+                    .t_post = t_post,
+                    .t_done = t_done,
+                    .latest_then = slot(comm)->latest,
+                    .cell = cell,
+                    .order = order_in_call(cell, t_post),
+                    .peer = peer,
+                    .step = post_number(rank_slot(comm, rank, 0), t_post)};
   return 0;
 }
 
@@ -238,35 +271,61 @@ static uint64_t pairwise_start(const struct held *h) {
   return peer > h->t_post ? peer : h->t_post;
 }
 
-/* One more comparison of the two estimates towards telling c's way: each one's change from the
- * cell's last transfer of the same size class and order, in log time per byte. */
-static void compare_ways(struct comm_posts *c, const struct held *h, uint64_t collective,
-                         uint64_t pairwise) {
-  if (c->way != WAY_UNTOLD || !xs.usual || h->t_done <= collective || h->t_done <= pairwise) return;
+/* A held transfer's start if it is a step of a chained call: the later of its post and its
+ * peer's post of the same step (its post's number among the peer's); 0 when that is not known,
+ * or not before the transfer's completion. */
+static uint64_t step_start(const struct held *h) {
+  uint64_t peer = post_of_number(rank_slot(h->comm, h->peer, 0), h->step);
+  if (!peer || peer >= h->t_done) return 0;
+  return peer > h->t_post ? peer : h->t_post;
+}
+
+/* A communicator's way once it has DECIDE comparisons: the collective's unless the pairwise or
+ * the step estimate (each counted only when it had a value in at least half of them) varies less
+ * by a fifth, then the steadier of those two, each by its mean change. */
+static int told_way(const struct comm_posts *c) {
+  float mean[ESTIMATES];
+  for (int e = 0; e < ESTIMATES; e++)
+    mean[e] = 2 * c->with[e] >= c->compared ? c->unsteady[e] / (float)c->with[e] : INFINITY;
+  float coll = mean[EST_COLLECTIVE];
+  if (!(mean[EST_PAIRWISE] < 0.8f * coll) && !(mean[EST_STEP] < 0.8f * coll)) return WAY_COLLECTIVE;
+  return mean[EST_PAIRWISE] < mean[EST_STEP] ? WAY_PAIRWISE : WAY_STEP;
+}
+
+/* One more comparison of the estimates towards telling c's way: each one's change from the
+ * cell's last transfer of the same size class and order, in log time per byte (an estimate
+ * without a value, 0, is left out of this one). */
+static void compare_ways(struct comm_posts *c, const struct held *h,
+                         const uint64_t start[ESTIMATES]) {
+  if (c->way != WAY_UNTOLD || !xs.usual || h->t_done <= start[EST_COLLECTIVE]) return;
   struct usual *u = &xs.usual[h->cell];
   int key = 63 - __builtin_clzll(h->bytes) + 64 * h->order;
-  float v[2] = {(float)log((double)(h->t_done - collective) / (double)h->bytes),
-                (float)log((double)(h->t_done - pairwise) / (double)h->bytes)};
+  float v[ESTIMATES];
+  for (int e = 0; e < ESTIMATES; e++)
+    v[e] = start[e] && start[e] < h->t_done
+               ? (float)log((double)(h->t_done - start[e]) / (double)h->bytes)
+               : NAN;
   if (u->last_key == key && u->last_done != h->t_done) {
-    c->unsteady[0] += fabsf(v[0] - u->last[0]);
-    c->unsteady[1] += fabsf(v[1] - u->last[1]);
-    if (++c->compared >= DECIDE)
-      c->way = c->unsteady[1] < 0.8f * c->unsteady[0] ? WAY_PAIRWISE : WAY_COLLECTIVE;
+    for (int e = 0; e < ESTIMATES; e++)
+      if (!isnan(v[e]) && !isnan(u->last[e])) {
+        c->unsteady[e] += fabsf(v[e] - u->last[e]);
+        c->with[e]++;
+      }
+    if (++c->compared >= DECIDE) c->way = told_way(c);
   }
   u->last_key = (int16_t)key;
-  u->last[0] = v[0];
-  u->last[1] = v[1];
+  memcpy(u->last, v, sizeof v);
   u->last_done = h->t_done;
 }
 
-/* A cell given pairwise starts: if its usual was learned from collective ones (while its
- * communicator was untold), it learns it afresh. */
-static void to_pairwise(int cell) {
+/* A cell given its communicator's way's starts: if its usual was learned under another way
+ * (the collective's, while its communicator was untold), it learns it afresh. */
+static void to_way(int cell, int way) {
   struct usual *u = &xs.usual[cell];
-  if (u->pairwise) return;
+  if (u->way == way) return;
   for (int a = 0; a < USUAL_CLASSES; a++)
     u->key[a] = -1;
-  u->pairwise = 1;
+  u->way = (uint8_t)way;
 }
 
 int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
@@ -278,13 +337,16 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
     uint64_t start = h->t_post, latest = latest_by(c->recent, c->n, h->t_done - 1);
     if (h->latest_then > start && h->latest_then < h->t_done) start = h->latest_then;
     if (latest > start) start = latest;
-    uint64_t pairwise = pairwise_start(h);
-    if (pairwise) { /* with no peer's posts (wrap mode's receives) the collective's is all */
-      compare_ways(c, h, start, pairwise);
-      if (c->way == WAY_PAIRWISE) {
-        to_pairwise(h->cell);
-        start = pairwise;
-      }
+    /* without the peer's posts (wrap mode's receives) the collective's is all there is */
+    uint64_t est[ESTIMATES] = {
+        [EST_COLLECTIVE] = start, [EST_PAIRWISE] = pairwise_start(h), [EST_STEP] = step_start(h)};
+    compare_ways(c, h, est);
+    int e = c->way == WAY_PAIRWISE ? EST_PAIRWISE : c->way == WAY_STEP ? EST_STEP : -1;
+    if (e >= 0 && est[e]) {
+      to_way(h->cell, c->way);
+      start = est[e];
+    } else if (c->way == WAY_COLLECTIVE) {
+      to_way(h->cell, WAY_COLLECTIVE);
     }
     *out = (struct det_xs_sample){.cell = h->cell,
                                   .order = h->order,

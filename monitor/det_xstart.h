@@ -16,10 +16,11 @@ struct det_xs_sample {
  * -1: not known): what later estimates are made from. */
 void det_xstart_post(uint64_t comm, int rank, uint64_t t_post);
 
-/* Holds a transfer without a first-byte time, between rank and peer (-1: not known), until the
- * posts that bound its start are in. Returns 0, C4_EAGAIN when the hold is full, C4_ENOMEM, or
- * C4_EINVAL for a bad cell (the sample is lost; the caller counts it). */
-int det_xstart_hold(uint64_t comm, int cell, int peer, uint64_t bytes, uint64_t t_post,
+/* Holds a transfer without a first-byte time, recorded by rank with peer at its other end (either
+ * -1: not known; its post given to det_xstart_post first), until the posts that bound its start
+ * are in. Returns 0, C4_EAGAIN when the hold is full, C4_ENOMEM, or C4_EINVAL for a bad cell (the
+ * sample is lost; the caller counts it). */
+int det_xstart_hold(uint64_t comm, int cell, int rank, int peer, uint64_t bytes, uint64_t t_post,
                     uint64_t t_done);
 
 /* The next held transfer whose hold is over at time now, into *out: 1, or 0 when none is. */

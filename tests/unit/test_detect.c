@@ -1574,6 +1574,67 @@ START_TEST(a_nic_slow_both_ways_without_devices_names_device_minus_one) {
 }
 END_TEST
 
+/* A ring allreduce of 8 hosts in chained steps from t0 to t1, 50 ms of compute between calls, as
+ * its receivers record it without t_first (a tracer of another project, the minimal schema): 2 x
+ * 7 steps a call, each posted when its receiver's step before arrived, moving once its sender's
+ * has too, for 3 ms (times slow(src, dst, t)) give or take 10%. */
+static void chained_ring(uint64_t t0, uint64_t t1, double (*slow)(int src, int dst, uint64_t t)) {
+  enum { N = 8, STEPS = 2 * (N - 1) };
+  static uint64_t seq;
+  static unsigned jitter = 7;
+  uint64_t done[N] = {0};
+  for (uint64_t t = t0; t < t1;) {
+    for (int r = 0; r < N; r++) /* the ranks come in over 2 ms */
+      done[r] = t + (uint64_t)r * MS / 4;
+    for (int k = 0; k < STEPS; k++) {
+      uint64_t now[N];
+      for (int d = 0; d < N; d++) {
+        int r = (d + N - 1) % N;
+        jitter = jitter * 1103515245u + 12345u;
+        double ms = 3 * (0.9 + 0.2 * (double)((jitter >> 16) & 0x7fff) / 32768.0);
+        uint64_t start = done[r] > done[d] ? done[r] : done[d];
+        now[d] = start + (uint64_t)(ms * slow(r, d, start) * 1e6);
+        received((uint64_t)(r * 8 + d), r, d, seq++, 1 << 20, done[d], 0, now[d]);
+      }
+      memcpy(done, now, sizeof done);
+    }
+    for (int r = 0; r < N; r++)
+      t = done[r] + 50 * MS > t ? done[r] + 50 * MS : t;
+  }
+}
+
+static double no_fault(int src, int dst, uint64_t t) {
+  (void)src, (void)dst, (void)t;
+  return 1;
+}
+
+static double link_2_to_3_at_a_third(int src, int dst, uint64_t t) {
+  return src == 2 && dst == 3 && t >= 15000 * MS ? 3 : 1;
+}
+
+/* Chained steps without t_first: a healthy ring raises nothing (it raised link verdicts at up to
+ * 9.75x when each start was the communicator's latest post), and one link at a third of its rate
+ * is that link, near 3x (it was read at every cell, or not at all). */
+START_TEST(a_chained_ring_without_first_bytes_is_quiet_healthy_and_names_its_slow_link) {
+  setup(NULL);
+  chained_ring(1000 * MS, 40000 * MS, no_fault);
+  c4_det_advance(41000 * MS);
+  ck_assert_int_eq(json_array_size(events), 0);
+  c4_det_reset();
+  setup(NULL);
+  chained_ring(1000 * MS, 30000 * MS, link_2_to_3_at_a_third);
+  json_t *e = only_comm_slow();
+  ck_assert_msg(!strcmp(json_string_value(json_object_get(e, "where")), "link"), "%s",
+                json_dumps(e, JSON_COMPACT));
+  json_t *link = json_object_get(e, "link");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 0)), "node2");
+  ck_assert_str_eq(json_string_value(json_array_get(link, 1)), "node3");
+  double f = json_real_value(json_object_get(e, "factor"));
+  ck_assert_msg(f > 2.4 && f < 3.6, "factor %.3f", f);
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -1588,6 +1649,7 @@ int main(void) {
   tcase_add_test(tc, a_hang_threshold_counts_from_the_last_rank_going_in);
   tcase_add_test(tc, a_nic_slow_both_ways_is_one_verdict);
   tcase_add_test(tc, a_nic_slow_both_ways_without_devices_names_device_minus_one);
+  tcase_add_test(tc, a_chained_ring_without_first_bytes_is_quiet_healthy_and_names_its_slow_link);
   tcase_add_test(tc, a_slow_nic_in_a_minimal_trace_of_pairwise_exchanges_is_named);
   tcase_add_test(tc, cells_without_a_usual_do_not_hide_a_slow_spine);
   tcase_add_test(tc, a_slow_link_or_nic_sharing_a_spine_with_new_cells_is_not_the_spine);
