@@ -157,6 +157,7 @@ static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->seq = (uint64_t)get_int(p, "seq", 0, INT64_MAX);
   get_str(p, "func", c->func, C4_NAME_MAX);
   json_t *p2p = json_object_get(p->j, "p2p");
+  if (json_is_null(p2p)) p2p = NULL; /* null reads as absent, as every optional field's does */
   if (p2p && !json_is_boolean(p2p)) fail(p, "p2p", "is not true or false");
   c->is_p2p = p2p ? json_is_true(p2p) : !strcmp(c->func, "Send") || !strcmp(c->func, "Recv");
   c->bytes = (uint64_t)get_int(p, "bytes", 0, INT64_MAX);
@@ -168,7 +169,8 @@ static void parse_coll(struct parse *p, struct c4_coll_record *c) {
   c->nchannels = (uint8_t)opt_int(p, "nchannels", 0, UINT8_MAX, 0);
   c->nops = (uint16_t)opt_int(p, "nops", 0, UINT16_MAX, 0);
   c->t_arrive = get_time(p, "t_arrive");
-  c->t_enqueued = json_object_get(p->j, "t_enqueued") ? get_time(p, "t_enqueued") : c->t_arrive;
+  json_t *enq = json_object_get(p->j, "t_enqueued");
+  c->t_enqueued = enq && !json_is_null(enq) ? get_time(p, "t_enqueued") : c->t_arrive;
   c->t_done = get_time(p, "t_done");
   if (!p->bad && c->t_done && c->t_done < c->t_arrive) fail(p, "t_done", "is before t_arrive");
 }

@@ -216,6 +216,35 @@ START_TEST(minimal_lines_read_with_the_documented_defaults) {
 }
 END_TEST
 
+/* line with "field":null added before its closing brace. */
+static void with_null(const char *line, const char *field, char *out, size_t cap) {
+  snprintf(out, cap, "%.*s,\"%s\":null}", (int)strlen(line) - 1, line, field);
+}
+
+/* docs/trace-format.md: an optional field absent or null takes its default. A tracer that writes
+ * every field, null where it has no value, lost every collective line to "p2p" (refused as not
+ * true or false), and with them stragglers and hangs. */
+START_TEST(every_optional_field_null_reads_as_absent) {
+  const char *xf[] = {"comm", "pid",     "peer_pid", "dev",  "peer_dev",
+                      "seq",  "t_first", "tag",      "conn", "status"};
+  const char *cf[] = {"p2p",   "count",     "root", "datatype",  "algo",
+                      "proto", "nchannels", "nops", "t_enqueued"};
+  const char *lines[] = {MIN_SEND, MIN_RECV};
+  char line[400];
+  for (size_t l = 0; l < 2; l++)
+    for (size_t i = 0; i < sizeof xf / sizeof *xf; i++) {
+      with_null(lines[l], xf[i], line, sizeof line);
+      struct c4_record a = parse_ok(lines[l]), b = parse_ok(line);
+      ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s", line);
+    }
+  for (size_t i = 0; i < sizeof cf / sizeof *cf; i++) {
+    with_null(MIN_COLL, cf[i], line, sizeof line);
+    struct c4_record a = parse_ok(MIN_COLL), b = parse_ok(line);
+    ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s", line);
+  }
+}
+END_TEST
+
 /* Removes "field":value from a line written by hand (value up to the next ',' or '}'). */
 static void without(const char *line, const char *field, char *out, size_t cap) {
   char key[40];
@@ -503,6 +532,7 @@ int main(void) {
   tcase_add_test(tc, every_record_kind_reads_back_as_written);
   tcase_add_test(tc, bad_lines_are_refused_naming_what_is_wrong);
   tcase_add_test(tc, minimal_lines_read_with_the_documented_defaults);
+  tcase_add_test(tc, every_optional_field_null_reads_as_absent);
   tcase_add_test(tc, a_line_missing_a_required_field_is_refused_naming_it);
   tcase_add_test(tc, a_lines_job_is_read_and_a_wrong_one_refused);
   tcase_add_test(tc, lines_without_records_are_skipped_not_refused);
