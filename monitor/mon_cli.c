@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "c4_cli.h"
 #include "c4_env.h"
@@ -125,4 +126,10 @@ int c4_mon_cli_common(const struct mon_cmd *cmd, int c, char **argv, struct mon_
     return 1;
   }
   return C4_NONE;
+}
+
+int c4_mon_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

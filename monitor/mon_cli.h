@@ -20,7 +20,8 @@ struct mon_cmd {
 
 /* The subcommands, each in its own mon_cmd_NAME.c. */
 extern const struct mon_cmd c4_mon_cmd_serve, c4_mon_cmd_record, c4_mon_cmd_replay,
-    c4_mon_cmd_status, c4_mon_cmd_top, c4_mon_cmd_matrix, c4_mon_cmd_events, c4_mon_cmd_timeline;
+    c4_mon_cmd_merge, c4_mon_cmd_status, c4_mon_cmd_top, c4_mon_cmd_matrix, c4_mon_cmd_events,
+    c4_mon_cmd_timeline;
 
 /* Set by SIGINT and SIGTERM; long-running subcommands stop when it becomes nonzero. */
 extern volatile int c4_mon_stop;
@@ -31,6 +32,10 @@ void c4_mon_cli_signals(void);
 
 /* "c4mon NAME", the program name in a subcommand's messages. */
 const char *c4_mon_cli_prog(const struct mon_cmd *cmd);
+
+/* Whether paths a and b name one existing file (also through a link; "-" is none): --out FILE
+ * truncates FILE before the trace is read, so a trace given as its own --out was lost. */
+int c4_mon_same_file(const char *a, const char *b);
 
 /* Prints `c4mon NAME --help` to f. */
 void c4_mon_cli_help(const struct mon_cmd *cmd, FILE *f);

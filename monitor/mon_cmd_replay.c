@@ -23,22 +23,14 @@ static void print_summary(const struct mon_sink *sink, unsigned long bad, double
   json_decref(doc);
 }
 
-/* Whether paths a and b name one existing file (also through a link): --out FILE truncates FILE
- * before the trace is read, so the trace given as its own --out was lost. */
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 static int replay(const char *prog, const char *path, const char *out_path, double speed,
                   int as_json, struct mon_detect_opts *d) {
-  if (out_path && same_file(path, out_path))
+  if (out_path && c4_mon_same_file(path, out_path))
     return c4_cli_usage(prog,
                         "--out %s is the trace being replayed: it would be emptied before "
                         "it is read",
                         out_path);
-  if (d->out.events && same_file(path, d->out.events))
+  if (d->out.events && c4_mon_same_file(path, d->out.events))
     return c4_cli_usage(prog, "--events %s is the trace being replayed", d->out.events);
   if (!d->out.events && !as_json) d->out.events = "-";
   if (out_path && !strcmp(out_path, "-") && (as_json || !strcmp(d->out.events, "-")))

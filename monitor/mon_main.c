@@ -10,8 +10,9 @@
 /* Every subcommand, in the order `c4mon --help` lists them. A new one is a mon_cmd_NAME.c file
  * and a line here. */
 static const struct mon_cmd *const commands[] = {
-    &c4_mon_cmd_serve, &c4_mon_cmd_record, &c4_mon_cmd_replay, &c4_mon_cmd_status,
-    &c4_mon_cmd_top,   &c4_mon_cmd_matrix, &c4_mon_cmd_events, &c4_mon_cmd_timeline,
+    &c4_mon_cmd_serve,  &c4_mon_cmd_record, &c4_mon_cmd_replay,
+    &c4_mon_cmd_merge,  &c4_mon_cmd_status, &c4_mon_cmd_top,
+    &c4_mon_cmd_matrix, &c4_mon_cmd_events, &c4_mon_cmd_timeline,
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

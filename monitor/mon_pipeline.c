@@ -13,7 +13,7 @@ static void shift(uint64_t *t, int64_t off) {
 }
 
 /* Every time of r moved by off (c4_mon_record_check made it safe). */
-static void shift_times(struct c4_record *r, int64_t off) {
+void c4_mon_record_shift(struct c4_record *r, int64_t off) {
   if (r->kind == C4_REC_XFER) {
     shift(&r->xfer.t_posted, off);
     shift(&r->xfer.t_first_byte, off);
@@ -125,7 +125,7 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
 
 void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,
                         struct c4_record *r) {
-  if (offset) shift_times(r, offset);
+  if (offset) c4_mon_record_shift(r, offset);
   if (r->kind == C4_REC_RANK)
     s->heartbeats += r->rank.event == C4_RANK_HB;
   else

@@ -31,6 +31,9 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
 void c4_mon_take_record(struct mon_sink *s, const struct c4_det_job *job, int64_t offset,
                         struct c4_record *r);
 
+/* Adds off to every time r carries (0 stays 0: "not yet"); c4_mon_record_check(r, off) passed. */
+void c4_mon_record_shift(struct c4_record *r, int64_t off);
+
 /* The time a record happened at, for pacing a replay: done, else arrival or post, else t. */
 uint64_t c4_mon_record_time(const struct c4_record *r);
 

@@ -208,7 +208,7 @@ static int close_trace(struct replay *r, volatile int *stop) {
     fprintf(stderr,
             "%s: %s: warning: %llu of %llu records came more than %.0f s behind the newest "
             "before them: detection reads a trace in time order and drops what comes after its "
-            "time was judged (per-process trace files must be merged by time, not concatenated)\n",
+            "time was judged (per-process trace files: merge them with `c4mon merge`, not cat)\n",
             r->prog, r->path, (unsigned long long)r->behind,
             (unsigned long long)(r->sink->records + r->sink->heartbeats), BEHIND_NS / 1e9);
   return 0;
