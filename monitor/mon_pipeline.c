@@ -1,6 +1,8 @@
 /* mon_pipeline.c -- c4mon's per-record path, shared by serve and replay. */
 #include "mon_pipeline.h"
 
+#include <string.h>
+
 #include <jansson.h>
 
 #include "c4_err.h"
@@ -65,14 +67,18 @@ static int host_bad(const char *h) {
   return 0;
 }
 
-static int hosts_bad(const struct c4_record *r) {
+/* The field of r whose host name is not clean text ("host" or "peer_host", as the trace
+ * format names them), or NULL when none. */
+static const char *host_field_bad(const struct c4_record *r) {
+  const char *self = NULL, *peer = NULL;
   switch (r->kind) {
-  case C4_REC_XFER: return host_bad(r->xfer.self.host) || host_bad(r->xfer.peer.host);
-  case C4_REC_COMM: return host_bad(r->comm.host);
-  case C4_REC_RANK: return host_bad(r->rank.host);
-  case C4_REC_PATH: return host_bad(r->path.self.host) || host_bad(r->path.peer.host);
-  default: return 0;
+  case C4_REC_XFER: self = r->xfer.self.host, peer = r->xfer.peer.host; break;
+  case C4_REC_COMM: self = r->comm.host; break;
+  case C4_REC_RANK: self = r->rank.host; break;
+  case C4_REC_PATH: self = r->path.self.host, peer = r->path.peer.host; break;
+  default: return NULL;
   }
+  return self && host_bad(self) ? "host" : peer && host_bad(peer) ? "peer_host" : NULL;
 }
 
 int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **why) {
@@ -112,8 +118,11 @@ int c4_mon_record_check(const struct c4_record *r, int64_t offset, const char **
     break;
   default: *why = "unknown record kind"; return C4_EPROTO;
   }
-  if (!t_bad && !n_bad && hosts_bad(r)) {
-    *why = "a host name with a control character or a byte that is not UTF-8";
+  const char *host = t_bad || n_bad ? NULL : host_field_bad(r);
+  if (host) {
+    *why = !strcmp(host, "host")
+               ? "field \"host\": a control character or a byte that is not UTF-8"
+               : "field \"peer_host\": a control character or a byte that is not UTF-8";
     return C4_EPROTO;
   }
   if (t_bad)

@@ -129,14 +129,19 @@ echo "ok: one line far ahead named and dropped, detection as without it"
 # terminal through events --text) is a bad line, named; nothing of it reaches the events
 sed 's/"host":"h0001"/"host":"h0001\\u001b[2J\\u001b[H"/' "$W/link.jsonl" >"$W/esc.jsonl"
 "$BIN/c4mon" replay "$W/esc.jsonl" --events "$W/esc.ev" 2>"$W/esc.err"
-grep -q "esc.jsonl: line [0-9]*: a host name with a control character" "$W/esc.err" ||
+grep -q 'esc.jsonl: line [0-9]*: field "host": a control character' "$W/esc.err" ||
   fail "a host with an escape sequence was not named: $(head -3 "$W/esc.err")"
 grep -q '\\u001b' "$W/esc.ev" && fail "an escape sequence reached the events: $(cat "$W/esc.ev")"
 # so is one with C1's CSI (U+009B, ESC [ to some terminals)
 sed 's/"host":"h0001"/"host":"h0001\\u009b2J"/' "$W/link.jsonl" >"$W/csi.jsonl"
 "$BIN/c4mon" replay "$W/csi.jsonl" --events "$W/csi.ev" 2>"$W/csi.err"
-grep -q "csi.jsonl: line [0-9]*: a host name with a control character" "$W/csi.err" ||
+grep -q 'csi.jsonl: line [0-9]*: field "host": a control character' "$W/csi.err" ||
   fail "a host with C1's CSI was not named: $(head -3 "$W/csi.err")"
+# the field is named: a peer's host is "peer_host"
+sed 's/"peer_host":"h0001"/"peer_host":"h0001\\u0007"/' "$W/link.jsonl" >"$W/bel.jsonl"
+"$BIN/c4mon" replay "$W/bel.jsonl" --events /dev/null 2>"$W/bel.err"
+grep -q 'bel.jsonl: line [0-9]*: field "peer_host": a control character' "$W/bel.err" ||
+  fail "a peer host with a control character was not named by its field: $(head -3 "$W/bel.err")"
 echo "ok: a host name with a control character is a bad line"
 
 # --out the trace itself would empty it before it is read: refused, the trace intact
