@@ -26,6 +26,7 @@ struct job_state {
   const struct c4_det_job *job;
   uint64_t last_progress;        /* newest completion of a collective */
   uint64_t last_moved;           /* newest completion of one of its transfers */
+  uint64_t hung_at;              /* when the hang verdict up was raised */
   double inside_ewma;            /* typical time a rank spends inside a collective */
   int hung;                      /* a hang verdict is up */
   uint64_t stall_from, stall_to; /* the last hang's stall: from the last progress to its end */
@@ -84,6 +85,13 @@ void det_hang_take_progress(const struct c4_det_job *job, uint64_t t, uint64_t i
 void det_hang_take_xfer(const struct c4_det_job *job, const struct c4_xfer_record *x) {
   struct job_state *j = x->status == C4_XFER_OK ? job_get(job) : NULL;
   if (j && x->t_done > j->last_moved) j->last_moved = x->t_done;
+  if (j && j->hung && !j->last_progress && x->t_done > j->hung_at) { /* transfers_only's */
+    char key[320];
+    hang_key(job, key, sizeof key);
+    det_book_clear(key, "transfers are completing again", ctx->now);
+    j->hung = 0;
+    j->stall_to = x->t_done;
+  }
   if (x->status == C4_XFER_PENDING) {
     for (int i = 0; i < npend; i++)
       if (pend[i].x.conn_id == x->conn_id && pend[i].x.dir == x->dir) {
@@ -107,7 +115,7 @@ struct gather {
   const struct c4_det_job *job;
   json_t *ranks, *hosts;
   int n;
-  int quiet, inside, outside, lost_recent;
+  int quiet, inside, outside, lost_recent, ended;
   int heartbeats; /* ranks that have sent any (a live job, a recording): they say who is inside */
   uint64_t since;
   uint64_t first_inside, last_inside; /* the earliest and latest a rank inside went in (0: none) */
@@ -131,7 +139,10 @@ static void survey(struct det_rank *r, void *arg) {
     if (r->lost_at + ctx->cfg.hang_ns >= g->since) g->lost_recent++;
     return;
   }
-  if (r->ended) return;
+  if (r->ended) {
+    g->ended++;
+    return;
+  }
   int quiet = det_rank_quiet(r);
   g->quiet += quiet;
   if (r->entered > r->done) {
@@ -192,9 +203,16 @@ static void open_coll(uint64_t comm, int nranks, const struct c4_win_slot *s, vo
   }
 }
 
+/* When the job last moved as its verdicts count it: its last completed collective, or for a job
+ * whose collectives c4mon never sees (transfers_only), its last completed transfer. */
+static uint64_t since_of(const struct job_state *j) {
+  return j->last_progress ? j->last_progress : j->last_moved;
+}
+
 static void hung(struct job_state *j) {
   j->hung = 1;
-  j->stall_from = j->last_progress;
+  j->hung_at = ctx->now;
+  j->stall_from = since_of(j);
   j->stall_to = UINT64_MAX;
 }
 
@@ -216,7 +234,7 @@ static void raise_hang(struct job_state *j, const char *kind, const char *where,
                           .hosts = hosts,
                           .confidence = 1,
                           .comm = comm,
-                          .first_seen = j->last_progress};
+                          .first_seen = since_of(j)};
   snprintf(f.detail, sizeof f.detail, "%s", detail);
   det_book_raise(key, &f, ctx->now);
   hung(j);
@@ -276,7 +294,7 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, int nranks, stru
     snprintf(detail, sizeof detail,
              "every rank is inside a collective that has not completed for %.1f s; no pending "
              "transfer names the connection",
-             (double)(ctx->now - j->last_progress) / 1e9);
+             (double)(ctx->now - since_of(j)) / 1e9);
     json_t *ranks = json_array(), *hosts = json_array();
     struct gather named = {.job = j->job, .ranks = ranks, .hosts = hosts, .want = 2};
     for (int r = 0; r < nranks && r < MAX_NAMED; r++) {
@@ -307,11 +325,17 @@ static void raise_comm_hang(struct job_state *j, uint64_t comm, int nranks, stru
                           .link_dst_dev = dst->dev,
                           .confidence = x->dir == C4_DIR_SEND ? 1.0 : 0.6 / alike,
                           .comm = comm,
-                          .first_seen = j->last_progress};
-  int at = snprintf(f.detail, sizeof f.detail,
-                    "every rank is inside a collective; connection %016" PRIx64 " %s/%d -> %s/%d "
-                    "moved %" PRIu64 " bytes and is stuck",
-                    x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
+                          .first_seen = since_of(j)};
+  char lead[64];
+  if (j->last_progress)
+    snprintf(lead, sizeof lead, "every rank is inside a collective");
+  else
+    snprintf(lead, sizeof lead, "no transfer has completed for %.1f s",
+             (double)(ctx->now - j->last_moved) / 1e9);
+  int at =
+      snprintf(f.detail, sizeof f.detail,
+               "%s; connection %016" PRIx64 " %s/%d -> %s/%d moved %" PRIu64 " bytes and is stuck",
+               lead, x->conn_id, src->host, src->dev, dst->host, dst->dev, x->bytes);
   if (alike > 1 && at > 0 && (size_t)at < sizeof f.detail)
     snprintf(f.detail + at, sizeof f.detail - (size_t)at,
              "; no send pending: the first posted of %d receives stuck alike, so the link may "
@@ -431,9 +455,47 @@ static uint64_t threshold_of(const struct job_state *j) {
   return threshold;
 }
 
+/* The newest pending transfer of a job whose collectives c4mon never sees, posted within the
+ * threshold before its last completed transfer (in a stuck ring the hops downstream of the dead
+ * one complete for a moment after it stuck); 0 when there is none. */
+static uint64_t transfers_stuck(const struct job_state *j) {
+  uint64_t threshold = threshold_of(j);
+  if (j->last_progress || !j->last_moved || j->hung) return 0;
+  return pending_since(j->job, j->last_moved > threshold ? j->last_moved - threshold : 0);
+}
+
+/* A job whose collectives c4mon never sees (a trace or a stream of transfer records alone: the
+ * net plugin without the profiler or the shim, another tool's transfers) has no collective to be
+ * inside: it is hung when transfers are pending and none has completed for the hang threshold,
+ * located at the stuck connection as a collective's hang is. A job whose ranks all said goodbye
+ * or that a lost rank explains is not (NCCL leaves requests posted as it tears down). Before, such
+ * a job's hangs were never judged. */
+static void judge_transfers(struct job_state *j) {
+  uint64_t threshold = threshold_of(j), newest = transfers_stuck(j);
+  if (!newest) {
+    j->next_look = ctx->now + 1000000000ull;
+    return;
+  }
+  if (!waited_enough(j, moving_until(j, newest), threshold)) return;
+  struct gather g = {.job = j->job,
+                     .ranks = json_array(),
+                     .hosts = json_array(),
+                     .want = 2,
+                     .since = j->last_moved};
+  det_ranks_each(j->job, survey, &g);
+  if (g.lost_recent || (g.ended && !g.inside && !g.outside)) { /* lost, or all said goodbye */
+    j->next_look = ctx->now + 1000000000ull;
+    json_decref(g.ranks);
+    json_decref(g.hosts);
+    return;
+  }
+  raise_comm_hang(j, 0, 0, &g);
+}
+
 void det_hang_advance(void) {
   for (int i = 0; i < njobs; i++) {
     struct job_state *j = &jobs[i];
+    if (!j->last_progress && !j->hung && ctx->now >= j->next_look) judge_transfers(j);
     if (!j->last_progress || j->hung || ctx->now < j->next_look) continue;
     uint64_t threshold = threshold_of(j);
     if (ctx->now - j->last_progress >= threshold) judge_stall(j, threshold);
@@ -449,7 +511,8 @@ uint64_t c4_det_hang_due(void) {
   uint64_t due = 0;
   for (int i = 0; i < njobs; i++) {
     const struct job_state *j = &jobs[i];
-    uint64_t newest = j->last_progress && !j->hung ? pending_since(j->job, j->last_progress) : 0;
+    uint64_t newest =
+        j->last_progress && !j->hung ? pending_since(j->job, j->last_progress) : transfers_stuck(j);
     if (!newest) continue;
     uint64_t at = moving_until(j, newest > j->last_progress ? newest : j->last_progress);
     if (at + threshold_of(j) > due) due = at + threshold_of(j);

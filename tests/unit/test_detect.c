@@ -1635,6 +1635,47 @@ START_TEST(a_chained_ring_without_first_bytes_is_quiet_healthy_and_names_its_slo
 }
 END_TEST
 
+/* A ring of 4 hosts whose collectives c4mon never sees (transfer records alone: the net plugin
+ * without the profiler or the shim), every hop moving every 20 ms from t0 to t1. */
+static void transfers_only_ring(uint64_t t0, uint64_t t1) {
+  for (uint64_t t = t0; t < t1; t += 20 * MS)
+    for (int s = 0; s < 4; s++)
+      moved(s, (s + 1) % 4, t + (uint64_t)s * MS);
+}
+
+/* Transfers alone: a hop stuck with nothing completing for the hang threshold is a comm_hang at
+ * that hop (before, such a job's hangs were never judged), cleared once transfers complete
+ * again; a long pause with nothing pending is compute, and a transfer left pending while the job
+ * went on moving for longer than the threshold is no hang when it stops. */
+START_TEST(transfers_alone_stuck_for_the_threshold_are_a_comm_hang_at_the_stuck_hop) {
+  setup(NULL);
+  transfers_only_ring(1000 * MS, 6000 * MS);
+  pending(2, 3, C4_DIR_SEND, 6000 * MS);
+  pending(2, 3, C4_DIR_RECV, 6000 * MS);
+  moved(3, 0, 6010 * MS); /* the hops downstream drain */
+  c4_det_advance(8500 * MS);
+  ck_assert_int_eq(count("comm_hang"), 0);
+  c4_det_advance(9500 * MS);
+  json_t *e = first("comm_hang");
+  ck_assert_ptr_nonnull(e);
+  link_is(e, "node2", "node3");
+  ck_assert_ptr_nonnull(
+      strstr(json_string_value(json_object_get(e, "detail")), "no transfer has completed"));
+  transfers_only_ring(10000 * MS, 11000 * MS);
+  ck_assert_int_eq(count("recovered"), 1);
+  c4_det_reset();
+
+  setup(NULL); /* compute: nothing pending, nothing moving for 10 s */
+  transfers_only_ring(1000 * MS, 6000 * MS);
+  c4_det_advance(16000 * MS);
+  transfers_only_ring(16000 * MS, 17000 * MS);
+  pending(1, 2, C4_DIR_RECV, 17500 * MS - 4000 * MS); /* left over, the job went on past it */
+  c4_det_advance(30000 * MS);
+  ck_assert_int_eq(json_array_size(events), 0);
+  c4_det_reset();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("detect");
   TCase *tc = tcase_create("detect");
@@ -1669,6 +1710,7 @@ int main(void) {
   tcase_add_test(tc, a_trace_of_collectives_alone_that_ends_inside_a_hang_is_judged_at_its_end);
   tcase_add_test(tc, a_trace_cut_inside_its_last_allreduce_is_no_hang);
   tcase_add_test(tc, without_heartbeats_stuck_transfers_make_a_comm_hang_at_its_threshold);
+  tcase_add_test(tc, transfers_alone_stuck_for_the_threshold_are_a_comm_hang_at_the_stuck_hop);
   tcase_add_test(tc, with_heartbeats_a_pending_transfer_outside_any_collective_is_no_hang);
   tcase_add_test(tc, a_collective_whose_transfers_still_complete_is_no_hang_until_they_stop);
   tcase_add_test(tc, a_stream_that_ends_without_goodbye_or_goes_silent_is_a_lost_rank);
