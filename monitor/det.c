@@ -163,11 +163,12 @@ json_t *c4_det_state_json(void) {
     matrix = json_pack("{s:[], s:[], s:[], s:[], s:I}", "nodes", "cells", "rows", "cols", "t",
                        (json_int_t)0);
   }
-  return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "t", (json_int_t)ctx.now,
+  return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I}", "t", (json_int_t)ctx.now,
                    "ranks", det_ranks_state(), "gone", det_ranks_gone_json(), "matrix", matrix,
                    "verdicts", det_book_verdicts(), "counts", det_book_counts(), "waits_untracked",
                    (json_int_t)det_waits_untracked(), "posts_untracked",
-                   (json_int_t)det_xstart_untracked(), "twin_ranks", (json_int_t)det_ranks_twins());
+                   (json_int_t)det_xstart_untracked(), "xfers_left_out",
+                   (json_int_t)det_xstart_left_out(), "twin_ranks", (json_int_t)det_ranks_twins());
 }
 
 void c4_det_reset(void) {

@@ -20,10 +20,16 @@
  *   that hop's pace, and every cell read 3x for one link at 3x.
  * Each communicator is told which from its first DECIDE comparisons: the estimate whose
  * successive times on each cell vary least (pairwise or by step only when steadier than the
- * collective's by a fifth). Until it is told, the collective's start is used, and a cell then
- * given another way's starts learns its usual afresh. Records are held HOLD_NS past their
- * completion, so the posts of every rank of that call are in before the estimate is made; a post
- * later than the transfer's completion belongs to a later call and is not used. */
+ * collective's by a fifth, and only when it could be made in 7 of 8 of them). Until it is told,
+ * the collective's start is used, and a cell then given another way's starts learns its usual
+ * afresh. Told pairwise or by step, a transfer whose estimate cannot be made is left out, not
+ * given the collective's noise; when a quarter of a window of them cannot (a rank's posts
+ * numbered apart from its peer's after a lost record, a tree whose ranks post unlike numbers of
+ * times), the communicator is told again from scratch. A tree's ranks post unlike numbers of
+ * times a call: told by step on a few aligned comparisons, its cells fell back to the
+ * collective's start for most transfers and raised false link verdicts at 8-17x. Records are held
+ * HOLD_NS past their completion, so the posts of every rank of that call are in before the estimate
+ * is made; a post later than the transfer's completion belongs to a later call and is not used. */
 #include "det_xstart.h"
 #include "c4_err.h"
 
@@ -47,8 +53,9 @@
  * arrivals; a later call's posts push them out only when that call's records come within the
  * hold). */
 #define RECENT 64
-#define DECIDE 64 /* comparisons of the two estimates before a communicator's way is told */
-enum { WAY_UNTOLD = 0, WAY_COLLECTIVE, WAY_PAIRWISE, WAY_STEP };
+#define DECIDE 64  /* comparisons of the estimates before a communicator's way is told */
+#define RECHECK 64 /* transfers a told way's misses are counted over */
+enum { WAY_UNTOLD = 0, WAY_COLLECTIVE, WAY_PAIRWISE, WAY_STEP, WAY_NONE };
 enum { EST_COLLECTIVE, EST_PAIRWISE, EST_STEP, ESTIMATES }; /* the estimates compared */
 struct comm_posts {
   uint64_t comm;
@@ -57,15 +64,17 @@ struct comm_posts {
   int way;                   /* WAY_*: which start estimate its transfers follow */
   int compared;              /* comparisons made towards telling it */
   int with[ESTIMATES];       /* of which each estimate had a value in (peer's posts known) */
+  int seen, missed;          /* told: transfers of this window, and those without its way's */
+  int retelling;             /* sent back to be told: its cells' usuals are of another way */
   float unsteady[ESTIMATES]; /* summed change between a cell's successive times, by EST_* */
   uint64_t recent[RECENT];
 };
 
 /* A rank's latest posts on a communicator, ascending (pairwise starts and steps). A chained
  * step's peer post is found while the transfer is held (HOLD_NS, 50 ms): a ring of 3 ms steps
- * posts 17 in that time. */
+ * posts 17 in that time, or 34 with its sends and receives posted apart. */
 #define RANK_SLOTS (1 << 16) /* open addressing; a rank not placed within PROBE has none */
-#define RANK_RECENT 32
+#define RANK_RECENT 64
 #define PROBE 64
 struct rank_posts {
   uint64_t comm;
@@ -79,9 +88,9 @@ struct held {
   uint64_t comm, bytes, t_post, t_done;
   uint64_t latest_then; /* the communicator's latest post when it was held */
   int cell;
-  int order;    /* transfers of the cell with the same post before it */
-  int peer;     /* the rank at its other end, -1: not known */
-  int64_t step; /* its post's number among its rank's posts, C4_NONE: not known */
+  int order; /* transfers of the cell with the same post before it */
+  int rank;  /* the rank that recorded it, -1: not known */
+  int peer;  /* the rank at its other end, -1: not known */
 };
 
 /* A cell's usual log time per byte, per size class and order within a call (a cell can carry
@@ -109,6 +118,7 @@ static struct {
   struct held *q;           /* a ring, [head, tail) */
   size_t head, tail;
   uint64_t untracked; /* records whose post was not kept as their own (det_xstart_untracked) */
+  uint64_t left_out;  /* transfers no start could be estimated for (det_xstart_left_out) */
 } xs;
 
 static uint64_t mix(uint64_t h) {
@@ -214,6 +224,8 @@ void det_xstart_post(uint64_t comm, int rank, uint64_t t_post) {
 
 uint64_t det_xstart_untracked(void) { return xs.untracked; }
 
+uint64_t det_xstart_left_out(void) { return xs.left_out; }
+
 static int make_usual(void) {
   if (xs.usual) return 0;
   if (!(xs.usual = malloc(CELLS * sizeof *xs.usual))) return C4_ENOMEM;
@@ -249,16 +261,15 @@ int det_xstart_hold(uint64_t comm, int cell, int rank, int peer, uint64_t bytes,
   if (!xs.q && !(xs.q = malloc(QUEUE * sizeof *xs.q))) return C4_ENOMEM;
   if (cell < 0 || cell >= CELLS || make_usual() != 0) return C4_EINVAL;
   if (xs.tail - xs.head == QUEUE) return C4_EAGAIN;
-  xs.q[xs.tail++ & (QUEUE - 1)] =
-      (struct held){.comm = comm,
-                    .bytes = bytes,
-                    .t_post = t_post,
-                    .t_done = t_done,
-                    .latest_then = slot(comm)->latest,
-                    .cell = cell,
-                    .order = order_in_call(cell, t_post),
-                    .peer = peer,
-                    .step = post_number(rank_slot(comm, rank, 0), t_post)};
+  xs.q[xs.tail++ & (QUEUE - 1)] = (struct held){.comm = comm,
+                                                .bytes = bytes,
+                                                .t_post = t_post,
+                                                .t_done = t_done,
+                                                .latest_then = slot(comm)->latest,
+                                                .cell = cell,
+                                                .order = order_in_call(cell, t_post),
+                                                .rank = rank,
+                                                .peer = peer};
   return 0;
 }
 
@@ -273,20 +284,22 @@ static uint64_t pairwise_start(const struct held *h) {
 
 /* A held transfer's start if it is a step of a chained call: the later of its post and its
  * peer's post of the same step (its post's number among the peer's); 0 when that is not known,
- * or not before the transfer's completion. */
+ * or not before the transfer's completion. Numbered as it is released, not as it is held: an
+ * earlier post of its rank may come in after it (records come in completion order). */
 static uint64_t step_start(const struct held *h) {
-  uint64_t peer = post_of_number(rank_slot(h->comm, h->peer, 0), h->step);
+  int64_t step = post_number(rank_slot(h->comm, h->rank, 0), h->t_post);
+  uint64_t peer = post_of_number(rank_slot(h->comm, h->peer, 0), step);
   if (!peer || peer >= h->t_done) return 0;
   return peer > h->t_post ? peer : h->t_post;
 }
 
 /* A communicator's way once it has DECIDE comparisons: the collective's unless the pairwise or
- * the step estimate (each counted only when it had a value in at least half of them) varies less
- * by a fifth, then the steadier of those two, each by its mean change. */
+ * the step estimate (each counted only when it had a value in 7 of 8 of them) varies less by a
+ * fifth, then the steadier of those two, each by its mean change. */
 static int told_way(const struct comm_posts *c) {
   float mean[ESTIMATES];
   for (int e = 0; e < ESTIMATES; e++)
-    mean[e] = 2 * c->with[e] >= c->compared ? c->unsteady[e] / (float)c->with[e] : INFINITY;
+    mean[e] = 8 * c->with[e] >= 7 * c->compared ? c->unsteady[e] / (float)c->with[e] : INFINITY;
   float coll = mean[EST_COLLECTIVE];
   if (!(mean[EST_PAIRWISE] < 0.8f * coll) && !(mean[EST_STEP] < 0.8f * coll)) return WAY_COLLECTIVE;
   return mean[EST_PAIRWISE] < mean[EST_STEP] ? WAY_PAIRWISE : WAY_STEP;
@@ -328,6 +341,27 @@ static void to_way(int cell, int way) {
   u->way = (uint8_t)way;
 }
 
+/* Counts a transfer of a communicator told pairwise or by step, missed when its way's estimate
+ * could not be made; a window of RECHECK with a quarter missed sends a pairwise communicator back
+ * to be told again, and leaves a communicator of chained steps without estimates (WAY_NONE):
+ * its ranks' posts are numbered apart for good (a lost record, a rank's stream joined late), and
+ * the collective's start, all that is left, is noise there (healthy rings raised link verdicts
+ * at up to 9.75x on it). */
+static void still_told(struct comm_posts *c, int missed) {
+  c->missed += missed;
+  if (++c->seen < RECHECK) return;
+  if (4 * c->missed >= c->seen && c->way == WAY_STEP) {
+    c->way = WAY_NONE;
+  } else if (4 * c->missed >= c->seen) {
+    c->way = WAY_UNTOLD;
+    c->retelling = 1;
+    c->compared = 0;
+    memset(c->with, 0, sizeof c->with);
+    memset(c->unsteady, 0, sizeof c->unsteady);
+  }
+  c->seen = c->missed = 0;
+}
+
 int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
   while (xs.head != xs.tail) {
     struct held *h = &xs.q[xs.head & (QUEUE - 1)];
@@ -342,7 +376,18 @@ int det_xstart_release(uint64_t now, struct det_xs_sample *out) {
         [EST_COLLECTIVE] = start, [EST_PAIRWISE] = pairwise_start(h), [EST_STEP] = step_start(h)};
     compare_ways(c, h, est);
     int e = c->way == WAY_PAIRWISE ? EST_PAIRWISE : c->way == WAY_STEP ? EST_STEP : -1;
-    if (e >= 0 && est[e]) {
+    if (e >= 0 && !est[e]) {
+      still_told(c, 1);
+      xs.left_out++;
+      continue; /* left out: the collective's start would be noise on a cell of this way */
+    }
+    if (c->way == WAY_NONE || (c->way == WAY_UNTOLD && c->retelling)) {
+      xs.left_out++;
+      continue; /* no estimate to trust, or its cells' usuals are another way's */
+    }
+    c->retelling &= c->way == WAY_UNTOLD;
+    if (e >= 0) {
+      still_told(c, 0);
       to_way(h->cell, c->way);
       start = est[e];
     } else if (c->way == WAY_COLLECTIVE) {

@@ -45,6 +45,11 @@ void det_xstart_freeze(int cell, int frozen);
  * posts_untracked. */
 uint64_t det_xstart_untracked(void);
 
+/* Transfers without a first-byte time left out of the matrix since the last reset: their
+ * communicator's way (pairwise, or by step) could not estimate their start, or it has no way
+ * left (its chained steps' numbering lost). In the detection state as xfers_left_out. */
+uint64_t det_xstart_left_out(void);
+
 void det_xstart_reset(void);
 
 #endif

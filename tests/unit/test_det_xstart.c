@@ -180,9 +180,12 @@ END_TEST
  * then take 3 ms (9 ms on link 2 -> 3 when slow_link), give or take 10%. Returns the worst error
  * in ms of the start estimates after the first 10 calls (the communicator's way is told from the
  * first ones). */
-static double worst_chained_error(int slow_link) {
+static uint64_t chained_left_out; /* the transfers worst_chained_error's run left out */
+
+static double worst_chained_error(int slow_link, int gap) {
   enum { N = 8, STEPS = 2 * (N - 1), CALLS = 40 };
-  static uint64_t truth[CALLS * STEPS * N]; /* each transfer's real start, in the order held */
+  static uint64_t truth[CALLS * STEPS * N], /* each transfer's real start, in the order held */
+      truth_done[CALLS * STEPS * N];        /* and its completion */
   size_t held = 0, released = 0;
   uint64_t done[N] = {0};
   unsigned jitter = 1;
@@ -202,6 +205,8 @@ static double worst_chained_error(int slow_link) {
         double ms = 3 * (0.9 + 0.2 * (double)((jitter >> 16) & 0x7fff) / 32768.0);
         uint64_t start = done[r] > done[d] ? done[r] : done[d];
         now[d] = start + (uint64_t)(ms * (slow_link && r == 2 ? 3 : 1) * 1e6);
+        if (gap && d == 5 && call >= 20 && call < 26) continue; /* rank 5's records lost */
+        truth_done[held] = now[d];
         truth[held++] = start;
         det_xstart_post(0xc4, d, done[d]);
         ck_assert_int_eq(det_xstart_hold(0xc4, r, d, r, 1 << 20, done[d], now[d]), 0);
@@ -209,12 +214,15 @@ static double worst_chained_error(int slow_link) {
       memcpy(done, now, sizeof done);
       struct det_xs_sample x;
       while (det_xstart_release(done[0], &x)) {
+        while (truth_done[released] != x.t_done) /* left out: its start could not be made */
+          released++;
         uint64_t real = truth[released++];
         if (released > 10 * STEPS * N)
           worst = fmax(worst, fabs((double)x.t_start - (double)real) / 1e6);
       }
     }
   }
+  chained_left_out = det_xstart_left_out();
   det_xstart_reset();
   return worst;
 }
@@ -224,8 +232,20 @@ static double worst_chained_error(int slow_link) {
  * raised link verdicts at up to 9.75x; a link at 3x read at every rank's cell). The peer's post
  * of the same step puts each start within a microsecond, healthy and with one link slow. */
 START_TEST(chained_steps_start_at_their_peers_post_of_the_same_step) {
-  ck_assert_double_lt(worst_chained_error(0), 0.001);
-  ck_assert_double_lt(worst_chained_error(1), 0.001);
+  ck_assert_double_lt(worst_chained_error(0, 0), 0.001);
+  ck_assert_uint_eq(chained_left_out, 0);
+  ck_assert_double_lt(worst_chained_error(1, 0), 0.001);
+  ck_assert_uint_eq(chained_left_out, 0);
+}
+END_TEST
+
+/* Rank 5's records lost for 6 calls: its peers' steps cannot be paired while they are out, and
+ * are left out rather than given the collective's start (its gap between two ranks' completions:
+ * a tree told by step on a few aligned comparisons raised false link verdicts at 8-17x so); the
+ * numbering is off after it, the communicator is told again, and no start released strays. */
+START_TEST(steps_that_cannot_be_paired_are_left_out_not_given_the_collectives_start) {
+  ck_assert_double_lt(worst_chained_error(0, 1), 0.001);
+  ck_assert_uint_gt(chained_left_out, 0);
 }
 END_TEST
 
@@ -239,6 +259,7 @@ int main(void) {
   tcase_add_test(tc, a_frozen_cells_usual_does_not_learn_its_fault);
   tcase_add_test(tc, pairwise_and_collective_starts_are_each_told_and_estimated);
   tcase_add_test(tc, chained_steps_start_at_their_peers_post_of_the_same_step);
+  tcase_add_test(tc, steps_that_cannot_be_paired_are_left_out_not_given_the_collectives_start);
   tcase_add_test(tc, posts_past_the_tables_are_counted_once_each);
   suite_add_tcase(s, tc);
   return c4_check_run(s);
