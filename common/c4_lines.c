@@ -67,6 +67,17 @@ static size_t whole_lines(const struct c4_lines *l, size_t n) {
   return k;
 }
 
+/* Ends the line a write left cut off, so that the next line starts a line of its own: the
+ * cut-off part stays one bad line, and the next whole line would otherwise have been glued to
+ * it and lost while counted written. Returns 1 when done. */
+static int end_torn_line(struct c4_lines *l) {
+  ssize_t k;
+  while ((k = write(l->f.fd, "\n", 1)) < 0 && errno == EINTR)
+    ;
+  l->torn = k != 1;
+  return k == 1;
+}
+
 int c4_lines_flush(struct c4_lines *l) {
   size_t len = l->len, lines = l->lines;
   l->len = l->lines = 0; /* written or dropped: never kept to grow without bound */
@@ -79,6 +90,10 @@ int c4_lines_flush(struct c4_lines *l) {
     l->lost += lines;
     return C4_EREMOTE;
   }
+  if (l->torn && !end_torn_line(l)) {
+    l->lost += lines;
+    return C4_ESYS;
+  }
   for (size_t off = 0; off < len;) {
     ssize_t k = write(l->f.fd, l->buf + off, len - off);
     if (k < 0 && errno == EINTR) continue;
@@ -86,6 +101,7 @@ int c4_lines_flush(struct c4_lines *l) {
       size_t whole = whole_lines(l, off);
       l->written += whole;
       l->lost += lines - whole;
+      l->torn = off > 0 && l->buf[off - 1] != '\n';
       return C4_ESYS;
     }
     off += (size_t)k;

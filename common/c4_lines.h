@@ -20,6 +20,7 @@ struct c4_lines {
   uint64_t written; /* lines that reached the file, whole */
   uint64_t lost;    /* lines that did not: a write failed, no memory, the descriptor taken */
   int taken;        /* the program closed or replaced the descriptor: the file is left alone */
+  int torn;         /* a write stopped inside a line: the file does not end with a newline */
 };
 
 /* Opens path for appending (created 0644, closed on exec). Returns 0, or C4_ESYS with errno. */

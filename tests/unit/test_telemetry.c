@@ -341,6 +341,60 @@ START_TEST(the_summary_counts_refused_record_lines_unwritten) {
 }
 END_TEST
 
+/* A write that stopped inside a line (the file's limit 100 bytes past the header) leaves that
+ * line cut off; the next lines must not be glued to it: before, the first of them was, could not
+ * be read back, and was counted written. The cut-off part is one bad line, every line counted
+ * written reads back, and the summary counts the rest unwritten. */
+START_TEST(a_line_cut_off_by_a_failed_write_glues_no_later_line_to_it) {
+  use_trace_file();
+  signal(SIGXFSZ, SIG_IGN);
+  ck_assert_int_eq(c4_telemetry_start(), 0);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  struct rlimit was, full;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+  full = (struct rlimit){(rlim_t)st.st_size + 100, was.rlim_max};
+  /* no assertion while the limit holds: check's own messages go through a file too */
+  int limited = setrlimit(RLIMIT_FSIZE, &full), lifted = 0;
+  uint64_t written = 0, unwritten = 0;
+  for (uint64_t i = 0; i < 15; i++) {
+    if (i == 10) { /* the first ten drained into the limit, then the file takes lines again */
+      for (int k = 0; k < 500 && written + unwritten < 10; k++) {
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+        c4_telemetry_counters(NULL, NULL, &written, &unwritten);
+      }
+      lifted = setrlimit(RLIMIT_FSIZE, &was);
+    }
+    struct c4_xfer_record r = record(i);
+    c4_telemetry_emit_xfer(&r);
+  }
+  ck_assert_int_eq(limited, 0);
+  ck_assert_int_eq(lifted, 0);
+  c4_telemetry_flush_and_stop();
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int xfers = 0, bad = 0;
+  json_t *summary = NULL;
+  while (fgets(line, sizeof line, f)) {
+    json_t *j = json_loads(line, 0, NULL);
+    const char *type = json_string_value(json_object_get(j, "type"));
+    bad += !j;
+    xfers += type && !strcmp(type, "xfer");
+    if (type && !strcmp(type, "summary")) summary = json_incref(j);
+    json_decref(j);
+  }
+  fclose(f);
+  ck_assert_int_eq(bad, 1);
+  ck_assert_int_eq(xfers, 5);
+  ck_assert_ptr_nonnull(summary);
+  ck_assert_int_eq(json_integer_value(json_object_get(summary, "written")), 5);
+  ck_assert_int_eq(json_integer_value(json_object_get(summary, "unwritten")), 10);
+  json_decref(summary);
+  unlink(path);
+}
+END_TEST
+
 /* A program that blocks a signal to collect it with sigtimedwait gets it, also when c4's writer
  * thread started before the program blocked it: a signal sent to the process goes to a thread that
  * does not block it, and c4's thread did not block it, so the signal's default action killed the
@@ -687,6 +741,7 @@ int main(void) {
   tcase_add_test(tc, a_directory_as_trace_path_costs_the_trace_not_the_job);
   tcase_add_test(tc, record_lines_a_full_disk_refused_are_counted_unwritten);
   tcase_add_test(tc, the_summary_counts_refused_record_lines_unwritten);
+  tcase_add_test(tc, a_line_cut_off_by_a_failed_write_glues_no_later_line_to_it);
   tcase_add_test(tc, stopping_a_writer_that_never_started_is_harmless);
   tcase_add_test(tc, timing_is_on_unless_c4_timing_is_0);
   tcase_add_test(tc, c4_timing_0_turns_timing_off_and_is_read_once);
