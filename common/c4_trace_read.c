@@ -262,7 +262,7 @@ static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {
   k->rank = (int32_t)get_int(p, "rank", INT32_MIN, INT32_MAX);
   get_str(p, "host", k->host, C4_HOST_MAX);
   k->t = get_time(p, "t");
-  if (json_object_get(p->j, "pid")) k->pid = (uint32_t)get_int(p, "pid", 0, UINT32_MAX);
+  k->pid = (uint32_t)opt_int(p, "pid", 0, UINT32_MAX, 0);
   if (is_end) {
     json_t *clean = json_object_get(p->j, "clean");
     if (!json_is_boolean(clean)) fail(p, "clean", "is not true or false");
@@ -272,7 +272,7 @@ static void parse_rank(struct parse *p, struct c4_rank_record *k, int is_end) {
   k->event = C4_RANK_HB;
   k->entered = (uint64_t)get_int(p, "entered", 0, INT64_MAX);
   k->done = (uint64_t)get_int(p, "done", 0, INT64_MAX);
-  if (json_object_get(p->j, "dropped")) k->dropped = (uint64_t)get_int(p, "dropped", 0, INT64_MAX);
+  k->dropped = (uint64_t)opt_int(p, "dropped", 0, INT64_MAX, 0);
 }
 
 /* A "header" line (docs/trace-format.md) with a host, a pid and a launcher rank: who the process
@@ -508,6 +508,19 @@ int c4_trace_next_many(struct c4_trace_reader *r, struct c4_record *out, int max
   return n;
 }
 
+/* Whether line (a valid one) is a header pairing the process's clocks, and then *clock, its
+ * wall_ns - mono_ns: what puts its process's CLOCK_MONOTONIC times on the wall clock. */
+static int header_clock(const char *line, size_t n, int64_t *clock) {
+  json_t *j = json_loadb(line, n, 0, NULL);
+  json_t *wall = json_object_get(j, "wall_ns"), *mono = json_object_get(j, "mono_ns");
+  const char *type = json_string_value(json_object_get(j, "type"));
+  int ok = type && !strcmp(type, "header") && json_is_integer(wall) && json_is_integer(mono) &&
+           json_integer_value(wall) > 0 && json_integer_value(mono) > 0;
+  if (ok) *clock = (int64_t)json_integer_value(wall) - (int64_t)json_integer_value(mono);
+  json_decref(j);
+  return ok;
+}
+
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
   if (r->binary == 3) {
     r->bad++;
@@ -541,6 +554,8 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
     if (lead == n) continue; /* blank */
     char why[200];
     int rc = c4_trace_parse_line_job(line, n, out, r->job, sizeof r->job, why, sizeof why);
+    if (rc >= 0 && memmem(line, n, "\"header\"", 8) && header_clock(line, n, &r->clock))
+      r->clock_line = r->lineno;
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;

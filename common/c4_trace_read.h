@@ -39,6 +39,8 @@ struct c4_trace_reader {
   size_t ahead;     /* the mapping is prefetched up to here */
   size_t populated; /* and its page tables filled up to here (populate_ahead) */
   char job[64];     /* JSON lines: the job the last record's line named ("job"), empty if none */
+  int64_t clock;    /* JSON lines: wall_ns - mono_ns of the last header line that gave both, */
+  unsigned long clock_line; /* and its line number (0: none yet) */
 };
 
 /* Opens path ("-" for standard input), JSON lines or the binary form (told apart by the binary

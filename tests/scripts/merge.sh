@@ -6,7 +6,9 @@
 # 20th second. Merged by their times as written the ranks are seconds apart and nothing is named;
 # merged by c4mon merge the straggler is rank 3 at about 2x, and nothing else. Also: a file
 # without a header among files with one is refused by name (--as-written takes it), a bad line
-# is named by file and number and skipped, and --out naming an input is refused.
+# is named by file and number and skipped, --out naming an input, a file given twice, a
+# directory and a missing file are refused, a file holding two runs puts each on its own
+# header's clock, a byte order mark hides no header, and a binary trace cut short is exit 1.
 # Usage: merge.sh [BUILD_DIR] (default $C4_BUILD_DIR).
 set -u
 BUILD=${1:-${C4_BUILD_DIR:-build}}
@@ -66,4 +68,31 @@ grep -q "bad.jsonl: line 6: " "$W/err" || fail "the bad line was not named by fi
 "$BIN/c4mon" merge "$W/rank0.jsonl" --out "$W/rank0.jsonl" 2>/dev/null
 [ $? -eq 2 ] || fail "--out naming an input was not a usage error"
 [ -s "$W/rank0.jsonl" ] || fail "--out emptied an input"
+"$BIN/c4mon" merge "$W/rank0.jsonl" "$W/./rank0.jsonl" >/dev/null 2>"$W/err"
+[ $? -eq 2 ] && grep -q "are one file" "$W/err" || fail "one file given twice: $(cat "$W/err")"
+"$BIN/c4mon" merge "$W/rank0.jsonl" "$W" >/dev/null 2>"$W/err"
+[ $? -eq 1 ] && grep -q "is a directory" "$W/err" || fail "a directory: $(cat "$W/err")"
+"$BIN/c4mon" merge "$W/rank0.jsonl" "$W/nonexistent" >/dev/null 2>"$W/err"
+[ $? -eq 1 ] && grep -q "nonexistent: No such file" "$W/err" || fail "a missing file: $(cat "$W/err")"
+
+# one file holding two runs (C4_TRACE appends): each run's records on its own header's clock,
+# the second (after a reboot: its monotonic clock low again) placed after the first
+{
+  echo '{"v":1,"type":"header","host":"a","pid":1,"rank":0,"wall_ns":2000000000000,"mono_ns":900000000000}'
+  echo '{"v":1,"type":"coll","comm":null,"rank":0,"nranks":1,"seq":0,"func":"AllReduce","bytes":8,"t_arrive":901000000000,"t_done":901000000100}'
+  echo '{"v":1,"type":"header","host":"a","pid":2,"rank":0,"wall_ns":3000000000000,"mono_ns":5000000000}'
+  echo '{"v":1,"type":"coll","comm":null,"rank":0,"nranks":1,"seq":0,"func":"AllReduce","bytes":8,"t_arrive":6000000000,"t_done":6000000100}'
+} >"$W/two_runs.jsonl"
+printf '\xef\xbb\xbf' >"$W/bom.jsonl" # a byte order mark before the header: still a header
+cat "$W/rank0.jsonl" >>"$W/bom.jsonl"
+"$BIN/c4mon" merge "$W/two_runs.jsonl" "$W/bom.jsonl" --out "$W/runs.jsonl" 2>"$W/err" ||
+  fail "two runs in one file, and a file with a byte order mark: $(cat "$W/err")"
+jq -s -e '[.[] | select(.type == "coll" and .nranks == 1) | .t_done] == [2001000000100, 3001000000100]' \
+  "$W/runs.jsonl" >/dev/null || fail "the second run was not put on its own header's clock: $(grep '"nranks":1' "$W/runs.jsonl")"
+
+# a binary trace cut short is refused, as replay refuses it
+"$BIN/c4scen" gen --hosts 2 --gpus 1 --seconds 2 --bin --out "$W/t.bin" --truth /dev/null 2>/dev/null
+head -c 3000 "$W/t.bin" >"$W/cut.bin"
+"$BIN/c4mon" merge "$W/cut.bin" >/dev/null 2>"$W/err"
+[ $? -eq 1 ] && grep -q "the rest of it was not merged" "$W/err" || fail "a cut binary trace: $(cat "$W/err")"
 echo "merge: per-host clocks put on the wall clock by their headers; the straggler they hid is named"

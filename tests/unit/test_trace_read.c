@@ -242,6 +242,14 @@ START_TEST(every_optional_field_null_reads_as_absent) {
     struct c4_record a = parse_ok(MIN_COLL), b = parse_ok(line);
     ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s", line);
   }
+  const char *hb = "{\"v\":1,\"type\":\"hb\",\"rank\":2,\"host\":\"n2\",\"t\":5,"
+                   "\"entered\":3,\"done\":3}";
+  const char *hf[] = {"pid", "dropped"};
+  for (size_t i = 0; i < sizeof hf / sizeof *hf; i++) {
+    with_null(hb, hf[i], line, sizeof line);
+    struct c4_record a = parse_ok(hb), b = parse_ok(line);
+    ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s", line);
+  }
 }
 END_TEST
 
