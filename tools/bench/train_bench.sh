@@ -26,7 +26,9 @@
 #      the head, so 4 layers a stage, where the head is a smaller share of a stage than with 2
 #      (8 layers: that stage 10% slower than the rest, and 1F1B itself then idles 0.31, 1.13x
 #      of 3/11, docs/benchmarks.md);
-#   6. the same four confined ranks as 4 stages of 16 layers with stage 1 at 2x: tokens/s with
+#   6. the same four confined ranks as 4 stages of 16 layers (micro-batches of 4 sequences: with 2,
+#      a pass's compute was near the ~15 ms a stage-to-stage message takes on 2 shared cores,
+#      which the planner's bound counts as nothing) with stage 1 at 2x: tokens/s with
 #      the pipeline planner's re-split (layers move off stage 1) against --no-resplit (target
 #      >= 1.3x), and against the planner's bound: its plan's predicted step at the measured
 #      healthy pace (target >= 0.95); both over the last 20 of 60 steps, once the plan has moved
@@ -175,7 +177,7 @@ fi
 # 6. a stage at 2x in a 4-stage pipeline: the layer re-split
 pipe_with=() pipe_without=() pipe_bound=() pipe_with_run=() pipe_without_run=() pipe_moved=()
 if [ "$(id -u)" -eq 0 ] && [ -n "$cg_root" ]; then
-  SLOWPIPE=(--local-ranks 4 --pp 4 --layers 16 --width 96 --heads 4 --context 64 --micro-batch 2
+  SLOWPIPE=(--local-ranks 4 --pp 4 --layers 16 --width 96 --heads 4 --context 64 --micro-batch 4
     --microbatches 8 --steps 60 --eval-windows 0 --slow 1:2.0 --json)
   for _ in $(seq "$RUNS"); do
     out=$(confined_run "${SLOWPIPE[@]}")
