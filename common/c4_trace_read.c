@@ -303,12 +303,40 @@ int c4_trace_parse_line(const char *line, size_t len, struct c4_record *out, cha
   return c4_trace_parse_line_job(line, len, out, NULL, 0, err, errlen);
 }
 
+/* The name of the field whose value runs up to byte pos of line: the quoted key before the last
+ * ':' ahead of pos (jansson refuses an integer past 2^63 before any field is read, and its
+ * message names the number, not the field). Returns 1 with it in key, 0 when none is found. */
+static int key_before(const char *line, size_t pos, char *key, size_t cap) {
+  size_t i = pos;
+  while (i > 0 && line[i - 1] != ':')
+    i--;
+  if (i == 0) return 0;
+  size_t end = i - 1;
+  while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t'))
+    end--;
+  if (end < 2 || line[end - 1] != '"') return 0;
+  size_t start = end - 1;
+  while (start > 0 && line[start - 1] != '"')
+    start--;
+  if (start == 0 || end - 1 - start >= cap) return 0;
+  memcpy(key, line + start, end - 1 - start);
+  key[end - 1 - start] = 0;
+  c4_text_clean(key);
+  return 1;
+}
+
 int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out, char *job,
                             size_t joblen, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   if (job && joblen) job[0] = 0;
   json_error_t je;
   json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  char key[64];
+  if (!j && strstr(je.text, "too big integer") &&
+      key_before(line, (size_t)je.position < len ? (size_t)je.position : len, key, sizeof key)) {
+    snprintf(err, errlen, "field \"%s\" is an integer past 2^63", key);
+    return C4_EPROTO;
+  }
   if (!j || !json_is_object(j)) {
     snprintf(err, errlen, "not a JSON object%s%s", j ? "" : ": ", j ? "" : je.text);
     json_decref(j);
