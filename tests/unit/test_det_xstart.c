@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../check_run.h"
+#include "chained_ring.h"
 #include "det_xstart.h"
 
 enum { CLS = 20 };
@@ -173,58 +174,61 @@ START_TEST(pairwise_and_collective_starts_are_each_told_and_estimated) {
 }
 END_TEST
 
-/* A ring allreduce of 8 ranks in chained steps, as its receivers record it without t_first: each
- * call (50 ms of compute after the last) has 2 x 7 steps; rank d posts its receive of step k when
- * its step k - 1 arrived, and the
- * step's bytes start to move once both it and its sender (whose step k - 1 arrived too) are in,
- * then take 3 ms (9 ms on link 2 -> 3 when slow_link), give or take 10%. Returns the worst error
- * in ms of the start estimates after the first 10 calls (the communicator's way is told from the
- * first ones). */
+/* A chained ring (chained_ring.h) of 40 calls through the start estimates, with link 2 -> 3 at
+ * 3x when slow_link and rank 5's records lost in calls 20-25 when gap. Returns the worst error in
+ * ms of the starts released after the first 10 calls (the communicator's way is told from the
+ * first ones); a transfer left out is not counted. */
 static uint64_t chained_left_out; /* the transfers worst_chained_error's run left out */
 
-static double worst_chained_error(int slow_link, int gap) {
-  enum { N = 8, STEPS = 2 * (N - 1), CALLS = 40 };
-  static uint64_t truth[CALLS * STEPS * N], /* each transfer's real start, in the order held */
-      truth_done[CALLS * STEPS * N];        /* and its completion */
-  size_t held = 0, released = 0;
-  uint64_t done[N] = {0};
-  unsigned jitter = 1;
-  double worst = 0;
-  det_xstart_reset();
-  for (int call = 0; call < CALLS; call++) {
-    uint64_t end = 1000 * MS;
-    for (int r = 0; r < N; r++)
-      end = done[r] > end ? done[r] : end;
-    for (int r = 0; r < N; r++) /* 50 ms of compute after the last call, the ranks in over 2 ms */
-      done[r] = end + 50 * MS + (uint64_t)r * MS / 4;
-    for (int k = 0; k < STEPS; k++) {
-      uint64_t now[N];
-      for (int d = 0; d < N; d++) {
-        int r = (d + N - 1) % N;
-        jitter = jitter * 1103515245u + 12345u;
-        double ms = 3 * (0.9 + 0.2 * (double)((jitter >> 16) & 0x7fff) / 32768.0);
-        uint64_t start = done[r] > done[d] ? done[r] : done[d];
-        now[d] = start + (uint64_t)(ms * (slow_link && r == 2 ? 3 : 1) * 1e6);
-        if (gap && d == 5 && call >= 20 && call < 26) continue; /* rank 5's records lost */
-        truth_done[held] = now[d];
-        truth[held++] = start;
-        det_xstart_post(0xc4, d, done[d]);
-        ck_assert_int_eq(det_xstart_hold(0xc4, r, d, r, 1 << 20, done[d], now[d]), 0);
-      }
-      memcpy(done, now, sizeof done);
-      struct det_xs_sample x;
-      while (det_xstart_release(done[0], &x)) {
-        while (truth_done[released] != x.t_done) /* left out: its start could not be made */
-          released++;
-        uint64_t real = truth[released++];
-        if (released > 10 * STEPS * N)
-          worst = fmax(worst, fabs((double)x.t_start - (double)real) / 1e6);
-      }
-    }
+struct chained_check {
+  int gap;
+  uint64_t
+      truth[40 * CHAINED_STEPS * CHAINED_N]; /* each transfer's real start, in the order held */
+  uint64_t truth_done[40 * CHAINED_STEPS * CHAINED_N]; /* and its completion */
+  size_t held, released;
+  double worst;
+};
+
+static double link_2_to_3_at_3x(int src, int dst, uint64_t t) {
+  (void)dst, (void)t;
+  return src == 2 ? 3 : 1;
+}
+
+static double healthy(int src, int dst, uint64_t t) {
+  (void)src, (void)dst, (void)t;
+  return 1;
+}
+
+static void hold_it(const struct chained_xfer *x, void *arg) {
+  struct chained_check *c = arg;
+  if (c->gap && x->dst == 5 && x->call >= 20 && x->call < 26) return; /* rank 5's records lost */
+  c->truth_done[c->held] = x->done;
+  c->truth[c->held++] = x->start;
+  det_xstart_post(0xc4, x->dst, x->post);
+  ck_assert_int_eq(det_xstart_hold(0xc4, x->src, x->dst, x->src, 1 << 20, x->post, x->done), 0);
+}
+
+static void release_all(uint64_t t, void *arg) {
+  struct chained_check *c = arg;
+  struct det_xs_sample x;
+  while (det_xstart_release(t, &x)) {
+    while (c->truth_done[c->released] != x.t_done) /* left out: its start could not be made */
+      c->released++;
+    uint64_t real = c->truth[c->released++];
+    if (c->released > 10 * CHAINED_STEPS * CHAINED_N)
+      c->worst = fmax(c->worst, fabs((double)x.t_start - (double)real) / 1e6);
   }
+}
+
+static double worst_chained_error(int slow_link, int gap) {
+  static struct chained_check c;
+  c = (struct chained_check){.gap = gap};
+  struct chained_ring g = {slow_link ? link_2_to_3_at_3x : healthy, hold_it, release_all, &c, 1};
+  det_xstart_reset();
+  chained_ring_run(&g, 1050 * MS, UINT64_MAX, 40);
   chained_left_out = det_xstart_left_out();
   det_xstart_reset();
-  return worst;
+  return c.worst;
 }
 
 /* Chained steps: the communicator's latest post, and the peer's, were as often the next step's
