@@ -325,8 +325,21 @@ static int key_before(const char *line, size_t pos, char *key, size_t cap) {
   return 1;
 }
 
-int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out, char *job,
-                            size_t joblen, char *err, size_t errlen) {
+/* Whether header line j pairs its process's clocks, and then *clock, its wall_ns - mono_ns: what
+ * puts the process's CLOCK_MONOTONIC times on the wall clock. */
+static int header_clock(json_t *j, int64_t *clock) {
+  json_t *wall = json_object_get(j, "wall_ns"), *mono = json_object_get(j, "mono_ns");
+  if (!json_is_integer(wall) || !json_is_integer(mono) || json_integer_value(wall) <= 0 ||
+      json_integer_value(mono) <= 0)
+    return 0;
+  *clock = (int64_t)json_integer_value(wall) - (int64_t)json_integer_value(mono);
+  return 1;
+}
+
+/* c4_trace_parse_line_job, and for a header line that pairs its clocks, *clocked set with the
+ * pair's difference in *clock (clock NULL: not asked). */
+static int parse_line(const char *line, size_t len, struct c4_record *out, char *job, size_t joblen,
+                      int64_t *clock, int *clocked, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   if (job && joblen) job[0] = 0;
   json_error_t je;
@@ -375,6 +388,7 @@ int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out,
     rc = 1;
   } else if (!p.bad && !strcmp(type, "header")) {
     out->kind = C4_REC_RANK;
+    if (clock) *clocked = header_clock(j, clock);
     rc = parse_header(j, &out->rank);
     if (!rc) memset(out, 0, sizeof *out);
   } else if (!p.bad && (!strcmp(type, "hb") || !strcmp(type, "end"))) {
@@ -388,6 +402,11 @@ int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out,
     return C4_EPROTO;
   }
   return rc;
+}
+
+int c4_trace_parse_line_job(const char *line, size_t len, struct c4_record *out, char *job,
+                            size_t joblen, char *err, size_t errlen) {
+  return parse_line(line, len, out, job, joblen, NULL, NULL, err, errlen);
 }
 
 #define BIN_BUF (1 << 20)
@@ -536,19 +555,6 @@ int c4_trace_next_many(struct c4_trace_reader *r, struct c4_record *out, int max
   return n;
 }
 
-/* Whether line (a valid one) is a header pairing the process's clocks, and then *clock, its
- * wall_ns - mono_ns: what puts its process's CLOCK_MONOTONIC times on the wall clock. */
-static int header_clock(const char *line, size_t n, int64_t *clock) {
-  json_t *j = json_loadb(line, n, 0, NULL);
-  json_t *wall = json_object_get(j, "wall_ns"), *mono = json_object_get(j, "mono_ns");
-  const char *type = json_string_value(json_object_get(j, "type"));
-  int ok = type && !strcmp(type, "header") && json_is_integer(wall) && json_is_integer(mono) &&
-           json_integer_value(wall) > 0 && json_integer_value(mono) > 0;
-  if (ok) *clock = (int64_t)json_integer_value(wall) - (int64_t)json_integer_value(mono);
-  json_decref(j);
-  return ok;
-}
-
 int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, size_t errlen) {
   if (r->binary == 3) {
     r->bad++;
@@ -581,9 +587,9 @@ int c4_trace_next(struct c4_trace_reader *r, struct c4_record *out, char *err, s
       lead++;
     if (lead == n) continue; /* blank */
     char why[200];
-    int rc = c4_trace_parse_line_job(line, n, out, r->job, sizeof r->job, why, sizeof why);
-    if (rc >= 0 && memmem(line, n, "\"header\"", 8) && header_clock(line, n, &r->clock))
-      r->clock_line = r->lineno;
+    int clocked = 0;
+    int rc = parse_line(line, n, out, r->job, sizeof r->job, &r->clock, &clocked, why, sizeof why);
+    if (clocked) r->clock_line = r->lineno;
     if (rc == 1) return 1;
     if (rc < 0) {
       r->bad++;

@@ -18,9 +18,6 @@
 #include "mon_cli.h"
 #include "mon_pipeline.h"
 
-/* Bad lines said one by one before the rest are only counted (as replay does). */
-#define BAD_SAID 100
-
 /* One input file: its reader, the record it offers next (its time), and the move onto the
  * merged clock (its header's, updated at each header: a file opened for appending can hold
  * several processes' runs, of other boots). */
@@ -44,7 +41,7 @@ struct merge {
 /* Says and counts a bad line or record of s. */
 static void said_bad(struct merge *m, const struct source *s, const char *err) {
   m->bad++;
-  if (m->said++ < BAD_SAID) fprintf(stderr, "%s: %s: %s\n", m->prog, s->path, err);
+  if (m->said++ < C4_MON_BAD_SAID) fprintf(stderr, "%s: %s: %s\n", m->prog, s->path, err);
 }
 
 /* The next record of s as written into s->next: 1, or 0 at its end (s->cut set when the reading
@@ -256,9 +253,9 @@ static int merge(const char *prog, char **paths, int n, const char *out_path, in
     if (!s->live) heap[0] = heap[--live];
     sift_down(heap, live, 0);
   }
-  if (m.said > BAD_SAID)
+  if (m.said > C4_MON_BAD_SAID)
     fprintf(stderr, "%s: %lu more bad lines or records, not said one by one\n", prog,
-            m.said - BAD_SAID);
+            m.said - C4_MON_BAD_SAID);
   if (c4_mon_stop)
     rc = c4_cli_fail(prog, "interrupted after %lu records: the rest was not merged", merged);
   else if ((rc = said_cut(prog, src, n)) != 0)

@@ -39,10 +39,6 @@ struct replay {
   unsigned long held_line; /* 0: none held */
 };
 
-/* Bad lines said one by one before the rest are only counted: a garbage file of 5 MB said
- * 20,194 of them. */
-#define BAD_SAID 100
-
 /* How far a record may come behind the newest before it: the matrix judges each half-second once
  * its records may all be in (200 ms later), the windows keep a communicator's last 64
  * collectives. A trace far out of time order loses what comes late. */
@@ -86,7 +82,7 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
   for (int i = 0; i < got; i++) { /* decoded in one go (a mapped binary trace): checked here */
     const char *why = NULL;
     if (c4_mon_record_check(&batch[i], 0, &why) != 0) {
-      if (r->said++ < BAD_SAID)
+      if (r->said++ < C4_MON_BAD_SAID)
         fprintf(stderr, "%s: %s: record %lu: %s\n", r->prog, r->path, first + (unsigned long)i + 1,
                 why);
       r->rd.bad++;
@@ -100,10 +96,10 @@ static int read_batch(struct replay *r, struct c4_record *batch, const struct c4
   while (n < max && (*rc = c4_trace_next(&r->rd, &batch[n], err, sizeof err)) != 0) {
     const char *why = NULL;
     if (*rc < 0) {
-      if (r->said++ < BAD_SAID || r->rd.binary) /* a binary trace's stops the reading */
+      if (r->said++ < C4_MON_BAD_SAID || r->rd.binary) /* a binary trace's stops the reading */
         fprintf(stderr, "%s: %s: %s\n", r->prog, r->path, err);
     } else if (c4_mon_record_check(&batch[n], 0, &why) != 0) {
-      if (r->said++ < BAD_SAID)
+      if (r->said++ < C4_MON_BAD_SAID)
         fprintf(stderr, "%s: %s: %s %lu: %s\n", r->prog, r->path, r->rd.binary ? "record" : "line",
                 r->rd.lineno, why);
       r->rd.bad++;
@@ -149,7 +145,7 @@ static void take_in_time(struct replay *r, struct c4_record *rec, const struct c
   if (__builtin_expect(r->held_line && in_time, 0)) {
     uint64_t held_t = c4_mon_record_time(&r->held);
     if (t + BEHIND_NS < held_t) {
-      if (r->said++ < BAD_SAID)
+      if (r->said++ < C4_MON_BAD_SAID)
         fprintf(stderr,
                 "%s: %s: %s %lu: its time is %.0f s ahead of the records %s it "
                 "(a wrong time field): dropped\n",
@@ -184,9 +180,9 @@ static void take_batch(struct replay *r, struct c4_record *batch,
 /* Closes the trace and says how the read ended: 0, or a C4_E* code for a read error, a binary
  * trace cut short, or a trace without one valid record. */
 static int close_trace(struct replay *r, volatile int *stop) {
-  if (r->said > BAD_SAID)
+  if (r->said > C4_MON_BAD_SAID)
     fprintf(stderr, "%s: %s: %lu more bad lines or records, not said one by one\n", r->prog,
-            r->path, r->said - BAD_SAID);
+            r->path, r->said - C4_MON_BAD_SAID);
   int read_error = r->rd.f && ferror(r->rd.f) ? errno : 0;
   int cut_short = r->rd.binary == 2; /* a binary trace stopped at a bad record (its place said) */
   unsigned long bad = r->rd.bad;
